@@ -1,0 +1,44 @@
+// Builds one bundle per entry point: dist/cli.js and dist/<action>/index.js.
+// The @actions packages are ESM-only and some of their dependencies still call
+// require(): the banner gives the ESM bundle a real `require`.
+import { build } from 'esbuild';
+import { readdirSync, existsSync, rmSync, mkdirSync, chmodSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+const root = resolve(import.meta.dirname, '..');
+const outRoot = resolve(process.argv[2] ?? join(root, 'dist'));
+
+const banner = [
+  "import { createRequire as __exocompCreateRequire } from 'node:module';",
+  'const require = __exocompCreateRequire(import.meta.url);',
+].join('\n');
+
+const entries = [{ in: join(root, 'src/cli/main.ts'), out: join(outRoot, 'cli.js'), shebang: true }];
+const actionsDir = join(root, 'src/actions');
+if (existsSync(actionsDir)) {
+  for (const name of readdirSync(actionsDir).sort()) {
+    const main = join(actionsDir, name, 'main.ts');
+    if (existsSync(main)) entries.push({ in: main, out: join(outRoot, name, 'index.js'), shebang: false });
+  }
+}
+
+rmSync(outRoot, { recursive: true, force: true });
+mkdirSync(outRoot, { recursive: true });
+for (const entry of entries) {
+  await build({
+    entryPoints: [entry.in],
+    outfile: entry.out,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'esm',
+    banner: { js: (entry.shebang ? '#!/usr/bin/env node\n' : '') + banner },
+    legalComments: 'none',
+    logLevel: 'warning',
+    // Keep bundles byte-stable across machines so the committed dist can be compared.
+    sourcemap: false,
+    minifySyntax: true,
+  });
+  if (entry.shebang) chmodSync(entry.out, 0o755);
+}
+console.log(`bundled ${entries.length} entr${entries.length === 1 ? 'y' : 'ies'} into ${outRoot}`);
