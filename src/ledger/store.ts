@@ -1,0 +1,37 @@
+/**
+ * The ledger store: a set of text files (records) at one revision, changed only
+ * by whole-snapshot compare-and-swap updates. The git-branch implementation is
+ * the only one in production; the interface lets domain/use-case tests run
+ * against an in-memory store.
+ */
+export interface LedgerSnapshot {
+  /** The revision this snapshot was read at (a commit id), or null for an empty ledger. */
+  readonly revision: string | null;
+  /** The text of a file, or undefined when it does not exist. */
+  read(path: string): string | undefined;
+  /** Paths of the files under a folder prefix (e.g. 'workflows/'), sorted. */
+  list(prefix: string): string[];
+}
+
+/** The outcome of one mutation attempt: files to write (null deletes) and the commit message. */
+export interface LedgerChange<T> {
+  writes: ReadonlyMap<string, string | null>;
+  message: string;
+  result: T;
+}
+
+export interface LedgerStore {
+  /** A human-readable description of where the ledger lives (never contains credentials). */
+  readonly description: string;
+  /** The latest snapshot of the ledger. */
+  read(): Promise<LedgerSnapshot>;
+  /**
+   * Applies `mutate` to the latest snapshot and commits its writes as one commit,
+   * pushed without force. When the push is rejected because someone else wrote
+   * first, `mutate` is applied again to the new snapshot (with jittered backoff),
+   * a bounded number of times. `mutate` must be pure with respect to the snapshot:
+   * it may run several times. Throwing from `mutate` aborts without writing.
+   * A change with no writes commits nothing and returns its result.
+   */
+  update<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>): Promise<T>;
+}
