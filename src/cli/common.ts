@@ -1,0 +1,58 @@
+/**
+ * The options every command shares (DESIGN.md §7), parsed once into a typed
+ * settings object, and the context a use case runs in.
+ */
+import { Command, Option } from 'commander';
+import { GitLedgerStore } from '../ledger/git-store.js';
+import { resolveLedgerLocation } from '../ledger/location.js';
+import type { AppContext } from '../app/context.js';
+import type { ProgressListener } from '../app/progress.js';
+import { JsonProgress, TerminalProgress } from './terminal.js';
+
+export const DEFAULT_LEDGER_BRANCH = 'exocomp-ledger';
+
+export interface GlobalSettings {
+  ledger: string | undefined;
+  ledgerBranch: string;
+  json: boolean;
+}
+
+export function addLedgerOptions(command: Command): Command {
+  return command
+    .addOption(new Option('--ledger <url-or-path>', 'git URL or path of the ledger repository (default: the enclosing git repository, or .exocomp/ledger.git)'))
+    .addOption(new Option('--ledger-branch <name>', 'ledger branch').default(DEFAULT_LEDGER_BRANCH))
+    .addOption(new Option('--json', 'machine-readable output').default(false));
+}
+
+export function globalSettings(options: Record<string, unknown>): GlobalSettings {
+  return {
+    ledger: typeof options.ledger === 'string' ? options.ledger : undefined,
+    ledgerBranch: typeof options.ledgerBranch === 'string' ? options.ledgerBranch : DEFAULT_LEDGER_BRANCH,
+    json: options.json === true,
+  };
+}
+
+export interface Io {
+  out: (line: string) => void;
+  err: (line: string) => void;
+}
+
+export const processIo: Io = {
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+};
+
+export async function buildContext(settings: GlobalSettings, io: Io): Promise<AppContext> {
+  const cwd = process.cwd();
+  const location = await resolveLedgerLocation({ ledger: settings.ledger, cwd });
+  const store = new GitLedgerStore({ remote: location.remote, branch: settings.ledgerBranch });
+  const progress: ProgressListener = settings.json ? new JsonProgress(io.out) : new TerminalProgress(io.err);
+  return {
+    store,
+    ledgerBranch: settings.ledgerBranch,
+    now: () => new Date(),
+    cwd,
+    env: process.env,
+    progress,
+  };
+}

@@ -1,0 +1,141 @@
+/**
+ * One view of a workflow record, rendered for a terminal, for markdown (job
+ * summary, PR comment) and as JSON. Pure: time is handed in for durations of
+ * running steps.
+ */
+import { STEP_NAMES, type Step, type Workflow } from './workflow.js';
+
+const STATE_MARK: Record<Step['state'], string> = {
+  pending: '·',
+  running: '…',
+  succeeded: '✓',
+  failed: '✗',
+  blocked: '⊘',
+};
+
+export interface StepView {
+  index: number;
+  name: string;
+  state: Step['state'];
+  attempts: number;
+  durationMs: number | null;
+  detail: string;
+  runUrl: string | undefined;
+}
+
+export interface WorkflowView {
+  id: string;
+  state: Workflow['state'];
+  workspace: Workflow['workspace'];
+  playbook: string;
+  requester: string;
+  createdAt: string;
+  updatedAt: string;
+  approval: Workflow['approval'];
+  steps: StepView[];
+  failure: Workflow['failure'] | null;
+}
+
+export function formatMs(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
+  const minutes = Math.floor(ms / 60_000);
+  const seconds = Math.round((ms % 60_000) / 1000);
+  return `${minutes}m ${String(seconds).padStart(2, '0')}s`;
+}
+
+function stepDuration(step: Step, now: Date): number | null {
+  if (!step.startedAt) return null;
+  const end = step.finishedAt ? Date.parse(step.finishedAt) : step.state === 'running' ? now.getTime() : null;
+  return end === null ? null : Math.max(0, end - Date.parse(step.startedAt));
+}
+
+export function viewWorkflow(workflow: Workflow, now: Date): WorkflowView {
+  return {
+    id: workflow.id,
+    state: workflow.state,
+    workspace: workflow.workspace,
+    playbook: workflow.playbook,
+    requester: workflow.requester,
+    createdAt: workflow.createdAt,
+    updatedAt: workflow.updatedAt,
+    approval: workflow.approval,
+    steps: workflow.steps.map((step) => ({
+      index: STEP_NAMES.indexOf(step.name) + 1,
+      name: step.name,
+      state: step.state,
+      attempts: step.attempts,
+      durationMs: stepDuration(step, now),
+      detail: step.detail ?? (step.state === 'running' && step.lease ? `held by ${step.lease.holder}` : ''),
+      runUrl: step.runUrl,
+    })),
+    failure: workflow.failure ?? null,
+  };
+}
+
+function describeApproval(approval: Workflow['approval']): string {
+  if (!approval.required) return 'not required';
+  if (approval.state === 'pending') return 'pending';
+  const parts = [`${approval.state} by ${approval.by ?? 'unknown'}`];
+  if (approval.via) parts.push(`via ${approval.via}`);
+  if (approval.at) parts.push(`at ${approval.at}`);
+  if (approval.comment) parts.push(`— ${approval.comment}`);
+  return parts.join(' ');
+}
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => (row[col] ?? '').length)));
+  return rows.map((row) => row.map((cell, col) => cell.padEnd(widths[col]!)).join('  ').trimEnd()).join('\n');
+}
+
+export function renderText(view: WorkflowView): string {
+  const lines = [
+    `workflow  ${view.id}  ${view.state}`,
+    `workspace ${view.workspace.name} (${view.workspace.path})  playbook ${view.playbook}`,
+    `approval  ${describeApproval(view.approval)}`,
+    '',
+    table([
+      ['STEP', 'STATE', 'ATTEMPTS', 'DURATION', 'DETAIL'],
+      ...view.steps.map((s) => [
+        `${s.index} ${s.name}`,
+        `${STATE_MARK[s.state]} ${s.state}`,
+        String(s.attempts),
+        s.durationMs === null ? '-' : formatMs(s.durationMs),
+        s.detail,
+      ]),
+    ]),
+  ];
+  if (view.failure) {
+    lines.push('', `failed at ${view.failure.step} (${view.failure.kind}) ${view.failure.at}: ${view.failure.summary}`);
+    if (view.state === 'provision-failed') lines.push(`resume with: exocomp provision resume ${view.id}`);
+  }
+  return lines.join('\n');
+}
+
+function escapeCell(text: string): string {
+  return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
+}
+
+/** Markdown for job summaries and PR comments; `maxDetail` keeps comments under size limits. */
+export function renderMarkdown(view: WorkflowView, options: { maxDetail?: number } = {}): string {
+  const maxDetail = options.maxDetail ?? 300;
+  const clip = (text: string) => (text.length > maxDetail ? `${text.slice(0, maxDetail - 1)}…` : text);
+  const lines = [
+    `### exocomp workflow \`${view.id}\` — ${view.state}`,
+    '',
+    `Workspace \`${view.workspace.name}\` · playbook \`${view.playbook}\` · approval ${describeApproval(view.approval)}`,
+    '',
+    '| # | step | state | attempts | duration | detail |',
+    '| - | ---- | ----- | -------- | -------- | ------ |',
+    ...view.steps.map(
+      (s) =>
+        `| ${s.index} | ${s.runUrl ? `[${s.name}](${s.runUrl})` : s.name} | ${STATE_MARK[s.state]} ${s.state} | ${s.attempts} | ${
+          s.durationMs === null ? '-' : formatMs(s.durationMs)
+        } | ${escapeCell(clip(s.detail))} |`,
+    ),
+  ];
+  if (view.failure) {
+    lines.push('', `**Failed at ${view.failure.step}** (${view.failure.kind}): ${escapeCell(clip(view.failure.summary))}`);
+  }
+  return lines.join('\n');
+}

@@ -1,0 +1,413 @@
+/**
+ * The provision workflow record and its state machine (DESIGN.md §4). Pure:
+ * every transition takes the record and the facts it needs (time, lease
+ * liveness) and returns a new record, or throws a typed error. Nothing here
+ * writes anything; the chain runner persists each returned record before it acts.
+ */
+import { z } from 'zod';
+import { ExocompError } from './errors.js';
+
+export const STEP_NAMES = ['apply', 'ssh-wait', 'onboard', 'configure'] as const;
+export type StepName = (typeof STEP_NAMES)[number];
+
+export const STEP_STATES = ['pending', 'running', 'succeeded', 'failed', 'blocked'] as const;
+export type StepState = (typeof STEP_STATES)[number];
+
+export const WORKFLOW_STATES = [
+  'created',
+  'awaiting-approval',
+  'provisioning',
+  'provisioned',
+  'provision-failed',
+  'rejected',
+] as const;
+export type WorkflowState = (typeof WORKFLOW_STATES)[number];
+
+export const WORKFLOW_SCHEMA_VERSION = 1;
+
+/** Who holds a running step, and the proof of life the next runner judges it by. */
+export const leaseSchema = z.object({
+  holder: z.string().min(1),
+  /** Where the holder runs: a local process (hostname + pid) or a CI run. */
+  origin: z.discriminatedUnion('kind', [
+    z.object({ kind: z.literal('local'), hostname: z.string(), pid: z.number().int() }),
+    z.object({
+      kind: z.literal('ci'),
+      platform: z.literal('github'),
+      repository: z.string(),
+      runId: z.number().int(),
+      runAttempt: z.number().int(),
+    }),
+  ]),
+  acquiredAt: z.string(),
+  heartbeatAt: z.string(),
+  ttlMs: z.number().int().positive(),
+});
+export type Lease = z.infer<typeof leaseSchema>;
+
+export const stepSchema = z.object({
+  name: z.enum(STEP_NAMES),
+  state: z.enum(STEP_STATES),
+  attempts: z.number().int().nonnegative(),
+  startedAt: z.string().optional(),
+  finishedAt: z.string().optional(),
+  lease: leaseSchema.optional(),
+  runUrl: z.string().optional(),
+  detail: z.string().optional(),
+});
+export type Step = z.infer<typeof stepSchema>;
+
+export const failureSchema = z.object({
+  step: z.enum(STEP_NAMES),
+  kind: z.string(),
+  summary: z.string(),
+  at: z.string(),
+});
+export type Failure = z.infer<typeof failureSchema>;
+
+export const approvalSchema = z.object({
+  required: z.boolean(),
+  state: z.enum(['not-required', 'pending', 'approved', 'rejected']),
+  by: z.string().optional(),
+  at: z.string().optional(),
+  via: z.string().optional(),
+  comment: z.string().optional(),
+  /** Hash of the normalized plan that was approved (DESIGN.md §5). */
+  planFingerprint: z.string().optional(),
+  planSummary: z.string().optional(),
+});
+export type Approval = z.infer<typeof approvalSchema>;
+
+export const triggerSchema = z.object({
+  kind: z.enum(['local', 'github', 'gitlab']),
+  runId: z.number().int().optional(),
+  runAttempt: z.number().int().optional(),
+  runUrl: z.string().optional(),
+  sha: z.string().optional(),
+  pullRequest: z.number().int().optional(),
+  repository: z.string().optional(),
+  workflowRef: z.string().optional(),
+});
+export type Trigger = z.infer<typeof triggerSchema>;
+
+/** What the chain needs to run again on resume; never holds a secret. */
+export const chainOptionsSchema = z.object({
+  sshWaitMs: z.number().int().positive(),
+  onboardPlaybook: z.string().optional(),
+  onboardUser: z.string(),
+  remoteUser: z.string().optional(),
+  vars: z.record(z.string(), z.unknown()).optional(),
+  rotateHostKeys: z.array(z.string()).default([]),
+  check: z.boolean().default(false),
+  limit: z.string().optional(),
+  tags: z.string().optional(),
+});
+export type ChainOptions = z.infer<typeof chainOptionsSchema>;
+
+export const workflowSchema = z.object({
+  schemaVersion: z.literal(WORKFLOW_SCHEMA_VERSION),
+  id: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/),
+  workspace: z.object({ path: z.string(), name: z.string() }),
+  playbook: z.string(),
+  requester: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  trigger: triggerSchema,
+  options: chainOptionsSchema,
+  approval: approvalSchema,
+  state: z.enum(WORKFLOW_STATES),
+  steps: z.array(stepSchema).length(STEP_NAMES.length),
+  failure: failureSchema.optional(),
+});
+export type Workflow = z.infer<typeof workflowSchema>;
+
+export class IllegalTransitionError extends ExocompError {
+  constructor(message: string, help?: string) {
+    super('illegal-transition', message, help === undefined ? {} : { help });
+    this.name = 'IllegalTransitionError';
+  }
+}
+
+export class LeaseHeldError extends ExocompError {
+  readonly lease: Lease;
+  constructor(workflowId: string, step: StepName, lease: Lease) {
+    super('lease-held', `step ${step} of ${workflowId} is running under ${lease.holder} (heartbeat ${lease.heartbeatAt})`, {
+      help: 'wait for that run to finish; a lease whose holder is gone or whose heartbeat expired is taken over automatically',
+    });
+    this.name = 'LeaseHeldError';
+    this.lease = lease;
+  }
+}
+
+export interface NewWorkflow {
+  id: string;
+  workspace: { path: string; name: string };
+  playbook: string;
+  requester: string;
+  trigger: Trigger;
+  options: ChainOptions;
+  requireApproval: boolean;
+  now: Date;
+}
+
+export function createWorkflow(input: NewWorkflow): Workflow {
+  const at = input.now.toISOString();
+  return {
+    schemaVersion: WORKFLOW_SCHEMA_VERSION,
+    id: input.id,
+    workspace: input.workspace,
+    playbook: input.playbook,
+    requester: input.requester,
+    createdAt: at,
+    updatedAt: at,
+    trigger: input.trigger,
+    options: input.options,
+    approval: input.requireApproval ? { required: true, state: 'pending' } : { required: false, state: 'not-required' },
+    state: 'created',
+    steps: STEP_NAMES.map((name) => ({ name, state: 'pending', attempts: 0 })),
+  };
+}
+
+/** Facts about a lease's holder that only I/O can establish, handed in by the caller. */
+export interface LeaseFacts {
+  /** True when the holder is known to be gone: its process exited, or its CI run completed. */
+  holderGone?: boolean;
+}
+
+export type LeaseVerdict = 'live' | 'dead';
+
+/** A lease is dead when its holder is gone or its heartbeat is older than its TTL. */
+export function judgeLease(lease: Lease, now: Date, facts: LeaseFacts = {}): LeaseVerdict {
+  if (facts.holderGone === true) return 'dead';
+  const age = now.getTime() - Date.parse(lease.heartbeatAt);
+  return age > lease.ttlMs ? 'dead' : 'live';
+}
+
+export function stepOf(workflow: Workflow, name: StepName): Step {
+  const step = workflow.steps.find((s) => s.name === name);
+  if (!step) throw new IllegalTransitionError(`workflow ${workflow.id} has no step ${name}`);
+  return step;
+}
+
+function withStep(workflow: Workflow, name: StepName, change: (step: Step) => Step, now: Date): Workflow {
+  return {
+    ...workflow,
+    updatedAt: now.toISOString(),
+    steps: workflow.steps.map((s) => (s.name === name ? change(s) : s)),
+  };
+}
+
+/** Records that the workflow waits for a decision before anything is applied. */
+export function awaitApproval(workflow: Workflow, now: Date, plan?: { fingerprint: string; summary: string }): Workflow {
+  if (!workflow.approval.required) {
+    throw new IllegalTransitionError(`workflow ${workflow.id} does not require approval`);
+  }
+  if (workflow.state !== 'created' && workflow.state !== 'awaiting-approval') {
+    throw new IllegalTransitionError(`workflow ${workflow.id} is ${workflow.state}; only a created workflow can wait for approval`);
+  }
+  if (workflow.approval.state !== 'pending') {
+    throw new IllegalTransitionError(`workflow ${workflow.id} was already ${workflow.approval.state}`);
+  }
+  const approval: Approval = { ...workflow.approval };
+  if (plan) {
+    approval.planFingerprint = plan.fingerprint;
+    approval.planSummary = plan.summary;
+  }
+  return { ...workflow, state: 'awaiting-approval', approval, updatedAt: now.toISOString() };
+}
+
+export interface Decision {
+  approve: boolean;
+  by: string;
+  via: string;
+  comment?: string;
+  now: Date;
+}
+
+export function decideApproval(workflow: Workflow, decision: Decision): Workflow {
+  if (!workflow.approval.required) {
+    throw new IllegalTransitionError(`workflow ${workflow.id} does not require approval`, 'nothing to decide');
+  }
+  if (workflow.approval.state !== 'pending') {
+    throw new IllegalTransitionError(
+      `workflow ${workflow.id} was already ${workflow.approval.state}${workflow.approval.by ? ` by ${workflow.approval.by}` : ''}`,
+      'a decision is final; start a new workflow to change it',
+    );
+  }
+  const at = decision.now.toISOString();
+  const approval: Approval = {
+    ...workflow.approval,
+    state: decision.approve ? 'approved' : 'rejected',
+    by: decision.by,
+    at,
+    via: decision.via,
+  };
+  if (decision.comment !== undefined) approval.comment = decision.comment;
+  return {
+    ...workflow,
+    approval,
+    state: decision.approve ? (workflow.state === 'awaiting-approval' ? 'created' : workflow.state) : 'rejected',
+    updatedAt: at,
+  };
+}
+
+/**
+ * Arms a step: write-ahead, before the step does anything. A step runs only
+ * when its predecessor succeeded; a running step whose lease is live refuses a
+ * second runner; a dead lease is re-armed (attempts + 1).
+ */
+export function startStep(
+  workflow: Workflow,
+  name: StepName,
+  lease: Lease,
+  now: Date,
+  facts: LeaseFacts = {},
+): Workflow {
+  if (workflow.state === 'rejected') {
+    throw new IllegalTransitionError(`workflow ${workflow.id} was rejected; no step runs`);
+  }
+  if (workflow.state === 'provisioned') {
+    throw new IllegalTransitionError(`workflow ${workflow.id} is already provisioned`);
+  }
+  if (workflow.state === 'provision-failed') {
+    throw new IllegalTransitionError(
+      `workflow ${workflow.id} failed at ${workflow.failure?.step ?? 'a step'}; it must be resumed before a step runs again`,
+      `exocomp provision resume ${workflow.id}`,
+    );
+  }
+  if (workflow.approval.required && workflow.approval.state !== 'approved') {
+    throw new IllegalTransitionError(
+      `workflow ${workflow.id} needs an approval before ${name} (approval is ${workflow.approval.state})`,
+      `exocomp approval decide ${workflow.id} --approve`,
+    );
+  }
+  const index = STEP_NAMES.indexOf(name);
+  const previous = index > 0 ? workflow.steps[index - 1] : undefined;
+  if (previous && previous.state !== 'succeeded') {
+    throw new IllegalTransitionError(
+      `step ${name} of ${workflow.id} cannot start: ${previous.name} is ${previous.state}, not succeeded`,
+    );
+  }
+  const step = stepOf(workflow, name);
+  switch (step.state) {
+    case 'succeeded':
+      throw new IllegalTransitionError(`step ${name} of ${workflow.id} already succeeded; a succeeded step never runs again`);
+    case 'failed':
+    case 'blocked':
+      throw new IllegalTransitionError(
+        `step ${name} of ${workflow.id} is ${step.state}; resume the workflow to run it again`,
+        `exocomp provision resume ${workflow.id}`,
+      );
+    case 'running': {
+      if (!step.lease) break; // a running step without a lease can only come from a crash mid-write: re-arm
+      if (step.lease.holder === lease.holder) {
+        throw new IllegalTransitionError(`step ${name} of ${workflow.id} is already running under this holder`);
+      }
+      if (judgeLease(step.lease, now, facts) === 'live') throw new LeaseHeldError(workflow.id, name, step.lease);
+      break;
+    }
+    case 'pending':
+      break;
+  }
+  const at = now.toISOString();
+  const armed = withStep(
+    workflow,
+    name,
+    (s) => {
+      const next: Step = { ...s, state: 'running', attempts: s.attempts + 1, startedAt: at, lease };
+      delete next.finishedAt;
+      delete next.detail;
+      return next;
+    },
+    now,
+  );
+  return { ...armed, state: 'provisioning' };
+}
+
+function requireHolder(workflow: Workflow, name: StepName, holder: string): Step {
+  const step = stepOf(workflow, name);
+  if (step.state !== 'running') {
+    throw new IllegalTransitionError(`step ${name} of ${workflow.id} is ${step.state}, not running`);
+  }
+  if (step.lease?.holder !== holder) {
+    throw new IllegalTransitionError(
+      `step ${name} of ${workflow.id} is held by ${step.lease?.holder ?? 'nobody'}, not ${holder}`,
+      'another runner took over this step after this one was judged gone; this runner must stop',
+    );
+  }
+  return step;
+}
+
+export function heartbeat(workflow: Workflow, name: StepName, holder: string, now: Date): Workflow {
+  const step = requireHolder(workflow, name, holder);
+  const lease = step.lease as Lease;
+  return withStep(workflow, name, (s) => ({ ...s, lease: { ...lease, heartbeatAt: now.toISOString() } }), now);
+}
+
+export function succeedStep(workflow: Workflow, name: StepName, holder: string, now: Date, detail?: string): Workflow {
+  requireHolder(workflow, name, holder);
+  const at = now.toISOString();
+  const next = withStep(
+    workflow,
+    name,
+    (s) => {
+      const done: Step = { ...s, state: 'succeeded', finishedAt: at };
+      delete done.lease;
+      if (detail !== undefined) done.detail = detail;
+      return done;
+    },
+    now,
+  );
+  const allDone = next.steps.every((s) => s.state === 'succeeded');
+  const result: Workflow = { ...next, state: allDone ? 'provisioned' : 'provisioning' };
+  if (allDone) delete result.failure;
+  return result;
+}
+
+/** A failed step blocks every later step; the workflow keeps the failure context. */
+export function failStep(
+  workflow: Workflow,
+  name: StepName,
+  holder: string,
+  now: Date,
+  failure: { kind: string; summary: string },
+): Workflow {
+  requireHolder(workflow, name, holder);
+  const at = now.toISOString();
+  const index = STEP_NAMES.indexOf(name);
+  return {
+    ...workflow,
+    updatedAt: at,
+    state: 'provision-failed',
+    failure: { step: name, kind: failure.kind, summary: failure.summary, at },
+    steps: workflow.steps.map((s, i) => {
+      if (s.name === name) {
+        const failed: Step = { ...s, state: 'failed', finishedAt: at, detail: failure.summary };
+        delete failed.lease;
+        return failed;
+      }
+      return i > index ? { ...s, state: 'blocked' } : s;
+    }),
+  };
+}
+
+/** Re-opens a failed workflow from its failed step; succeeded steps stay succeeded. */
+export function resumeWorkflow(workflow: Workflow, now: Date): Workflow {
+  if (workflow.state !== 'provision-failed') {
+    throw new IllegalTransitionError(
+      `workflow ${workflow.id} is ${workflow.state}; only a failed workflow is resumed this way`,
+      workflow.state === 'provisioning' ? 'a running step whose holder is gone is taken over by `exocomp provision resume` directly' : undefined,
+    );
+  }
+  return {
+    ...workflow,
+    updatedAt: now.toISOString(),
+    state: 'provisioning',
+    steps: workflow.steps.map((s) => (s.state === 'failed' || s.state === 'blocked' ? { ...s, state: 'pending' } : s)),
+  };
+}
+
+/** The first step that still has to run, or undefined when the chain is done. */
+export function nextStep(workflow: Workflow): Step | undefined {
+  return workflow.steps.find((s) => s.state !== 'succeeded');
+}

@@ -1,0 +1,219 @@
+import { describe, expect, it } from 'vitest';
+import {
+  awaitApproval,
+  createWorkflow,
+  decideApproval,
+  failStep,
+  heartbeat,
+  IllegalTransitionError,
+  judgeLease,
+  LeaseHeldError,
+  nextStep,
+  resumeWorkflow,
+  startStep,
+  STEP_NAMES,
+  stepOf,
+  succeedStep,
+  workflowSchema,
+  type Lease,
+  type Workflow,
+} from '../../src/domain/workflow.js';
+
+const t0 = new Date('2026-11-30T00:00:00.000Z');
+const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
+
+function lease(holder: string, now = t0, ttlMs = 60_000): Lease {
+  return {
+    holder,
+    origin: { kind: 'local', hostname: 'laptop', pid: 4242 },
+    acquiredAt: now.toISOString(),
+    heartbeatAt: now.toISOString(),
+    ttlMs,
+  };
+}
+
+function fresh(requireApproval = false): Workflow {
+  return createWorkflow({
+    id: 'edge-0001',
+    workspace: { path: 'infra/edge', name: 'edge' },
+    playbook: 'site.yml',
+    requester: 'alice',
+    trigger: { kind: 'local' },
+    options: { sshWaitMs: 300_000, onboardUser: 'exocomp', rotateHostKeys: [], check: false },
+    requireApproval,
+    now: t0,
+  });
+}
+
+function runTo(workflow: Workflow, upTo: number, holder = 'runner-a'): Workflow {
+  let w = workflow;
+  for (const name of STEP_NAMES.slice(0, upTo)) {
+    w = startStep(w, name, lease(holder), t0);
+    w = succeedStep(w, name, holder, at(1));
+  }
+  return w;
+}
+
+describe('workflow record', () => {
+  it('starts created with four pending steps and validates against its schema', () => {
+    const w = fresh();
+    expect(w.state).toBe('created');
+    expect(w.steps.map((s) => [s.name, s.state, s.attempts])).toEqual([
+      ['apply', 'pending', 0],
+      ['ssh-wait', 'pending', 0],
+      ['onboard', 'pending', 0],
+      ['configure', 'pending', 0],
+    ]);
+    expect(workflowSchema.parse(w)).toEqual(w);
+  });
+
+  it('rejects a record with an unknown state or a missing step', () => {
+    expect(workflowSchema.safeParse({ ...fresh(), state: 'half-done' }).success).toBe(false);
+    expect(workflowSchema.safeParse({ ...fresh(), steps: fresh().steps.slice(1) }).success).toBe(false);
+    expect(workflowSchema.safeParse({ ...fresh(), schemaVersion: 2 }).success).toBe(false);
+  });
+});
+
+describe('step transitions', () => {
+  it('runs the four steps in order to provisioned', () => {
+    const w = runTo(fresh(), 4);
+    expect(w.state).toBe('provisioned');
+    expect(w.steps.every((s) => s.state === 'succeeded' && s.attempts === 1 && s.lease === undefined)).toBe(true);
+    expect(nextStep(w)).toBeUndefined();
+  });
+
+  it('marks the workflow provisioning while steps run', () => {
+    const w = startStep(fresh(), 'apply', lease('a'), t0);
+    expect(w.state).toBe('provisioning');
+    expect(stepOf(w, 'apply')).toMatchObject({ state: 'running', attempts: 1, lease: { holder: 'a' } });
+  });
+
+  it('refuses a step before its predecessor succeeded', () => {
+    expect(() => startStep(fresh(), 'ssh-wait', lease('a'), t0)).toThrow(IllegalTransitionError);
+    const applying = startStep(fresh(), 'apply', lease('a'), t0);
+    expect(() => startStep(applying, 'ssh-wait', lease('a'), t0)).toThrow(/apply is running, not succeeded/);
+  });
+
+  it('never runs a succeeded step again', () => {
+    const w = runTo(fresh(), 1);
+    expect(() => startStep(w, 'apply', lease('b'), t0)).toThrow(/already succeeded/);
+  });
+
+  it('only the lease holder can finish or heartbeat a step', () => {
+    const w = startStep(fresh(), 'apply', lease('a'), t0);
+    expect(() => succeedStep(w, 'apply', 'b', at(1))).toThrow(/held by a, not b/);
+    expect(() => failStep(w, 'apply', 'b', at(1), { kind: 'x', summary: 'y' })).toThrow(IllegalTransitionError);
+    expect(() => heartbeat(w, 'apply', 'b', at(1))).toThrow(IllegalTransitionError);
+    expect(stepOf(heartbeat(w, 'apply', 'a', at(5)), 'apply').lease?.heartbeatAt).toBe(at(5).toISOString());
+  });
+
+  it('refuses to finish a step that is not running', () => {
+    expect(() => succeedStep(fresh(), 'apply', 'a', t0)).toThrow(/pending, not running/);
+  });
+
+  it('a failure blocks every later step and records its context', () => {
+    let w = runTo(fresh(), 1);
+    w = startStep(w, 'ssh-wait', lease('a'), at(2));
+    w = failStep(w, 'ssh-wait', 'a', at(7), { kind: 'ssh-wait', summary: 'web2 (127.0.0.9:22) never answered' });
+    expect(w.state).toBe('provision-failed');
+    expect(w.steps.map((s) => s.state)).toEqual(['succeeded', 'failed', 'blocked', 'blocked']);
+    expect(w.failure).toEqual({ step: 'ssh-wait', kind: 'ssh-wait', summary: 'web2 (127.0.0.9:22) never answered', at: at(7).toISOString() });
+    expect(() => startStep(w, 'ssh-wait', lease('b'), at(8))).toThrow(/must be resumed/);
+    expect(() => startStep(w, 'onboard', lease('b'), at(8))).toThrow(IllegalTransitionError);
+  });
+
+  it('resume re-opens the failed step and keeps succeeded ones', () => {
+    let w = runTo(fresh(), 2);
+    w = startStep(w, 'onboard', lease('a'), at(2));
+    w = failStep(w, 'onboard', 'a', at(3), { kind: 'host-key', summary: 'key changed' });
+    w = resumeWorkflow(w, at(4));
+    expect(w.state).toBe('provisioning');
+    expect(w.steps.map((s) => s.state)).toEqual(['succeeded', 'succeeded', 'pending', 'pending']);
+    expect(nextStep(w)?.name).toBe('onboard');
+    w = startStep(w, 'onboard', lease('b'), at(5));
+    expect(stepOf(w, 'onboard').attempts).toBe(2);
+    expect(stepOf(w, 'onboard').detail).toBeUndefined();
+    w = succeedStep(w, 'onboard', 'b', at(6));
+    w = startStep(w, 'configure', lease('b'), at(6));
+    w = succeedStep(w, 'configure', 'b', at(7));
+    expect(w.state).toBe('provisioned');
+    expect(w.failure).toBeUndefined();
+  });
+
+  it('resume is only for failed workflows', () => {
+    expect(() => resumeWorkflow(fresh(), t0)).toThrow(IllegalTransitionError);
+    expect(() => resumeWorkflow(runTo(fresh(), 4), t0)).toThrow(/provisioned/);
+  });
+
+  it('refuses any step of a provisioned workflow', () => {
+    expect(() => startStep(runTo(fresh(), 4), 'configure', lease('a'), t0)).toThrow(/already provisioned/);
+  });
+});
+
+describe('leases', () => {
+  it('a live lease refuses a second runner', () => {
+    const w = startStep(fresh(), 'apply', lease('a', t0, 60_000), t0);
+    expect(() => startStep(w, 'apply', lease('b'), at(30))).toThrow(LeaseHeldError);
+  });
+
+  it('an expired heartbeat is a dead lease: the step is re-armed with attempts + 1', () => {
+    const w = startStep(fresh(), 'apply', lease('a', t0, 60_000), t0);
+    const taken = startStep(w, 'apply', lease('b', at(61)), at(61));
+    expect(stepOf(taken, 'apply')).toMatchObject({ state: 'running', attempts: 2, lease: { holder: 'b' } });
+  });
+
+  it('a holder known to be gone is a dead lease even with a fresh heartbeat', () => {
+    const w = startStep(fresh(), 'apply', lease('a'), t0);
+    const taken = startStep(w, 'apply', lease('b', at(1)), at(1), { holderGone: true });
+    expect(stepOf(taken, 'apply').lease?.holder).toBe('b');
+  });
+
+  it('the same holder cannot arm a step twice', () => {
+    const w = startStep(fresh(), 'apply', lease('a'), t0);
+    expect(() => startStep(w, 'apply', lease('a'), at(1), { holderGone: true })).toThrow(/already running under this holder/);
+  });
+
+  it('judges a lease by heartbeat age and holder facts', () => {
+    const l = lease('a', t0, 10_000);
+    expect(judgeLease(l, at(10))).toBe('live');
+    expect(judgeLease(l, at(11))).toBe('dead');
+    expect(judgeLease(l, at(1), { holderGone: true })).toBe('dead');
+    expect(judgeLease(l, at(1), { holderGone: false })).toBe('live');
+  });
+
+  it('the old holder cannot finish a step another runner took over', () => {
+    const w = startStep(fresh(), 'apply', lease('a'), t0);
+    const taken = startStep(w, 'apply', lease('b', at(1)), at(1), { holderGone: true });
+    expect(() => succeedStep(taken, 'apply', 'a', at(2))).toThrow(/held by b, not a/);
+  });
+});
+
+describe('approval', () => {
+  it('no step runs before an approval', () => {
+    const w = awaitApproval(fresh(true), t0, { fingerprint: 'abc', summary: '+1 ~0 -0' });
+    expect(w.state).toBe('awaiting-approval');
+    expect(w.approval).toMatchObject({ required: true, state: 'pending', planFingerprint: 'abc' });
+    expect(() => startStep(w, 'apply', lease('a'), t0)).toThrow(/needs an approval/);
+  });
+
+  it('an approval releases the chain', () => {
+    let w = awaitApproval(fresh(true), t0);
+    w = decideApproval(w, { approve: true, by: 'bob', via: 'cli', comment: 'ship it', now: at(5) });
+    expect(w.state).toBe('created');
+    expect(w.approval).toMatchObject({ state: 'approved', by: 'bob', via: 'cli', comment: 'ship it', at: at(5).toISOString() });
+    expect(runTo(w, 4).state).toBe('provisioned');
+  });
+
+  it('a rejection ends the workflow', () => {
+    let w = awaitApproval(fresh(true), t0);
+    w = decideApproval(w, { approve: false, by: 'bob', via: 'cli', now: at(5) });
+    expect(w.state).toBe('rejected');
+    expect(() => startStep(w, 'apply', lease('a'), t0)).toThrow(/rejected/);
+    expect(() => decideApproval(w, { approve: true, by: 'carol', via: 'cli', now: at(6) })).toThrow(/already rejected by bob/);
+  });
+
+  it('refuses decisions and waits where no approval is required', () => {
+    expect(() => decideApproval(fresh(false), { approve: true, by: 'b', via: 'cli', now: t0 })).toThrow(/does not require approval/);
+    expect(() => awaitApproval(fresh(false), t0)).toThrow(IllegalTransitionError);
+  });
+});
