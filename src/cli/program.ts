@@ -6,7 +6,12 @@
 import { Command, CommanderError } from 'commander';
 import { describeError, ExocompError } from '../domain/errors.js';
 import { processIo, type Io } from './common.js';
+import { registerApproval } from './commands/approval.js';
+import { registerHost } from './commands/host.js';
+import { registerInventory } from './commands/inventory.js';
+import { registerPlaybook } from './commands/playbook.js';
 import { registerProvision } from './commands/provision.js';
+import { registerWorkspace } from './commands/workspace.js';
 
 export function buildProgram(io: Io): Command {
   const program = new Command('exocomp')
@@ -16,6 +21,11 @@ export function buildProgram(io: Io): Command {
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
   registerProvision(program, io);
+  registerApproval(program, io);
+  registerWorkspace(program, io);
+  registerPlaybook(program, io);
+  registerInventory(program, io);
+  registerHost(program, io);
   // Every subcommand inherits the error handling of the root.
   const harden = (command: Command) => {
     command.exitOverride().showHelpAfterError('(run the command with --help for usage)');

@@ -97,7 +97,6 @@ export const chainOptionsSchema = z.object({
   onboardUser: z.string(),
   remoteUser: z.string().optional(),
   vars: z.record(z.string(), z.unknown()).optional(),
-  rotateHostKeys: z.array(z.string()).default([]),
   check: z.boolean().default(false),
   limit: z.string().optional(),
   tags: z.string().optional(),

@@ -39,7 +39,7 @@ function fresh(requireApproval = false): Workflow {
     playbook: 'site.yml',
     requester: 'alice',
     trigger: { kind: 'local' },
-    options: { sshWaitMs: 300_000, onboardUser: 'exocomp', rotateHostKeys: [], check: false },
+    options: { sshWaitMs: 300_000, onboardUser: 'exocomp', check: false },
     requireApproval,
     now: t0,
   });

@@ -1,10 +1,111 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
+import { parseDuration } from '../../domain/duration.js';
 import { renderText, viewWorkflow } from '../../domain/render.js';
+import type { Workflow } from '../../domain/workflow.js';
 import { listWorkflows, requireWorkflow } from '../../ledger/records.js';
+import { continueProvision, createProvision, type ProvisionOutcome } from '../../app/provision.js';
+import type { AppContext } from '../../app/context.js';
 import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
+import { addKeyOptions, addPlayOptions, addTofuOptions, readVars, runInputs, workspaceNameFor } from '../run-options.js';
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+function report(io: Io, json: boolean, context: AppContext, outcome: ProvisionOutcome): number {
+  const workflow: Workflow = outcome.kind === 'ran' ? outcome.result.workflow : outcome.workflow;
+  const view = viewWorkflow(workflow, context.now());
+  if (json) io.out(JSON.stringify({ result: view }));
+  else {
+    io.out(renderText(view));
+    if (outcome.kind === 'awaiting-approval') {
+      io.out(`\nawaiting approval — decide with:\n  exocomp approval decide ${workflow.id} --approve\n  exocomp approval decide ${workflow.id} --reject`);
+    }
+  }
+  if (outcome.kind === 'awaiting-approval') return 0;
+  if (outcome.kind === 'rejected') return 1;
+  return outcome.result.ok ? 0 : 1;
+}
 
 export function registerProvision(program: Command, io: Io): void {
   const provision = program.command('provision').description('run, follow and resume the provision chain');
+
+  addLedgerOptions(
+    addPlayOptions(
+      addKeyOptions(
+        addTofuOptions(
+          provision
+            .command('run')
+            .description('apply → bounded SSH wait → onboard with pinned host keys → configure')
+            .argument('<workspace>', 'directory of the OpenTofu/Terraform workspace')
+            .argument('<playbook>', 'the configure playbook')
+            .addOption(new Option('--ssh-wait <duration>', 'how long to wait for SSH banners (90s, 5m, 1h)').default('5m'))
+            .addOption(new Option('--onboard-playbook <file>', 'replaces the seeded onboarding playbook'))
+            .addOption(new Option('--onboard-user <name>', 'the fleet user onboarding creates').default('exocomp'))
+            .addOption(new Option('--remote-user <name>', 'user the configure play connects as (default: the onboard user)'))
+            .addOption(new Option('--rotate-host-key <host>', 'accept a changed host key for this host (repeatable)').argParser(collect).default([]))
+            .addOption(new Option('--require-approval', 'plan, then wait for `exocomp approval decide` before applying').default(false))
+            .addOption(new Option('--wait', 'with --require-approval: block until the decision, then continue').default(false))
+            .addOption(new Option('--id <workflow-id>', 'continue this workflow instead of starting a new one')),
+        ),
+      ),
+    ),
+  ).action(async (workspace: string, playbook: string, options: Record<string, unknown>) => {
+    const settings = globalSettings(options);
+    const context = await buildContext(settings, io);
+    const inputs = runInputs(options, context.env, options.rotateHostKey as string[]);
+    let id = typeof options.id === 'string' ? options.id : undefined;
+    if (id === undefined || !(await context.store.read()).read(`workflows/${id}.json`)) {
+      const name = workspaceNameFor(workspace, options.workspaceName);
+      const vars = readVars(options.varsFile as string | undefined);
+      const workflow = await createProvision(
+        context,
+        {
+          workspacePath: workspace,
+          workspaceName: name,
+          playbook,
+          requireApproval: options.requireApproval === true,
+          trigger: { kind: 'local' },
+          options: {
+            sshWaitMs: parseDuration(String(options.sshWait)),
+            onboardUser: String(options.onboardUser),
+            ...(typeof options.onboardPlaybook === 'string' ? { onboardPlaybook: options.onboardPlaybook } : {}),
+            ...(typeof options.remoteUser === 'string' ? { remoteUser: options.remoteUser } : {}),
+            ...(vars ? { vars } : {}),
+            check: options.check === true,
+            ...(typeof options.limit === 'string' ? { limit: options.limit } : {}),
+            ...(typeof options.tags === 'string' ? { tags: options.tags } : {}),
+          },
+        },
+        inputs,
+        id,
+      );
+      id = workflow.id;
+      if (settings.json) io.out(JSON.stringify({ event: 'workflow-created', id }));
+      else io.err(`workflow ${id} created in ${context.store.description}`);
+    }
+    const outcome = await continueProvision(context, id, inputs, { wait: options.wait === true });
+    process.exitCode = report(io, settings.json, context, outcome);
+  });
+
+  addLedgerOptions(
+    addKeyOptions(
+      provision
+        .command('resume')
+        .description('continue a workflow from the ledger: succeeded steps are skipped, the failed or interrupted step runs again')
+        .argument('<id>', 'workflow id')
+        .addOption(new Option('--tofu-binary <path>', 'OpenTofu/Terraform binary'))
+        .addOption(new Option('--rotate-host-key <host>', 'accept a changed host key for this host (repeatable)').argParser(collect).default([]))
+        .addOption(new Option('--wait', 'block until a pending approval is decided').default(false)),
+    ),
+  ).action(async (id: string, options: Record<string, unknown>) => {
+    const settings = globalSettings(options);
+    const context = await buildContext(settings, io);
+    const inputs = runInputs(options, context.env, options.rotateHostKey as string[]);
+    requireWorkflow(await context.store.read(), id);
+    const outcome = await continueProvision(context, id, inputs, { wait: options.wait === true });
+    process.exitCode = report(io, settings.json, context, outcome);
+  });
 
   addLedgerOptions(
     provision

@@ -1,0 +1,213 @@
+/**
+ * Applies a workspace and refreshes its standing inventory (DESIGN.md §2 step 1,
+ * §3, §6). Used by the chain's apply step and by `exocomp workspace apply`.
+ */
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { ExocompError } from '../domain/errors.js';
+import { captureEventLine, captureInventory, deriveHosts, knownHostsName, parseInventory } from '../domain/inventory.js';
+import { parseKnownHosts, renderKnownHosts } from '../domain/known-hosts.js';
+import { planHasChanges, summarizePlan, type PlanSummary } from '../domain/plan.js';
+import { sealOutputs } from '../domain/seal.js';
+import {
+  INVENTORY_SCHEMA_VERSION,
+  inventoryRecordSchema,
+  renderInventoryFile,
+  sha256,
+  type InventoryRecord,
+} from '../domain/standing-inventory.js';
+import { locateTofu, TofuDriver, type TofuOutputs, type TofuPort } from '../adapters/tofu.js';
+import { LEDGER_PATHS, parseRecord, serializeRecord } from '../ledger/records.js';
+import type { LedgerSnapshot } from '../ledger/store.js';
+import type { AppContext } from './context.js';
+import type { SecretRegistry } from './secrets.js';
+
+export interface ApplyRequest {
+  workspacePath: string;
+  name: string;
+  vars?: Record<string, unknown>;
+  tofuBinary?: string;
+  sealKey?: string;
+  secrets: SecretRegistry;
+  workflowId?: string;
+  runUrl?: string;
+  /** Fingerprint recorded at approval: the applied plan must match it. */
+  approvedFingerprint?: string;
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+export interface ApplyOutcome {
+  eventLine: string;
+  outputCount: number;
+  hostCount: number;
+  applied: boolean;
+  summary: PlanSummary;
+}
+
+export function formatPlanSummary(summary: PlanSummary): string {
+  return `+${summary.add} ~${summary.change} -${summary.destroy}`;
+}
+
+export async function requireWorkspaceDir(workspacePath: string, cwd: string): Promise<string> {
+  const dir = resolve(cwd, workspacePath);
+  const info = await stat(dir).catch(() => undefined);
+  if (!info?.isDirectory()) {
+    throw new ExocompError('usage', `workspace directory ${JSON.stringify(workspacePath)} does not exist`, {
+      help: 'pass the directory that holds the OpenTofu/Terraform configuration',
+    });
+  }
+  return dir;
+}
+
+export async function openTofu(app: AppContext, request: Pick<ApplyRequest, 'workspacePath' | 'tofuBinary' | 'secrets' | 'info'>): Promise<TofuPort> {
+  const workspaceDir = await requireWorkspaceDir(request.workspacePath, app.cwd);
+  const binary = await locateTofu({ tofuBinary: request.tofuBinary, env: app.env });
+  return new TofuDriver({
+    binary,
+    workspaceDir,
+    env: tofuEnvironment(app.env),
+    secrets: request.secrets.list(),
+    onOutput: (line) => {
+      const trimmed = line.trim();
+      if (trimmed.length > 0) request.info(request.secrets.redact(trimmed));
+    },
+  });
+}
+
+/** tofu keeps the caller's cloud credentials (it needs them) but never the seal key. */
+function tofuEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const next = { ...env };
+  delete next.EXOCOMP_SEAL_KEY;
+  return next;
+}
+
+export async function applyWorkspace(app: AppContext, request: ApplyRequest): Promise<ApplyOutcome> {
+  const tofu = await openTofu(app, request);
+  const scratch = await mkdtemp(join(tmpdir(), 'exocomp-plan-'));
+  try {
+    if (request.vars && Object.keys(request.vars).length > 0) await tofu.writeVars(request.vars);
+    await tofu.init();
+    await tofu.validate();
+    const planFile = join(scratch, 'exocomp.tfplan');
+    const plan = await tofu.plan(planFile);
+    const summary = summarizePlan(plan.plan);
+    request.info(`plan: ${formatPlanSummary(summary)}`);
+    if (request.approvedFingerprint !== undefined && plan.fingerprint !== request.approvedFingerprint) {
+      throw new ExocompError('approval', 'plan changed since approval: the plan now differs from the one that was approved', {
+        help: 'nothing was applied; start a new workflow so the current plan is reviewed',
+      });
+    }
+    // A plan without changes is the resume of an apply that already happened: nothing to apply again.
+    const applied = planHasChanges(plan.plan);
+    if (applied) await tofu.apply(planFile);
+    else request.info('no changes: the workspace already matches its configuration');
+    const outputs = await tofu.outputs();
+    for (const output of Object.values(outputs)) {
+      if (output.sensitive) registerSensitive(request.secrets, output.value);
+    }
+    const { eventLine, outputCount, hostCount } = await recordApply(app, request, outputs);
+    request.info(eventLine);
+    return { eventLine, outputCount, hostCount, applied, summary };
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+function registerSensitive(secrets: SecretRegistry, value: unknown): void {
+  if (typeof value === 'string') secrets.add(value);
+  else if (typeof value === 'number' || typeof value === 'boolean') secrets.add(String(value));
+  else if (Array.isArray(value)) value.forEach((v) => registerSensitive(secrets, v));
+  else if (value && typeof value === 'object') {
+    secrets.add(JSON.stringify(value));
+    Object.values(value).forEach((v) => registerSensitive(secrets, v));
+  }
+}
+
+export function readInventoryRecord(snapshot: LedgerSnapshot, name: string): InventoryRecord | undefined {
+  const file = LEDGER_PATHS.inventory(name);
+  const text = snapshot.read(file);
+  return text === undefined ? undefined : parseRecord(file, text, inventoryRecordSchema, INVENTORY_SCHEMA_VERSION);
+}
+
+/** Names (as known_hosts spells them) of the SSH hosts an inventory file names; empty when unreadable. */
+function pinNamesOf(text: string | undefined): Set<string> {
+  if (text === undefined) return new Set();
+  try {
+    return new Set(deriveHosts(parseInventory(JSON.parse(text))).filter((h) => !h.local).map((h) => knownHostsName(h.address, h.port)));
+  } catch {
+    return new Set();
+  }
+}
+
+/**
+ * One commit: the materialized inventory, its registration, the sealed outputs,
+ * and the retirement of pins for hosts this apply dropped (unless another
+ * standing inventory still names them).
+ */
+async function recordApply(app: AppContext, request: ApplyRequest, outputs: TofuOutputs) {
+  const capture = captureInventory(outputs);
+  const text = renderInventoryFile(capture.inventory);
+  const file = LEDGER_PATHS.inventoryFile(request.name);
+  const eventLine = captureEventLine(capture.outputCount, `tf:${request.name} (${app.ledgerBranch}:${file})`, capture.hostCount);
+  const sensitiveCount = Object.values(outputs).filter((o) => o.sensitive).length;
+  const sealed =
+    sensitiveCount > 0 && request.sealKey !== undefined
+      ? sealOutputs({ workspace: request.name, outputs, key: request.sealKey, now: app.now() })
+      : undefined;
+  if (sensitiveCount > 0 && !sealed) {
+    request.warn(`${sensitiveCount} sensitive output(s) dropped: no seal key (set EXOCOMP_SEAL_KEY or --seal-key to hand them to plays)`);
+  }
+  const now = app.now().toISOString();
+  await app.store.update((snapshot) => {
+    const previous = readInventoryRecord(snapshot, request.name);
+    const record: InventoryRecord = {
+      schemaVersion: INVENTORY_SCHEMA_VERSION,
+      name: request.name,
+      registeredAt: previous?.registeredAt ?? now,
+      workspacePath: request.workspacePath,
+      materialized: {
+        file,
+        sha256: sha256(text),
+        appliedAt: now,
+        source: capture.source,
+        outputCount: capture.outputCount,
+        hostCount: capture.hostCount,
+        ...(request.workflowId ? { workflowId: request.workflowId } : {}),
+        ...(request.runUrl ? { runUrl: request.runUrl } : {}),
+      },
+    };
+    const writes = new Map<string, string | null>([
+      [LEDGER_PATHS.inventory(request.name), serializeRecord(record)],
+      [file, text],
+    ]);
+    if (sealed) writes.set(LEDGER_PATHS.sealed(request.name), serializeRecord(sealed));
+    else if (sensitiveCount === 0 && snapshot.read(LEDGER_PATHS.sealed(request.name)) !== undefined) {
+      writes.set(LEDGER_PATHS.sealed(request.name), null);
+    }
+    const retired = retiredPins(snapshot, request.name, pinNamesOf(snapshot.read(file)), pinNamesOf(text));
+    const pinsText = snapshot.read(LEDGER_PATHS.knownHosts);
+    if (retired.size > 0 && pinsText !== undefined) {
+      const kept = parseKnownHosts(pinsText).filter((pin) => !retired.has(pin.name));
+      writes.set(LEDGER_PATHS.knownHosts, renderKnownHosts(kept));
+    }
+    const retiredNote = retired.size > 0 ? `; retire pins ${[...retired].sort().join(', ')}` : '';
+    return {
+      writes,
+      message: `tf:${request.name}: capture ${capture.outputCount} output(s) naming ${capture.hostCount} host(s)${retiredNote}`,
+      result: undefined,
+    };
+  });
+  return { eventLine, outputCount: capture.outputCount, hostCount: capture.hostCount };
+}
+
+function retiredPins(snapshot: LedgerSnapshot, name: string, before: Set<string>, after: Set<string>): Set<string> {
+  const dropped = new Set([...before].filter((pin) => !after.has(pin)));
+  if (dropped.size === 0) return dropped;
+  for (const path of snapshot.list(LEDGER_PATHS.inventoriesDir)) {
+    if (!path.endsWith('.inventory.json') || path === LEDGER_PATHS.inventoryFile(name)) continue;
+    for (const pin of pinNamesOf(snapshot.read(path))) dropped.delete(pin);
+  }
+  return dropped;
+}

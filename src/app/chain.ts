@@ -1,0 +1,177 @@
+/**
+ * The provision chain (DESIGN.md §2): four steps, each released only by the
+ * success of the one before, each armed in the ledger (write-ahead, with a
+ * lease) before it does anything, and never run again once it succeeded.
+ */
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { describeError, ExocompError } from '../domain/errors.js';
+import {
+  failStep,
+  heartbeat,
+  resumeWorkflow,
+  startStep,
+  stepOf,
+  succeedStep,
+  type Lease,
+  type StepName,
+  type Workflow,
+} from '../domain/workflow.js';
+import { requireWorkflow } from '../ledger/records.js';
+import type { AppContext } from './context.js';
+import { saveWorkflow } from './workflows.js';
+import type { RunInputs } from './run-inputs.js';
+import { applyStep } from './steps/apply.js';
+import { sshWaitStep } from './steps/ssh-wait.js';
+import { onboardStep } from './steps/onboard.js';
+import { configureStep } from './steps/configure.js';
+
+export interface StepContext {
+  app: AppContext;
+  workflow: Workflow;
+  inputs: RunInputs;
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+/** A step returns the detail line recorded in the ledger, or throws an ExocompError. */
+export type StepAction = (context: StepContext) => Promise<string>;
+
+export const CHAIN: ReadonlyArray<{ name: StepName; run: StepAction }> = [
+  { name: 'apply', run: applyStep },
+  { name: 'ssh-wait', run: sshWaitStep },
+  { name: 'onboard', run: onboardStep },
+  { name: 'configure', run: configureStep },
+];
+
+export const LEASE_TTL_MS = 60_000;
+const HEARTBEAT_EVERY_MS = 15_000;
+
+export interface Holder {
+  id: string;
+  lease(now: Date): Lease;
+}
+
+export function localHolder(): Holder {
+  const host = hostname();
+  const id = `local:${host}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  return {
+    id,
+    lease: (now) => ({
+      holder: id,
+      origin: { kind: 'local', hostname: host, pid: process.pid },
+      acquiredAt: now.toISOString(),
+      heartbeatAt: now.toISOString(),
+      ttlMs: LEASE_TTL_MS,
+    }),
+  };
+}
+
+/** Whether a lease's holder is known to be gone; CI holders are judged by the GitHub layer. */
+export type HolderProbe = (lease: Lease) => Promise<boolean | undefined>;
+
+export const probeLocalHolder: HolderProbe = async (lease) => {
+  if (lease.origin.kind !== 'local' || lease.origin.hostname !== hostname()) return undefined;
+  try {
+    process.kill(lease.origin.pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+};
+
+export interface ChainResult {
+  workflow: Workflow;
+  ok: boolean;
+}
+
+/**
+ * Runs the chain from wherever the ledger says it stands: succeeded steps are
+ * skipped, a failed workflow is re-opened from its failed step, a step whose
+ * holder is gone is re-armed. Returns when the chain is done or a step failed.
+ */
+export async function runChain(
+  app: AppContext,
+  workflowId: string,
+  inputs: RunInputs,
+  options: { holder?: Holder; probe?: HolderProbe } = {},
+): Promise<ChainResult> {
+  const holder = options.holder ?? localHolder();
+  const probe = options.probe ?? probeLocalHolder;
+  let workflow = requireWorkflow(await app.store.read(), workflowId);
+  if (workflow.state === 'provision-failed') {
+    workflow = await saveWorkflow(app, workflowId, (w) => resumeWorkflow(w, app.now()), `resume ${workflowId} from ${workflow.failure?.step ?? 'its failed step'}`);
+  }
+  const total = CHAIN.length;
+  for (const [i, step] of CHAIN.entries()) {
+    const index = i + 1;
+    if (stepOf(workflow, step.name).state === 'succeeded') {
+      app.progress.emit({ type: 'step-skipped', step: step.name, index, total, reason: 'already succeeded' });
+      continue;
+    }
+    workflow = await arm(app, workflowId, step.name, holder, probe);
+    const attempt = stepOf(workflow, step.name).attempts;
+    app.progress.emit({ type: 'step-started', step: step.name, index, total, attempt });
+    const started = Date.now();
+    const beat = keepAlive(app, workflowId, step.name, holder.id, inputs);
+    try {
+      const detail = await step.run({
+        app,
+        workflow,
+        inputs,
+        info: (message) => app.progress.emit({ type: 'info', message: inputs.secrets.redact(message), step: step.name }),
+        warn: (message) => app.progress.emit({ type: 'warning', message: inputs.secrets.redact(message), step: step.name }),
+      });
+      beat.stop();
+      const safeDetail = inputs.secrets.redact(detail);
+      workflow = await saveWorkflow(
+        app,
+        workflowId,
+        (w) => succeedStep(w, step.name, holder.id, app.now(), safeDetail),
+        `${workflowId}: ${step.name} succeeded`,
+      );
+      app.progress.emit({ type: 'step-succeeded', step: step.name, index, total, durationMs: Date.now() - started, detail: safeDetail });
+    } catch (error) {
+      beat.stop();
+      const summary = inputs.secrets.redact(describeError(error).split('\n')[0] ?? 'failed');
+      const kind = error instanceof ExocompError ? error.kind : 'internal';
+      workflow = await saveWorkflow(
+        app,
+        workflowId,
+        (w) => failStep(w, step.name, holder.id, app.now(), { kind, summary }),
+        `${workflowId}: ${step.name} failed (${kind})`,
+      );
+      app.progress.emit({ type: 'step-failed', step: step.name, index, total, durationMs: Date.now() - started, summary });
+      return { workflow, ok: false };
+    }
+  }
+  return { workflow, ok: workflow.state === 'provisioned' };
+}
+
+/** Write-ahead: the step is `running` under our lease in the ledger before it does anything. */
+async function arm(app: AppContext, id: string, name: StepName, holder: Holder, probe: HolderProbe): Promise<Workflow> {
+  const current = stepOf(requireWorkflow(await app.store.read(), id), name);
+  const judged = current.lease;
+  const holderGone = judged ? await probe(judged) : undefined;
+  return saveWorkflow(
+    app,
+    id,
+    (w) => {
+      const lease = stepOf(w, name).lease;
+      // Facts about a holder only count for the lease they were established for.
+      const facts = lease && judged && lease.holder === judged.holder && holderGone !== undefined ? { holderGone } : {};
+      return startStep(w, name, holder.lease(app.now()), app.now(), facts);
+    },
+    `${id}: ${name} running (${holder.id})`,
+  );
+}
+
+function keepAlive(app: AppContext, id: string, name: StepName, holderId: string, inputs: RunInputs): { stop(): void } {
+  const timer = setInterval(() => {
+    saveWorkflow(app, id, (w) => heartbeat(w, name, holderId, app.now()), `${id}: ${name} heartbeat`).catch((error: unknown) => {
+      app.progress.emit({ type: 'warning', message: inputs.secrets.redact(`heartbeat failed: ${describeError(error)}`), step: name });
+    });
+  }, HEARTBEAT_EVERY_MS);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}

@@ -1,0 +1,19 @@
+/** Reads `tf:<name>` from the ledger, failing closed (DESIGN.md §3). */
+import { resolveStandingInventory, InventoryUnusableError, type ResolvedInventory } from '../domain/standing-inventory.js';
+import { LEDGER_PATHS, LedgerRecordError } from '../ledger/records.js';
+import type { LedgerSnapshot } from '../ledger/store.js';
+import { readInventoryRecord } from './apply-workspace.js';
+
+export function loadStandingInventory(snapshot: LedgerSnapshot, name: string): ResolvedInventory {
+  let record;
+  try {
+    record = readInventoryRecord(snapshot, name);
+  } catch (error) {
+    if (error instanceof LedgerRecordError) {
+      throw new InventoryUnusableError('corrupt', `inventory tf:${name} is corrupt: ${error.message}`, 're-apply the workspace, or restore the record from the ledger branch history');
+    }
+    throw error;
+  }
+  const file = record?.materialized?.file ?? LEDGER_PATHS.inventoryFile(name);
+  return resolveStandingInventory(name, record, snapshot.read(file));
+}

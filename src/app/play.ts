@@ -1,0 +1,111 @@
+/**
+ * Runs one play inside the boundary DESIGN.md §2 step 4 draws: a private 0700
+ * copy of the inventory, the pinned known_hosts with strict checking, keys in a
+ * per-run ssh-agent or a 0600 copy, a scrubbed environment plus only the values
+ * meant for the play, and a working directory that holds nothing else.
+ */
+import { existsSync } from 'node:fs';
+import { chmod, copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { ExocompError } from '../domain/errors.js';
+import { scrubEnvironment } from '../domain/run-environment.js';
+import { runPlaybook } from '../adapters/ansible.js';
+import { SshAgent } from '../adapters/ssh.js';
+import type { SecretRegistry } from './secrets.js';
+
+export interface PlayRequest {
+  /** Playbook path, relative to `cwd` or absolute. */
+  playbook: string;
+  cwd: string;
+  parentEnv: NodeJS.ProcessEnv;
+  inventoryText: string;
+  knownHosts: string;
+  remoteUser?: string;
+  /** A key used directly as the identity (a 0600 private copy is handed to ssh). */
+  identityFile?: string;
+  /** A key loaded into a per-run ssh-agent, killed afterwards. */
+  agentKeyFile?: string;
+  extraVars?: Record<string, unknown>;
+  /** Environment values meant for the play (run-secrets, unsealed outputs). */
+  envAdditions?: Record<string, string>;
+  check?: boolean;
+  limit?: string;
+  tags?: string;
+  passthrough?: string[];
+  secrets: SecretRegistry;
+  onOutput?(line: string): void;
+}
+
+export interface PlayOutcome {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Collections vendored by `exocomp playbook vendor` (so no run depends on Galaxy). */
+export function vendoredCollectionsPath(cwd: string): string {
+  return join(cwd, '.exocomp', 'collections');
+}
+
+export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
+  const playbook = resolve(request.cwd, request.playbook);
+  if (!existsSync(playbook)) {
+    throw new ExocompError('usage', `playbook ${request.playbook} does not exist`, { help: 'pass the path of a playbook file' });
+  }
+  const privateDir = await mkdtemp(join(tmpdir(), 'exocomp-run-'));
+  await chmod(privateDir, 0o700);
+  let agent: SshAgent | undefined;
+  try {
+    const inventoryPath = join(privateDir, 'inventory.json');
+    await writeFile(inventoryPath, request.inventoryText, { mode: 0o600 });
+    const knownHostsFile = join(privateDir, 'known_hosts');
+    await writeFile(knownHostsFile, request.knownHosts, { mode: 0o600 });
+    // The play runs in an empty directory: no tfstate, no plan, nothing of the caller's.
+    const workDir = join(privateDir, 'work');
+    await mkdir(workDir, { mode: 0o700 });
+    let identityFile: string | undefined;
+    if (request.identityFile) {
+      identityFile = join(privateDir, 'identity');
+      await copyFile(request.identityFile, identityFile);
+      await chmod(identityFile, 0o600);
+    }
+    const env = scrubEnvironment(request.parentEnv, request.envAdditions ?? {});
+    if (request.agentKeyFile) {
+      agent = await SshAgent.start();
+      await agent.add(request.agentKeyFile);
+      Object.assign(env, agent.env());
+    }
+    const collectionsPath = vendoredCollectionsPath(request.cwd);
+    const result = await runPlaybook({
+      playbook,
+      inventoryPath,
+      cwd: workDir,
+      env,
+      knownHostsFile,
+      ...(request.remoteUser ? { remoteUser: request.remoteUser } : {}),
+      ...(identityFile ? { privateKeyFile: identityFile } : {}),
+      ...(request.extraVars ? { extraVars: request.extraVars } : {}),
+      ...(request.check ? { check: true } : {}),
+      ...(request.limit ? { limit: request.limit } : {}),
+      ...(request.tags ? { tags: request.tags } : {}),
+      ...(request.passthrough ? { passthrough: request.passthrough } : {}),
+      ...(existsSync(collectionsPath) ? { collectionsPath } : {}),
+      secrets: request.secrets.list(),
+      ...(request.onOutput ? { onOutput: request.onOutput } : {}),
+    });
+    return { code: result.code, stdout: result.stdout, stderr: result.stderr };
+  } finally {
+    await agent?.stop();
+    await rm(privateDir, { recursive: true, force: true });
+  }
+}
+
+/** The last lines of a failed play, for the failure summary. */
+export function playFailureSummary(outcome: PlayOutcome, max = 3): string {
+  const lines = `${outcome.stdout}\n${outcome.stderr}`
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => /^(fatal|failed|ERROR!|UNREACHABLE)|unreachable=[1-9]|failed=[1-9]/.test(l));
+  return lines.slice(-max).join(' | ') || `ansible-playbook exited ${outcome.code}`;
+}

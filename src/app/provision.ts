@@ -1,0 +1,169 @@
+/**
+ * The provision use cases: start a workflow (recording it, and when approval is
+ * required planning and waiting for a decision instead of applying), decide an
+ * approval, wait for one, and continue a workflow from the ledger.
+ */
+import { randomBytes } from 'node:crypto';
+import { userInfo } from 'node:os';
+import { ExocompError } from '../domain/errors.js';
+import { summarizePlan } from '../domain/plan.js';
+import { INVENTORY_SCHEMA_VERSION, type InventoryRecord } from '../domain/standing-inventory.js';
+import {
+  awaitApproval,
+  createWorkflow,
+  decideApproval,
+  type ChainOptions,
+  type Trigger,
+  type Workflow,
+} from '../domain/workflow.js';
+import { LEDGER_PATHS, listWorkflows, readWorkflow, requireWorkflow, serializeRecord } from '../ledger/records.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { AppContext } from './context.js';
+import { locateTofu } from '../adapters/tofu.js';
+import { formatPlanSummary, openTofu, readInventoryRecord, requireWorkspaceDir } from './apply-workspace.js';
+import { runChain, type ChainResult, type Holder, type HolderProbe } from './chain.js';
+import type { RunInputs } from './run-inputs.js';
+import { saveWorkflow } from './workflows.js';
+
+export interface ProvisionRequest {
+  workspacePath: string;
+  workspaceName: string;
+  playbook: string;
+  options: ChainOptions;
+  requireApproval: boolean;
+  trigger: Trigger;
+  requester?: string;
+}
+
+export function newWorkflowId(name: string): string {
+  return `${name}-${randomBytes(4).toString('hex')}`;
+}
+
+/** Records a new workflow (and registers tf:<name> when it is new) in one commit. */
+export async function createProvision(
+  app: AppContext,
+  request: ProvisionRequest,
+  inputs: Pick<RunInputs, 'tofuBinary'>,
+  id = newWorkflowId(request.workspaceName),
+): Promise<Workflow> {
+  // Preconditions first: bad input leaves the ledger untouched.
+  await requireWorkspaceDir(request.workspacePath, app.cwd);
+  await locateTofu({ tofuBinary: inputs.tofuBinary, env: app.env });
+  return app.store.update((snapshot) => {
+    if (readWorkflow(snapshot, id)) throw new ExocompError('usage', `workflow ${id} already exists`, { help: 'choose another --id, or resume it' });
+    const workflow = createWorkflow({
+      id,
+      workspace: { path: request.workspacePath, name: request.workspaceName },
+      playbook: request.playbook,
+      requester: request.requester ?? userInfo().username,
+      trigger: request.trigger,
+      options: request.options,
+      requireApproval: request.requireApproval,
+      now: app.now(),
+    });
+    const writes = new Map<string, string>([[LEDGER_PATHS.workflow(id), serializeRecord(workflow)]]);
+    if (!readInventoryRecord(snapshot, request.workspaceName)) {
+      const record: InventoryRecord = {
+        schemaVersion: INVENTORY_SCHEMA_VERSION,
+        name: request.workspaceName,
+        registeredAt: app.now().toISOString(),
+        workspacePath: request.workspacePath,
+      };
+      writes.set(LEDGER_PATHS.inventory(request.workspaceName), serializeRecord(record));
+    }
+    return { writes, message: `${id}: created for ${request.workspaceName} (${request.playbook})`, result: workflow };
+  });
+}
+
+/**
+ * Plans without applying and records `awaiting-approval` with the plan's
+ * fingerprint: what is approved is this plan, and the apply refuses another.
+ */
+export async function planForApproval(app: AppContext, workflowId: string, inputs: RunInputs): Promise<Workflow> {
+  const workflow = requireWorkflow(await app.store.read(), workflowId);
+  const info = (message: string) => app.progress.emit({ type: 'info', message: inputs.secrets.redact(message), step: 'apply' });
+  const tofu = await openTofu(app, { workspacePath: workflow.workspace.path, tofuBinary: inputs.tofuBinary, secrets: inputs.secrets, info });
+  const scratch = await mkdtemp(join(tmpdir(), 'exocomp-plan-'));
+  try {
+    if (workflow.options.vars && Object.keys(workflow.options.vars).length > 0) await tofu.writeVars(workflow.options.vars);
+    await tofu.init();
+    await tofu.validate();
+    const plan = await tofu.plan(join(scratch, 'exocomp.tfplan'));
+    const summary = formatPlanSummary(summarizePlan(plan.plan));
+    return await saveWorkflow(
+      app,
+      workflowId,
+      (w) => awaitApproval(w, app.now(), { fingerprint: plan.fingerprint, summary }),
+      `${workflowId}: awaiting approval (plan ${summary})`,
+    );
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+export async function decide(
+  app: AppContext,
+  workflowId: string,
+  decision: { approve: boolean; by: string; via: string; comment?: string },
+): Promise<Workflow> {
+  return saveWorkflow(
+    app,
+    workflowId,
+    (w) => decideApproval(w, { ...decision, now: app.now() }),
+    `${workflowId}: ${decision.approve ? 'approved' : 'rejected'} by ${decision.by} via ${decision.via}`,
+  );
+}
+
+/** Workflows waiting for a decision. */
+export async function pendingApprovals(app: AppContext): Promise<Workflow[]> {
+  const { workflows } = listWorkflows(await app.store.read());
+  return workflows.filter((w) => w.state === 'awaiting-approval');
+}
+
+/** Blocks until the workflow's approval is decided (polling the ledger), bounded by timeoutMs. */
+export async function waitForDecision(app: AppContext, workflowId: string, options: { pollMs?: number; timeoutMs?: number } = {}): Promise<Workflow> {
+  const pollMs = options.pollMs ?? 1000;
+  const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
+  for (;;) {
+    const workflow = requireWorkflow(await app.store.read(), workflowId);
+    if (workflow.approval.state === 'approved' || workflow.approval.state === 'rejected') return workflow;
+    if (Date.now() >= deadline) {
+      throw new ExocompError('approval', `no decision on ${workflowId} within the wait`, { help: `decide with: exocomp approval decide ${workflowId} --approve|--reject` });
+    }
+    await new Promise((r) => setTimeout(r, pollMs));
+  }
+}
+
+export type ProvisionOutcome =
+  | { kind: 'awaiting-approval'; workflow: Workflow }
+  | { kind: 'rejected'; workflow: Workflow }
+  | { kind: 'ran'; result: ChainResult };
+
+/**
+ * Continues a workflow from where the ledger says it stands: plans for approval
+ * when a decision is still needed (or waits for it with `wait`), and otherwise
+ * runs the chain.
+ */
+export async function continueProvision(
+  app: AppContext,
+  workflowId: string,
+  inputs: RunInputs,
+  options: { wait?: boolean; pollMs?: number; holder?: Holder; probe?: HolderProbe } = {},
+): Promise<ProvisionOutcome> {
+  let workflow = requireWorkflow(await app.store.read(), workflowId);
+  if (workflow.state === 'rejected') return { kind: 'rejected', workflow };
+  if (workflow.approval.required && workflow.approval.state === 'pending') {
+    if (workflow.state === 'created') workflow = await planForApproval(app, workflowId, inputs);
+    app.progress.emit({ type: 'info', message: `awaiting approval: exocomp approval decide ${workflowId} --approve (or --reject)` });
+    if (!options.wait) return { kind: 'awaiting-approval', workflow };
+    workflow = await waitForDecision(app, workflowId, options.pollMs === undefined ? {} : { pollMs: options.pollMs });
+    if (workflow.state === 'rejected') return { kind: 'rejected', workflow };
+  }
+  const result = await runChain(app, workflowId, inputs, {
+    ...(options.holder ? { holder: options.holder } : {}),
+    ...(options.probe ? { probe: options.probe } : {}),
+  });
+  return { kind: 'ran', result };
+}

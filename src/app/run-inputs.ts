@@ -1,0 +1,19 @@
+/**
+ * What a run needs that is never persisted: key files, the seal key and
+ * run-secrets. Given again on resume.
+ */
+import type { SecretRegistry } from './secrets.js';
+
+export interface RunInputs {
+  tofuBinary?: string;
+  /** Private key of the fleet user: its public half is onboarded, the key itself drives configure. */
+  fleetKeyPath?: string;
+  /** Private key the onboarding play connects with (the inventory's user). */
+  bootstrapKeyPath?: string;
+  sealKey?: string;
+  /** Environment name → value, handed to the configure play. */
+  runSecrets: Record<string, string>;
+  /** Hosts (inventory name, address or [address]:port) whose changed key may be re-pinned. */
+  rotateHostKeys: string[];
+  secrets: SecretRegistry;
+}

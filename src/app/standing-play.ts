@@ -1,0 +1,99 @@
+/**
+ * A play against an inventory named by reference: `tf:<name>` (the standing
+ * inventory, failing closed, with the workspace's sealed outputs) or a plain
+ * file (no sealed outputs: they reach only runs that name the inventory).
+ */
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { ExocompError } from '../domain/errors.js';
+import type { InventoryRef } from '../domain/names.js';
+import { sealedRecordSchema, unsealOutputs } from '../domain/seal.js';
+import { LEDGER_PATHS, parseRecord } from '../ledger/records.js';
+import type { LedgerSnapshot } from '../ledger/store.js';
+import type { AppContext } from './context.js';
+import { loadStandingInventory } from './inventories.js';
+import { runPlay, type PlayOutcome } from './play.js';
+import type { SecretRegistry } from './secrets.js';
+
+export interface StandingPlayRequest {
+  name: string;
+  playbook: string;
+  remoteUser?: string;
+  fleetKeyPath?: string;
+  /** A key file granted to the run as its identity (a 0600 copy), never a directory. */
+  identityFile?: string;
+  sealKey?: string;
+  runSecrets: Record<string, string>;
+  check?: boolean;
+  limit?: string;
+  tags?: string;
+  passthrough?: string[];
+  secrets: SecretRegistry;
+  info(message: string): void;
+  onOutput?(line: string): void;
+}
+
+function unsealedFor(snapshot: LedgerSnapshot, name: string, request: StandingPlayRequest): Record<string, string> {
+  const file = LEDGER_PATHS.sealed(name);
+  const text = snapshot.read(file);
+  if (text === undefined) return {};
+  const record = parseRecord(file, text, sealedRecordSchema, 1);
+  if (request.sealKey === undefined) {
+    request.info(`tf:${name} has ${record.entries.length} sealed output(s); without a seal key they are not handed to the play`);
+    return {};
+  }
+  const values = unsealOutputs(record, request.sealKey);
+  request.secrets.add(...Object.values(values));
+  return values;
+}
+
+export async function runStandingPlay(app: AppContext, request: StandingPlayRequest): Promise<{ outcome: PlayOutcome; hostCount: number }> {
+  const snapshot = await app.store.read();
+  const inventory = loadStandingInventory(snapshot, request.name);
+  const sealed = unsealedFor(snapshot, request.name, request);
+  const outcome = await runPlay({
+    playbook: request.playbook,
+    cwd: app.cwd,
+    parentEnv: app.env,
+    inventoryText: inventory.text,
+    knownHosts: snapshot.read(LEDGER_PATHS.knownHosts) ?? '',
+    ...(request.remoteUser ? { remoteUser: request.remoteUser } : {}),
+    ...(request.fleetKeyPath ? { agentKeyFile: request.fleetKeyPath } : {}),
+    ...(request.identityFile ? { identityFile: request.identityFile } : {}),
+    envAdditions: { ...sealed, ...request.runSecrets },
+    check: request.check ?? false,
+    ...(request.limit ? { limit: request.limit } : {}),
+    ...(request.tags ? { tags: request.tags } : {}),
+    ...(request.passthrough ? { passthrough: request.passthrough } : {}),
+    secrets: request.secrets,
+    ...(request.onOutput ? { onOutput: request.onOutput } : {}),
+  });
+  return { outcome, hostCount: inventory.hosts.length };
+}
+
+/** The same boundary for a plain inventory file: no sealed outputs, no standing checks but a non-empty file. */
+export async function runFilePlay(app: AppContext, ref: Extract<InventoryRef, { kind: 'file' }>, request: Omit<StandingPlayRequest, 'name' | 'sealKey'>): Promise<{ outcome: PlayOutcome }> {
+  const path = resolve(app.cwd, ref.path);
+  const text = await readFile(path, 'utf8').catch(() => {
+    throw new ExocompError('inventory', `inventory file ${ref.path} cannot be read`, { help: 'pass an existing inventory file, or tf:<name> for a standing inventory' });
+  });
+  const snapshot = await app.store.read();
+  const outcome = await runPlay({
+    playbook: request.playbook,
+    cwd: app.cwd,
+    parentEnv: app.env,
+    inventoryText: text,
+    knownHosts: snapshot.read(LEDGER_PATHS.knownHosts) ?? '',
+    ...(request.remoteUser ? { remoteUser: request.remoteUser } : {}),
+    ...(request.fleetKeyPath ? { agentKeyFile: request.fleetKeyPath } : {}),
+    ...(request.identityFile ? { identityFile: request.identityFile } : {}),
+    envAdditions: { ...request.runSecrets },
+    check: request.check ?? false,
+    ...(request.limit ? { limit: request.limit } : {}),
+    ...(request.tags ? { tags: request.tags } : {}),
+    ...(request.passthrough ? { passthrough: request.passthrough } : {}),
+    secrets: request.secrets,
+    ...(request.onOutput ? { onOutput: request.onOutput } : {}),
+  });
+  return { outcome };
+}

@@ -1,0 +1,28 @@
+/** Step 4: the user's playbook against tf:<name>, as the fleet user, inside the run boundary. */
+import { ExocompError, UsageError } from '../../domain/errors.js';
+import type { StepContext } from '../chain.js';
+import { playFailureSummary } from '../play.js';
+import { runStandingPlay } from '../standing-play.js';
+
+export async function configureStep({ app, workflow, inputs, info }: StepContext): Promise<string> {
+  if (!inputs.fleetKeyPath) throw new UsageError('configure needs the fleet key', 'pass --fleet-key <private key file>');
+  const { outcome, hostCount } = await runStandingPlay(app, {
+    name: workflow.workspace.name,
+    playbook: workflow.playbook,
+    remoteUser: workflow.options.remoteUser ?? workflow.options.onboardUser,
+    fleetKeyPath: inputs.fleetKeyPath,
+    sealKey: inputs.sealKey,
+    runSecrets: inputs.runSecrets,
+    check: workflow.options.check,
+    limit: workflow.options.limit,
+    tags: workflow.options.tags,
+    secrets: inputs.secrets,
+    info,
+  });
+  if (outcome.code !== 0) {
+    throw new ExocompError('play-failed', `configure play failed: ${playFailureSummary(outcome)}`, {
+      help: 'fix the playbook or the host, then exocomp provision resume <id>',
+    });
+  }
+  return `${workflow.playbook} converged ${hostCount} host(s)`;
+}

@@ -1,0 +1,57 @@
+/**
+ * Step 3: pin every SSH host's key first, then run the onboarding play with the
+ * bootstrap credentials, verifying host keys against the pins.
+ */
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { ExocompError, UsageError } from '../../domain/errors.js';
+import { publicKeyOf } from '../../adapters/ssh-keys.js';
+import type { StepContext } from '../chain.js';
+import { loadStandingInventory } from '../inventories.js';
+import { pinHostKeys } from '../pins.js';
+import { playFailureSummary, runPlay } from '../play.js';
+
+/** The seeded playbook sits at the repository root, above dist/cli.js, dist/<action>/ and src/app/steps/. */
+export function seededOnboardPlaybook(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (const up of [['..'], ['..', '..'], ['..', '..', '..']]) {
+    const candidate = join(here, ...up, 'playbooks', 'onboard.yml');
+    if (existsSync(candidate)) return candidate;
+  }
+  throw new ExocompError('internal', 'the seeded onboarding playbook (playbooks/onboard.yml) is missing from this installation', {
+    help: 'reinstall exocomp, or pass --onboard-playbook',
+  });
+}
+
+export async function onboardStep({ app, workflow, inputs, info }: StepContext): Promise<string> {
+  if (!inputs.fleetKeyPath) throw new UsageError('onboarding needs the fleet key', 'pass --fleet-key <private key file>');
+  if (!inputs.bootstrapKeyPath) throw new UsageError('onboarding needs the bootstrap key', 'pass --bootstrap-key <private key file>');
+  const inventory = loadStandingInventory(await app.store.read(), workflow.workspace.name);
+  const hosts = inventory.hosts.filter((h) => !h.local);
+  if (hosts.length === 0) return 'no SSH hosts to onboard';
+
+  const pins = await pinHostKeys(app, hosts, inputs.rotateHostKeys);
+  info(`pinned host keys: ${pins.added.length} new, ${pins.unchanged.length} unchanged, ${pins.rotated.length} rotated`);
+
+  const fleetPublicKey = await publicKeyOf(inputs.fleetKeyPath);
+  const playbook = workflow.options.onboardPlaybook ?? seededOnboardPlaybook();
+  info(`onboarding play ${workflow.options.onboardPlaybook ?? 'playbooks/onboard.yml (seeded)'} started`);
+  const outcome = await runPlay({
+    playbook,
+    cwd: app.cwd,
+    parentEnv: app.env,
+    inventoryText: inventory.text,
+    knownHosts: pins.knownHosts,
+    identityFile: inputs.bootstrapKeyPath,
+    extraVars: { exocomp_fleet_pubkey: fleetPublicKey, exocomp_onboard_user: workflow.options.onboardUser },
+    limit: hosts.map((h) => h.name).join(','),
+    secrets: inputs.secrets,
+  });
+  if (outcome.code !== 0) {
+    throw new ExocompError('play-failed', `onboarding play failed: ${playFailureSummary(outcome)}`, {
+      help: 'fix the cause, then exocomp provision resume <id>; a host-key mismatch is never re-pinned silently',
+    });
+  }
+  return `${hosts.length} host(s) onboarded as ${workflow.options.onboardUser}; ${pins.added.length} key(s) pinned`;
+}

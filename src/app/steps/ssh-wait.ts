@@ -1,0 +1,28 @@
+/** Step 2: probe every SSH host's banner until it answers, bounded by --ssh-wait. Never authenticates. */
+import { ExocompError } from '../../domain/errors.js';
+import { formatMs } from '../../domain/render.js';
+import { waitForSsh } from '../../adapters/ssh.js';
+import type { StepContext } from '../chain.js';
+import { loadStandingInventory } from '../inventories.js';
+
+export async function sshWaitStep({ app, workflow, info }: StepContext): Promise<string> {
+  const inventory = loadStandingInventory(await app.store.read(), workflow.workspace.name);
+  const hosts = inventory.hosts.filter((h) => !h.local);
+  const skipped = inventory.hosts.length - hosts.length;
+  if (hosts.length === 0) return `no SSH hosts to wait for (${skipped} local)`;
+  info(`waiting up to ${formatMs(workflow.options.sshWaitMs)} for ${hosts.length} host(s): ${hosts.map((h) => h.name).join(', ')}`);
+  const result = await waitForSsh(
+    hosts.map((h) => ({ name: h.name, address: h.address, port: h.port })),
+    {
+      timeoutMs: workflow.options.sshWaitMs,
+      onReady: (host, elapsedMs) => info(`${host.name} answered after ${formatMs(elapsedMs)}`),
+    },
+  );
+  if (result.missing.length > 0) {
+    const names = result.missing.map((m) => `${m.name} (${m.address}:${m.port}: ${m.lastReason})`).join(', ');
+    throw new ExocompError('ssh-wait', `no SSH banner within ${formatMs(workflow.options.sshWaitMs)} from ${names}`, {
+      help: 'check the host booted and its security group/firewall allows the port; resume with a longer --ssh-wait',
+    });
+  }
+  return `${hosts.length} host(s) answered${skipped > 0 ? `, ${skipped} local skipped` : ''}`;
+}

@@ -1,0 +1,49 @@
+import { Option, type Command } from 'commander';
+import { userInfo } from 'node:os';
+import { UsageError } from '../../domain/errors.js';
+import { renderText, viewWorkflow } from '../../domain/render.js';
+import { decide, pendingApprovals } from '../../app/provision.js';
+import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
+
+export function registerApproval(program: Command, io: Io): void {
+  const approval = program.command('approval').description('decide and list approvals of workflows run with --require-approval');
+
+  addLedgerOptions(
+    approval
+      .command('decide')
+      .description('record the decision on a workflow waiting for approval')
+      .argument('<id>', 'workflow id')
+      .addOption(new Option('--approve', 'release the apply'))
+      .addOption(new Option('--reject', 'end the workflow as rejected'))
+      .addOption(new Option('--comment <text>', 'recorded with the decision'))
+      .addOption(new Option('--by <name>', 'who decides (default: the current user)')),
+  ).action(async (id: string, options: Record<string, unknown>) => {
+    if (options.approve === options.reject) throw new UsageError('say exactly one of --approve or --reject');
+    const settings = globalSettings(options);
+    const context = await buildContext(settings, io);
+    const workflow = await decide(context, id, {
+      approve: options.approve === true,
+      by: typeof options.by === 'string' ? options.by : userInfo().username,
+      via: 'cli',
+      ...(typeof options.comment === 'string' ? { comment: options.comment } : {}),
+    });
+    const view = viewWorkflow(workflow, context.now());
+    if (settings.json) io.out(JSON.stringify({ result: view }));
+    else {
+      io.out(renderText(view));
+      if (workflow.approval.state === 'approved') io.out(`\ncontinue with: exocomp provision resume ${id}  (a waiting \`provision run --wait\` continues by itself)`);
+    }
+  });
+
+  addLedgerOptions(approval.command('list').description('workflows waiting for a decision')).action(async (options: Record<string, unknown>) => {
+    const settings = globalSettings(options);
+    const context = await buildContext(settings, io);
+    const pending = await pendingApprovals(context);
+    if (settings.json) {
+      io.out(JSON.stringify({ pending: pending.map((w) => ({ id: w.id, workspace: w.workspace.name, playbook: w.playbook, requester: w.requester, plan: w.approval.planSummary ?? null, createdAt: w.createdAt })) }));
+      return;
+    }
+    if (pending.length === 0) io.out('no workflow is waiting for approval');
+    for (const w of pending) io.out(`${w.id}  ${w.workspace.name}  plan ${w.approval.planSummary ?? '?'}  requested by ${w.requester} at ${w.createdAt}`);
+  });
+}

@@ -1,0 +1,68 @@
+import { Option, type Command } from 'commander';
+import { UsageError } from '../../domain/errors.js';
+import { parseInventoryRef } from '../../domain/names.js';
+import { playFailureSummary } from '../../app/play.js';
+import { runFilePlay, runStandingPlay } from '../../app/standing-play.js';
+import { vendorCollections } from '../../app/vendor.js';
+import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
+import { addKeyOptions, addPlayOptions, runInputs } from '../run-options.js';
+
+export function registerPlaybook(program: Command, io: Io): void {
+  const playbook = program.command('playbook').description('run plays against standing inventories; vendor collections');
+
+  addLedgerOptions(
+    addPlayOptions(
+      addKeyOptions(
+        playbook
+          .command('run')
+          .description('run a playbook against tf:<name> (fails closed) or an inventory file; arguments after -- go to ansible-playbook')
+          .argument('<playbook>', 'the playbook')
+          .argument('[passthrough...]', 'extra ansible-playbook arguments (after --)')
+          .requiredOption('--inventory <ref>', 'tf:<name> or an inventory file')
+          .addOption(new Option('--remote-user <name>', 'user the play connects as').default('exocomp'))
+          .addOption(new Option('--ssh-identity <file>', 'a key file granted to this run as its identity (a 0600 copy)')),
+      ),
+    ),
+  ).action(async (book: string, passthrough: string[], options: Record<string, unknown>) => {
+    const settings = globalSettings(options);
+    const ref = parseInventoryRef(String(options.inventory));
+    const context = await buildContext(settings, io);
+    const inputs = runInputs(options, context.env);
+    const info = (message: string) => context.progress.emit({ type: 'info', message: inputs.secrets.redact(message) });
+    const common = {
+      playbook: book,
+      remoteUser: String(options.remoteUser),
+      ...(inputs.fleetKeyPath ? { fleetKeyPath: inputs.fleetKeyPath } : {}),
+      ...(typeof options.sshIdentity === 'string' ? { identityFile: options.sshIdentity } : {}),
+      runSecrets: inputs.runSecrets,
+      check: options.check === true,
+      ...(typeof options.limit === 'string' ? { limit: options.limit } : {}),
+      ...(typeof options.tags === 'string' ? { tags: options.tags } : {}),
+      ...(passthrough.length > 0 ? { passthrough } : {}),
+      secrets: inputs.secrets,
+      info,
+      onOutput: settings.json ? undefined : (line: string) => io.err(line.trimEnd()),
+    };
+    const { outcome } =
+      ref.kind === 'standing'
+        ? await runStandingPlay(context, { ...common, name: ref.name, ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}) })
+        : await runFilePlay(context, ref, common);
+    if (settings.json) io.out(JSON.stringify({ result: { code: outcome.code, ok: outcome.code === 0 } }));
+    if (outcome.code !== 0) {
+      io.err(`error: play failed: ${playFailureSummary(outcome)}`);
+      process.exitCode = 1;
+    }
+  });
+
+  playbook
+    .command('vendor')
+    .description('install the collections of a requirements file into .exocomp/collections, which later runs use (no Galaxy at run time)')
+    .requiredOption('--requirements <file>', 'an ansible-galaxy requirements.yml')
+    .addOption(new Option('--json', 'machine-readable output').default(false))
+    .action(async (options: Record<string, unknown>) => {
+      if (typeof options.requirements !== 'string') throw new UsageError('--requirements <file> is required');
+      const result = await vendorCollections(process.cwd(), options.requirements);
+      if (options.json === true) io.out(JSON.stringify({ result }));
+      else io.out(`vendored into ${result.path}:\n${result.collections.map((c) => `  ${c}`).join('\n') || '  (nothing)'}`);
+    });
+}

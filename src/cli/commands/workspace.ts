@@ -1,0 +1,38 @@
+import type { Command } from 'commander';
+import { applyWorkspace } from '../../app/apply-workspace.js';
+import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
+import { addTofuOptions, readVars, runInputs, workspaceNameFor } from '../run-options.js';
+import { Option } from 'commander';
+
+export function registerWorkspace(program: Command, io: Io): void {
+  const workspace = program.command('workspace').description('apply workspaces outside a provision chain');
+  addLedgerOptions(
+    addTofuOptions(
+      workspace
+        .command('apply')
+        .description('plan and apply a workspace, then refresh its standing inventory tf:<name> and seal its sensitive outputs')
+        .argument('<workspace>', 'directory of the OpenTofu/Terraform workspace')
+        .addOption(new Option('--seal-key <value>', 'key that seals sensitive outputs (default: $EXOCOMP_SEAL_KEY)')),
+    ),
+  ).action(async (dir: string, options: Record<string, unknown>) => {
+    const settings = globalSettings(options);
+    const name = workspaceNameFor(dir, options.workspaceName);
+    const vars = readVars(options.varsFile as string | undefined);
+    const context = await buildContext(settings, io);
+    const inputs = runInputs(options, context.env);
+    const info = (message: string) => context.progress.emit({ type: 'info', message });
+    const warn = (message: string) => context.progress.emit({ type: 'warning', message });
+    const outcome = await applyWorkspace(context, {
+      workspacePath: dir,
+      name,
+      ...(vars ? { vars } : {}),
+      ...(inputs.tofuBinary ? { tofuBinary: inputs.tofuBinary } : {}),
+      ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}),
+      secrets: inputs.secrets,
+      info,
+      warn,
+    });
+    if (settings.json) io.out(JSON.stringify({ result: { inventory: `tf:${name}`, ...outcome } }));
+    else io.out(outcome.eventLine);
+  });
+}

@@ -1,0 +1,116 @@
+/**
+ * Options of commands that run work (DESIGN.md §7), parsed once into typed
+ * settings with zod before anything touches the ledger.
+ */
+import { readFileSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { UsageError } from '../domain/errors.js';
+import { defaultWorkspaceName, parseWorkspaceName } from '../domain/names.js';
+import { validateEnvName } from '../domain/run-environment.js';
+import { parseSealKey } from '../domain/seal.js';
+import type { RunInputs } from '../app/run-inputs.js';
+import { SecretRegistry } from '../app/secrets.js';
+import { describeZodIssues } from '../ledger/records.js';
+
+export function addKeyOptions(command: Command): Command {
+  return command
+    .addOption(new Option('--fleet-key <file>', 'private key of the fleet user (its public half is onboarded; the key drives plays)'))
+    .addOption(new Option('--bootstrap-key <file>', 'private key the onboarding play connects with (as the inventory user)'))
+    .addOption(new Option('--seal-key <value>', 'key that seals/unseals sensitive outputs (default: $EXOCOMP_SEAL_KEY)'))
+    .addOption(new Option('--run-secrets <file>', 'YAML/JSON mapping of environment name → value handed to the play'));
+}
+
+export function addTofuOptions(command: Command): Command {
+  return command
+    .addOption(new Option('--tofu-binary <path>', 'OpenTofu/Terraform binary (default: tofu, else terraform, on PATH)'))
+    .addOption(new Option('--workspace-name <name>', 'name of the standing inventory tf:<name> (default: the workspace directory name)'))
+    .addOption(new Option('--vars-file <file>', 'YAML/JSON mapping of input variables, written to exocomp.auto.tfvars.json'));
+}
+
+export function addPlayOptions(command: Command): Command {
+  return command
+    .addOption(new Option('--check', 'run the play in check mode').default(false))
+    .addOption(new Option('--limit <pattern>', 'limit the play to hosts matching the pattern'))
+    .addOption(new Option('--tags <tags>', 'only run tasks with these tags'));
+}
+
+function readMapping(file: string, what: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new UsageError(`cannot read ${what} file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, `pass an existing file`);
+  }
+  let data: unknown;
+  try {
+    data = parseYaml(text);
+  } catch (error) {
+    // The parser's message can quote the offending line, which may hold a secret.
+    throw new UsageError(`${what} file ${file} is not valid YAML/JSON (line ${(error as { linePos?: Array<{ line: number }> }).linePos?.[0]?.line ?? '?'})`, 'fix the file: a mapping of name → value');
+  }
+  const parsed = z.record(z.string(), z.unknown()).safeParse(data ?? {});
+  if (!parsed.success) throw new UsageError(`${what} file ${file} must be a mapping of name → value`, 'fix the file');
+  return parsed.data;
+}
+
+export function readRunSecrets(file: string | undefined): Record<string, string> {
+  if (file === undefined) return {};
+  const mapping = readMapping(file, 'run-secrets');
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(mapping)) {
+    validateEnvName(name);
+    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+      throw new UsageError(`run-secret ${name} must be a string, number or boolean`, 'fix the run-secrets file');
+    }
+    out[name] = String(value);
+  }
+  return out;
+}
+
+export function readVars(file: string | undefined): Record<string, unknown> | undefined {
+  return file === undefined ? undefined : readMapping(file, 'vars');
+}
+
+const keyOptionsSchema = z.object({
+  fleetKey: z.string().optional(),
+  bootstrapKey: z.string().optional(),
+  sealKey: z.string().optional(),
+  runSecrets: z.string().optional(),
+  tofuBinary: z.string().optional(),
+});
+
+/** Builds the never-persisted run inputs and registers every secret value before anything is printed. */
+export function runInputs(options: Record<string, unknown>, env: NodeJS.ProcessEnv, rotateHostKeys: string[] = []): RunInputs {
+  const parsed = keyOptionsSchema.safeParse(options);
+  if (!parsed.success) throw new UsageError(`bad options: ${describeZodIssues(parsed.error)}`);
+  const o = parsed.data;
+  const secrets = new SecretRegistry();
+  const rawSeal = o.sealKey ?? env.EXOCOMP_SEAL_KEY;
+  const sealKey = rawSeal === undefined || rawSeal === '' ? undefined : parseSealKey(rawSeal);
+  secrets.add(sealKey);
+  const runSecrets = readRunSecrets(o.runSecrets);
+  secrets.add(...Object.values(runSecrets));
+  for (const keyFile of [o.fleetKey, o.bootstrapKey]) {
+    if (keyFile === undefined) continue;
+    try {
+      secrets.add(readFileSync(keyFile, 'utf8'));
+    } catch {
+      throw new UsageError(`cannot read key file ${keyFile}`, 'pass an existing private key file');
+    }
+  }
+  return {
+    ...(o.tofuBinary ? { tofuBinary: o.tofuBinary } : {}),
+    ...(o.fleetKey ? { fleetKeyPath: o.fleetKey } : {}),
+    ...(o.bootstrapKey ? { bootstrapKeyPath: o.bootstrapKey } : {}),
+    ...(sealKey ? { sealKey } : {}),
+    runSecrets,
+    rotateHostKeys,
+    secrets,
+  };
+}
+
+export function workspaceNameFor(workspacePath: string, explicit: unknown): string {
+  return typeof explicit === 'string' ? parseWorkspaceName(explicit) : defaultWorkspaceName(workspacePath);
+}
