@@ -94,16 +94,17 @@ export async function runChain(
   app: AppContext,
   workflowId: string,
   inputs: RunInputs,
-  options: { holder?: Holder; probe?: HolderProbe } = {},
+  options: { holder?: Holder; probe?: HolderProbe; steps?: typeof CHAIN } = {},
 ): Promise<ChainResult> {
   const holder = options.holder ?? localHolder();
   const probe = options.probe ?? probeLocalHolder;
+  const chain = options.steps ?? CHAIN;
   let workflow = requireWorkflow(await app.store.read(), workflowId);
   if (workflow.state === 'provision-failed') {
     workflow = await saveWorkflow(app, workflowId, (w) => resumeWorkflow(w, app.now()), `resume ${workflowId} from ${workflow.failure?.step ?? 'its failed step'}`);
   }
-  const total = CHAIN.length;
-  for (const [i, step] of CHAIN.entries()) {
+  const total = chain.length;
+  for (const [i, step] of chain.entries()) {
     const index = i + 1;
     if (stepOf(workflow, step.name).state === 'succeeded') {
       app.progress.emit({ type: 'step-skipped', step: step.name, index, total, reason: 'already succeeded' });

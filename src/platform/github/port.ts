@@ -1,0 +1,49 @@
+/**
+ * Everything the action set asks of GitHub's REST API, behind one port. The
+ * octokit implementation lives beside it; tests run the real implementation
+ * against a loopback double that checks every request against GitHub's
+ * OpenAPI description.
+ */
+export interface RepoRef {
+  owner: string;
+  repo: string;
+}
+
+export type RepoPermission = 'admin' | 'maintain' | 'write' | 'triage' | 'read' | 'none';
+
+export interface RunApproval {
+  state: 'approved' | 'rejected';
+  user: string;
+  environments: string[];
+  comment: string;
+}
+
+export interface IssueComment {
+  id: number;
+  body: string;
+  author: string;
+}
+
+export interface WorkflowRunInfo {
+  id: number;
+  runAttempt: number;
+  status: string; // queued | in_progress | completed | ...
+  conclusion: string | null;
+  htmlUrl: string;
+}
+
+export interface GitHubPort {
+  /** Reviews recorded on a run's deployments (GET …/actions/runs/{run_id}/approvals). */
+  listRunApprovals(repo: RepoRef, runId: number): Promise<RunApproval[]>;
+  /** Whether an environment has a required-reviewers protection rule (GET …/environments/{name}); undefined when the environment does not exist. */
+  environmentRequiresReviewers(repo: RepoRef, environment: string): Promise<boolean | undefined>;
+  /** GET …/collaborators/{username}/permission */
+  collaboratorPermission(repo: RepoRef, username: string): Promise<RepoPermission>;
+  listIssueComments(repo: RepoRef, issueNumber: number): Promise<IssueComment[]>;
+  createIssueComment(repo: RepoRef, issueNumber: number, body: string): Promise<IssueComment>;
+  updateIssueComment(repo: RepoRef, commentId: number, body: string): Promise<IssueComment>;
+  /** POST …/actions/workflows/{workflow_id}/dispatches */
+  dispatchWorkflow(repo: RepoRef, workflow: string, ref: string, inputs: Record<string, string>): Promise<void>;
+  /** GET …/actions/runs/{run_id} */
+  getWorkflowRun(repo: RepoRef, runId: number): Promise<WorkflowRunInfo | undefined>;
+}

@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest';
+import { CHAIN, runChain, type Holder, type StepAction } from '../../src/app/chain.js';
+import type { AppContext } from '../../src/app/context.js';
+import { RecordingProgress } from '../../src/app/progress.js';
+import { SecretRegistry } from '../../src/app/secrets.js';
+import { ExocompError } from '../../src/domain/errors.js';
+import { createWorkflow, LeaseHeldError, startStep, stepOf, type Workflow } from '../../src/domain/workflow.js';
+import { LEDGER_PATHS, requireWorkflow, serializeRecord } from '../../src/ledger/records.js';
+import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
+
+const t0 = new Date('2026-11-30T00:00:00Z');
+
+function setup(workflow?: Workflow) {
+  const w =
+    workflow ??
+    createWorkflow({
+      id: 'edge-1',
+      workspace: { path: 'infra/edge', name: 'edge' },
+      playbook: 'site.yml',
+      requester: 'alice',
+      trigger: { kind: 'local' },
+      options: { sshWaitMs: 1000, onboardUser: 'exocomp', check: false },
+      requireApproval: false,
+      now: t0,
+    });
+  const store = new MemoryLedgerStore({ files: { [LEDGER_PATHS.workflow(w.id)]: serializeRecord(w) } });
+  const progress = new RecordingProgress();
+  const app: AppContext = { store, ledgerBranch: 'exocomp-ledger', now: () => t0, cwd: '/nonexistent', env: {}, progress };
+  const secrets = new SecretRegistry();
+  secrets.add('hunter2-secret-value');
+  return { store, progress, app, inputs: { runSecrets: {}, rotateHostKeys: [], secrets }, id: w.id };
+}
+
+function holder(id: string): Holder {
+  return {
+    id,
+    lease: (now) => ({ holder: id, origin: { kind: 'local', hostname: 'h', pid: 1 }, acquiredAt: now.toISOString(), heartbeatAt: now.toISOString(), ttlMs: 60_000 }),
+  };
+}
+
+function steps(calls: string[], behaviour: Partial<Record<string, StepAction>> = {}) {
+  return CHAIN.map((s) => ({
+    name: s.name,
+    run: async (context: Parameters<StepAction>[0]) => {
+      calls.push(s.name);
+      // Write-ahead: when a step runs, the ledger already says it is running under our lease.
+      const recorded = stepOf(requireWorkflow(await context.app.store.read(), context.workflow.id), s.name);
+      expect(recorded.state).toBe('running');
+      return (await behaviour[s.name]?.(context)) ?? `${s.name} done`;
+    },
+  }));
+}
+
+describe('chain runner', () => {
+  it('runs the four steps in order and records each', async () => {
+    const { app, inputs, id, store } = setup();
+    const calls: string[] = [];
+    const result = await runChain(app, id, inputs, { holder: holder('a'), steps: steps(calls) });
+    expect(result.ok).toBe(true);
+    expect(calls).toEqual(['apply', 'ssh-wait', 'onboard', 'configure']);
+    expect(result.workflow.state).toBe('provisioned');
+    const messages = store.history().map((c) => c.message);
+    expect(messages.indexOf('edge-1: apply running (a)')).toBeLessThan(messages.indexOf('edge-1: apply succeeded'));
+  });
+
+  it('a failure blocks the rest, records the failure context without secrets, and resume continues from it', async () => {
+    const { app, inputs, id } = setup();
+    const calls: string[] = [];
+    const failing = steps(calls, {
+      'ssh-wait': async () => {
+        throw new ExocompError('ssh-wait', 'web2 never answered; token hunter2-secret-value');
+      },
+    });
+    const first = await runChain(app, id, inputs, { holder: holder('a'), steps: failing });
+    expect(first.ok).toBe(false);
+    expect(first.workflow.steps.map((s) => s.state)).toEqual(['succeeded', 'failed', 'blocked', 'blocked']);
+    expect(first.workflow.failure).toMatchObject({ step: 'ssh-wait', kind: 'ssh-wait' });
+    expect(first.workflow.failure?.summary).not.toContain('hunter2');
+    const again: string[] = [];
+    const second = await runChain(app, id, inputs, { holder: holder('b'), steps: steps(again) });
+    expect(second.ok).toBe(true);
+    expect(again).toEqual(['ssh-wait', 'onboard', 'configure']);
+    expect(stepOf(second.workflow, 'ssh-wait').attempts).toBe(2);
+    expect(stepOf(second.workflow, 'apply').attempts).toBe(1);
+  });
+
+  it('re-arms a step whose holder is gone, and refuses one whose holder is alive', async () => {
+    const base = createWorkflow({
+      id: 'edge-2',
+      workspace: { path: 'w', name: 'edge' },
+      playbook: 'p.yml',
+      requester: 'r',
+      trigger: { kind: 'local' },
+      options: { sshWaitMs: 1000, onboardUser: 'exocomp', check: false },
+      requireApproval: false,
+      now: t0,
+    });
+    const crashed = startStep(base, 'apply', holder('dead').lease(t0), t0);
+    const live = setup(crashed);
+    await expect(runChain(live.app, 'edge-2', live.inputs, { holder: holder('b'), steps: steps([]), probe: async () => false })).rejects.toBeInstanceOf(LeaseHeldError);
+    const calls: string[] = [];
+    const result = await runChain(live.app, 'edge-2', live.inputs, { holder: holder('b'), steps: steps(calls), probe: async () => true });
+    expect(result.ok).toBe(true);
+    expect(calls[0]).toBe('apply');
+    expect(stepOf(result.workflow, 'apply').attempts).toBe(2);
+  });
+
+  it('reports progress per step', async () => {
+    const { app, inputs, id, progress } = setup();
+    await runChain(app, id, inputs, { holder: holder('a'), steps: steps([]) });
+    expect(progress.events.filter((e) => e.type === 'step-succeeded').map((e) => (e as { index: number }).index)).toEqual([1, 2, 3, 4]);
+  });
+});
