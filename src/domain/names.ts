@@ -1,0 +1,118 @@
+import { basename } from 'node:path';
+import { ExocompError, UsageError } from './errors.js';
+
+/**
+ * Quotes a user-supplied value for an error message: JSON string syntax with
+ * every character outside printable ASCII escaped, so control characters,
+ * terminal escapes and bidi overrides cannot disguise the value. Long values are
+ * cut short.
+ */
+export function quoteValue(raw: string, maxLength = 80): string {
+  const shown = raw.length > maxLength ? `${raw.slice(0, maxLength)}…` : raw;
+  return JSON.stringify(shown).replace(
+    /[^\x20-\x7e]/g,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
+}
+
+export const WORKSPACE_NAME_MAX_LENGTH = 64;
+const WORKSPACE_NAME = /^[a-z0-9][a-z0-9._-]*$/;
+const WORKSPACE_NAME_RULE =
+  `a workspace name is 1-${WORKSPACE_NAME_MAX_LENGTH} characters of a-z, 0-9, '.', '_' and '-', ` +
+  `starts with a letter or digit, and contains no '..'`;
+
+/** Says why `raw` is not a workspace name, or undefined when it is one. */
+function workspaceNameProblem(raw: string): string | undefined {
+  if (raw === '') return 'it is empty';
+  if (raw.length > WORKSPACE_NAME_MAX_LENGTH) {
+    return `it is ${raw.length} characters long (at most ${WORKSPACE_NAME_MAX_LENGTH})`;
+  }
+  if (/[A-Z]/.test(raw)) return 'it contains uppercase letters';
+  if (raw.includes('/') || raw.includes('\\')) return 'it contains a path separator';
+  if (/\s/.test(raw)) return 'it contains whitespace';
+  if (raw.includes('..')) return "it contains '..'";
+  if (!/^[a-z0-9]/.test(raw)) return 'it does not start with a letter or digit';
+  if (!WORKSPACE_NAME.test(raw)) return "it contains characters other than a-z, 0-9, '.', '_' and '-'";
+  return undefined;
+}
+
+/** Validates a workspace name (the `<name>` of `tf:<name>`); never transforms it. */
+export function parseWorkspaceName(raw: string): string {
+  const problem = workspaceNameProblem(raw);
+  if (problem !== undefined) {
+    throw new UsageError(`invalid workspace name ${quoteValue(raw)}: ${problem}`, WORKSPACE_NAME_RULE);
+  }
+  return raw;
+}
+
+/**
+ * The default workspace name: the basename of the workspace path, validated as
+ * is. Pass a resolved path — `.` has no usable basename.
+ */
+export function defaultWorkspaceName(workspacePath: string): string {
+  const base = basename(workspacePath);
+  const problem = workspaceNameProblem(base);
+  if (problem !== undefined) {
+    throw new UsageError(
+      `cannot use the basename ${quoteValue(base)} of workspace path ${quoteValue(workspacePath)} ` +
+        `as the workspace name: ${problem}`,
+      `pass --workspace-name <name>; ${WORKSPACE_NAME_RULE}`,
+    );
+  }
+  return base;
+}
+
+export const STANDING_INVENTORY_PREFIX = 'tf:';
+
+export type InventoryRef = { kind: 'standing'; name: string } | { kind: 'file'; path: string };
+
+/** `tf:<name>` names a standing inventory; anything else is an inventory file path. */
+export function parseInventoryRef(raw: string): InventoryRef {
+  if (raw === '') {
+    throw new UsageError(
+      'the inventory reference is empty',
+      `name a standing inventory as ${STANDING_INVENTORY_PREFIX}<workspace name> or give an inventory file path`,
+    );
+  }
+  if (!raw.startsWith(STANDING_INVENTORY_PREFIX)) return { kind: 'file', path: raw };
+  const name = raw.slice(STANDING_INVENTORY_PREFIX.length);
+  const problem = workspaceNameProblem(name);
+  if (problem !== undefined) {
+    throw new UsageError(
+      `invalid inventory reference ${quoteValue(raw)}: the workspace name ${problem}`,
+      `write ${STANDING_INVENTORY_PREFIX}<workspace name>; ${WORKSPACE_NAME_RULE}`,
+    );
+  }
+  return { kind: 'standing', name };
+}
+
+const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
+// Checked on the output name itself: toUpperCase maps some non-ASCII letters to ASCII ('ı' → 'I').
+const BINDABLE_OUTPUT_NAME = /^[A-Za-z0-9_-]*$/;
+/**
+ * Names the play's runtime depends on: a sealed output bound to one of these
+ * would silently replace it (PATH, the ssh-agent socket, ansible settings, …).
+ */
+const RESERVED_ENV_NAMES = new Set(['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'PWD', 'TMPDIR', 'LANG', 'TERM']);
+const RESERVED_ENV_PREFIXES = ['LC_', 'LD_', 'ANSIBLE_', 'SSH_', 'PYTHON', 'EXOCOMP_', 'GITHUB_', 'RUNNER_'];
+
+/** The environment variable a sealed output is bound to: `db-password` → `DB_PASSWORD`. */
+export function envNameForOutput(outputName: string): string {
+  const envName = outputName.toUpperCase().replaceAll('-', '_');
+  if (!BINDABLE_OUTPUT_NAME.test(outputName) || !ENV_NAME.test(envName)) {
+    throw new ExocompError(
+      'seal',
+      `output ${quoteValue(outputName)} cannot be bound to an environment variable: ` +
+        `${quoteValue(envName)} is not of the form [A-Z_][A-Z0-9_]*`,
+      { help: "rename the output to letters, digits, '_' and '-', starting with a letter or '_'" },
+    );
+  }
+  if (RESERVED_ENV_NAMES.has(envName) || RESERVED_ENV_PREFIXES.some((prefix) => envName.startsWith(prefix))) {
+    throw new ExocompError(
+      'seal',
+      `output ${quoteValue(outputName)} would be bound to ${envName}, which the play's runtime itself uses`,
+      { help: `rename the output; names that become ${[...RESERVED_ENV_NAMES].join(', ')} or start with ${RESERVED_ENV_PREFIXES.join(', ')} are reserved` },
+    );
+  }
+  return envName;
+}

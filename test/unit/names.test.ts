@@ -1,0 +1,184 @@
+import { describe, expect, it } from 'vitest';
+import { ExocompError, UsageError } from '../../src/domain/errors.js';
+import {
+  defaultWorkspaceName,
+  envNameForOutput,
+  parseInventoryRef,
+  parseWorkspaceName,
+  quoteValue,
+} from '../../src/domain/names.js';
+
+function thrown(fn: () => unknown): ExocompError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ExocompError) return error;
+    throw error;
+  }
+  throw new Error('expected an ExocompError, nothing was thrown');
+}
+
+describe('quoteValue', () => {
+  it.each([
+    ['edge', '"edge"'],
+    ['a"b', '"a\\"b"'],
+    ['a\nb', '"a\\nb"'],
+    ['\u001b[31mred', '"\\u001b[31mred"'],
+    ['x\u202Ey', '"x\\u202ey"'],
+    ['é', '"\\u00e9"'],
+  ])('%j → %s', (raw, quoted) => {
+    expect(quoteValue(raw)).toBe(quoted);
+  });
+
+  it('cuts long values short', () => {
+    expect(quoteValue('a'.repeat(100))).toBe(`"${'a'.repeat(80)}\\u2026"`);
+    expect(quoteValue('abcdef', 3)).toBe('"abc\\u2026"');
+  });
+});
+
+describe('parseWorkspaceName', () => {
+  it.each(['edge', 'a', '0', 'web-1', 'prod.eu_west-1', '1.2', 'a'.repeat(64), 'x.', 'x-'])('accepts %j', (name) => {
+    expect(parseWorkspaceName(name)).toBe(name);
+  });
+
+  it.each([
+    ['', 'it is empty'],
+    ['a'.repeat(65), 'it is 65 characters long (at most 64)'],
+    ['Edge', 'it contains uppercase letters'],
+    ['infra/edge', 'it contains a path separator'],
+    ['infra\\edge', 'it contains a path separator'],
+    ['my edge', 'it contains whitespace'],
+    ['edge\t', 'it contains whitespace'],
+    ['a..b', "it contains '..'"],
+    ['..', "it contains '..'"],
+    ['.hidden', 'it does not start with a letter or digit'],
+    ['-edge', 'it does not start with a letter or digit'],
+    ['_edge', 'it does not start with a letter or digit'],
+    ['edge;rm', "it contains characters other than a-z, 0-9, '.', '_' and '-'"],
+    ['edge$(id)', "it contains characters other than a-z, 0-9, '.', '_' and '-'"],
+    ['edge`x`', "it contains characters other than a-z, 0-9, '.', '_' and '-'"],
+    ['edge|x', "it contains characters other than a-z, 0-9, '.', '_' and '-'"],
+    ['edge&', "it contains characters other than a-z, 0-9, '.', '_' and '-'"],
+    ['edge*', "it contains characters other than a-z, 0-9, '.', '_' and '-'"],
+    ['édge', 'it does not start with a letter or digit'],
+    ['tf:edge', "it contains characters other than a-z, 0-9, '.', '_' and '-'"],
+  ])('refuses %j: %s', (name, problem) => {
+    const error = thrown(() => parseWorkspaceName(name));
+    expect(error).toBeInstanceOf(UsageError);
+    expect(error.exitCode).toBe(2);
+    expect(error.message).toBe(`invalid workspace name ${quoteValue(name)}: ${problem}`);
+    expect(error.help).toContain("a workspace name is 1-64 characters of a-z, 0-9, '.', '_' and '-'");
+    expect(error.help).toContain("no '..'");
+  });
+
+  it('shows control characters escaped, never raw', () => {
+    const error = thrown(() => parseWorkspaceName('edge\u001b[2J'));
+    expect(error.message).toContain('"edge\\u001b[2J"');
+    expect(error.message).not.toContain('\u001b');
+  });
+});
+
+describe('defaultWorkspaceName', () => {
+  it.each([
+    ['infra/edge', 'edge'],
+    ['/srv/tofu/edge/', 'edge'],
+    ['edge', 'edge'],
+    ['/work/prod.eu-1', 'prod.eu-1'],
+  ])('%j → %j', (path, name) => {
+    expect(defaultWorkspaceName(path)).toBe(name);
+  });
+
+  it.each([
+    ['infra/Edge', '"Edge"', 'it contains uppercase letters'],
+    ['infra/my edge', '"my edge"', 'it contains whitespace'],
+    ['.', '"."', 'it does not start with a letter or digit'],
+    ['/', '""', 'it is empty'],
+    ['', '""', 'it is empty'],
+  ])('refuses %j without transforming it', (path, shownBase, problem) => {
+    const error = thrown(() => defaultWorkspaceName(path));
+    expect(error).toBeInstanceOf(UsageError);
+    expect(error.message).toBe(
+      `cannot use the basename ${shownBase} of workspace path ${quoteValue(path)} as the workspace name: ${problem}`,
+    );
+    expect(error.help).toMatch(/^pass --workspace-name <name>; a workspace name is/);
+  });
+});
+
+describe('parseInventoryRef', () => {
+  it.each([
+    ['tf:edge', { kind: 'standing', name: 'edge' }],
+    ['tf:prod.eu-1', { kind: 'standing', name: 'prod.eu-1' }],
+    ['inventory.yml', { kind: 'file', path: 'inventory.yml' }],
+    ['./tf:edge', { kind: 'file', path: './tf:edge' }],
+    ['/etc/ansible/hosts', { kind: 'file', path: '/etc/ansible/hosts' }],
+    ['TF:edge', { kind: 'file', path: 'TF:edge' }],
+  ])('%j', (raw, ref) => {
+    expect(parseInventoryRef(raw)).toEqual(ref);
+  });
+
+  it.each([
+    ['tf:', 'it is empty'],
+    ['tf:Edge', 'it contains uppercase letters'],
+    ['tf:../edge', 'it contains a path separator'],
+    ['tf:..', "it contains '..'"],
+    ['tf:edge prod', 'it contains whitespace'],
+  ])('refuses %j', (raw, problem) => {
+    const error = thrown(() => parseInventoryRef(raw));
+    expect(error).toBeInstanceOf(UsageError);
+    expect(error.message).toBe(`invalid inventory reference ${quoteValue(raw)}: the workspace name ${problem}`);
+    expect(error.help).toMatch(/^write tf:<workspace name>; a workspace name is/);
+  });
+
+  it('refuses an empty reference', () => {
+    const error = thrown(() => parseInventoryRef(''));
+    expect(error).toBeInstanceOf(UsageError);
+    expect(error.message).toBe('the inventory reference is empty');
+    expect(error.help).toContain('tf:<workspace name>');
+  });
+});
+
+describe('envNameForOutput', () => {
+  it.each([
+    ['db_password', 'DB_PASSWORD'],
+    ['db-password', 'DB_PASSWORD'],
+    ['DB_Password', 'DB_PASSWORD'],
+    ['_token', '_TOKEN'],
+    ['api_key_2', 'API_KEY_2'],
+    ['x', 'X'],
+  ])('%j → %j', (output, env) => {
+    expect(envNameForOutput(output)).toBe(env);
+  });
+
+  it.each([
+    ['2fa_secret', '"2FA_SECRET"'],
+    ['9lives', '"9LIVES"'],
+    ['', '""'],
+    ['db.password', '"DB.PASSWORD"'],
+    ['db password', '"DB PASSWORD"'],
+    ['ıd', '"ID"'],
+    ['straße', '"STRASSE"'],
+  ])('refuses %j', (output, shownEnv) => {
+    const error = thrown(() => envNameForOutput(output));
+    expect(error.kind).toBe('seal');
+    expect(error.message).toBe(
+      `output ${quoteValue(output)} cannot be bound to an environment variable: ${shownEnv} is not of the form [A-Z_][A-Z0-9_]*`,
+    );
+    expect(error.help).toContain('rename the output');
+  });
+
+  it.each([
+    ['path', 'PATH'],
+    ['home', 'HOME'],
+    ['ld_preload', 'LD_PRELOAD'],
+    ['ansible_become_pass', 'ANSIBLE_BECOME_PASS'],
+    ['ssh_auth_sock', 'SSH_AUTH_SOCK'],
+    ['pythonpath', 'PYTHONPATH'],
+    ['exocomp_seal_key', 'EXOCOMP_SEAL_KEY'],
+    ['github-token', 'GITHUB_TOKEN'],
+  ])('refuses %j, which would replace %s', (output, env) => {
+    const error = thrown(() => envNameForOutput(output));
+    expect(error.kind).toBe('seal');
+    expect(error.message).toBe(`output ${quoteValue(output)} would be bound to ${env}, which the play's runtime itself uses`);
+    expect(error.help).toContain('are reserved');
+  });
+});
