@@ -44,6 +44,8 @@ export const CHAIN: ReadonlyArray<{ name: StepName; run: StepAction }> = [
   { name: 'configure', run: configureStep },
 ];
 
+const CHAIN_ORDER: readonly StepName[] = CHAIN.map((s) => s.name);
+
 export const LEASE_TTL_MS = 60_000;
 const HEARTBEAT_EVERY_MS = 15_000;
 
@@ -94,7 +96,7 @@ export async function runChain(
   app: AppContext,
   workflowId: string,
   inputs: RunInputs,
-  options: { holder?: Holder; probe?: HolderProbe; steps?: typeof CHAIN } = {},
+  options: { holder?: Holder; probe?: HolderProbe; steps?: typeof CHAIN; only?: StepName } = {},
 ): Promise<ChainResult> {
   const holder = options.holder ?? localHolder();
   const probe = options.probe ?? probeLocalHolder;
@@ -109,6 +111,11 @@ export async function runChain(
     if (stepOf(workflow, step.name).state === 'succeeded') {
       app.progress.emit({ type: 'step-skipped', step: step.name, index, total, reason: 'already succeeded' });
       continue;
+    }
+    // A per-step entry (one CI job per step) runs its own step only; startStep refuses it unless its predecessor succeeded.
+    if (options.only !== undefined && options.only !== step.name) {
+      if (CHAIN_ORDER.indexOf(step.name) < CHAIN_ORDER.indexOf(options.only)) continue;
+      break;
     }
     workflow = await arm(app, workflowId, step.name, holder, probe);
     const attempt = stepOf(workflow, step.name).attempts;
@@ -146,7 +153,8 @@ export async function runChain(
       return { workflow, ok: false };
     }
   }
-  return { workflow, ok: workflow.state === 'provisioned' };
+  const done = options.only === undefined ? workflow.state === 'provisioned' : stepOf(workflow, options.only).state === 'succeeded';
+  return { workflow, ok: done };
 }
 
 /** Write-ahead: the step is `running` under our lease in the ledger before it does anything. */

@@ -1,0 +1,245 @@
+import { constants } from 'node:fs';
+import { access, stat, writeFile } from 'node:fs/promises';
+import { basename, delimiter, isAbsolute, join, resolve } from 'node:path';
+import { z } from 'zod';
+import { ExocompError } from '../domain/errors.js';
+import {
+  collectStrings,
+  planFingerprint,
+  planJsonSchema,
+  sensitiveStringsInPlan,
+  summarizePlan,
+  type PlanJson,
+  type PlanSummary,
+} from '../domain/plan.js';
+import { redact, runProcess } from './process.js';
+
+export const VARS_FILE = 'exocomp.auto.tfvars.json';
+
+const INSTALL_HELP = 'install OpenTofu (https://opentofu.org/docs/intro/install/) or pass --tofu-binary <path>';
+
+/**
+ * Finds the OpenTofu/Terraform executable: `--tofu-binary` when given (it must
+ * be an executable file), else `tofu` on PATH, else `terraform` on PATH.
+ */
+export async function locateTofu({ tofuBinary, env }: { tofuBinary?: string; env: NodeJS.ProcessEnv }): Promise<string> {
+  if (tofuBinary !== undefined) {
+    const path = resolve(tofuBinary);
+    if (!(await isExecutableFile(path))) {
+      throw new ExocompError('tool-missing', `--tofu-binary ${tofuBinary} is not an executable file`, { help: INSTALL_HELP });
+    }
+    return path;
+  }
+  const dirs = (env.PATH ?? '').split(delimiter).filter((dir) => dir !== '' && isAbsolute(dir));
+  for (const name of ['tofu', 'terraform']) {
+    for (const dir of dirs) {
+      const candidate = join(dir, name);
+      if (await isExecutableFile(candidate)) return candidate;
+    }
+  }
+  throw new ExocompError('tool-missing', 'no tofu or terraform on PATH', { help: INSTALL_HELP });
+}
+
+async function isExecutableFile(path: string): Promise<boolean> {
+  try {
+    await access(path, constants.X_OK);
+    return (await stat(path)).isFile();
+  } catch {
+    return false;
+  }
+}
+
+export const outputsSchema = z.record(
+  z.string(),
+  z.object({
+    sensitive: z.boolean(),
+    type: z.unknown(),
+    value: z.unknown(),
+  }),
+);
+
+export type TofuOutputs = Record<string, { value: unknown; sensitive: boolean; type: unknown }>;
+
+export interface PlanResult {
+  summary: PlanSummary;
+  /** planFingerprint of the saved plan (DESIGN.md §5). */
+  fingerprint: string;
+  plan: PlanJson;
+}
+
+/** What use cases need from OpenTofu; TofuDriver is the real one, tests may use a double. */
+export interface TofuPort {
+  /** Writes `exocomp.auto.tfvars.json` into the workspace; does nothing for an empty set. */
+  writeVars(vars: Record<string, unknown>): Promise<void>;
+  init(): Promise<void>;
+  validate(): Promise<void>;
+  /** Plans into `planFile` (absolute, or relative to the workspace) and reads the saved plan back. */
+  plan(planFile: string): Promise<PlanResult>;
+  showPlan(planFile: string): Promise<PlanJson>;
+  /** Applies a saved plan (a saved plan needs no approval flag). */
+  apply(planFile: string): Promise<void>;
+  outputs(): Promise<TofuOutputs>;
+}
+
+export interface TofuDriverOptions {
+  binary: string;
+  workspaceDir: string;
+  /** The child's environment (complete, not merged with process.env). */
+  env: NodeJS.ProcessEnv;
+  /** Values redacted from progress lines and error messages. */
+  secrets?: readonly string[];
+  /** Called with each line the command prints, secrets redacted. */
+  onOutput?: (line: string, stream: 'stdout' | 'stderr') => void;
+}
+
+const STDERR_TAIL_LINES = 20;
+
+export class TofuDriver implements TofuPort {
+  private readonly binary: string;
+  private readonly workspaceDir: string;
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly onOutput: TofuDriverOptions['onOutput'];
+  /** Grows as plans and outputs reveal sensitive values. */
+  private readonly secrets: string[] = [];
+
+  constructor(options: TofuDriverOptions) {
+    this.binary = options.binary;
+    this.workspaceDir = options.workspaceDir;
+    this.env = options.env;
+    this.onOutput = options.onOutput;
+    this.addSecrets(options.secrets ?? []);
+  }
+
+  async writeVars(vars: Record<string, unknown>): Promise<void> {
+    if (Object.keys(vars).length === 0) return;
+    // Vars can hold credentials: readable by the owner only.
+    await writeFile(join(this.workspaceDir, VARS_FILE), `${JSON.stringify(vars, null, 2)}\n`, { mode: 0o600 });
+  }
+
+  async init(): Promise<void> {
+    await this.run(['init', '-input=false', '-no-color']);
+  }
+
+  async validate(): Promise<void> {
+    await this.run(['validate', '-no-color']);
+  }
+
+  async plan(planFile: string): Promise<PlanResult> {
+    await this.run(['plan', '-input=false', '-no-color', `-out=${planFile}`]);
+    const plan = await this.showPlan(planFile);
+    return { summary: summarizePlan(plan), fingerprint: planFingerprint(plan), plan };
+  }
+
+  async showPlan(planFile: string): Promise<PlanJson> {
+    const stdout = await this.run(['show', '-json', planFile], { machineOutput: true });
+    const plan = this.parseJson('show', stdout, planJsonSchema);
+    this.addSecrets(sensitiveStringsInPlan(plan));
+    return plan;
+  }
+
+  async apply(planFile: string): Promise<void> {
+    await this.run(['apply', '-input=false', '-no-color', planFile]);
+  }
+
+  async outputs(): Promise<TofuOutputs> {
+    const stdout = await this.run(['output', '-json'], { machineOutput: true });
+    const outputs = this.parseJson('output', stdout, outputsSchema) as TofuOutputs;
+    const revealed: string[] = [];
+    for (const output of Object.values(outputs)) {
+      if (output.sensitive) collectStrings(output.value, revealed);
+    }
+    this.addSecrets(revealed);
+    return outputs;
+  }
+
+  private get toolName(): string {
+    return basename(this.binary);
+  }
+
+  /**
+   * Runs one command in the workspace and returns its stdout. Machine output
+   * (JSON with sensitive values in clear) is neither streamed nor redacted: it
+   * is parsed, never shown. Everything that is shown is redacted here, line by
+   * line, so a secret split across output chunks is still caught.
+   */
+  private async run(args: string[], { machineOutput = false } = {}): Promise<string> {
+    const command = `${this.toolName} ${args[0]}`;
+    const splitters = machineOutput ? undefined : { stdout: this.lineSplitter('stdout'), stderr: this.lineSplitter('stderr') };
+    let result;
+    try {
+      result = await runProcess(this.binary, args, {
+        cwd: this.workspaceDir,
+        env: { ...this.env, TF_IN_AUTOMATION: '1', TF_INPUT: '0' },
+        ...(splitters && { onOutput: (chunk: string, stream: 'stdout' | 'stderr') => splitters[stream].push(chunk) }),
+      });
+    } catch (error) {
+      throw new ExocompError('tool-missing', `cannot run ${command}: ${(error as Error).message}`, { help: INSTALL_HELP, cause: error });
+    }
+    splitters?.stdout.flush();
+    splitters?.stderr.flush();
+    if (result.code !== 0 || result.signal !== null) {
+      const how = result.signal !== null ? `was ended by signal ${result.signal}` : `failed with exit code ${result.code}`;
+      const tail = this.tailOf(result.stderr.trim() === '' ? result.stdout : result.stderr);
+      throw new ExocompError('tool-failed', `${command} ${how}${tail === '' ? '' : `:\n${tail}`}`, {
+        help: `fix the workspace or its inputs and run again; the full output of ${command} is in the log above`,
+      });
+    }
+    return result.stdout;
+  }
+
+  private parseJson<T>(subcommand: string, stdout: string, schema: z.ZodType<T>): T {
+    let data: unknown;
+    try {
+      data = JSON.parse(stdout);
+    } catch {
+      throw new ExocompError('tool-failed', `${this.toolName} ${subcommand} -json printed something that is not JSON`, {
+        help: 'use OpenTofu ≥ 1.6 or Terraform ≥ 1.0 and make sure no wrapper script adds text to its output',
+      });
+    }
+    const parsed = schema.safeParse(data);
+    if (!parsed.success) {
+      // Paths only: the issues' messages could quote values.
+      const where = parsed.error.issues.map((issue) => issue.path.join('.') || '(root)').join(', ');
+      throw new ExocompError('tool-failed', `${this.toolName} ${subcommand} -json printed JSON of an unexpected shape (at ${where})`, {
+        help: 'use OpenTofu ≥ 1.6 or Terraform ≥ 1.0',
+      });
+    }
+    return parsed.data;
+  }
+
+  private tailOf(text: string): string {
+    const lines = text.trimEnd().split('\n');
+    return this.redact(lines.slice(-STDERR_TAIL_LINES).join('\n'));
+  }
+
+  private redact(text: string): string {
+    return redact(text, this.secrets);
+  }
+
+  private addSecrets(values: readonly string[]): void {
+    for (const value of values) {
+      // Lines are redacted one at a time: a multi-line secret must be caught line by line too.
+      for (const form of [value, ...value.split('\n').map((line) => line.trim())]) {
+        if (form.length >= 4 && !this.secrets.includes(form)) this.secrets.push(form);
+      }
+    }
+    // Longest first, so a secret that contains another is replaced whole.
+    this.secrets.sort((a, b) => b.length - a.length);
+  }
+
+  private lineSplitter(stream: 'stdout' | 'stderr'): { push(chunk: string): void; flush(): void } {
+    let pending = '';
+    const emit = (line: string) => this.onOutput?.(this.redact(line), stream);
+    return {
+      push: (chunk) => {
+        const lines = (pending + chunk).split('\n');
+        pending = lines.pop() ?? '';
+        lines.forEach(emit);
+      },
+      flush: () => {
+        if (pending !== '') emit(pending);
+        pending = '';
+      },
+    };
+  }
+}
