@@ -1,0 +1,66 @@
+import { randomInt } from 'node:crypto';
+import { createConnection, createServer } from 'node:net';
+
+/**
+ * A random address in 127.100.0.1–127.199.255.254. All of 127.0.0.0/8 reaches
+ * the loopback interface on Linux, so each test host gets an address of its own
+ * and never collides with services on 127.0.0.1.
+ */
+export function randomLoopbackAddress(): string {
+  return `127.${randomInt(100, 200)}.${randomInt(0, 256)}.${randomInt(1, 255)}`;
+}
+
+/** True when nothing listens on address:port yet (we can bind it ourselves). */
+export function canListen(address: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen({ host: address, port, exclusive: true }, () => {
+      server.close(() => resolve(true));
+    });
+  });
+}
+
+/** True when a TCP connection to address:port is accepted. */
+export function isPortOpen(address: string, port: number, timeoutMs = 2_000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: address, port });
+    const done = (open: boolean) => {
+      socket.destroy();
+      resolve(open);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+/** Polls until address:port accepts connections; false when timeoutMs passes first. */
+export async function waitForPortOpen(address: string, port: number, timeoutMs = 30_000): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await isPortOpen(address, port)) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return false;
+}
+
+/** Reads what an SSH server says first ("SSH-2.0-OpenSSH_…"), or undefined when nothing answers. */
+export function readSshBanner(address: string, port: number, timeoutMs = 5_000): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ host: address, port });
+    let received = '';
+    const done = (banner: string | undefined) => {
+      socket.destroy();
+      resolve(banner);
+    };
+    socket.setTimeout(timeoutMs, () => done(undefined));
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+      const end = received.indexOf('\n');
+      if (end >= 0) done(received.slice(0, end).replace(/\r$/, ''));
+    });
+    socket.once('error', () => done(undefined));
+    socket.once('close', () => done(undefined));
+  });
+}
