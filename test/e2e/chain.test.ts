@@ -1,0 +1,130 @@
+/**
+ * The provision chain end to end (issue 3, acceptance 1–3, 9–11): real sshd
+ * hosts, real ansible-core, real git, the OpenTofu stand-in.
+ */
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runProcess } from '../../src/adapters/process.js';
+import { createChainFixture, sshHostVars, workflowIdFrom, type ChainFixture } from '../support/chain-fixture.js';
+import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
+
+const sitePlaybook = new URL('../fixtures/playbooks/site.yml', import.meta.url).pathname;
+
+describe('provision run: the four steps on two SSH hosts and a local one', () => {
+  let fx: ChainFixture;
+  let web: LoopbackHost;
+  let db: LoopbackHost;
+  let localMarkers: string;
+  let dumpFile: string;
+  let result: Awaited<ReturnType<ChainFixture['cli']>>;
+  const sealKey = 'e2e-seal-key-0123456789abcdef';
+  const runSecret = 'run secret with spaces, "quotes" and $dollar';
+
+  beforeAll(async () => {
+    fx = await createChainFixture('sealed');
+    web = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey, port: 22 });
+    db = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey, port: 2222, startDelayMs: 3000 });
+    await web.start();
+    localMarkers = await mkdtemp(join(tmpdir(), 'exocomp-local-'));
+    dumpFile = join(localMarkers, 'control-dump.txt');
+    await fx.setInventory({
+      all: {
+        hosts: {
+          web: sshHostVars(web),
+          db: sshHostVars(db),
+          control: { ansible_connection: 'local', marker_dir: localMarkers, ansible_python_interpreter: '/usr/bin/python3' },
+        },
+        vars: { dump_file: dumpFile },
+      },
+    });
+    await writeFile(join(fx.dir, 'secrets.yml'), `GREETING: ${JSON.stringify(runSecret)}\n`);
+    await cp(sitePlaybook, join(fx.dir, 'site.yml'));
+    // The db host's sshd comes up 3 s after start(): the wait has something real to wait for.
+    await db.start();
+    result = await fx.cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', 'edge', '--ssh-wait', '60s', '--run-secrets', 'secrets.yml', '--seal-key', sealKey], {
+      env: { GITHUB_TOKEN: 'ghs_callertoken123456', TF_VAR_leak: 'tf-var-value', AWS_SECRET_ACCESS_KEY: 'aws-secret-value-xyz' },
+    });
+  });
+
+  afterAll(async () => {
+    await web?.destroy();
+    await db?.destroy();
+    await fx?.cleanup();
+    await rm(localMarkers, { recursive: true, force: true });
+  });
+
+  it('succeeds with every step recorded', async () => {
+    if (process.env.EXOCOMP_E2E_SHOW) console.log(result.stdout, result.stderr);
+    expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
+    expect(result.stderr).toMatch(/\[1\/4\] apply … .* ✓/);
+    expect(result.stderr).toMatch(/\[2\/4\] ssh-wait … .* ✓/);
+    expect(result.stdout).toMatch(/workflow\s+edge-[0-9a-f]+\s+provisioned/);
+    const id = workflowIdFrom(result);
+    const record = JSON.parse((await fx.ledgerFile(`workflows/${id}.json`))!);
+    expect(record.steps.map((s: { state: string }) => s.state)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
+    expect(record.steps[0].detail).toMatch(/captured \d+ output\(s\) to inventory .* naming 3 host\(s\)/);
+  });
+
+  it('pins every host before the onboarding play, [host]:port for non-22', async () => {
+    const pins = (await fx.ledgerFile('known_hosts'))!;
+    expect(pins).toContain(`${web.address} ${await web.hostPublicKey()}`);
+    expect(pins).toContain(`[${db.address}]:2222 ${await db.hostPublicKey()}`);
+    const messages = await fx.ledgerMessages();
+    const pinned = messages.findIndex((m) => m.startsWith('known_hosts: pin'));
+    const onboarded = messages.findIndex((m) => /: onboard succeeded$/.test(m));
+    expect(pinned).toBeGreaterThan(-1);
+    expect(pinned).toBeLessThan(onboarded);
+    expect(result.stderr.indexOf('pinned host keys')).toBeLessThan(result.stderr.indexOf('onboarding play'));
+  });
+
+  it('installs the fleet key for the fleet user, who can log in with it', async () => {
+    for (const host of [web, db]) {
+      const authorized = await host.readFile('/home/exocomp/.ssh/authorized_keys');
+      expect(authorized).toContain(fx.fleet.publicKey.split(' ').slice(0, 2).join(' '));
+      const known = join(fx.dir, `known-${host.id}`);
+      await writeFile(known, `${host.knownHostsName} ${await host.hostPublicKey()}\n`);
+      const login = await runProcess('ssh', [
+        '-i', fx.fleet.privateKeyPath, '-p', String(host.port), '-o', `UserKnownHostsFile=${known}`, '-o', 'StrictHostKeyChecking=yes',
+        '-o', 'BatchMode=yes', '-o', 'IdentitiesOnly=yes', `exocomp@${host.address}`, 'id -un',
+      ]);
+      expect(login.stdout.trim(), login.stderr).toBe('exocomp');
+    }
+  });
+
+  it('ran the configure play on all three hosts, as the fleet user with sudo', async () => {
+    for (const host of [web, db]) {
+      const marker = await host.readFile(`/tmp/exocomp-configured-${host === web ? 'web' : 'db'}`);
+      expect(marker).toContain('user=exocomp');
+      expect(marker).toContain('sudo_uid=0');
+    }
+    const local = await readFile(join(localMarkers, 'exocomp-configured-control'), 'utf8');
+    expect(local).toContain('sudo_uid=0');
+  });
+
+  it('hands sealed outputs and run-secrets to the play intact', async () => {
+    const marker = (await web.readFile('/tmp/exocomp-configured-web'))!;
+    expect(marker).toContain(`greeting=${runSecret}`);
+    expect(marker).toMatch(/db_password=\S+/);
+  });
+
+  it("keeps the seal key, the caller's tokens, TF_* and cloud credentials out of the play; no tfstate in its cwd", async () => {
+    const dump = await readFile(dumpFile, 'utf8');
+    for (const leaked of [sealKey, 'ghs_callertoken123456', 'tf-var-value', 'aws-secret-value-xyz', 'GITHUB_TOKEN', 'TF_VAR_leak', 'EXOCOMP_SEAL_KEY']) {
+      expect(dump).not.toContain(leaked);
+    }
+    const cwd = dump.split('---cwd---')[1] ?? '';
+    expect(cwd).not.toMatch(/tfstate|tfplan/);
+  });
+
+  it('never writes a sensitive value in clear: not in the output, not in any ledger commit', async () => {
+    const db_password = JSON.parse(await readFile(join(fx.workspace, 'terraform.tfstate'), 'utf8')).outputs.db_password.value as string;
+    expect(db_password.length).toBeGreaterThan(4);
+    expect(result.stdout + result.stderr).not.toContain(db_password);
+    expect(result.stdout + result.stderr).not.toContain(sealKey);
+    const all = await runProcess('git', ['--git-dir', fx.ledger, 'log', '-p', '--all', '--format=%H %s']);
+    expect(all.stdout.length).toBeGreaterThan(1000);
+    for (const secret of [db_password, sealKey, runSecret]) expect(all.stdout).not.toContain(secret);
+  });
+});

@@ -1,0 +1,107 @@
+/**
+ * An end-to-end setting for the CLI: a bare ledger remote, bootstrap and fleet
+ * keys, a copy of a fixture workspace driven by the OpenTofu stand-in, and the
+ * CLI bundle run as a real process.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { runProcess } from '../../src/adapters/process.js';
+import { generateKeyPair, type KeyPair, type LoopbackHost } from './loopback-host.js';
+import { fixtureWorkspacesDir, invocationsOf, readStandinLog, standinPath } from './tofu-standin.js';
+
+export const cliPath = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface ChainFixture {
+  dir: string;
+  ledger: string;
+  workspace: string;
+  standinLog: string;
+  bootstrap: KeyPair;
+  fleet: KeyPair;
+  /** --ledger and --tofu-binary */
+  common: string[];
+  /** common + both keys */
+  keys: string[];
+  env: NodeJS.ProcessEnv;
+  cli(args: string[], options?: { env?: NodeJS.ProcessEnv }): Promise<CliResult>;
+  spawnCli(args: string[], options?: { env?: NodeJS.ProcessEnv }): { child: ChildProcess; done: Promise<CliResult> };
+  /** Writes the inventory the next apply outputs as `ansible_inventory`. */
+  setInventory(inventory: unknown): Promise<void>;
+  ledgerFile(path: string): Promise<string | undefined>;
+  ledgerMessages(): Promise<string[]>;
+  applyCount(): Promise<number>;
+  cleanup(): Promise<void>;
+}
+
+export async function createChainFixture(workspaceFixture = 'edge'): Promise<ChainFixture> {
+  const dir = await mkdtemp(join(tmpdir(), 'exocomp-e2e-'));
+  const ledger = join(dir, 'ledger.git');
+  await runProcess('git', ['init', '-q', '--bare', ledger]);
+  const workspace = join(dir, workspaceFixture);
+  await cp(join(fixtureWorkspacesDir, workspaceFixture), workspace, { recursive: true });
+  const bootstrap = await generateKeyPair(dir, 'bootstrap');
+  const fleet = await generateKeyPair(dir, 'fleet');
+  const standinLog = join(dir, 'tofu.log');
+  const env: NodeJS.ProcessEnv = { ...process.env, EXOCOMP_TOFU_STANDIN_LOG: standinLog, XDG_CACHE_HOME: join(dir, 'cache') };
+  delete env.EXOCOMP_SEAL_KEY;
+  const common = ['--ledger', ledger, '--tofu-binary', standinPath];
+  const keys = [...common, '--fleet-key', fleet.privateKeyPath, '--bootstrap-key', bootstrap.privateKeyPath];
+
+  const spawnCli = (args: string[], options: { env?: NodeJS.ProcessEnv } = {}) => {
+    const child = spawn(process.execPath, [cliPath, ...args], { cwd: dir, env: { ...env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    const done = new Promise<CliResult>((resolve) => child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 137 : 1), stdout, stderr })));
+    return { child, done };
+  };
+
+  return {
+    dir,
+    ledger,
+    workspace,
+    standinLog,
+    bootstrap,
+    fleet,
+    common,
+    keys,
+    env,
+    cli: (args, options) => spawnCli(args, options).done,
+    spawnCli,
+    setInventory: (inventory) => writeFile(join(workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: inventory }, null, 2)),
+    async ledgerFile(path) {
+      const result = await runProcess('git', ['--git-dir', ledger, 'show', `exocomp-ledger:${path}`]);
+      return result.code === 0 ? result.stdout : undefined;
+    },
+    async ledgerMessages() {
+      const result = await runProcess('git', ['--git-dir', ledger, 'log', '--reverse', '--format=%s', 'exocomp-ledger']);
+      return result.code === 0 ? result.stdout.split('\n').filter(Boolean) : [];
+    },
+    async applyCount() {
+      return invocationsOf(await readStandinLog(standinLog), 'apply').length;
+    },
+    cleanup: () => rm(dir, { recursive: true, force: true }),
+  };
+}
+
+/** The inventory host entry of a loopback host, reached as root with the bootstrap key. */
+export function sshHostVars(host: LoopbackHost): Record<string, unknown> {
+  return { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' };
+}
+
+/** The workflow id a `provision run` printed (from its --json event or its stderr line). */
+export function workflowIdFrom(result: CliResult): string {
+  const match = /workflow ([a-z0-9][a-z0-9._-]*) created/.exec(result.stderr) ?? /"id":"([^"]+)"/.exec(result.stdout);
+  if (!match?.[1]) throw new Error(`no workflow id in output:\n${result.stdout}\n${result.stderr}`);
+  return match[1];
+}
