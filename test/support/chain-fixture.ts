@@ -4,7 +4,7 @@
  * CLI bundle run as a real process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +27,8 @@ export interface ChainFixture {
   standinLog: string;
   bootstrap: KeyPair;
   fleet: KeyPair;
+  /** --ledger */
+  ledgerArgs: string[];
   /** --ledger and --tofu-binary */
   common: string[];
   /** common + both keys */
@@ -39,6 +41,8 @@ export interface ChainFixture {
   ledgerFile(path: string): Promise<string | undefined>;
   ledgerMessages(): Promise<string[]>;
   applyCount(): Promise<number>;
+  /** Environment whose PATH puts a recording ansible-playbook first (it then runs the real one). */
+  ansibleShim(): Promise<{ env: NodeJS.ProcessEnv; invocations(): Promise<string[]> }>;
   cleanup(): Promise<void>;
 }
 
@@ -73,6 +77,7 @@ export async function createChainFixture(workspaceFixture = 'edge'): Promise<Cha
     standinLog,
     bootstrap,
     fleet,
+    ledgerArgs: ['--ledger', ledger],
     common,
     keys,
     env,
@@ -89,6 +94,17 @@ export async function createChainFixture(workspaceFixture = 'edge'): Promise<Cha
     },
     async applyCount() {
       return invocationsOf(await readStandinLog(standinLog), 'apply').length;
+    },
+    async ansibleShim() {
+      const shimDir = join(dir, 'shim');
+      const record = join(dir, 'ansible-invocations.log');
+      const real = (await runProcess('sh', ['-c', 'command -v ansible-playbook'])).stdout.trim();
+      await mkdir(shimDir, { recursive: true });
+      await writeFile(join(shimDir, 'ansible-playbook'), `#!/bin/sh\necho "$*" >> '${record}'\nexec '${real}' "$@"\n`, { mode: 0o755 });
+      return {
+        env: { PATH: `${shimDir}:${process.env.PATH ?? ''}` },
+        invocations: async () => (await readFile(record, 'utf8').catch(() => '')).split('\n').filter(Boolean),
+      };
     },
     cleanup: () => rm(dir, { recursive: true, force: true }),
   };

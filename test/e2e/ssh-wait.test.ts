@@ -1,0 +1,65 @@
+/** Issue 3, acceptance 2: the wait really waits, and a host that never answers fails step 2 and blocks the rest. */
+import { cp } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createChainFixture, sshHostVars, workflowIdFrom, type ChainFixture } from '../support/chain-fixture.js';
+import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
+import { isPortOpen, randomLoopbackAddress } from '../support/addresses.js';
+import { invocationsOf, readStandinLog } from '../support/tofu-standin.js';
+
+const sitePlaybook = new URL('../fixtures/playbooks/site.yml', import.meta.url).pathname;
+
+describe('ssh-wait', () => {
+  let fx: ChainFixture;
+  const hosts: LoopbackHost[] = [];
+
+  beforeAll(async () => {
+    fx = await createChainFixture('edge');
+    await cp(sitePlaybook, join(fx.dir, 'site.yml'));
+  });
+  afterAll(async () => {
+    await Promise.all(hosts.map((h) => h.destroy()));
+    await fx?.cleanup();
+  });
+
+  it('waits for a host whose sshd starts 3 s after the apply, and the chain completes', async () => {
+    const late = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey, port: 2022, startDelayMs: 3000 });
+    hosts.push(late);
+    await fx.setInventory({ all: { hosts: { late: sshHostVars(late) } } });
+    const run = fx.spawnCli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--ssh-wait', '60s']);
+    // Start the host only once the apply is done: its port opens 3 s later.
+    let closedWhenWaitBegan: boolean | undefined;
+    for (let i = 0; i < 600; i++) {
+      if (invocationsOf(await readStandinLog(fx.standinLog), 'output').length > 0) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await late.start();
+    closedWhenWaitBegan = !(await isPortOpen(late.address, late.port));
+    const result = await run.done;
+    expect(result.code, result.stderr).toBe(0);
+    expect(closedWhenWaitBegan).toBe(true);
+    expect(result.stderr).toMatch(/late answered after/);
+    expect(result.stdout).toMatch(/provisioned/);
+  });
+
+  it('fails step 2 naming a host that never answers; steps 3–4 are blocked and no play runs', async () => {
+    const up = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey });
+    hosts.push(up);
+    await up.start();
+    const nowhere = randomLoopbackAddress();
+    await fx.setInventory({ all: { hosts: { up: sshHostVars(up), ghost: { ansible_host: nowhere, ansible_port: 2200, ansible_user: 'root' } } } });
+    const shim = await fx.ansibleShim();
+    const result = await fx.cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--ssh-wait', '2s', '--json'], { env: shim.env });
+    expect(result.code).toBe(1);
+    const id = workflowIdFrom(result);
+    const record = JSON.parse((await fx.ledgerFile(`workflows/${id}.json`))!);
+    expect(record.state).toBe('provision-failed');
+    expect(record.steps.map((s: { state: string }) => s.state)).toEqual(['succeeded', 'failed', 'blocked', 'blocked']);
+    expect(record.failure.step).toBe('ssh-wait');
+    expect(record.failure.summary).toContain(`ghost (${nowhere}:2200`);
+    expect(record.failure.summary).not.toContain('up (');
+    expect(await shim.invocations()).toEqual([]);
+    // --json: one JSON object per line.
+    for (const line of result.stdout.trim().split('\n')) expect(() => JSON.parse(line)).not.toThrow();
+  });
+});
