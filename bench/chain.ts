@@ -1,0 +1,93 @@
+/**
+ * npm run bench:chain — wall time of `exocomp provision run` against a plain
+ * shell script running the same tofu, ssh-keyscan and ansible-playbook
+ * commands, side by side, each round on fresh disposable hosts. Prints medians
+ * and the ratio (target ≤ 1.10).
+ */
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { runProcess } from '../src/adapters/process.js';
+import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../test/support/loopback-host.js';
+import { fixtureWorkspacesDir, standinPath } from '../test/support/tofu-standin.js';
+
+const root = resolve(import.meta.dirname, '..');
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+
+const baselineScript = `#!/bin/bash
+# What people glue together by hand: the same commands, no ledger, no pinning store.
+set -euo pipefail
+cd "$WS"
+"$TOFU" init -input=false -no-color >/dev/null
+"$TOFU" validate -no-color >/dev/null
+"$TOFU" plan -input=false -no-color -out=plan.tfplan >/dev/null
+"$TOFU" apply -input=false -no-color plan.tfplan >/dev/null
+"$TOFU" output -json > outputs.json
+python3 -c 'import json; print(json.dumps(json.load(open("outputs.json"))["ansible_inventory"]["value"]))' > inventory.json
+until ssh-keyscan -T 1 -p "$PORT" "$ADDR" > known_hosts 2>/dev/null && [ -s known_hosts ]; do sleep 0.1; done
+export ANSIBLE_HOST_KEY_CHECKING=True ANSIBLE_SSH_ARGS="-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=$WS/known_hosts -o StrictHostKeyChecking=yes"
+printf '{"exocomp_fleet_pubkey": %s}' "$(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read().strip()))' "$FLEET.pub")" > onboard-vars.json
+ansible-playbook -i inventory.json --private-key "$BOOTSTRAP" -e @onboard-vars.json "$ONBOARD" >/dev/null
+eval "$(ssh-agent -s)" >/dev/null
+ssh-add -q "$FLEET"
+ansible-playbook -i inventory.json -e ansible_user=exocomp "$SITE" >/dev/null
+ssh-agent -k >/dev/null
+`;
+
+async function round(kind: 'exocomp' | 'baseline', dir: string): Promise<number> {
+  const bootstrap = await generateKeyPair(dir, 'bootstrap');
+  const fleet = await generateKeyPair(dir, 'fleet');
+  const host: LoopbackHost = await createLoopbackHost({ rootAuthorizedKey: bootstrap.publicKey, port: 2222 });
+  await host.start();
+  const ws = await mkdtemp(join(dir, `${kind}-`));
+  await cp(join(fixtureWorkspacesDir, 'edge'), ws, { recursive: true });
+  await writeFile(
+    join(ws, 'exocomp.auto.tfvars.json'),
+    JSON.stringify({ ansible_inventory: { all: { hosts: { web1: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } } } }),
+  );
+  await cp(join(root, 'examples/demo/site.yml'), join(ws, 'site.yml'));
+  try {
+    const started = performance.now();
+    let result;
+    if (kind === 'exocomp') {
+      await runProcess('git', ['init', '-q', '--bare', join(ws, 'ledger.git')]);
+      result = await runProcess(
+        process.execPath,
+        [join(root, 'dist/cli.js'), 'provision', 'run', ws, join(ws, 'site.yml'), '--workspace-name', 'bench', '--ledger', join(ws, 'ledger.git'), '--tofu-binary', standinPath, '--fleet-key', fleet.privateKeyPath, '--bootstrap-key', bootstrap.privateKeyPath],
+        { cwd: ws },
+      );
+    } else {
+      await writeFile(join(ws, 'baseline.sh'), baselineScript, { mode: 0o755 });
+      await writeFile(`${fleet.privateKeyPath}.pub`, `${fleet.publicKey}\n`);
+      result = await runProcess('bash', [join(ws, 'baseline.sh')], {
+        cwd: ws,
+        env: { ...process.env, WS: ws, TOFU: standinPath, ADDR: host.address, PORT: String(host.port), FLEET: fleet.privateKeyPath, BOOTSTRAP: bootstrap.privateKeyPath, ONBOARD: join(root, 'playbooks/onboard.yml'), SITE: join(ws, 'site.yml') },
+      });
+    }
+    const elapsed = performance.now() - started;
+    if (result.code !== 0) throw new Error(`${kind} run failed (${result.code}):\n${result.stdout}\n${result.stderr}`);
+    return elapsed;
+  } finally {
+    await host.destroy();
+  }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+const dir = await mkdtemp(join(tmpdir(), 'exocomp-bench-chain-'));
+try {
+  const times = { exocomp: [] as number[], baseline: [] as number[] };
+  for (let i = 0; i < rounds; i++) {
+    // Alternate the order so neither side always runs on a warmer machine.
+    for (const kind of i % 2 === 0 ? (['baseline', 'exocomp'] as const) : (['exocomp', 'baseline'] as const)) {
+      const ms = await round(kind, dir);
+      times[kind].push(ms);
+      console.log(`round ${i + 1} ${kind.padEnd(8)} ${(ms / 1000).toFixed(2)} s`);
+    }
+  }
+  const e = median(times.exocomp);
+  const b = median(times.baseline);
+  console.log(`\nwhole chain, median of ${rounds}: exocomp ${(e / 1000).toFixed(2)} s, shell baseline ${(b / 1000).toFixed(2)} s, ratio ${(e / b).toFixed(2)} (target ≤ 1.10)`);
+} finally {
+  await rm(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,258 @@
+import { retry } from '@octokit/plugin-retry';
+import { throttling } from '@octokit/plugin-throttling';
+import { Octokit } from '@octokit/rest';
+import { ExocompError } from '../../domain/errors.js';
+import type { GitHubPort, IssueComment, RepoPermission, RepoRef, RunApproval, WorkflowRunInfo } from './port.js';
+
+/**
+ * The GitHubPort over @octokit/rest. Secondary and primary rate limits are
+ * retried a bounded number of times (throttling plugin), transient server errors
+ * too (retry plugin); a refusal (401/403, and 404 where GitHub hides what a token
+ * may not see) becomes ExocompError('permission') naming the GITHUB_TOKEN
+ * permission to add. The token never appears in any message.
+ */
+
+export const DEFAULT_GITHUB_API_URL = 'https://api.github.com';
+
+export interface GitHubOptions {
+  token: string;
+  /** REST API root; defaults to GITHUB_API_URL, then https://api.github.com (GHES: https://HOST/api/v3). */
+  baseUrl?: string;
+  userAgent?: string;
+  /** Transient failures (5xx, network) are retried this often with growing waits; default 3. */
+  retries?: number;
+  /** Where rate-limit notices go; default console.warn. Failed calls are not logged: they throw. */
+  onWarning?: (message: string) => void;
+}
+
+/** Rate-limit waits are retried at most this often, and only when GitHub asks for a short wait. */
+const MAX_RATE_LIMIT_RETRIES = 2;
+const MAX_RATE_LIMIT_WAIT_SECONDS = 60;
+
+const PERMISSIONS_HELP =
+  'Naming any permission in `permissions:` sets every other one to none, so list all the job needs.';
+
+/** What each area of the API needs from the GITHUB_TOKEN, for the help line of a refusal. */
+const NEEDS = {
+  approvals: 'actions: read',
+  environments: 'actions: read',
+  runs: 'actions: read',
+  collaborators: 'metadata: read',
+  comments: 'pull-requests: write (or issues: write for issues)',
+  dispatch: 'actions: write',
+} as const;
+type Area = keyof typeof NEEDS;
+
+const ThrottledOctokit = Octokit.plugin(retry, throttling);
+type Client = InstanceType<typeof ThrottledOctokit>;
+
+export function createGitHub(options: GitHubOptions): GitHubPort {
+  const baseUrl = (options.baseUrl ?? process.env.GITHUB_API_URL ?? DEFAULT_GITHUB_API_URL).replace(/\/+$/, '');
+  const warn = options.onWarning ?? ((message: string) => console.warn(message));
+  const onLimit = (retryAfter: number, request: { method: string; url: string }, _octokit: unknown, retryCount: number): boolean => {
+    const again = retryCount < MAX_RATE_LIMIT_RETRIES && retryAfter <= MAX_RATE_LIMIT_WAIT_SECONDS;
+    warn(
+      `GitHub rate limit on ${request.method} ${request.url}: ${again ? `retrying in ${retryAfter}s` : 'giving up'}`,
+    );
+    return again;
+  };
+  const octokit: Client = new ThrottledOctokit({
+    auth: options.token,
+    baseUrl,
+    ...(options.userAgent === undefined ? {} : { userAgent: options.userAgent }),
+    throttle: { onRateLimit: onLimit, onSecondaryRateLimit: onLimit },
+    retry: { retries: options.retries ?? 3 },
+    log: { debug: ignore, info: ignore, warn, error: ignore },
+  });
+
+  return {
+    async listRunApprovals(repo, runId) {
+      const response = await call('approvals', `read the reviews of run ${runId} in ${slug(repo)}`, baseUrl, () =>
+        octokit.rest.actions.getReviewsForRun({ ...repo, run_id: runId }),
+      );
+      return response.data.flatMap((review): RunApproval[] =>
+        review.state === 'pending'
+          ? []
+          : [
+              {
+                state: review.state,
+                user: review.user.login,
+                environments: review.environments.flatMap((environment) => (environment.name === undefined ? [] : [environment.name])),
+                comment: review.comment,
+              },
+            ],
+      );
+    },
+
+    async environmentRequiresReviewers(repo, environment) {
+      const response = await call(
+        'environments',
+        `read environment "${environment}" of ${slug(repo)}`,
+        baseUrl,
+        () => octokit.rest.repos.getEnvironment({ ...repo, environment_name: environment }),
+        { notFound: () => undefined },
+      );
+      if (response === undefined) return undefined;
+      return (response.data.protection_rules ?? []).some((rule) => rule.type === 'required_reviewers');
+    },
+
+    async collaboratorPermission(repo, username) {
+      // 404: no such user, so certainly no access.
+      const response = await call(
+        'collaborators',
+        `read the permission of ${username} on ${slug(repo)}`,
+        baseUrl,
+        () => octokit.rest.repos.getCollaboratorPermissionLevel({ ...repo, username }),
+        { notFound: () => undefined },
+      );
+      if (response === undefined) return 'none';
+      return repoPermission(response.data.role_name, response.data.permission);
+    },
+
+    async listIssueComments(repo, issueNumber) {
+      const comments = await call('comments', `list the comments of #${issueNumber} in ${slug(repo)}`, baseUrl, () =>
+        octokit.paginate(octokit.rest.issues.listComments, { ...repo, issue_number: issueNumber, per_page: 100 }),
+      );
+      return comments.map(toIssueComment);
+    },
+
+    async createIssueComment(repo, issueNumber, body) {
+      const response = await call('comments', `comment on #${issueNumber} in ${slug(repo)}`, baseUrl, () =>
+        octokit.rest.issues.createComment({ ...repo, issue_number: issueNumber, body }),
+      );
+      return toIssueComment(response.data);
+    },
+
+    async updateIssueComment(repo, commentId, body) {
+      const response = await call('comments', `update comment ${commentId} in ${slug(repo)}`, baseUrl, () =>
+        octokit.rest.issues.updateComment({ ...repo, comment_id: commentId, body }),
+      );
+      return toIssueComment(response.data);
+    },
+
+    async dispatchWorkflow(repo, workflow, ref, inputs) {
+      await call('dispatch', `dispatch workflow ${workflow} on ${ref} in ${slug(repo)}`, baseUrl, () =>
+        octokit.rest.actions.createWorkflowDispatch({ ...repo, workflow_id: workflow, ref, inputs }),
+      );
+    },
+
+    async getWorkflowRun(repo, runId) {
+      const response = await call(
+        'runs',
+        `read run ${runId} of ${slug(repo)}`,
+        baseUrl,
+        () => octokit.rest.actions.getWorkflowRun({ ...repo, run_id: runId }),
+        { notFound: () => undefined },
+      );
+      if (response === undefined) return undefined;
+      const run = response.data;
+      const info: WorkflowRunInfo = {
+        id: run.id,
+        runAttempt: run.run_attempt ?? 1,
+        status: run.status ?? 'unknown',
+        conclusion: run.conclusion,
+        htmlUrl: run.html_url,
+      };
+      return info;
+    },
+  };
+}
+
+function ignore(): void {
+  /* octokit's per-request logging: failures surface as ExocompErrors instead */
+}
+
+function slug(repo: RepoRef): string {
+  return `${repo.owner}/${repo.repo}`;
+}
+
+function toIssueComment(comment: { id: number; body?: string; user: { login: string } | null }): IssueComment {
+  return { id: comment.id, body: comment.body ?? '', author: comment.user?.login ?? '' };
+}
+
+const PERMISSIONS: readonly RepoPermission[] = ['admin', 'maintain', 'write', 'triage', 'read', 'none'];
+
+/** `permission` folds maintain into write and triage into read; `role_name` keeps them, unless it is a custom role. */
+function repoPermission(roleName: string, permission: string): RepoPermission {
+  const known = (value: string): value is RepoPermission => (PERMISSIONS as readonly string[]).includes(value);
+  if (known(roleName)) return roleName;
+  if (known(permission)) return permission;
+  return 'none';
+}
+
+interface HttpFailure {
+  status: number;
+  response?: { data?: unknown };
+}
+
+function isHttpFailure(error: unknown): error is HttpFailure {
+  return typeof error === 'object' && error !== null && typeof (error as { status?: unknown }).status === 'number';
+}
+
+/** GitHub's own explanation from an error body, never the request (which carries the token). */
+function githubMessage(error: HttpFailure): string {
+  const data = error.response?.data;
+  if (typeof data === 'object' && data !== null && typeof (data as { message?: unknown }).message === 'string') {
+    return (data as { message: string }).message;
+  }
+  return typeof data === 'string' && data.length > 0 ? data.slice(0, 200) : 'no explanation given';
+}
+
+/** Runs one API call, turning its failures into ExocompErrors; `notFound` decides what a 404 means when it is not a refusal. */
+async function call<T, F = never>(
+  area: Area,
+  what: string,
+  baseUrl: string,
+  request: () => Promise<T>,
+  handlers: { notFound?: () => F } = {},
+): Promise<T | F> {
+  try {
+    return await request();
+  } catch (error) {
+    if (!isHttpFailure(error) || (error.status === 500 && error.response === undefined)) {
+      // @octokit/request reports a failed fetch as status 500 without a response.
+      const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
+      throw new ExocompError('tool-failed', `Could not reach the GitHub API at ${baseUrl} to ${what}: ${reason}`, {
+        help: 'Check GITHUB_API_URL and the network; re-run the job if GitHub was unavailable.',
+      });
+    }
+    if (error.status === 404 && handlers.notFound) return handlers.notFound();
+    throw mapFailure(area, what, error);
+  }
+}
+
+function mapFailure(area: Area, what: string, error: HttpFailure): ExocompError {
+  const said = `${error.status}: ${githubMessage(error)}`;
+  switch (error.status) {
+    case 401:
+      return new ExocompError('permission', `GitHub rejected the token when trying to ${what} (${said}).`, {
+        help: 'Pass a valid token (the default is the workflow’s GITHUB_TOKEN); a token from a finished job or a revoked PAT no longer works.',
+      });
+    case 403:
+      return new ExocompError('permission', `GitHub refused to ${what} (${said}).`, {
+        help: `Grant the workflow’s GITHUB_TOKEN \`${NEEDS[area]}\` in the job’s \`permissions:\`. ${PERMISSIONS_HELP}`,
+      });
+    case 404:
+      return new ExocompError('permission', `GitHub found nothing when trying to ${what} (${said}).`, {
+        help:
+          area === 'dispatch'
+            ? `The workflow file must exist on the default branch, and the GITHUB_TOKEN needs \`${NEEDS[area]}\`. ${PERMISSIONS_HELP}`
+            : `Either it does not exist or the token may not see it: grant the GITHUB_TOKEN \`${NEEDS[area]}\`. ${PERMISSIONS_HELP}`,
+      });
+    case 422:
+      return new ExocompError('tool-failed', `GitHub did not accept the request to ${what} (${said}).`, {
+        help:
+          area === 'dispatch'
+            ? 'The target workflow must declare `workflow_dispatch:` on the default branch, with every input that is sent.'
+            : 'Check the values sent; GitHub rejects comments over 65,536 characters.',
+      });
+    case 410:
+      return new ExocompError('tool-failed', `GitHub says this is gone: could not ${what} (${said}).`, {
+        help: 'Issues may be disabled for the repository; enable them or turn PR comments off.',
+      });
+    default:
+      return new ExocompError('tool-failed', `The GitHub API failed to ${what} (${said}).`, {
+        help: 'Re-run the job; if it keeps failing, check https://www.githubstatus.com.',
+      });
+  }
+}

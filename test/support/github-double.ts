@@ -1,0 +1,780 @@
+import { mkdir } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { runProcess } from '../../src/adapters/process.js';
+import type { RepoPermission } from '../../src/platform/github/port.js';
+import { createGitHttpHandler, type GitAuthorizer, type GitHttpHandler, type GitHttpRequest } from './git-http.js';
+import { OpenApiSubset, type MatchedOperation } from './openapi.js';
+
+/**
+ * A loopback stand-in for the GitHub REST API (the operations behind
+ * src/platform/github/port.ts) and, optionally, for git over HTTPS.
+ *
+ * Tests seed `double.state` directly, point the code under test at
+ * `double.url` (GITHUB_API_URL, and GITHUB_SERVER_URL for git), then read
+ * `double.requests`, `double.state.dispatches`, `double.state.comments`.
+ * Every request and every response is checked against the committed OpenAPI
+ * subset; anything off is collected in `double.violations`, which every test
+ * should expect to be empty.
+ *
+ * Tokens behave like a GITHUB_TOKEN: each maps to an identity and a set of
+ * permissions; a missing permission is answered 403 "Resource not accessible by
+ * integration", as GitHub does. What each operation needs:
+ *   run approvals, environments, runs ........ actions: read
+ *   dispatch .................................. actions: write
+ *   collaborator permission ................... metadata: read (always granted)
+ *   list comments ............................. issues: read, or pull-requests: read on a PR
+ *   create / update comment ................... issues: write, or pull-requests: write on a PR
+ *   git fetch / push .......................... contents: read / contents: write
+ */
+
+export type Access = 'none' | 'read' | 'write';
+export type TokenScope = 'actions' | 'contents' | 'issues' | 'pull-requests' | 'metadata';
+
+export interface TokenGrant {
+  /** The author of what the token creates, e.g. `github-actions[bot]`. */
+  login: string;
+  /** Missing scopes are `none`, except `metadata`, which is always `read`. */
+  permissions: Partial<Record<TokenScope, Access>>;
+  /** `owner/repo` names the token may reach (a GITHUB_TOKEN reaches only its own); all when omitted. */
+  repositories?: string[];
+}
+
+/** What a job's GITHUB_TOKEN gets with the permissive default. */
+export const PERMISSIVE_TOKEN: Readonly<Record<TokenScope, Access>> = {
+  actions: 'write',
+  contents: 'write',
+  issues: 'write',
+  'pull-requests': 'write',
+  metadata: 'read',
+};
+
+export interface SeedReview {
+  state: 'approved' | 'rejected' | 'pending';
+  user: string;
+  environments: string[];
+  comment?: string;
+}
+
+export interface SeedEnvironment {
+  /** Logins of required reviewers; the environment has a required-reviewers rule when non-empty. */
+  requiredReviewers?: string[];
+  preventSelfReview?: boolean;
+  waitTimerMinutes?: number;
+}
+
+export interface SeedComment {
+  id: number;
+  issueNumber: number;
+  body: string;
+  author: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface SeedRun {
+  status: 'queued' | 'in_progress' | 'completed' | 'waiting' | 'requested' | 'pending';
+  conclusion?: string | null;
+  runAttempt?: number;
+  /** e.g. `.github/workflows/provision.yml`. */
+  workflowPath?: string;
+  headSha?: string;
+  headBranch?: string;
+  event?: string;
+  actor?: string;
+}
+
+export interface SeedWorkflow {
+  id: number;
+  /** Whether the workflow declares `on: workflow_dispatch` (422 otherwise). */
+  workflowDispatch: boolean;
+  /** Declared dispatch inputs; others are refused with 422 as GitHub does. Any inputs when omitted. */
+  inputs?: string[];
+}
+
+export interface RecordedDispatch {
+  /** The workflow as requested (file name or id). */
+  workflow: string;
+  ref: string;
+  inputs: Record<string, unknown>;
+  login: string;
+}
+
+export interface GitHubDoubleState {
+  /** token → identity and permissions; unknown tokens get 401. */
+  tokens: Record<string, TokenGrant>;
+  /** run id → reviews of its deployments. */
+  approvals: Record<number, SeedReview[]>;
+  /** environment name → protection rules; unknown names get 404. */
+  environments: Record<string, SeedEnvironment>;
+  /** login → permission on the repository; unknown logins have `none`. */
+  collaborators: Record<string, RepoPermission>;
+  /** issue number → whether it is a pull request; comments on unknown numbers get 404. */
+  issues: Record<number, { pullRequest: boolean }>;
+  /** All comments of the repository, oldest first; created and edited through the API too. */
+  comments: SeedComment[];
+  /** run id → run; unknown ids get 404. */
+  runs: Record<number, SeedRun>;
+  /** workflow file name (e.g. `provision.yml`) → workflow; unknown workflows get 404. */
+  workflows: Record<string, SeedWorkflow>;
+  /** Every accepted workflow dispatch, in order. */
+  dispatches: RecordedDispatch[];
+}
+
+export interface RecordedRequest {
+  method: string;
+  /** Path and query as received. */
+  url: string;
+  /** `METHOD /template` of the matched operation, e.g. `POST /repos/{owner}/{repo}/issues/{issue_number}/comments`. */
+  route: string | undefined;
+  operationId: string | undefined;
+  params: Record<string, string>;
+  /** The login of the token used, when it was known. */
+  login: string | undefined;
+  userAgent: string | undefined;
+  /** Parsed JSON body (or the raw text when it was not JSON); undefined without one. */
+  body: unknown;
+  status: number;
+  response: unknown;
+}
+
+export interface Violation {
+  method: string;
+  url: string;
+  phase: 'route' | 'request' | 'response';
+  message: string;
+}
+
+export interface GitHubDoubleOptions {
+  /** The repository the API serves, `owner/repo` (default `acme/infra`); others get 404. */
+  repository?: string;
+  /** Serve bare repositories under this directory as `/<owner>/<repo>.git` over smart HTTP. */
+  gitRoot?: string;
+}
+
+interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+/** An error answer injected with `failNext`, e.g. a secondary rate limit. */
+export interface InjectedFailure {
+  status: number;
+  message: string;
+  headers?: Record<string, string>;
+}
+
+/** GitHub's answer when a client is too fast; the throttling plugin waits `retry-after` seconds and retries. */
+export const SECONDARY_RATE_LIMIT: InjectedFailure = {
+  status: 403,
+  message: 'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.',
+  headers: { 'retry-after': '1' },
+};
+
+interface Context {
+  match: MatchedOperation;
+  query: URLSearchParams;
+  body: Record<string, unknown>;
+  grant: TokenGrant;
+}
+
+const DOCS = 'https://docs.github.com/rest';
+const COMMENT_LIMIT = 65_536;
+const LEGACY_PERMISSION: Record<RepoPermission, string> = {
+  admin: 'admin',
+  maintain: 'write',
+  write: 'write',
+  triage: 'read',
+  read: 'read',
+  none: 'none',
+};
+
+export class GitHubDouble {
+  readonly state: GitHubDoubleState = {
+    tokens: {},
+    approvals: {},
+    environments: {},
+    collaborators: {},
+    issues: {},
+    comments: [],
+    runs: {},
+    workflows: {},
+    dispatches: [],
+  };
+  /** Every API request answered, in order (git requests are in `gitRequests`). */
+  readonly requests: RecordedRequest[] = [];
+  readonly violations: Violation[] = [];
+  readonly owner: string;
+  readonly repo: string;
+  readonly gitRoot: string | undefined;
+
+  private readonly subset = OpenApiSubset.load();
+  private readonly git: GitHttpHandler | undefined;
+  private readonly server: Server;
+  private readonly userIds = new Map<string, number>();
+  private readonly environmentIds = new Map<string, number>();
+  private readonly failures: Array<{ route: string; failure: InjectedFailure }> = [];
+  private lastId = 1_000_000;
+  private baseUrl = '';
+
+  private constructor(options: GitHubDoubleOptions) {
+    const [owner = '', repo = ''] = (options.repository ?? 'acme/infra').split('/');
+    this.owner = owner;
+    this.repo = repo;
+    this.gitRoot = options.gitRoot;
+    this.git =
+      options.gitRoot === undefined
+        ? undefined
+        : createGitHttpHandler({ projectRoot: options.gitRoot, authorize: (token, repository) => this.authorizeGit(token, repository) });
+    this.server = createServer((request, response) => {
+      this.serve(request, response).catch((error: unknown) => {
+        this.violations.push({ method: request.method ?? '', url: request.url ?? '', phase: 'response', message: `the double failed: ${String(error)}` });
+        if (!response.headersSent) response.writeHead(500);
+        response.end();
+      });
+    });
+  }
+
+  /** Starts a double on 127.0.0.1 with a free port. */
+  static async start(options: GitHubDoubleOptions = {}): Promise<GitHubDouble> {
+    const double = new GitHubDouble(options);
+    await new Promise<void>((resolve, reject) => {
+      double.server.once('error', reject);
+      double.server.listen(0, '127.0.0.1', () => resolve());
+    });
+    const { port } = double.server.address() as AddressInfo;
+    double.baseUrl = `http://127.0.0.1:${port}`;
+    return double;
+  }
+
+  /** The API root (GITHUB_API_URL) and git server (GITHUB_SERVER_URL), e.g. `http://127.0.0.1:PORT`. */
+  get url(): string {
+    return this.baseUrl;
+  }
+
+  /** `owner/repo` served by the API. */
+  get repository(): string {
+    return `${this.owner}/${this.repo}`;
+  }
+
+  /** Git requests answered (fetches and pushes, with the status sent); empty without `gitRoot`. */
+  get gitRequests(): readonly GitHttpRequest[] {
+    return this.git?.requests ?? [];
+  }
+
+  /** The clone URL of a repository served over git HTTP. */
+  gitUrl(repository: string = this.repository): string {
+    return `${this.baseUrl}/${repository}.git`;
+  }
+
+  /** Creates an empty bare repository under `gitRoot` and returns its path. */
+  async createBareRepository(repository: string = this.repository, defaultBranch = 'main'): Promise<string> {
+    if (this.gitRoot === undefined) throw new Error('the double was started without gitRoot');
+    const path = join(this.gitRoot, `${repository}.git`);
+    await mkdir(path, { recursive: true });
+    const result = await runProcess('git', ['init', '--quiet', '--bare', `--initial-branch=${defaultBranch}`, path]);
+    if (result.code !== 0) throw new Error(`git init --bare failed: ${result.stderr}`);
+    return path;
+  }
+
+  /** Adds a comment as if `author` had written it; returns it (with its id). */
+  addComment(issueNumber: number, author: string, body: string): SeedComment {
+    const now = timestamp();
+    const comment: SeedComment = { id: this.nextId(), issueNumber, body, author, createdAt: now, updatedAt: now };
+    this.state.comments.push(comment);
+    return comment;
+  }
+
+  /** The comments on one issue or pull request, oldest first. */
+  commentsOn(issueNumber: number): SeedComment[] {
+    return this.state.comments.filter((comment) => comment.issueNumber === issueNumber);
+  }
+
+  /** Requests that matched a route, e.g. `requestsTo('PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}')`. */
+  requestsTo(route: string): RecordedRequest[] {
+    return this.requests.filter((request) => request.route === route);
+  }
+
+  /**
+   * Answers the next `times` authorized, valid requests to `route` (as in `requestsTo`)
+   * with `failure` instead of handling them.
+   */
+  failNext(route: string, failure: InjectedFailure, times = 1): void {
+    for (let count = 0; count < times; count += 1) this.failures.push({ route, failure });
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private nextId(): number {
+    this.lastId += 1;
+    return this.lastId;
+  }
+
+  private authorizeGit(token: string, repository: string): ReturnType<GitAuthorizer> {
+    const grant = this.state.tokens[token];
+    if (!grant) return 'unknown-token';
+    if (!reaches(grant, repository)) return 'hidden';
+    return { login: grant.login, contents: grant.permissions.contents ?? 'none' };
+  }
+
+  private async serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const method = request.method ?? 'GET';
+    const url = new URL(request.url ?? '/', this.baseUrl);
+    if (this.git?.handles(url.pathname)) return this.git.handle(request, response, url);
+
+    const raw = await readBody(request);
+    const match = this.subset.match(method, url.pathname);
+    const record: RecordedRequest = {
+      method,
+      url: `${url.pathname}${url.search}`,
+      route: match ? `${match.method} ${match.template}` : undefined,
+      operationId: match?.operationId,
+      params: match?.params ?? {},
+      login: undefined,
+      userAgent: request.headers['user-agent'],
+      body: undefined,
+      status: 0,
+      response: undefined,
+    };
+    const violate = (phase: Violation['phase'], message: string): void => {
+      this.violations.push({ method, url: record.url, phase, message });
+    };
+
+    let reply: Reply;
+    let body: unknown;
+    let isJson = true;
+    if (raw.length > 0) {
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        body = raw;
+        isJson = false;
+      }
+    }
+    record.body = body;
+    if (!match) {
+      violate('route', `${method} ${url.pathname} is not an operation of the OpenAPI subset`);
+      reply = error(404, 'Not Found');
+    } else {
+      const problems = !isJson
+        ? ['the request body is not JSON']
+        : this.subset.validateRequest(match, url.searchParams, request.headers['content-type'], body);
+      problems.forEach((problem) => violate('request', problem));
+      reply = this.authorizeAndHandle(request, match, url.searchParams, body, problems, record);
+      for (const problem of this.subset.validateResponse(match, reply.status, reply.body)) violate('response', problem);
+    }
+
+    record.status = reply.status;
+    record.response = reply.body;
+    this.requests.push(record);
+    const headers: Record<string, string> = { ...reply.headers };
+    if (reply.body !== undefined) headers['content-type'] = 'application/json; charset=utf-8';
+    response.writeHead(reply.status, headers);
+    response.end(reply.body === undefined ? undefined : JSON.stringify(reply.body));
+  }
+
+  private authorizeAndHandle(
+    request: IncomingMessage,
+    match: MatchedOperation,
+    query: URLSearchParams,
+    body: unknown,
+    problems: string[],
+    record: RecordedRequest,
+  ): Reply {
+    const token = /^(?:token|bearer)\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];
+    if (token === undefined) return error(401, 'Requires authentication');
+    const grant = this.state.tokens[token];
+    if (!grant) return error(401, 'Bad credentials');
+    record.login = grant.login;
+    const repository = `${match.params.owner ?? ''}/${match.params.repo ?? ''}`;
+    if (repository.toLowerCase() !== this.repository.toLowerCase() || !reaches(grant, repository)) return error(404, 'Not Found');
+    if (problems.length > 0) {
+      return { status: 422, body: { ...error(422, 'Invalid request.').body as object, errors: problems.map((message) => ({ code: 'invalid', message })) } };
+    }
+    const injected = this.failures.findIndex((entry) => entry.route === record.route);
+    const failure = injected >= 0 ? this.failures.splice(injected, 1)[0]?.failure : undefined;
+    if (failure) return { ...error(failure.status, failure.message), headers: { ...failure.headers } };
+    const context: Context = { match, query, body: (body ?? {}) as Record<string, unknown>, grant };
+    switch (match.operationId) {
+      case 'actions/get-reviews-for-run':
+        return this.getReviews(context);
+      case 'repos/get-environment':
+        return this.getEnvironment(context);
+      case 'repos/get-collaborator-permission-level':
+        return this.getCollaboratorPermission(context);
+      case 'issues/list-comments':
+        return this.listComments(context);
+      case 'issues/create-comment':
+        return this.createComment(context);
+      case 'issues/update-comment':
+        return this.updateComment(context);
+      case 'actions/create-workflow-dispatch':
+        return this.dispatch(context);
+      case 'actions/get-workflow-run':
+        return this.getRun(context);
+      default:
+        return error(404, 'Not Found');
+    }
+  }
+
+  private getReviews({ match, grant }: Context): Reply {
+    if (!can(grant, 'actions', 'read')) return forbidden();
+    const reviews = this.state.approvals[Number(match.params.run_id)] ?? [];
+    return {
+      status: 200,
+      body: reviews.map((review) => ({
+        environments: review.environments.map((name) => this.environmentJson(name)),
+        state: review.state,
+        user: this.user(review.user),
+        comment: review.comment ?? '',
+      })),
+    };
+  }
+
+  private getEnvironment({ match, grant }: Context): Reply {
+    if (!can(grant, 'actions', 'read')) return forbidden();
+    const name = match.params.environment_name ?? '';
+    const environment = this.state.environments[name];
+    if (!environment) return error(404, 'Not Found');
+    const rules: unknown[] = [];
+    if (environment.waitTimerMinutes !== undefined) {
+      rules.push({ id: this.nextId(), node_id: nodeId('GA_', this.lastId), type: 'wait_timer', wait_timer: environment.waitTimerMinutes });
+    }
+    if ((environment.requiredReviewers ?? []).length > 0) {
+      rules.push({
+        id: this.nextId(),
+        node_id: nodeId('GA_', this.lastId),
+        type: 'required_reviewers',
+        prevent_self_review: environment.preventSelfReview ?? false,
+        reviewers: (environment.requiredReviewers ?? []).map((login) => ({ type: 'User', reviewer: this.user(login) })),
+      });
+    }
+    return {
+      status: 200,
+      body: { ...this.environmentJson(name), protection_rules: rules, deployment_branch_policy: null },
+    };
+  }
+
+  private getCollaboratorPermission({ match }: Context): Reply {
+    const login = match.params.username ?? '';
+    const role = this.state.collaborators[login] ?? 'none';
+    const rank = ['none', 'read', 'triage', 'write', 'maintain', 'admin'].indexOf(role);
+    return {
+      status: 200,
+      body: {
+        permission: LEGACY_PERMISSION[role],
+        role_name: role,
+        user: {
+          ...this.user(login),
+          permissions: { pull: rank >= 1, triage: rank >= 2, push: rank >= 3, maintain: rank >= 4, admin: rank >= 5 },
+          role_name: role,
+        },
+      },
+    };
+  }
+
+  private listComments({ match, query, grant }: Context): Reply {
+    const issueNumber = Number(match.params.issue_number);
+    const issue = this.state.issues[issueNumber];
+    if (!issue) return error(404, 'Not Found');
+    if (!canOnIssue(grant, issue, 'read')) return forbidden();
+    const since = query.get('since');
+    const all = this.commentsOn(issueNumber).filter((comment) => since === null || comment.updatedAt >= since);
+    const perPage = Math.min(100, Math.max(1, Number(query.get('per_page') ?? 30)));
+    const page = Math.max(1, Number(query.get('page') ?? 1));
+    const last = Math.max(1, Math.ceil(all.length / perPage));
+    const headers: Record<string, string> = {};
+    if (page < last) {
+      const link = (target: number): string => {
+        const next = new URLSearchParams(query);
+        next.set('per_page', String(perPage));
+        next.set('page', String(target));
+        return `<${this.baseUrl}/repos/${this.owner}/${this.repo}/issues/${issueNumber}/comments?${next.toString()}>`;
+      };
+      headers.link = `${link(page + 1)}; rel="next", ${link(last)}; rel="last"`;
+    }
+    const slice = all.slice((page - 1) * perPage, page * perPage);
+    return { status: 200, body: slice.map((comment) => this.commentJson(comment)), headers };
+  }
+
+  private createComment({ match, body, grant }: Context): Reply {
+    const issueNumber = Number(match.params.issue_number);
+    const issue = this.state.issues[issueNumber];
+    if (!issue) return error(404, 'Not Found');
+    if (!canOnIssue(grant, issue, 'write')) return forbidden();
+    const text = String(body.body);
+    if (text.length > COMMENT_LIMIT) return tooLong();
+    const comment = this.addComment(issueNumber, grant.login, text);
+    const json = this.commentJson(comment);
+    return { status: 201, body: json, headers: { location: json.url } };
+  }
+
+  private updateComment({ match, body, grant }: Context): Reply {
+    const comment = this.state.comments.find((candidate) => candidate.id === Number(match.params.comment_id));
+    if (!comment) return error(404, 'Not Found');
+    const issue = this.state.issues[comment.issueNumber] ?? { pullRequest: false };
+    if (!canOnIssue(grant, issue, 'write')) return forbidden();
+    const text = String(body.body);
+    if (text.length > COMMENT_LIMIT) return tooLong();
+    comment.body = text;
+    comment.updatedAt = timestamp();
+    return { status: 200, body: this.commentJson(comment) };
+  }
+
+  private dispatch({ match, body, grant }: Context): Reply {
+    if (!can(grant, 'actions', 'write')) return forbidden();
+    const requested = match.params.workflow_id ?? '';
+    const workflow =
+      this.state.workflows[requested] ?? Object.values(this.state.workflows).find((candidate) => String(candidate.id) === requested);
+    if (!workflow) return error(404, 'Not Found');
+    if (!workflow.workflowDispatch) return error(422, "Workflow does not have 'workflow_dispatch' trigger");
+    const inputs = (body.inputs ?? {}) as Record<string, unknown>;
+    const unexpected = Object.keys(inputs).filter((name) => workflow.inputs !== undefined && !workflow.inputs.includes(name));
+    if (unexpected.length > 0) return error(422, `Unexpected inputs provided: ${JSON.stringify(unexpected)}`);
+    this.state.dispatches.push({ workflow: requested, ref: String(body.ref), inputs, login: grant.login });
+    if (body.return_run_details !== true) return { status: 204 };
+    const runId = this.nextId();
+    this.state.runs[runId] = { status: 'queued', headBranch: String(body.ref), event: 'workflow_dispatch', actor: grant.login };
+    return {
+      status: 200,
+      body: {
+        workflow_run_id: runId,
+        run_url: `${this.apiRepoUrl()}/actions/runs/${runId}`,
+        html_url: `${this.htmlRepoUrl()}/actions/runs/${runId}`,
+      },
+    };
+  }
+
+  private getRun({ match, grant }: Context): Reply {
+    if (!can(grant, 'actions', 'read')) return forbidden();
+    const id = Number(match.params.run_id);
+    const run = this.state.runs[id];
+    if (!run) return error(404, 'Not Found');
+    const api = this.apiRepoUrl();
+    const attempt = run.runAttempt ?? 1;
+    const path = run.workflowPath ?? '.github/workflows/provision.yml';
+    const sha = run.headSha ?? '0'.repeat(40);
+    const created = timestamp();
+    const actor = this.user(run.actor ?? this.owner);
+    return {
+      status: 200,
+      body: {
+        id,
+        name: path.replace(/^.*\//, ''),
+        node_id: nodeId('WFR_', id),
+        check_suite_id: id + 1,
+        check_suite_node_id: nodeId('CS_', id + 1),
+        head_branch: run.headBranch ?? 'main',
+        head_sha: sha,
+        path,
+        display_title: path.replace(/^.*\//, ''),
+        run_number: id % 1000,
+        run_attempt: attempt,
+        referenced_workflows: [],
+        event: run.event ?? 'push',
+        status: run.status,
+        conclusion: run.conclusion ?? null,
+        workflow_id: 1,
+        url: `${api}/actions/runs/${id}`,
+        html_url: `${this.htmlRepoUrl()}/actions/runs/${id}`,
+        pull_requests: [],
+        created_at: created,
+        updated_at: created,
+        actor,
+        triggering_actor: actor,
+        run_started_at: created,
+        jobs_url: `${api}/actions/runs/${id}/jobs`,
+        logs_url: `${api}/actions/runs/${id}/logs`,
+        check_suite_url: `${api}/check-suites/${id + 1}`,
+        artifacts_url: `${api}/actions/runs/${id}/artifacts`,
+        cancel_url: `${api}/actions/runs/${id}/cancel`,
+        rerun_url: `${api}/actions/runs/${id}/rerun`,
+        previous_attempt_url: attempt > 1 ? `${api}/actions/runs/${id}/attempts/${attempt - 1}` : null,
+        workflow_url: `${api}/actions/workflows/1`,
+        head_commit: {
+          id: sha,
+          tree_id: sha,
+          message: 'commit',
+          timestamp: created,
+          author: { name: 'Test Author', email: 'author@example.com' },
+          committer: { name: 'Test Author', email: 'author@example.com' },
+        },
+        repository: this.minimalRepository(),
+        head_repository: this.minimalRepository(),
+      },
+    };
+  }
+
+  private apiRepoUrl(): string {
+    return `${this.baseUrl}/repos/${this.owner}/${this.repo}`;
+  }
+
+  private htmlRepoUrl(): string {
+    return `${this.baseUrl}/${this.owner}/${this.repo}`;
+  }
+
+  private commentJson(comment: SeedComment): { url: string } & Record<string, unknown> {
+    const api = this.apiRepoUrl();
+    const role = this.state.collaborators[comment.author];
+    return {
+      id: comment.id,
+      node_id: nodeId('IC_', comment.id),
+      url: `${api}/issues/comments/${comment.id}`,
+      html_url: `${this.htmlRepoUrl()}/issues/${comment.issueNumber}#issuecomment-${comment.id}`,
+      body: comment.body,
+      user: this.user(comment.author),
+      created_at: comment.createdAt,
+      updated_at: comment.updatedAt,
+      issue_url: `${api}/issues/${comment.issueNumber}`,
+      author_association: comment.author === this.owner ? 'OWNER' : role !== undefined && role !== 'none' ? 'COLLABORATOR' : 'NONE',
+      performed_via_github_app: null,
+    };
+  }
+
+  private environmentJson(name: string): Record<string, unknown> {
+    let id = this.environmentIds.get(name);
+    if (id === undefined) {
+      id = this.nextId();
+      this.environmentIds.set(name, id);
+    }
+    const created = timestamp();
+    return {
+      id,
+      node_id: nodeId('EN_', id),
+      name,
+      url: `${this.apiRepoUrl()}/environments/${encodeURIComponent(name)}`,
+      html_url: `${this.htmlRepoUrl()}/deployments/activity_log?environments_filter=${encodeURIComponent(name)}`,
+      created_at: created,
+      updated_at: created,
+    };
+  }
+
+  private user(login: string): Record<string, unknown> {
+    let id = this.userIds.get(login);
+    if (id === undefined) {
+      id = this.nextId();
+      this.userIds.set(login, id);
+    }
+    const api = `${this.baseUrl}/users/${encodeURIComponent(login)}`;
+    return {
+      login,
+      id,
+      node_id: nodeId(login.endsWith('[bot]') ? 'BOT_' : 'U_', id),
+      avatar_url: `${this.baseUrl}/avatars/${id}`,
+      gravatar_id: '',
+      url: api,
+      html_url: `${this.baseUrl}/${encodeURIComponent(login)}`,
+      followers_url: `${api}/followers`,
+      following_url: `${api}/following{/other_user}`,
+      gists_url: `${api}/gists{/gist_id}`,
+      starred_url: `${api}/starred{/owner}{/repo}`,
+      subscriptions_url: `${api}/subscriptions`,
+      organizations_url: `${api}/orgs`,
+      repos_url: `${api}/repos`,
+      events_url: `${api}/events{/privacy}`,
+      received_events_url: `${api}/received_events`,
+      type: login.endsWith('[bot]') ? 'Bot' : 'User',
+      site_admin: false,
+    };
+  }
+
+  private minimalRepository(): Record<string, unknown> {
+    const api = this.apiRepoUrl();
+    const urls = Object.fromEntries(
+      [
+        ['archive_url', '/{archive_format}{/ref}'], ['assignees_url', '/assignees{/user}'], ['blobs_url', '/git/blobs{/sha}'],
+        ['branches_url', '/branches{/branch}'], ['collaborators_url', '/collaborators{/collaborator}'],
+        ['comments_url', '/comments{/number}'], ['commits_url', '/commits{/sha}'], ['compare_url', '/compare/{base}...{head}'],
+        ['contents_url', '/contents/{+path}'], ['contributors_url', '/contributors'], ['deployments_url', '/deployments'],
+        ['downloads_url', '/downloads'], ['events_url', '/events'], ['forks_url', '/forks'], ['git_commits_url', '/git/commits{/sha}'],
+        ['git_refs_url', '/git/refs{/sha}'], ['git_tags_url', '/git/tags{/sha}'], ['hooks_url', '/hooks'],
+        ['issue_comment_url', '/issues/comments{/number}'], ['issue_events_url', '/issues/events{/number}'],
+        ['issues_url', '/issues{/number}'], ['keys_url', '/keys{/key_id}'], ['labels_url', '/labels{/name}'],
+        ['languages_url', '/languages'], ['merges_url', '/merges'], ['milestones_url', '/milestones{/number}'],
+        ['notifications_url', '/notifications{?since,all,participating}'], ['pulls_url', '/pulls{/number}'],
+        ['releases_url', '/releases{/id}'], ['stargazers_url', '/stargazers'], ['statuses_url', '/statuses/{sha}'],
+        ['subscribers_url', '/subscribers'], ['subscription_url', '/subscription'], ['tags_url', '/tags'],
+        ['teams_url', '/teams'], ['trees_url', '/git/trees{/sha}'],
+      ].map(([key, suffix]) => [key, `${api}${suffix}`]),
+    );
+    return {
+      id: 1,
+      node_id: nodeId('R_', 1),
+      name: this.repo,
+      full_name: this.repository,
+      owner: this.user(this.owner),
+      private: true,
+      html_url: this.htmlRepoUrl(),
+      description: null,
+      fork: false,
+      url: api,
+      ...urls,
+    };
+  }
+}
+
+/** Starts a GitHub API double on a free loopback port; `close()` it in afterEach/afterAll. */
+export function startGitHubDouble(options: GitHubDoubleOptions = {}): Promise<GitHubDouble> {
+  return GitHubDouble.start(options);
+}
+
+/** The `http.extraheader` value actions/checkout configures for a token. */
+export function gitAuthHeader(token: string): string {
+  return `AUTHORIZATION: basic ${Buffer.from(`x-access-token:${token}`).toString('base64')}`;
+}
+
+function reaches(grant: TokenGrant, repository: string): boolean {
+  return grant.repositories === undefined || grant.repositories.some((name) => name.toLowerCase() === repository.toLowerCase());
+}
+
+function can(grant: TokenGrant, scope: TokenScope, needed: 'read' | 'write'): boolean {
+  const granted = scope === 'metadata' ? 'read' : (grant.permissions[scope] ?? 'none');
+  return granted === 'write' || (granted === 'read' && needed === 'read');
+}
+
+function canOnIssue(grant: TokenGrant, issue: { pullRequest: boolean }, needed: 'read' | 'write'): boolean {
+  return can(grant, 'issues', needed) || (issue.pullRequest && can(grant, 'pull-requests', needed));
+}
+
+function error(status: number, message: string): Reply {
+  return { status, body: { message, documentation_url: DOCS, status: String(status) } };
+}
+
+function forbidden(): Reply {
+  return error(403, 'Resource not accessible by integration');
+}
+
+function tooLong(): Reply {
+  return {
+    status: 422,
+    body: {
+      message: 'Validation Failed',
+      documentation_url: DOCS,
+      errors: [{ resource: 'IssueComment', code: 'custom', field: 'body', message: `body is too long (maximum is ${COMMENT_LIMIT} characters)` }],
+      status: '422',
+    },
+  };
+}
+
+function nodeId(prefix: string, id: number): string {
+  return `${prefix}${Buffer.from(String(id)).toString('base64url')}`;
+}
+
+/** GitHub's timestamp style: ISO 8601 in UTC without milliseconds. */
+function timestamp(): string {
+  return new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+function readBody(request: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    request.on('error', reject);
+  });
+}
