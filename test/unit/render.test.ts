@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { formatMs, renderMarkdown, renderText, viewWorkflow } from '../../src/domain/render.js';
+import { createWorkflow, failStep, startStep, succeedStep, type Lease } from '../../src/domain/workflow.js';
+
+const t0 = new Date('2026-11-30T00:00:00.000Z');
+const at = (s: number) => new Date(t0.getTime() + s * 1000);
+const lease = (holder: string): Lease => ({ holder, origin: { kind: 'local', hostname: 'h', pid: 1 }, acquiredAt: t0.toISOString(), heartbeatAt: t0.toISOString(), ttlMs: 60_000 });
+
+function failedAtWait() {
+  let w = createWorkflow({
+    id: 'edge-1',
+    workspace: { path: 'infra/edge', name: 'edge' },
+    playbook: 'site.yml',
+    requester: 'alice',
+    trigger: { kind: 'local' },
+    options: { sshWaitMs: 1000, onboardUser: 'exocomp', check: false },
+    requireApproval: false,
+    now: t0,
+  });
+  w = startStep(w, 'apply', lease('a'), t0);
+  w = succeedStep(w, 'apply', 'a', at(4.2), 'captured 2 output(s) to inventory tf:edge naming 2 host(s)');
+  w = startStep(w, 'ssh-wait', lease('a'), at(5));
+  return failStep(w, 'ssh-wait', 'a', at(8), { kind: 'ssh-wait', summary: 'no SSH banner from web2 | really' });
+}
+
+describe('formatMs', () => {
+  it.each([
+    [850, '850ms'],
+    [3200, '3.2s'],
+    [65_000, '1m 05s'],
+    [0, '0ms'],
+  ])('%d → %s', (ms, text) => expect(formatMs(ms)).toBe(text));
+});
+
+describe('the workflow view', () => {
+  it('renders a table of steps with state, attempts, duration and detail, and the failure with the resume command', () => {
+    const text = renderText(viewWorkflow(failedAtWait(), at(9)));
+    expect(text).toContain('workflow  edge-1  provision-failed');
+    expect(text).toMatch(/1 apply\s+✓ succeeded\s+1\s+4\.2s\s+captured 2 output/);
+    expect(text).toMatch(/2 ssh-wait\s+✗ failed\s+1\s+3\.0s\s+no SSH banner/);
+    expect(text).toMatch(/3 onboard\s+⊘ blocked\s+0\s+-/);
+    expect(text).toContain('resume with: exocomp provision resume edge-1');
+  });
+
+  it('shows a running step with its holder and elapsed time', () => {
+    const base = createWorkflow({
+      id: 'edge-2',
+      workspace: { path: 'w', name: 'edge' },
+      playbook: 'p.yml',
+      requester: 'r',
+      trigger: { kind: 'local' },
+      options: { sshWaitMs: 1000, onboardUser: 'exocomp', check: false },
+      requireApproval: false,
+      now: t0,
+    });
+    const view = viewWorkflow(startStep(base, 'apply', lease('local:ci-box:42:ab'), t0), at(12));
+    expect(view.steps[0]).toMatchObject({ state: 'running', durationMs: 12_000, detail: 'held by local:ci-box:42:ab' });
+    expect(renderText(view)).toMatch(/1 apply\s+… running\s+1\s+12\.0s\s+held by local:ci-box:42:ab/);
+  });
+
+  it('renders markdown with escaped cells and clipped details for comments', () => {
+    const md = renderMarkdown(viewWorkflow(failedAtWait(), at(9)), { maxDetail: 40 });
+    expect(md).toContain('### exocomp workflow `edge-1` — provision-failed');
+    expect(md).toContain('| 2 | ssh-wait | ✗ failed | 1 | 3.0s |');
+    expect(md).toContain('\\|');
+    expect(md).toContain('captured 2 output(s) to inventory tf:ed…');
+  });
+
+  it('serialises to JSON with the same facts', () => {
+    const view = JSON.parse(JSON.stringify(viewWorkflow(failedAtWait(), at(9))));
+    expect(view.steps.map((s: { state: string }) => s.state)).toEqual(['succeeded', 'failed', 'blocked', 'blocked']);
+    expect(view.failure).toMatchObject({ step: 'ssh-wait', kind: 'ssh-wait' });
+  });
+});
