@@ -12,7 +12,7 @@ import { LEDGER_PATHS, parseRecord } from '../ledger/records.js';
 import type { LedgerSnapshot } from '../ledger/store.js';
 import type { AppContext } from './context.js';
 import { loadStandingInventory } from './inventories.js';
-import { runPlay, type PlayOutcome } from './play.js';
+import { runPlay, type PlayOutcome, type PlayRequest } from './play.js';
 import type { SecretRegistry } from './secrets.js';
 
 export interface StandingPlayRequest {
@@ -24,6 +24,8 @@ export interface StandingPlayRequest {
   identityFile?: string;
   sealKey?: string;
   runSecrets: Record<string, string>;
+  /** Extra vars for the play (passed as data, -e @file.json). */
+  extraVars?: Record<string, unknown>;
   check?: boolean;
   limit?: string;
   tags?: string;
@@ -47,53 +49,55 @@ function unsealedFor(snapshot: LedgerSnapshot, name: string, request: StandingPl
   return values;
 }
 
+/** The run boundary's request for a play of `request` against `inventoryText`. */
+function playRequest(
+  app: AppContext,
+  request: Omit<StandingPlayRequest, 'name' | 'sealKey'>,
+  inventoryText: string,
+  knownHosts: string,
+  envAdditions: Record<string, string>,
+): PlayRequest {
+  return {
+    playbook: request.playbook,
+    cwd: app.cwd,
+    parentEnv: app.env,
+    inventoryText,
+    knownHosts,
+    ...(request.remoteUser ? { remoteUser: request.remoteUser } : {}),
+    ...(request.fleetKeyPath ? { agentKeyFile: request.fleetKeyPath } : {}),
+    ...(request.identityFile ? { identityFile: request.identityFile } : {}),
+    envAdditions,
+    ...(request.extraVars ? { extraVars: request.extraVars } : {}),
+    check: request.check ?? false,
+    ...(request.limit ? { limit: request.limit } : {}),
+    ...(request.tags ? { tags: request.tags } : {}),
+    ...(request.passthrough ? { passthrough: request.passthrough } : {}),
+    secrets: request.secrets,
+    ...(request.onOutput ? { onOutput: request.onOutput } : {}),
+  };
+}
+
 export async function runStandingPlay(app: AppContext, request: StandingPlayRequest): Promise<{ outcome: PlayOutcome; hostCount: number }> {
   const snapshot = await app.store.read();
   const inventory = loadStandingInventory(snapshot, request.name);
   const sealed = unsealedFor(snapshot, request.name, request);
-  const outcome = await runPlay({
-    playbook: request.playbook,
-    cwd: app.cwd,
-    parentEnv: app.env,
-    inventoryText: inventory.text,
-    knownHosts: snapshot.read(LEDGER_PATHS.knownHosts) ?? '',
-    ...(request.remoteUser ? { remoteUser: request.remoteUser } : {}),
-    ...(request.fleetKeyPath ? { agentKeyFile: request.fleetKeyPath } : {}),
-    ...(request.identityFile ? { identityFile: request.identityFile } : {}),
-    envAdditions: { ...sealed, ...request.runSecrets },
-    check: request.check ?? false,
-    ...(request.limit ? { limit: request.limit } : {}),
-    ...(request.tags ? { tags: request.tags } : {}),
-    ...(request.passthrough ? { passthrough: request.passthrough } : {}),
-    secrets: request.secrets,
-    ...(request.onOutput ? { onOutput: request.onOutput } : {}),
-  });
+  const knownHosts = snapshot.read(LEDGER_PATHS.knownHosts) ?? '';
+  const outcome = await runPlay(playRequest(app, request, inventory.text, knownHosts, { ...sealed, ...request.runSecrets }));
   return { outcome, hostCount: inventory.hosts.length };
 }
 
-/** The same boundary for a plain inventory file: no sealed outputs, no standing checks but a non-empty file. */
-export async function runFilePlay(app: AppContext, ref: Extract<InventoryRef, { kind: 'file' }>, request: Omit<StandingPlayRequest, 'name' | 'sealKey'>): Promise<{ outcome: PlayOutcome }> {
+/** The same boundary for a plain inventory file: sealed outputs reach only runs that name tf:<name>. */
+export async function runFilePlay(
+  app: AppContext,
+  ref: Extract<InventoryRef, { kind: 'file' }>,
+  request: Omit<StandingPlayRequest, 'name' | 'sealKey'>,
+): Promise<{ outcome: PlayOutcome }> {
   const path = resolve(app.cwd, ref.path);
   const text = await readFile(path, 'utf8').catch(() => {
-    throw new ExocompError('inventory', `inventory file ${ref.path} cannot be read`, { help: 'pass an existing inventory file, or tf:<name> for a standing inventory' });
+    throw new ExocompError('inventory', `inventory file ${ref.path} cannot be read`, {
+      help: 'pass an existing inventory file, or tf:<name> for a standing inventory',
+    });
   });
-  const snapshot = await app.store.read();
-  const outcome = await runPlay({
-    playbook: request.playbook,
-    cwd: app.cwd,
-    parentEnv: app.env,
-    inventoryText: text,
-    knownHosts: snapshot.read(LEDGER_PATHS.knownHosts) ?? '',
-    ...(request.remoteUser ? { remoteUser: request.remoteUser } : {}),
-    ...(request.fleetKeyPath ? { agentKeyFile: request.fleetKeyPath } : {}),
-    ...(request.identityFile ? { identityFile: request.identityFile } : {}),
-    envAdditions: { ...request.runSecrets },
-    check: request.check ?? false,
-    ...(request.limit ? { limit: request.limit } : {}),
-    ...(request.tags ? { tags: request.tags } : {}),
-    ...(request.passthrough ? { passthrough: request.passthrough } : {}),
-    secrets: request.secrets,
-    ...(request.onOutput ? { onOutput: request.onOutput } : {}),
-  });
-  return { outcome };
+  const knownHosts = (await app.store.read()).read(LEDGER_PATHS.knownHosts) ?? '';
+  return { outcome: await runPlay(playRequest(app, request, text, knownHosts, { ...request.runSecrets })) };
 }

@@ -2,16 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ExocompError, UsageError } from '../../src/domain/errors.js';
 import { convertCron, describeMinuteWarning } from '../../src/domain/cron.js';
 import { quoteValue } from '../../src/domain/names.js';
+import { thrown } from '../support/errors.js';
 
-function thrown(fn: () => unknown): ExocompError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof ExocompError) return error;
-    throw error;
-  }
-  throw new Error('expected an ExocompError, nothing was thrown');
-}
 
 const FORMAT_HELP =
   "write six fields, seconds first — second minute hour day-of-month month day-of-week — e.g. '0 0 3 * * *' (03:00 UTC daily)";

@@ -2,16 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ExocompError, UsageError } from '../../src/domain/errors.js';
 import { quoteValue } from '../../src/domain/names.js';
 import { MAX_DURATION_MS, formatDuration, parseDuration } from '../../src/domain/duration.js';
+import { thrown } from '../support/errors.js';
 
-function thrown(fn: () => unknown): ExocompError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof ExocompError) return error;
-    throw error;
-  }
-  throw new Error('expected an ExocompError, nothing was thrown');
-}
 
 describe('parseDuration', () => {
   it.each([

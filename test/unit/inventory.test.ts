@@ -15,16 +15,8 @@ import {
   type DerivedHost,
   type StaticInventory,
 } from '../../src/domain/inventory.js';
+import { thrown } from '../support/errors.js';
 
-function thrown(fn: () => unknown): ExocompError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof ExocompError) return error;
-    throw error;
-  }
-  throw new Error('expected an ExocompError, nothing was thrown');
-}
 
 const INVENTORY_HELP_START = 'shape the ansible_inventory output as a static inventory';
 

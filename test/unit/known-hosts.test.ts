@@ -15,16 +15,8 @@ import {
   type Pin,
   type ReconcileInput,
 } from '../../src/domain/known-hosts.js';
+import { thrown } from '../support/errors.js';
 
-function thrown(fn: () => unknown): ExocompError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof ExocompError) return error;
-    throw error;
-  }
-  throw new Error('expected an ExocompError, nothing was thrown');
-}
 
 const STORE_HELP =
   'the pinned store holds unhashed `name keytype key` lines only; fix or remove the line (the ledger branch history has earlier versions)';

@@ -7,16 +7,8 @@ import {
   parseWorkspaceName,
   quoteValue,
 } from '../../src/domain/names.js';
+import { thrown } from '../support/errors.js';
 
-function thrown(fn: () => unknown): ExocompError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof ExocompError) return error;
-    throw error;
-  }
-  throw new Error('expected an ExocompError, nothing was thrown');
-}
 
 describe('quoteValue', () => {
   it.each([

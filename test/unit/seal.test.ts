@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ExocompError } from '../../src/domain/errors.js';
 import { parseSealKey, sealOutputs, sealedRecordSchema, unsealOutputs, type SealedRecord } from '../../src/domain/seal.js';
+import { thrown } from '../support/errors.js';
 
 const KEY = 'correct-horse-battery-staple-0123';
 const NOW = new Date('2025-01-02T03:04:05.000Z');
@@ -18,15 +19,6 @@ function seal(workspace = 'demo'): SealedRecord {
   return sealOutputs({ workspace, outputs, key: KEY, now: NOW });
 }
 
-function thrown(fn: () => unknown): ExocompError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof ExocompError) return error;
-    throw error;
-  }
-  throw new Error('expected an ExocompError');
-}
 
 describe('sealOutputs / unsealOutputs', () => {
   it('round-trips sensitive outputs bound to env names; non-strings as JSON; non-sensitive left out', () => {
