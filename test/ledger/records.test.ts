@@ -10,24 +10,14 @@ import { runProcess } from '../../src/adapters/process.js';
 import { saveWorkflow } from '../../src/app/workflows.js';
 import { RecordingProgress } from '../../src/app/progress.js';
 import type { AppContext } from '../../src/app/context.js';
-import { createWorkflow, startStep, type Workflow } from '../../src/domain/workflow.js';
+import { startStep, type Workflow } from '../../src/domain/workflow.js';
+import { sampleWorkflow } from '../support/workflows.js';
 import { GitLedgerStore } from '../../src/ledger/git-store.js';
 import { LEDGER_PATHS, LedgerRecordError, listWorkflows, readWorkflow, serializeRecord } from '../../src/ledger/records.js';
 
 const now = new Date('2026-11-30T00:00:00Z');
 
-function workflow(id: string): Workflow {
-  return createWorkflow({
-    id,
-    workspace: { path: 'infra/edge', name: 'edge' },
-    playbook: 'site.yml',
-    requester: 'alice',
-    trigger: { kind: 'local' },
-    options: { sshWaitMs: 1000, onboardUser: 'exocomp', check: false },
-    requireApproval: false,
-    now,
-  });
-}
+const workflow = (id: string): Workflow => sampleWorkflow(id, { now });
 
 describe('malformed ledger records', () => {
   let dir: string;

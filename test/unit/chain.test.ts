@@ -4,25 +4,15 @@ import type { AppContext } from '../../src/app/context.js';
 import { RecordingProgress } from '../../src/app/progress.js';
 import { SecretRegistry } from '../../src/app/secrets.js';
 import { ExocompError } from '../../src/domain/errors.js';
-import { createWorkflow, LeaseHeldError, startStep, stepOf, type Workflow } from '../../src/domain/workflow.js';
+import { LeaseHeldError, startStep, stepOf, type Workflow } from '../../src/domain/workflow.js';
+import { sampleWorkflow } from '../support/workflows.js';
 import { LEDGER_PATHS, requireWorkflow, serializeRecord } from '../../src/ledger/records.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 
 const t0 = new Date('2026-11-30T00:00:00Z');
 
 function setup(workflow?: Workflow) {
-  const w =
-    workflow ??
-    createWorkflow({
-      id: 'edge-1',
-      workspace: { path: 'infra/edge', name: 'edge' },
-      playbook: 'site.yml',
-      requester: 'alice',
-      trigger: { kind: 'local' },
-      options: { sshWaitMs: 1000, onboardUser: 'exocomp', check: false },
-      requireApproval: false,
-      now: t0,
-    });
+  const w = workflow ?? sampleWorkflow('edge-1');
   const store = new MemoryLedgerStore({ files: { [LEDGER_PATHS.workflow(w.id)]: serializeRecord(w) } });
   const progress = new RecordingProgress();
   const app: AppContext = { store, ledgerBranch: 'exocomp-ledger', now: () => t0, cwd: '/nonexistent', env: {}, progress };
@@ -85,16 +75,7 @@ describe('chain runner', () => {
   });
 
   it('re-arms a step whose holder is gone, and refuses one whose holder is alive', async () => {
-    const base = createWorkflow({
-      id: 'edge-2',
-      workspace: { path: 'w', name: 'edge' },
-      playbook: 'p.yml',
-      requester: 'r',
-      trigger: { kind: 'local' },
-      options: { sshWaitMs: 1000, onboardUser: 'exocomp', check: false },
-      requireApproval: false,
-      now: t0,
-    });
+    const base = sampleWorkflow('edge-2');
     const crashed = startStep(base, 'apply', holder('dead').lease(t0), t0);
     const live = setup(crashed);
     await expect(runChain(live.app, 'edge-2', live.inputs, { holder: holder('b'), steps: steps([]), probe: async () => false })).rejects.toBeInstanceOf(LeaseHeldError);

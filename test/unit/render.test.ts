@@ -1,22 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { formatMs, renderMarkdown, renderText, viewWorkflow } from '../../src/domain/render.js';
-import { createWorkflow, failStep, startStep, succeedStep, type Lease } from '../../src/domain/workflow.js';
+import { failStep, startStep, succeedStep } from '../../src/domain/workflow.js';
+import { localLease as lease, sampleWorkflow, T0 as t0 } from '../support/workflows.js';
 
-const t0 = new Date('2026-11-30T00:00:00.000Z');
 const at = (s: number) => new Date(t0.getTime() + s * 1000);
-const lease = (holder: string): Lease => ({ holder, origin: { kind: 'local', hostname: 'h', pid: 1 }, acquiredAt: t0.toISOString(), heartbeatAt: t0.toISOString(), ttlMs: 60_000 });
 
 function failedAtWait() {
-  let w = createWorkflow({
-    id: 'edge-1',
-    workspace: { path: 'infra/edge', name: 'edge' },
-    playbook: 'site.yml',
-    requester: 'alice',
-    trigger: { kind: 'local' },
-    options: { sshWaitMs: 1000, onboardUser: 'exocomp', check: false },
-    requireApproval: false,
-    now: t0,
-  });
+  let w = sampleWorkflow('edge-1');
   w = startStep(w, 'apply', lease('a'), t0);
   w = succeedStep(w, 'apply', 'a', at(4.2), 'captured 2 output(s) to inventory tf:edge naming 2 host(s)');
   w = startStep(w, 'ssh-wait', lease('a'), at(5));
@@ -43,16 +33,7 @@ describe('the workflow view', () => {
   });
 
   it('shows a running step with its holder and elapsed time', () => {
-    const base = createWorkflow({
-      id: 'edge-2',
-      workspace: { path: 'w', name: 'edge' },
-      playbook: 'p.yml',
-      requester: 'r',
-      trigger: { kind: 'local' },
-      options: { sshWaitMs: 1000, onboardUser: 'exocomp', check: false },
-      requireApproval: false,
-      now: t0,
-    });
+    const base = sampleWorkflow('edge-2');
     const view = viewWorkflow(startStep(base, 'apply', lease('local:ci-box:42:ab'), t0), at(12));
     expect(view.steps[0]).toMatchObject({ state: 'running', durationMs: 12_000, detail: 'held by local:ci-box:42:ab' });
     expect(renderText(view)).toMatch(/1 apply\s+… running\s+1\s+12\.0s\s+held by local:ci-box:42:ab/);

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
   awaitApproval,
-  createWorkflow,
   decideApproval,
   failStep,
   heartbeat,
@@ -15,35 +14,14 @@ import {
   stepOf,
   succeedStep,
   workflowSchema,
-  type Lease,
   type Workflow,
 } from '../../src/domain/workflow.js';
+import { localLease as lease, sampleWorkflow, T0 as t0 } from '../support/workflows.js';
 
-const t0 = new Date('2026-11-30T00:00:00.000Z');
 const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
 
-function lease(holder: string, now = t0, ttlMs = 60_000): Lease {
-  return {
-    holder,
-    origin: { kind: 'local', hostname: 'laptop', pid: 4242 },
-    acquiredAt: now.toISOString(),
-    heartbeatAt: now.toISOString(),
-    ttlMs,
-  };
-}
 
-function fresh(requireApproval = false): Workflow {
-  return createWorkflow({
-    id: 'edge-0001',
-    workspace: { path: 'infra/edge', name: 'edge' },
-    playbook: 'site.yml',
-    requester: 'alice',
-    trigger: { kind: 'local' },
-    options: { sshWaitMs: 300_000, onboardUser: 'exocomp', check: false },
-    requireApproval,
-    now: t0,
-  });
-}
+const fresh = (requireApproval = false): Workflow => sampleWorkflow('edge-0001', { requireApproval });
 
 function runTo(workflow: Workflow, upTo: number, holder = 'runner-a'): Workflow {
   let w = workflow;
