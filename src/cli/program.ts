@@ -11,6 +11,7 @@ import { registerHost } from './commands/host.js';
 import { registerInventory } from './commands/inventory.js';
 import { registerPlaybook } from './commands/playbook.js';
 import { registerProvision } from './commands/provision.js';
+import { registerSchedule } from './commands/schedule.js';
 import { registerWorkspace } from './commands/workspace.js';
 
 export function buildProgram(io: Io): Command {
@@ -26,6 +27,7 @@ export function buildProgram(io: Io): Command {
   registerPlaybook(program, io);
   registerInventory(program, io);
   registerHost(program, io);
+  registerSchedule(program, io);
   // Every subcommand inherits the error handling of the root.
   const harden = (command: Command) => {
     command.exitOverride().showHelpAfterError('(run the command with --help for usage)');

@@ -1,6 +1,11 @@
 import { Option, type Command } from 'commander';
 import { UsageError } from '../../domain/errors.js';
 import { parseInventoryRef } from '../../domain/names.js';
+import { parseDuration } from '../../domain/duration.js';
+import { EGRESS_EXTRA_VAR, parseEgressPorts } from '../../domain/egress.js';
+import { parseConcurrencyKey } from '../../domain/lock.js';
+import { withConcurrencyLock } from '../../app/concurrency.js';
+import { grantIdentityFile } from '../../app/identity.js';
 import { playFailureSummary } from '../../app/play.js';
 import { runFilePlay, runStandingPlay } from '../../app/standing-play.js';
 import { vendorCollections } from '../../app/vendor.js';
@@ -20,20 +25,33 @@ export function registerPlaybook(program: Command, io: Io): void {
           .argument('[passthrough...]', 'extra ansible-playbook arguments (after --)')
           .requiredOption('--inventory <ref>', 'tf:<name> or an inventory file')
           .addOption(new Option('--remote-user <name>', 'user the play connects as').default('exocomp'))
-          .addOption(new Option('--ssh-identity <file>', 'a key file granted to this run as its identity (a 0600 copy)')),
+          .addOption(new Option('--ssh-identity <file>', 'a key file granted to this run as its identity (a 0600 copy)'))
+          .addOption(new Option('--concurrency-key <key>', 'hold this lease in the ledger while the play runs: runs sharing a key never overlap'))
+          .addOption(new Option('--concurrency-wait <duration>', 'how long to wait for the holder of --concurrency-key before refusing').default('10m'))
+          .addOption(
+            new Option('--egress <port>', 'a port the play needs besides 22 (repeatable); declared and passed as exocomp_egress_ports, not enforced')
+              .argParser((value: string, previous: string[]) => [...previous, value])
+              .default([]),
+          ),
       ),
     ),
   ).action(async (book: string, passthrough: string[], options: Record<string, unknown>) => {
     const settings = globalSettings(options);
     const ref = parseInventoryRef(String(options.inventory));
+    const concurrencyKey = typeof options.concurrencyKey === 'string' ? parseConcurrencyKey(options.concurrencyKey) : undefined;
+    const concurrencyWaitMs = parseDuration(String(options.concurrencyWait));
+    const egressPorts = parseEgressPorts(options.egress as string[]);
     const context = await buildContext(settings, io);
     const inputs = runInputs(options, context.env);
+    const identity = typeof options.sshIdentity === 'string' ? await grantIdentityFile(options.sshIdentity, context.cwd) : undefined;
+    inputs.secrets.add(identity?.contents);
     const info = (message: string) => context.progress.emit({ type: 'info', message: inputs.secrets.redact(message) });
     const common = {
       playbook: book,
       remoteUser: String(options.remoteUser),
       ...(inputs.fleetKeyPath ? { fleetKeyPath: inputs.fleetKeyPath } : {}),
-      ...(typeof options.sshIdentity === 'string' ? { identityFile: options.sshIdentity } : {}),
+      ...(identity ? { identityFile: identity.path } : {}),
+      extraVars: { [EGRESS_EXTRA_VAR]: egressPorts },
       runSecrets: inputs.runSecrets,
       check: options.check === true,
       ...(typeof options.limit === 'string' ? { limit: options.limit } : {}),
@@ -43,10 +61,24 @@ export function registerPlaybook(program: Command, io: Io): void {
       info,
       onOutput: settings.json ? undefined : (line: string) => io.err(line.trimEnd()),
     };
-    const { outcome } =
+    if (egressPorts.length > 1) info(`declared egress ports ${egressPorts.join(', ')} (passed to the play as ${EGRESS_EXTRA_VAR}; nothing here enforces them)`);
+    const play = () =>
       ref.kind === 'standing'
-        ? await runStandingPlay(context, { ...common, name: ref.name, ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}) })
-        : await runFilePlay(context, ref, common);
+        ? runStandingPlay(context, { ...common, name: ref.name, ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}) })
+        : runFilePlay(context, ref, common);
+    const { outcome } = concurrencyKey
+      ? await withConcurrencyLock(
+          context,
+          {
+            key: concurrencyKey,
+            waitMs: concurrencyWaitMs,
+            purpose: `playbook run ${book} --inventory ${String(options.inventory)}`,
+            info,
+            warn: (message: string) => context.progress.emit({ type: 'warning', message: inputs.secrets.redact(message) }),
+          },
+          play,
+        )
+      : await play();
     if (settings.json) io.out(JSON.stringify({ result: { code: outcome.code, ok: outcome.code === 0 } }));
     if (outcome.code !== 0) {
       io.err(`error: play failed: ${playFailureSummary(outcome)}`);

@@ -1,0 +1,133 @@
+/**
+ * Local serialisation of runs that share a `--concurrency-key`: the run takes a
+ * lease in the ledger (compare-and-swap) before it starts, keeps it alive while
+ * it runs and releases it afterwards, failure included. A run that finds a live
+ * lease waits, polling with backoff, up to a bound, then refuses naming the holder.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describeError } from '../domain/errors.js';
+import { formatDuration } from '../domain/duration.js';
+import {
+  decideAcquire,
+  describeHolder,
+  holdsLock,
+  LOCK_SCHEMA_VERSION,
+  LockHeldError,
+  lockRecordSchema,
+  renewLock,
+  type LockRecord,
+} from '../domain/lock.js';
+import { LEDGER_PATHS, parseRecord, serializeRecord } from '../ledger/records.js';
+import type { LedgerSnapshot } from '../ledger/store.js';
+import { localHolder, probeLocalHolder, type Holder, type HolderProbe } from './chain.js';
+import type { AppContext } from './context.js';
+
+const HEARTBEAT_EVERY_MS = 15_000;
+const POLL_FIRST_MS = 250;
+const POLL_MAX_MS = 5_000;
+
+export interface LockRequest {
+  key: string;
+  /** How long to wait for a live holder before refusing. */
+  waitMs: number;
+  /** What this run does, recorded for whoever waits on it. */
+  purpose: string;
+  holder?: Holder;
+  probe?: HolderProbe;
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+function readLock(snapshot: LedgerSnapshot, key: string): LockRecord | undefined {
+  const file = LEDGER_PATHS.lock(key);
+  const text = snapshot.read(file);
+  return text === undefined ? undefined : parseRecord(file, text, lockRecordSchema, LOCK_SCHEMA_VERSION);
+}
+
+/** One compare-and-swap attempt: the lock record if we took it, or the live record that holds it. */
+async function tryAcquire(app: AppContext, request: LockRequest, holder: Holder, probe: HolderProbe): Promise<{ acquired: boolean; record: LockRecord }> {
+  const file = LEDGER_PATHS.lock(request.key);
+  const seen = readLock(await app.store.read(), request.key);
+  const holderGone = seen ? await probe(seen.lease) : undefined;
+  return app.store.update<{ acquired: boolean; record: LockRecord }>((snapshot) => {
+    const current = readLock(snapshot, request.key);
+    // Facts about a holder only count for the lease they were established for.
+    const facts = current && seen && current.lease.holder === seen.lease.holder && holderGone !== undefined ? { holderGone } : {};
+    const now = app.now();
+    const decision = decideAcquire(request.key, current, holder.lease(now), request.purpose, now, facts);
+    if (decision.kind === 'held') return { writes: new Map(), message: '', result: { acquired: false, record: decision.record } };
+    const takeover = decision.replaced ? ` (taking over from ${decision.replaced.holder}, whose lease is dead)` : '';
+    return {
+      writes: new Map([[file, serializeRecord(decision.record)]]),
+      message: `lock ${request.key}: acquired by ${holder.id}${takeover}`,
+      result: { acquired: true, record: decision.record },
+    };
+  });
+}
+
+async function release(app: AppContext, key: string, holderId: string): Promise<void> {
+  const file = LEDGER_PATHS.lock(key);
+  await app.store.update((snapshot) => {
+    const ours = holdsLock(readLock(snapshot, key), holderId);
+    return {
+      writes: ours ? new Map([[file, null]]) : new Map(),
+      message: `lock ${key}: released by ${holderId}`,
+      result: undefined,
+    };
+  });
+}
+
+function keepAlive(app: AppContext, request: LockRequest, holderId: string): { stop(): void } {
+  const file = LEDGER_PATHS.lock(request.key);
+  const timer = setInterval(() => {
+    app.store
+      .update((snapshot) => {
+        const renewed = renewLock(readLock(snapshot, request.key), holderId, app.now());
+        return {
+          writes: renewed ? new Map([[file, serializeRecord(renewed)]]) : new Map(),
+          message: `lock ${request.key}: heartbeat ${holderId}`,
+          result: renewed !== undefined,
+        };
+      })
+      .then((still) => {
+        if (!still) request.warn(`lock ${request.key} was taken over by another run while this one was still running`);
+      })
+      .catch((error: unknown) => request.warn(`lock ${request.key}: heartbeat failed: ${describeError(error)}`));
+  }, HEARTBEAT_EVERY_MS);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
+
+/** Runs `work` while holding the lock `request.key`; the lock is released whatever `work` does. */
+export async function withConcurrencyLock<T>(app: AppContext, request: LockRequest, work: () => Promise<T>): Promise<T> {
+  const holder = request.holder ?? localHolder();
+  const probe = request.probe ?? probeLocalHolder;
+  const started = performance.now();
+  let pause = POLL_FIRST_MS;
+  let announced: string | undefined;
+  for (;;) {
+    const attempt = await tryAcquire(app, request, holder, probe);
+    if (attempt.acquired) break;
+    const waited = performance.now() - started;
+    if (waited >= request.waitMs) throw new LockHeldError(attempt.record, formatDuration(waited));
+    if (announced !== attempt.record.lease.holder) {
+      announced = attempt.record.lease.holder;
+      request.info(`waiting up to ${formatDuration(request.waitMs)} for concurrency key ${request.key}, held by ${describeHolder(attempt.record)}`);
+    }
+    const jittered = pause * (0.8 + Math.random() * 0.4);
+    await sleep(Math.min(jittered, Math.max(request.waitMs - waited, 0) + 1));
+    pause = Math.min(pause * 1.6, POLL_MAX_MS);
+  }
+  request.info(`holding concurrency key ${request.key} as ${holder.id}`);
+  const beat = keepAlive(app, request, holder.id);
+  try {
+    return await work();
+  } finally {
+    beat.stop();
+    try {
+      await release(app, request.key, holder.id);
+    } catch (error) {
+      request.warn(`lock ${request.key} could not be released (${describeError(error)}); it expires when its heartbeat does`);
+    }
+  }
+}

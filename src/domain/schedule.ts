@@ -1,0 +1,259 @@
+/**
+ * A recurring converge (DESIGN.md §1, §7; seed 001 "A recurring converge that new
+ * hosts join by themselves") rendered for the CI: a scheduled GitHub workflow
+ * running the `converge` action, or the equivalent GitLab job and the settings of
+ * its pipeline schedule. Pure, and byte-stable: the same spec always renders the
+ * same bytes, so nothing about the file changes when the hosts do.
+ */
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { convertCron } from './cron.js';
+import { UsageError } from './errors.js';
+import { parseInventoryRef, quoteValue } from './names.js';
+import { parseConcurrencyKey } from './lock.js';
+
+export const SCHEDULE_NAME_MAX_LENGTH = 64;
+const SCHEDULE_NAME = /^[a-z0-9][a-z0-9-]*$/;
+export const SCHEDULE_FILE_PREFIX = 'exocomp-';
+export const DEFAULT_WORKFLOWS_DIR = '.github/workflows';
+
+/** The action versions a generated workflow pins (one place, so the files stay stable). */
+export const CONVERGE_ACTION = 'exocomp/provision/actions/converge@v1';
+export const SETUP_ACTION = 'exocomp/provision/actions/setup@v1';
+export const CHECKOUT_ACTION = 'actions/checkout@v4';
+/** GitLab runs the CLI from the npm package (never an unscoped `exocomp`, which is someone else's name). */
+export const GITLAB_CLI = 'npx --yes --package=@exocomp/provision exocomp';
+export const GITLAB_SCHEDULE_VARIABLE = 'EXOCOMP_SCHEDULE';
+
+export interface ScheduleSpec {
+  name: string;
+  /** The six-field cron as the user wrote it (seconds first). */
+  cron: string;
+  /** `tf:<name>`: schedules only ever target a standing inventory. */
+  target: string;
+  concurrencyKey: string;
+  playbook: string;
+  /** Normalised passthrough flags: `--check`, `--limit L`, `--tags T`. */
+  args: string[];
+  ledgerBranch: string;
+}
+
+export function scheduleFileName(name: string): string {
+  return `${SCHEDULE_FILE_PREFIX}${name}.yml`;
+}
+
+export function parseScheduleName(raw: string): string {
+  if (raw.length === 0 || raw.length > SCHEDULE_NAME_MAX_LENGTH || !SCHEDULE_NAME.test(raw)) {
+    throw new UsageError(
+      `invalid schedule name ${quoteValue(raw)}`,
+      `a schedule name is 1-${SCHEDULE_NAME_MAX_LENGTH} characters of a-z, 0-9 and '-', starting with a letter or digit (it names .github/workflows/exocomp-<name>.yml)`,
+    );
+  }
+  return raw;
+}
+
+/** A value that will sit in a workflow file: one line, and nothing GitHub would evaluate. */
+function checkEmbeddable(what: string, value: string): string {
+  if (value.length === 0) throw new UsageError(`the ${what} is empty`);
+  if (/[\r\n\0]/.test(value)) throw new UsageError(`the ${what} ${quoteValue(value)} contains a line break`, 'give it on one line');
+  if (value.includes('${{')) {
+    throw new UsageError(`the ${what} ${quoteValue(value)} contains "\${{"`, 'GitHub would evaluate it as an expression in the generated workflow; remove it');
+  }
+  return value;
+}
+
+const PASSTHROUGH_HELP = 'after -- give the playbook, then only --check, --limit <pattern> and --tags <tags> (a schedule carries nothing else)';
+
+/**
+ * Reads `<playbook> [--check] [--limit L] [--tags T]` (also `--limit=L`), each flag
+ * at most once, into the playbook and normalised arguments in a fixed order.
+ */
+export function parsePassthrough(words: readonly string[]): { playbook: string; args: string[] } {
+  const [playbook, ...rest] = words;
+  if (playbook === undefined || playbook.startsWith('-')) {
+    throw new UsageError('no playbook given for the schedule', PASSTHROUGH_HELP);
+  }
+  let check = false;
+  const values: { limit?: string; tags?: string } = {};
+  for (let i = 0; i < rest.length; i += 1) {
+    const word = rest[i] as string;
+    if (word === '--check') {
+      if (check) throw new UsageError('--check is given twice', PASSTHROUGH_HELP);
+      check = true;
+      continue;
+    }
+    const flag = /^--(limit|tags)(?:=(.*))?$/.exec(word);
+    if (!flag) throw new UsageError(`the schedule cannot carry ${quoteValue(word)}`, PASSTHROUGH_HELP);
+    const option = flag[1] as 'limit' | 'tags';
+    let value = flag[2];
+    if (value === undefined) {
+      value = rest[i + 1];
+      i += 1;
+    }
+    if (value === undefined || value === '' || value.startsWith('--')) throw new UsageError(`--${option} needs a value`, PASSTHROUGH_HELP);
+    if (values[option] !== undefined) throw new UsageError(`--${option} is given twice`, PASSTHROUGH_HELP);
+    values[option] = checkEmbeddable(`--${option} value`, value);
+  }
+  const args = [...(check ? ['--check'] : []), ...(values.limit ? ['--limit', values.limit] : []), ...(values.tags ? ['--tags', values.tags] : [])];
+  return { playbook: checkEmbeddable('playbook path', playbook), args };
+}
+
+/** Validates every field and converts the cron; throws a UsageError naming the first problem. */
+export function validateScheduleSpec(spec: ScheduleSpec): { spec: ScheduleSpec; fiveFieldCron: string } {
+  parseScheduleName(spec.name);
+  const ref = parseInventoryRef(spec.target);
+  if (ref.kind !== 'standing') {
+    throw new UsageError(`--target ${quoteValue(spec.target)} is not a standing inventory`, 'a schedule targets tf:<workspace name>, whose hosts every apply refreshes');
+  }
+  parseConcurrencyKey(spec.concurrencyKey);
+  checkEmbeddable('ledger branch', spec.ledgerBranch);
+  const { playbook, args } = parsePassthrough([spec.playbook, ...spec.args]);
+  if (args.join('\0') !== spec.args.join('\0')) {
+    throw new UsageError('the schedule arguments are not in normal form', PASSTHROUGH_HELP);
+  }
+  return { spec: { ...spec, playbook }, fiveFieldCron: convertCron(spec.cron).cron };
+}
+
+/** A YAML single-quoted scalar: no escapes but '' for ', so the bytes are predictable. */
+function yamlQuote(value: string): string {
+  return `'${value.replace(/'/g, "''")}'`;
+}
+
+/** The generated `.github/workflows/exocomp-<name>.yml`. */
+export function renderGitHubSchedule(input: ScheduleSpec): string {
+  const { spec, fiveFieldCron } = validateScheduleSpec(input);
+  const lines = [
+    `# Generated by \`exocomp schedule add ${spec.name}\`: a recurring converge of ${spec.target}.`,
+    '# Do not edit by hand. To change it, run `exocomp schedule add` again with --force (or',
+    `# \`exocomp schedule remove ${spec.name}\`), then commit the file: GITHUB_TOKEN cannot push workflows.`,
+    `# Six-field cron given: ${spec.cron.trim().split(/\s+/).join(' ')} (schedules run in UTC, on the default branch).`,
+    `name: ${yamlQuote(`exocomp converge ${spec.name}`)}`,
+    'on:',
+    '  schedule:',
+    `    - cron: ${yamlQuote(fiveFieldCron)}`,
+    '  workflow_dispatch:',
+    'concurrency:',
+    `  group: ${yamlQuote(spec.concurrencyKey)}`,
+    '  cancel-in-progress: false',
+    // Naming one key sets every other to none: the converge reads the ledger branch and records its lease there.
+    'permissions:',
+    '  contents: write',
+    'jobs:',
+    '  converge:',
+    '    runs-on: ubuntu-latest',
+    '    steps:',
+    `      - uses: ${CHECKOUT_ACTION}`,
+    `      - uses: ${SETUP_ACTION}`,
+    `      - uses: ${CONVERGE_ACTION}`,
+    '        with:',
+    `          target: ${yamlQuote(spec.target)}`,
+    `          playbook: ${yamlQuote(spec.playbook)}`,
+    ...(spec.args.length > 0 ? ['          args: |', ...spec.args.map((arg) => `            ${arg}`)] : []),
+    `          concurrency-key: ${yamlQuote(spec.concurrencyKey)}`,
+    '          fleet-private-key: ${{ secrets.EXOCOMP_FLEET_KEY }}',
+    '          seal-key: ${{ secrets.EXOCOMP_SEAL_KEY }}',
+    `          ledger-branch: ${yamlQuote(spec.ledgerBranch)}`,
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+/** A word for the POSIX shell of a GitLab job script; variables stay unexpanded. */
+function shellWord(value: string): string {
+  return /^[A-Za-z0-9_@%+=:,./-]+$/.test(value) ? value : `'${value.replace(/'/g, `'\\''`)}'`;
+}
+
+export function gitlabJobName(name: string): string {
+  return `exocomp-${name}`;
+}
+
+/** The CLI command a GitLab job runs for this schedule. */
+export function gitlabCommand(spec: ScheduleSpec): string {
+  return [
+    GITLAB_CLI,
+    'playbook run',
+    shellWord(spec.playbook),
+    '--inventory',
+    shellWord(spec.target),
+    '--concurrency-key',
+    shellWord(spec.concurrencyKey),
+    '--ledger "$EXOCOMP_LEDGER"',
+    '--ledger-branch',
+    shellWord(spec.ledgerBranch),
+    '--fleet-key "$EXOCOMP_FLEET_KEY"',
+    ...spec.args.map(shellWord),
+  ].join(' ');
+}
+
+/** The `.gitlab-ci.yml` job and the pipeline-schedule settings that fire it. */
+export function renderGitLabSchedule(input: ScheduleSpec): { job: string; settings: string } {
+  const { spec, fiveFieldCron } = validateScheduleSpec(input);
+  const job = [
+    `# Generated by \`exocomp schedule add ${spec.name} --gitlab\`: a recurring converge of ${spec.target}.`,
+    '# Add it to .gitlab-ci.yml; it runs only when the pipeline schedule below fires it. The image needs',
+    '# Node 20+, git, an OpenSSH client and ansible-core.',
+    `${gitlabJobName(spec.name)}:`,
+    '  rules:',
+    `    - if: ${yamlQuote(`$CI_PIPELINE_SOURCE == "schedule" && $${GITLAB_SCHEDULE_VARIABLE} == "${spec.name}"`)}`,
+    `  resource_group: ${yamlQuote(spec.concurrencyKey)}`,
+    '  script:',
+    `    - ${yamlQuote(gitlabCommand(spec))}`,
+  ].join('\n');
+  const settings = [
+    `Pipeline schedule (Build → Pipeline schedules → New schedule):`,
+    `  Description:       exocomp ${spec.name}`,
+    `  Interval pattern:  ${fiveFieldCron}`,
+    '  Cron timezone:     UTC',
+    '  Target branch:     the default branch',
+    `  Variable:          ${GITLAB_SCHEDULE_VARIABLE} = ${spec.name}`,
+    'CI/CD variables (Settings → CI/CD → Variables; masked, protected):',
+    '  EXOCOMP_FLEET_KEY  type File: the fleet private key',
+    '  EXOCOMP_SEAL_KEY   the seal key (unseals the workspace outputs for the play)',
+    '  EXOCOMP_LEDGER     the git URL of the ledger repository (the job reads tf:<name> and records its lease there)',
+  ].join('\n');
+  return { job: `${job}\n`, settings: `${settings}\n` };
+}
+
+/** What `schedule list` shows of a generated workflow file, read back from the file itself. */
+export interface ScheduleSummary {
+  name: string;
+  cron: string;
+  target: string;
+  concurrencyKey: string;
+  playbook: string;
+  args: string[];
+}
+
+const workflowShape = z.object({
+  on: z.object({ schedule: z.array(z.object({ cron: z.string() })).min(1) }),
+  concurrency: z.object({ group: z.string() }),
+  jobs: z.record(
+    z.string(),
+    z.object({ steps: z.array(z.object({ uses: z.string().optional(), with: z.record(z.string(), z.unknown()).optional() })) }),
+  ),
+});
+
+/** Reads a generated workflow back; throws a UsageError saying what is missing when the file is not one. */
+export function readGitHubSchedule(name: string, text: string): ScheduleSummary {
+  let data: unknown;
+  try {
+    data = parseYaml(text);
+  } catch (error) {
+    throw new UsageError(`${scheduleFileName(name)} is not valid YAML (${(error as Error).message.split('\n')[0]})`);
+  }
+  const parsed = workflowShape.safeParse(data);
+  if (!parsed.success) throw new UsageError(`${scheduleFileName(name)} is not a workflow generated by exocomp schedule add`);
+  const step = Object.values(parsed.data.jobs)
+    .flatMap((job) => job.steps)
+    .find((s) => s.uses === CONVERGE_ACTION);
+  const inputs = step?.with ?? {};
+  const inputText = (key: string) => (typeof inputs[key] === 'string' ? (inputs[key] as string) : '');
+  if (!step) throw new UsageError(`${scheduleFileName(name)} has no ${CONVERGE_ACTION} step`);
+  return {
+    name,
+    cron: (parsed.data.on.schedule[0] as { cron: string }).cron,
+    target: inputText('target'),
+    concurrencyKey: parsed.data.concurrency.group,
+    playbook: inputText('playbook'),
+    args: inputText('args').split('\n').filter((line) => line !== ''),
+  };
+}
