@@ -2,11 +2,13 @@
 // The @actions packages are ESM-only and some of their dependencies still call
 // require(): the banner gives the ESM bundle a real `require`.
 import { build } from 'esbuild';
-import { readdirSync, existsSync, rmSync, mkdirSync, chmodSync } from 'node:fs';
+import { readdirSync, existsSync, rmSync, mkdirSync, chmodSync, renameSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 const root = resolve(import.meta.dirname, '..');
-const outRoot = resolve(process.argv[2] ?? join(root, 'dist'));
+const finalRoot = resolve(process.argv[2] ?? join(root, 'dist'));
+// Build beside the target and swap it in, so a concurrent reader never sees a half-empty dist/.
+const outRoot = `${finalRoot}.building-${process.pid}`;
 
 const banner = [
   "import { createRequire as __exocompCreateRequire } from 'node:module';",
@@ -41,4 +43,6 @@ for (const entry of entries) {
   });
   if (entry.shebang) chmodSync(entry.out, 0o755);
 }
-console.log(`bundled ${entries.length} entr${entries.length === 1 ? 'y' : 'ies'} into ${outRoot}`);
+rmSync(finalRoot, { recursive: true, force: true });
+renameSync(outRoot, finalRoot);
+console.log(`bundled ${entries.length} entr${entries.length === 1 ? 'y' : 'ies'} into ${finalRoot}`);

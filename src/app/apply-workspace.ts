@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
 import { captureEventLine, captureInventory, deriveHosts, knownHostsName, parseInventory } from '../domain/inventory.js';
 import { parseKnownHosts, renderKnownHosts } from '../domain/known-hosts.js';
-import { planHasChanges, summarizePlan, type PlanSummary } from '../domain/plan.js';
+import { planFingerprint, planHasChanges, summarizePlan, type PlanJson, type PlanSummary } from '../domain/plan.js';
 import { sealOutputs } from '../domain/seal.js';
 import {
   INVENTORY_SCHEMA_VERSION,
@@ -34,6 +34,8 @@ export interface ApplyRequest {
   runUrl?: string;
   /** Fingerprint recorded at approval: the applied plan must match it. */
   approvedFingerprint?: string;
+  /** Apply exactly this saved plan (the approved plan brought from the plan job) instead of planning again. */
+  savedPlanFile?: string;
   info(message: string): void;
   warn(message: string): void;
 }
@@ -90,8 +92,8 @@ export async function applyWorkspace(app: AppContext, request: ApplyRequest): Pr
     if (request.vars && Object.keys(request.vars).length > 0) await tofu.writeVars(request.vars);
     await tofu.init();
     await tofu.validate();
-    const planFile = join(scratch, 'exocomp.tfplan');
-    const plan = await tofu.plan(planFile);
+    const planFile = request.savedPlanFile ?? join(scratch, 'exocomp.tfplan');
+    const plan = request.savedPlanFile === undefined ? await tofu.plan(planFile) : await readSavedPlan(tofu, planFile);
     const summary = summarizePlan(plan.plan);
     request.info(`plan: ${formatPlanSummary(summary)}`);
     if (request.approvedFingerprint !== undefined && plan.fingerprint !== request.approvedFingerprint) {
@@ -113,6 +115,11 @@ export async function applyWorkspace(app: AppContext, request: ApplyRequest): Pr
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+async function readSavedPlan(tofu: TofuPort, planFile: string): Promise<{ plan: PlanJson; fingerprint: string }> {
+  const plan = await tofu.showPlan(planFile);
+  return { plan, fingerprint: planFingerprint(plan) };
 }
 
 function registerSensitive(secrets: SecretRegistry, value: unknown): void {

@@ -1,0 +1,20 @@
+/** The ledger view of one workflow (outputs, summary, sticky comment), or a table of all of them. */
+import * as core from '@actions/core';
+import { listWorkflows, requireWorkflow } from '../../ledger/records.js';
+import { openLedger, publishWorkflow, runAction } from '../../platform/github/session.js';
+
+await runAction('status', async (session) => {
+  const s = session.settings;
+  const app = await openLedger(session, s, { write: false });
+  const snapshot = await app.store.read();
+  if (s['workflow-id'] !== undefined) {
+    await publishWorkflow(session, app, requireWorkflow(snapshot, s['workflow-id']), { comment: s.comment, commentAuthor: s['comment-author'] });
+    return;
+  }
+  const { workflows, errors } = listWorkflows(snapshot);
+  const rows = workflows.map((w) => `| \`${w.id}\` | ${w.state} | ${w.workspace.name} | ${w.playbook} | ${w.updatedAt} |`);
+  const table = ['### exocomp workflows', '', '| id | state | workspace | playbook | updated |', '| -- | ----- | --------- | -------- | ------- |', ...rows];
+  await core.summary.addRaw(workflows.length === 0 ? `### exocomp workflows\n\nnone in ${app.store.description}` : table.join('\n'), true).write();
+  core.setOutput('workflows', JSON.stringify(workflows.map((w) => ({ id: w.id, state: w.state, workspace: w.workspace.name }))));
+  for (const error of errors) core.warning(error.message);
+});

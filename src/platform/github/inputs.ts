@@ -1,0 +1,193 @@
+/**
+ * Every input of every action, parsed once into a typed settings object. The
+ * runner applies `action.yml` defaults before the bundle starts; an input it
+ * did not get reads as ''. The schemas here are the single list of what the
+ * code reads: a test checks them against each action.yml in both directions.
+ */
+import { z } from 'zod';
+import { UsageError } from '../../domain/errors.js';
+import { parseDuration } from '../../domain/duration.js';
+
+/** One input: how its text parses, and whether its value is a secret to mask before anything is logged. */
+export interface InputSpec<T = unknown> {
+  schema: z.ZodType<T, string>;
+  secret?: boolean;
+}
+
+export type InputSpecs = Record<string, InputSpec>;
+export type Settings<S extends InputSpecs> = { [K in keyof S]: S[K] extends InputSpec<infer T> ? T : never };
+
+const optionalText = z.string().transform((value) => (value.trim() === '' ? undefined : value.trim()));
+const requiredText = (name: string) =>
+  z.string().transform((value, ctx) => {
+    if (value.trim() === '') {
+      ctx.addIssue({ code: 'custom', message: `the ${name} input is required` });
+      return z.NEVER;
+    }
+    return value.trim();
+  });
+
+/** YAML 1.2 core booleans, as core.getBooleanInput reads them; '' is the default. */
+const booleanText = (fallback: boolean) =>
+  z.string().transform((value, ctx) => {
+    const text = value.trim();
+    if (text === '') return fallback;
+    if (['true', 'True', 'TRUE'].includes(text)) return true;
+    if (['false', 'False', 'FALSE'].includes(text)) return false;
+    ctx.addIssue({ code: 'custom', message: `must be true or false, not ${JSON.stringify(text)}` });
+    return z.NEVER;
+  });
+
+const enumText = <const T extends string>(values: readonly [T, ...T[]], fallback: T) =>
+  z.string().transform((value, ctx): T => {
+    const text = value.trim();
+    if (text === '') return fallback;
+    if ((values as readonly string[]).includes(text)) return text as T;
+    ctx.addIssue({ code: 'custom', message: `must be one of ${values.join(', ')}, not ${JSON.stringify(text)}` });
+    return z.NEVER;
+  });
+
+const durationText = (fallback: string) =>
+  z.string().transform((value, ctx) => {
+    try {
+      return parseDuration(value.trim() === '' ? fallback : value.trim());
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      return z.NEVER;
+    }
+  });
+
+/** A comma- or newline-separated list. */
+const listText = z.string().transform((value) =>
+  value
+    .split(/[\n,]/)
+    .map((item) => item.trim())
+    .filter((item) => item !== ''),
+);
+
+/** Secrets keep their inner whitespace (a private key's lines); only surrounding blank space goes. */
+const secretText = z.string().transform((value) => (value.trim() === '' ? undefined : value.replace(/^\s+|\s+$/g, '')));
+
+const text = (): InputSpec<string | undefined> => ({ schema: optionalText });
+const required = (name: string): InputSpec<string> => ({ schema: requiredText(name) });
+const secret = (): InputSpec<string | undefined> => ({ schema: secretText, secret: true });
+const flag = (fallback: boolean): InputSpec<boolean> => ({ schema: booleanText(fallback) });
+
+const LEDGER = {
+  token: { schema: requiredText('token'), secret: true } as InputSpec<string>,
+  'ledger-branch': { schema: optionalText.transform((v) => v ?? 'exocomp-ledger') } as InputSpec<string>,
+  'ledger-repository': text(),
+};
+
+const COMMENT = {
+  comment: flag(true),
+  'comment-author': { schema: optionalText.transform((v) => v ?? 'github-actions[bot]') } as InputSpec<string>,
+};
+
+const TOFU = {
+  'tofu-binary': text(),
+  'seal-key': secret(),
+};
+
+const KEYS = {
+  'fleet-private-key': secret(),
+  'bootstrap-private-key': secret(),
+  'run-secrets': secret(),
+  'rotate-host-keys': { schema: listText } as InputSpec<string[]>,
+};
+
+const APPROVAL = {
+  'require-approval': flag(false),
+  'approval-mode': { schema: enumText(['environment', 'dispatch'], 'environment') } as InputSpec<'environment' | 'dispatch'>,
+  environment: text(),
+  'approve-workflow': { schema: optionalText.transform((v) => v ?? 'exocomp-approve.yml') } as InputSpec<string>,
+};
+
+const NEW_WORKFLOW = {
+  workspace: { schema: optionalText.transform((v) => v ?? '.') } as InputSpec<string>,
+  playbook: text(),
+  'workspace-name': text(),
+  'ssh-wait': { schema: durationText('5m') } as InputSpec<number>,
+  'onboard-playbook': text(),
+  'onboard-user': { schema: optionalText.transform((v) => v ?? 'exocomp') } as InputSpec<string>,
+  vars: text(),
+};
+
+export const ACTION_INPUTS = {
+  provision: { ...NEW_WORKFLOW, ...APPROVAL, ...TOFU, ...KEYS, ...LEDGER, ...COMMENT, 'workflow-id': text() },
+  plan: { ...NEW_WORKFLOW, ...TOFU, ...LEDGER, ...COMMENT, 'approve-workflow': APPROVAL['approve-workflow'], 'workflow-id': text(), 'plan-only': flag(false) },
+  apply: {
+    'workflow-id': required('workflow-id'),
+    'approval-mode': APPROVAL['approval-mode'],
+    environment: APPROVAL.environment,
+    ...TOFU,
+    ...LEDGER,
+    ...COMMENT,
+  },
+  'ssh-wait': { 'workflow-id': required('workflow-id'), ...LEDGER, ...COMMENT },
+  onboard: {
+    'workflow-id': required('workflow-id'),
+    'fleet-private-key': KEYS['fleet-private-key'],
+    'bootstrap-private-key': KEYS['bootstrap-private-key'],
+    'rotate-host-keys': KEYS['rotate-host-keys'],
+    ...LEDGER,
+    ...COMMENT,
+  },
+  configure: {
+    'workflow-id': required('workflow-id'),
+    'fleet-private-key': KEYS['fleet-private-key'],
+    'run-secrets': KEYS['run-secrets'],
+    'seal-key': TOFU['seal-key'],
+    ...LEDGER,
+    ...COMMENT,
+  },
+  converge: {
+    target: required('target'),
+    playbook: required('playbook'),
+    args: text(),
+    'remote-user': { schema: optionalText.transform((v) => v ?? 'exocomp') } as InputSpec<string>,
+    'fleet-private-key': KEYS['fleet-private-key'],
+    'run-secrets': KEYS['run-secrets'],
+    'seal-key': TOFU['seal-key'],
+    ...LEDGER,
+  },
+  approve: {
+    'workflow-id': required('workflow-id'),
+    decision: { schema: enumText(['approve', 'reject'], 'approve') } as InputSpec<'approve' | 'reject'>,
+    reason: text(),
+    'allow-self-approval': flag(false),
+    'continue-workflow': text(),
+    ...LEDGER,
+    ...COMMENT,
+  },
+  status: { 'workflow-id': text(), ...LEDGER, ...COMMENT },
+  resume: { 'continue-workflow': text(), 'dry-run': flag(false), ...LEDGER },
+} as const satisfies Record<string, InputSpecs>;
+
+export type ActionName = keyof typeof ACTION_INPUTS;
+
+/**
+ * Reads and parses every input of an action. Secret inputs are handed to
+ * `onSecret` (the runner's masking) as soon as they are read, before any
+ * parsing problem could be reported.
+ */
+export function readSettings<S extends InputSpecs>(specs: S, getInput: (name: string) => string, onSecret: (value: string) => void): Settings<S> {
+  const raw: Record<string, string> = {};
+  for (const [name, spec] of Object.entries(specs)) {
+    raw[name] = getInput(name);
+    if (spec.secret) {
+      onSecret(raw[name]);
+      onSecret(raw[name].trim());
+    }
+  }
+  const out: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const [name, spec] of Object.entries(specs)) {
+    const parsed = spec.schema.safeParse(raw[name] ?? '');
+    if (parsed.success) out[name] = parsed.data;
+    // The messages are ours; the only ones that quote a value belong to non-secret inputs (enums, booleans).
+    else problems.push(`${name}: ${parsed.error.issues.map((issue) => issue.message).join('; ')}`);
+  }
+  if (problems.length > 0) throw new UsageError(`invalid action inputs — ${problems.join('; ')}`, 'fix the `with:` block of this step');
+  return out as Settings<S>;
+}

@@ -1,0 +1,60 @@
+/**
+ * OpenTofu's provider plugin cache kept between runs with @actions/cache,
+ * keyed by the workspace's dependency lock file: the same lock file means the
+ * same provider binaries. Without a lock file there is nothing stable to key
+ * by, and nothing is cached.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export const LOCK_FILE = '.terraform.lock.hcl';
+
+export function providerCacheKey(lockFileText: string, platform: string = process.platform, arch: string = process.arch): string {
+  return `exocomp-tofu-providers-${platform}-${arch}-${createHash('sha256').update(lockFileText).digest('hex')}`;
+}
+
+/** Saving and restoring a directory under a key; @actions/cache on a runner. */
+export interface CachePort {
+  available(): Promise<boolean>;
+  restore(dir: string, key: string): Promise<boolean>;
+  save(dir: string, key: string): Promise<void>;
+}
+
+export function actionsCache(): CachePort {
+  const load = () => import('@actions/cache');
+  return {
+    // Only the runner's cache service variables make it available; without them the module is never loaded.
+    available: async () => Boolean(process.env.ACTIONS_CACHE_URL || process.env.ACTIONS_RESULTS_URL) && (await load()).isFeatureAvailable(),
+    async restore(dir, key) {
+      return (await (await load()).restoreCache([dir], key)) !== undefined;
+    },
+    async save(dir, key) {
+      await (await load()).saveCache([dir], key);
+    },
+  };
+}
+
+export interface ProviderCache {
+  /** TF_PLUGIN_CACHE_DIR for tofu. */
+  dir: string;
+  /** Saves the cache unless it was restored under the same key. */
+  save(): Promise<void>;
+}
+
+/** Restores the plugin cache for a workspace; undefined when the workspace has no lock file or no cache service. */
+export async function restoreProviderCache(port: CachePort, workspaceDir: string, cacheDir: string, info: (message: string) => void): Promise<ProviderCache | undefined> {
+  if (!(await port.available())) return undefined;
+  const lock = await readFile(join(workspaceDir, LOCK_FILE), 'utf8').catch(() => undefined);
+  if (lock === undefined) return undefined;
+  const key = providerCacheKey(lock);
+  await mkdir(cacheDir, { recursive: true });
+  const hit = await port.restore(cacheDir, key).catch(() => false);
+  info(hit ? `provider cache restored (${key})` : `provider cache miss (${key})`);
+  return {
+    dir: cacheDir,
+    save: async () => {
+      if (!hit) await port.save(cacheDir, key).catch((error: unknown) => info(`provider cache not saved: ${(error as Error).message}`));
+    },
+  };
+}

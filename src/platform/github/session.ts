@@ -1,0 +1,204 @@
+/**
+ * What every action's entry point shares: inputs read once (secrets masked
+ * before anything is logged), the run context, the GitHub API, the ledger
+ * through the token, the never-persisted run inputs, and the status that goes
+ * to outputs, the job summary and the sticky comment.
+ */
+import * as core from '@actions/core';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { describeError, UsageError } from '../../domain/errors.js';
+import { validateEnvName } from '../../domain/run-environment.js';
+import { parseSealKey } from '../../domain/seal.js';
+import { viewWorkflow } from '../../domain/render.js';
+import type { Workflow } from '../../domain/workflow.js';
+import type { AppContext } from '../../app/context.js';
+import { loadStandingInventory } from '../../app/inventories.js';
+import type { RunInputs } from '../../app/run-inputs.js';
+import { SecretRegistry } from '../../app/secrets.js';
+import type { LedgerStore } from '../../ledger/store.js';
+import { upsertStickyComment } from './comment.js';
+import { ACTION_INPUTS, readSettings, type ActionName, type Settings } from './inputs.js';
+import { openGitHubLedger } from './ledger.js';
+import { createGitHub } from './octokit.js';
+import type { GitHubPort } from './port.js';
+import { GitHubProgress } from './progress.js';
+import { readRunContext, type RunContext } from './run-context.js';
+import { statusMarkdown, type StatusOptions } from './status.js';
+
+export interface Session<N extends ActionName> {
+  settings: Settings<(typeof ACTION_INPUTS)[N]>;
+  run: RunContext;
+  secrets: SecretRegistry;
+  github: GitHubPort;
+  progress: GitHubProgress;
+  /** A private directory under RUNNER_TEMP, removed when the action ends. */
+  scratch: string;
+  now: () => Date;
+}
+
+const USER_AGENT = 'exocomp-provision';
+
+/** Runs an action body; any failure becomes the step's failure, with secrets redacted. */
+export async function runAction<N extends ActionName>(name: N, body: (session: Session<N>) => Promise<void>): Promise<void> {
+  const secrets = new SecretRegistry((value) => core.setSecret(value));
+  let scratch: string | undefined;
+  try {
+    const settings = readSettings(ACTION_INPUTS[name], (input) => core.getInput(input), (value) => secrets.add(value)) as Session<N>['settings'];
+    const run = readRunContext(process.env, process.cwd());
+    const token = (settings as { token?: string }).token ?? '';
+    const github = createGitHub({ token, baseUrl: run.apiUrl, userAgent: USER_AGENT });
+    scratch = await mkdtemp(join(run.runnerTemp, 'exocomp-'));
+    await body({ settings, run, secrets, github, progress: new GitHubProgress(), scratch, now: () => new Date() });
+  } catch (error) {
+    core.setFailed(secrets.redact(describeError(error)));
+  } finally {
+    if (scratch) await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The use-case context with the ledger reached through the token. With
+ * `write`, first proves the token may push: a missing `contents: write` fails
+ * here, before any side effect.
+ */
+export async function openLedger(
+  session: Session<ActionName>,
+  settings: { token: string; 'ledger-branch': string; 'ledger-repository': string | undefined },
+  options: { write: boolean },
+): Promise<AppContext> {
+  const ledger = openGitHubLedger({
+    run: session.run,
+    token: settings.token,
+    branch: settings['ledger-branch'],
+    ledgerRepository: settings['ledger-repository'],
+    secrets: session.secrets,
+  });
+  if (options.write) await ledger.preflight();
+  return contextFor(session, ledger.store, settings['ledger-branch']);
+}
+
+function contextFor(session: Session<ActionName>, store: LedgerStore, ledgerBranch: string): AppContext {
+  return { store, ledgerBranch, now: session.now, cwd: session.run.workspace, env: childEnvironment(process.env), progress: session.progress };
+}
+
+/** The runner's own credentials for its artifact and cache services; no child process needs them. */
+const RUNNER_SERVICE_VARIABLES = new Set(['ACTIONS_RUNTIME_TOKEN', 'ACTIONS_RESULTS_URL', 'ACTIONS_CACHE_URL', 'ACTIONS_RUNTIME_URL']);
+
+/**
+ * Inputs (secrets among them) reach the action as INPUT_* variables; no child
+ * process (tofu, ansible) may inherit them. OIDC request variables stay: cloud
+ * providers use them to authenticate tofu.
+ */
+export function childEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith('INPUT_') && !RUNNER_SERVICE_VARIABLES.has(name)));
+}
+
+export interface RunInputSettings {
+  'tofu-binary'?: string | undefined;
+  'seal-key'?: string | undefined;
+  'fleet-private-key'?: string | undefined;
+  'bootstrap-private-key'?: string | undefined;
+  'run-secrets'?: string | undefined;
+  'rotate-host-keys'?: string[];
+}
+
+/** The run's secrets as files and values: key files are 0600 in the scratch directory, removed at the end. */
+export async function githubRunInputs(session: Session<ActionName>, settings: RunInputSettings): Promise<RunInputs> {
+  const sealKey = settings['seal-key'] === undefined ? undefined : parseSealKey(settings['seal-key']);
+  session.secrets.add(sealKey);
+  const runSecrets = parseRunSecrets(settings['run-secrets']);
+  session.secrets.add(...Object.values(runSecrets));
+  const fleetKeyPath = await writeKey(session.scratch, 'fleet-key', settings['fleet-private-key']);
+  const bootstrapKeyPath = await writeKey(session.scratch, 'bootstrap-key', settings['bootstrap-private-key']);
+  return {
+    ...(settings['tofu-binary'] ? { tofuBinary: settings['tofu-binary'] } : {}),
+    ...(fleetKeyPath ? { fleetKeyPath } : {}),
+    ...(bootstrapKeyPath ? { bootstrapKeyPath } : {}),
+    ...(sealKey ? { sealKey } : {}),
+    runSecrets,
+    rotateHostKeys: settings['rotate-host-keys'] ?? [],
+    secrets: session.secrets,
+  };
+}
+
+async function writeKey(dir: string, name: string, contents: string | undefined): Promise<string | undefined> {
+  if (contents === undefined) return undefined;
+  const path = join(dir, name);
+  // OpenSSH refuses a private key file without its final newline.
+  await writeFile(path, contents.endsWith('\n') ? contents : `${contents}\n`, { mode: 0o600 });
+  return path;
+}
+
+/** `run-secrets`: a YAML mapping of environment name → value. Parse errors never quote the text. */
+function parseRunSecrets(text: string | undefined): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(parseMapping(text, 'run-secrets')).map(([name, value]) => {
+      validateEnvName(name);
+      if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
+        throw new UsageError(`run-secret ${name} must be a string, number or boolean`, 'fix the run-secrets input');
+      }
+      return [name, String(value)];
+    }),
+  );
+}
+
+export function parseMapping(text: string | undefined, input: string): Record<string, unknown> {
+  if (text === undefined) return {};
+  let data: unknown;
+  try {
+    data = parseYaml(text);
+  } catch {
+    throw new UsageError(`the ${input} input is not valid YAML`, `give a mapping of name → value, one per line (name: value)`);
+  }
+  const parsed = z.record(z.string(), z.unknown()).safeParse(data ?? {});
+  if (!parsed.success) throw new UsageError(`the ${input} input must be a mapping of name → value`, `write one name: value per line`);
+  return parsed.data;
+}
+
+export interface PublishOptions extends Omit<StatusOptions, 'run' | 'now'> {
+  comment: boolean;
+  commentAuthor: string;
+}
+
+/**
+ * Sets the workflow outputs and writes its status to the job summary and the
+ * sticky comment of its pull request. Commenting never fails the job.
+ */
+export async function publishWorkflow(session: Session<ActionName>, app: AppContext, workflow: Workflow, options: PublishOptions): Promise<void> {
+  const view = viewWorkflow(workflow, session.now());
+  core.setOutput('workflow-id', workflow.id);
+  core.setOutput('state', workflow.state);
+  core.setOutput('steps', JSON.stringify(view.steps));
+  core.setOutput('inventory', `tf:${workflow.workspace.name}`);
+  core.setOutput('hosts', JSON.stringify(await hostsOf(app, workflow.workspace.name)));
+  const body = session.secrets.redact(statusMarkdown(workflow, { ...options, run: session.run, now: session.now() }));
+  await core.summary.addRaw(body, true).write();
+  const issue = session.run.pullRequest ?? workflow.trigger.pullRequest;
+  if (!options.comment || issue === undefined) return;
+  try {
+    const outcome = await upsertStickyComment(session.github, {
+      repo: session.run.repository,
+      issue,
+      workflowId: workflow.id,
+      author: options.commentAuthor,
+      body,
+    });
+    if (outcome.kind === 'refused') {
+      core.notice(`${outcome.reason} — the status is in the job summary instead (pull requests from forks get a read-only token)`);
+    } else core.info(`${outcome.kind} the status comment on #${issue}`);
+  } catch (error) {
+    core.warning(`could not update the status comment on #${issue}: ${session.secrets.redact(describeError(error))}`);
+  }
+}
+
+/** The hosts tf:<name> names now (empty when it is not materialized yet). */
+async function hostsOf(app: AppContext, name: string): Promise<Array<{ name: string; address: string; port: number }>> {
+  try {
+    return loadStandingInventory(await app.store.read(), name).hosts.map((host) => ({ name: host.name, address: host.address, port: host.port }));
+  } catch {
+    return [];
+  }
+}

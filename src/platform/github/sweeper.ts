@@ -1,0 +1,57 @@
+/**
+ * The resume sweeper (DESIGN.md §1): a workflow whose running step is held by
+ * a CI run that has completed was interrupted (runner lost, job cancelled);
+ * its continuation is dispatched. A step whose holder's run is still live, or
+ * cannot be judged, is never touched.
+ */
+import { listWorkflows } from '../../ledger/records.js';
+import type { AppContext } from '../../app/context.js';
+import type { HolderProbe } from '../../app/chain.js';
+import type { Workflow } from '../../domain/workflow.js';
+import { continuationRef } from './approval.js';
+import type { GitHubPort } from './port.js';
+import { workflowFileOf, type RunContext } from './run-context.js';
+
+export interface SweepEntry {
+  id: string;
+  step: string;
+  action: 'dispatched' | 'would-dispatch' | 'live' | 'unknown' | 'no-target';
+  workflow?: string;
+  ref?: string;
+}
+
+export async function sweep(
+  app: AppContext,
+  github: GitHubPort,
+  run: RunContext,
+  probe: HolderProbe,
+  options: { continueWorkflow: string | undefined; dryRun: boolean },
+): Promise<SweepEntry[]> {
+  const { workflows } = listWorkflows(await app.store.read());
+  const entries: SweepEntry[] = [];
+  for (const workflow of workflows.filter((w) => w.state === 'provisioning')) {
+    const step = workflow.steps.find((s) => s.state === 'running' && s.lease?.origin.kind === 'ci');
+    if (!step?.lease) continue;
+    const gone = await probe(step.lease);
+    if (gone !== true) {
+      entries.push({ id: workflow.id, step: step.name, action: gone === false ? 'live' : 'unknown' });
+      continue;
+    }
+    entries.push(await continueWorkflow(github, run, workflow, step.name, options));
+  }
+  return entries;
+}
+
+async function continueWorkflow(
+  github: GitHubPort,
+  run: RunContext,
+  workflow: Workflow,
+  step: string,
+  options: { continueWorkflow: string | undefined; dryRun: boolean },
+): Promise<SweepEntry> {
+  const target = options.continueWorkflow ?? workflowFileOf(workflow.trigger.workflowRef);
+  if (!target) return { id: workflow.id, step, action: 'no-target' };
+  const ref = continuationRef(workflow, run);
+  if (!options.dryRun) await github.dispatchWorkflow(run.repository, target, ref, { 'workflow-id': workflow.id });
+  return { id: workflow.id, step, action: options.dryRun ? 'would-dispatch' : 'dispatched', workflow: target, ref };
+}

