@@ -40,6 +40,7 @@ for (const entry of entries) {
     // Keep bundles byte-stable across machines so the committed dist can be compared.
     sourcemap: false,
     minifySyntax: true,
+    minifyWhitespace: true,
   });
   if (entry.shebang) chmodSync(entry.out, 0o755);
 }
