@@ -195,6 +195,8 @@ function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   });
 }
 
+const MIN_PROBE_BUDGET_MS = 10;
+
 /**
  * Probes every host until it answers with an SSH banner or the shared deadline
  * passes. Never throws for a host that does not answer: it is returned in
@@ -224,7 +226,8 @@ export async function waitForSsh(hosts: readonly SshTarget[], options: WaitForSs
     while (!signal?.aborted) {
       await slots.acquire();
       const remaining = deadline - performance.now();
-      if (remaining <= 0 || signal?.aborted) {
+      // Timers may fire a millisecond early: a probe with almost no budget left could only fail.
+      if (remaining < MIN_PROBE_BUDGET_MS || signal?.aborted) {
         slots.release();
         return;
       }
