@@ -150,7 +150,7 @@ export function renderGitHubSchedule(input: ScheduleSpec): string {
     `          playbook: ${yamlQuote(spec.playbook)}`,
     ...(spec.args.length > 0 ? ['          args: |', ...spec.args.map((arg) => `            ${arg}`)] : []),
     `          concurrency-key: ${yamlQuote(spec.concurrencyKey)}`,
-    '          fleet-private-key: ${{ secrets.EXOCOMP_FLEET_KEY }}',
+    '          fleet-private-key: ${{ secrets.EXOCOMP_FLEET_PRIVATE_KEY }}',
     '          seal-key: ${{ secrets.EXOCOMP_SEAL_KEY }}',
     `          ledger-branch: ${yamlQuote(spec.ledgerBranch)}`,
   ];

@@ -59,7 +59,7 @@ describe('renderGitHubSchedule', () => {
       playbook: 'playbooks/converge.yml',
       args: '--check\n--limit\nweb\n--tags\nbase\n',
       'concurrency-key': 'fleet-converge',
-      'fleet-private-key': '${{ secrets.EXOCOMP_FLEET_KEY }}',
+      'fleet-private-key': '${{ secrets.EXOCOMP_FLEET_PRIVATE_KEY }}',
       'seal-key': '${{ secrets.EXOCOMP_SEAL_KEY }}',
       'ledger-branch': 'exocomp-ledger',
     });
