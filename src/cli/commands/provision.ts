@@ -51,13 +51,15 @@ export function registerProvision(program: Command, io: Io): void {
       ),
     ),
   ).action(async (workspace: string, playbook: string, options: Record<string, unknown>) => {
+    // Every input is parsed before the ledger is touched.
     const settings = globalSettings(options);
+    const sshWaitMs = parseDuration(String(options.sshWait));
+    const name = workspaceNameFor(workspace, options.workspaceName);
+    const vars = readVars(options.varsFile as string | undefined);
+    const inputs = runInputs(options, process.env, options.rotateHostKey as string[]);
     const context = await buildContext(settings, io);
-    const inputs = runInputs(options, context.env, options.rotateHostKey as string[]);
     let id = typeof options.id === 'string' ? options.id : undefined;
     if (id === undefined || !(await context.store.read()).read(`workflows/${id}.json`)) {
-      const name = workspaceNameFor(workspace, options.workspaceName);
-      const vars = readVars(options.varsFile as string | undefined);
       const workflow = await createProvision(
         context,
         {
@@ -67,7 +69,7 @@ export function registerProvision(program: Command, io: Io): void {
           requireApproval: options.requireApproval === true,
           trigger: { kind: 'local' },
           options: {
-            sshWaitMs: parseDuration(String(options.sshWait)),
+            sshWaitMs,
             onboardUser: String(options.onboardUser),
             ...(typeof options.onboardPlaybook === 'string' ? { onboardPlaybook: options.onboardPlaybook } : {}),
             ...(typeof options.remoteUser === 'string' ? { remoteUser: options.remoteUser } : {}),
