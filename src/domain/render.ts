@@ -75,7 +75,7 @@ export function viewWorkflow(workflow: Workflow, now: Date): WorkflowView {
 
 function describeApproval(approval: Workflow['approval']): string {
   if (!approval.required) return 'not required';
-  if (approval.state === 'pending') return 'pending';
+  if (approval.state === 'pending') return approval.planSummary ? `pending — plan ${approval.planSummary}` : 'pending';
   const parts = [`${approval.state} by ${approval.by ?? 'unknown'}`];
   if (approval.via) parts.push(`via ${approval.via}`);
   if (approval.at) parts.push(`at ${approval.at}`);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { formatMs, renderMarkdown, renderText, viewWorkflow } from '../../src/domain/render.js';
-import { failStep, startStep, succeedStep } from '../../src/domain/workflow.js';
+import { awaitApproval, failStep, startStep, succeedStep } from '../../src/domain/workflow.js';
 import { localLease as lease, sampleWorkflow, T0 as t0 } from '../support/workflows.js';
 
 const at = (s: number) => new Date(t0.getTime() + s * 1000);
@@ -45,6 +45,11 @@ describe('the workflow view', () => {
     expect(md).toContain('| 2 | ssh-wait | ✗ failed | 1 | 3.0s |');
     expect(md).toContain('\\|');
     expect(md).toContain('captured 2 output(s) to inventory tf:ed…');
+  });
+
+  it('shows the plan waiting for a decision', () => {
+    const waiting = awaitApproval(sampleWorkflow('edge-3', { requireApproval: true }), t0, { fingerprint: 'f', summary: '+2 ~0 -1' });
+    expect(renderText(viewWorkflow(waiting, t0))).toContain('approval  pending — plan +2 ~0 -1');
   });
 
   it('serialises to JSON with the same facts', () => {
