@@ -72,8 +72,8 @@ export async function openTofu(app: AppContext, request: Pick<ApplyRequest, 'wor
     env: tofuEnvironment(app.env),
     secrets: request.secrets.list(),
     onOutput: (line) => {
-      const trimmed = line.trim();
-      if (trimmed.length > 0) request.info(request.secrets.redact(trimmed));
+      const text = line.trimEnd();
+      if (text.trim().length > 0) request.info(request.secrets.redact(text));
     },
   });
 }

@@ -16,6 +16,7 @@ export async function sshWaitStep({ app, workflow, info }: StepContext): Promise
     {
       timeoutMs: workflow.options.sshWaitMs,
       onReady: (host, elapsedMs) => info(`${host.name} answered after ${formatMs(elapsedMs)}`),
+      onWaiting: (pending) => info(`still waiting for ${pending.join(', ')}`),
     },
   );
   if (result.missing.length > 0) {
