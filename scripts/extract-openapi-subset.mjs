@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /**
  * Extracts the part of GitHub's OpenAPI description that the action set uses
- * (the operations behind src/platform/github/port.ts) into a small committed
+ * (the operations behind src/platform/github/port.ts, and the artifact
+ * look-ups of @actions/artifact across runs) into a small committed
  * fixture, test/fixtures/github-openapi-subset.json. The GitHub API double
  * (test/support/github-double.ts) validates every request and response against it.
  *
@@ -20,7 +21,11 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** Every `METHOD path` the port calls, exactly as the description spells the path. */
+/**
+ * Every `METHOD path` the port calls, and those @actions/artifact calls to
+ * fetch an artifact of another run (`findBy`), exactly as the description
+ * spells the path.
+ */
 const OPERATIONS = [
   'GET /repos/{owner}/{repo}/actions/runs/{run_id}/approvals',
   'GET /repos/{owner}/{repo}/environments/{environment_name}',
@@ -30,6 +35,8 @@ const OPERATIONS = [
   'PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}',
   'POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches',
   'GET /repos/{owner}/{repo}/actions/runs/{run_id}',
+  'GET /repos/{owner}/{repo}/actions/runs/{run_id}/artifacts',
+  'GET /repos/{owner}/{repo}/actions/artifacts/{artifact_id}/{archive_format}',
 ];
 
 /**

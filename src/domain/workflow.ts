@@ -75,6 +75,8 @@ export const approvalSchema = z.object({
   /** Hash of the normalized plan that was approved (DESIGN.md §5). */
   planFingerprint: z.string().optional(),
   planSummary: z.string().optional(),
+  /** The CI run whose artifacts hold that plan's saved plan, sealed; unset when no sealed plan was shipped (DESIGN.md §5). */
+  planRunId: z.number().int().optional(),
 });
 export type Approval = z.infer<typeof approvalSchema>;
 
@@ -211,8 +213,18 @@ export function awaitApproval(workflow: Workflow, now: Date, plan?: { fingerprin
   if (plan) {
     approval.planFingerprint = plan.fingerprint;
     approval.planSummary = plan.summary;
+    // An earlier plan's artifact is not this plan's; recordPlanRun names the new one once it is shipped.
+    delete approval.planRunId;
   }
   return { ...workflow, state: 'awaiting-approval', approval, updatedAt: now.toISOString() };
+}
+
+/** Records the CI run whose artifacts hold the sealed saved plan of the plan awaiting approval. */
+export function recordPlanRun(workflow: Workflow, runId: number, now: Date): Workflow {
+  if (workflow.approval.planFingerprint === undefined) {
+    throw new IllegalTransitionError(`workflow ${workflow.id} recorded no plan, so no run holds its saved plan`);
+  }
+  return { ...workflow, approval: { ...workflow.approval, planRunId: runId }, updatedAt: now.toISOString() };
 }
 
 export interface Decision {

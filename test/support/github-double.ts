@@ -22,6 +22,7 @@ import { OpenApiSubset, type MatchedOperation } from './openapi.js';
  * permissions; a missing permission is answered 403 "Resource not accessible by
  * integration", as GitHub does. What each operation needs:
  *   run approvals, environments, runs ........ actions: read
+ *   run artifacts: list, download ............ actions: read
  *   dispatch .................................. actions: write
  *   collaborator permission ................... metadata: read (always granted)
  *   list comments ............................. issues: read, or pull-requests: read on a PR
@@ -146,6 +147,25 @@ export interface Violation {
   message: string;
 }
 
+/** Where the artifacts of runs live (the results double); the REST API lists them and redirects downloads there. */
+export interface ArtifactSource {
+  artifactsOfRun(runId: number): SourceArtifact[];
+  artifactById(id: number): SourceArtifact | undefined;
+  downloadUrl(artifact: SourceArtifact): string;
+}
+
+export interface SourceArtifact {
+  id: number;
+  runId: number;
+  name: string;
+  content: Buffer;
+  digest: string | undefined;
+  createdAt: string;
+}
+
+/** Artifacts are kept this long (the runner's default retention is longer; the plans ask for 7 days). */
+const ARTIFACT_RETENTION_DAYS = 7;
+
 export interface GitHubDoubleOptions {
   /** The repository the API serves, `owner/repo` (default `acme/infra`); others get 404. */
   repository?: string;
@@ -209,6 +229,8 @@ export class GitHubDouble {
   readonly owner: string;
   readonly repo: string;
   readonly gitRoot: string | undefined;
+  /** Serves the run artifacts operations from here; without one, runs have no artifacts. */
+  artifacts: ArtifactSource | undefined;
 
   private readonly subset = OpenApiSubset.load();
   private readonly git: GitHttpHandler | undefined;
@@ -417,6 +439,10 @@ export class GitHubDouble {
         return this.dispatch(context);
       case 'actions/get-workflow-run':
         return this.getRun(context);
+      case 'actions/list-workflow-run-artifacts':
+        return this.listRunArtifacts(context);
+      case 'actions/download-artifact':
+        return this.downloadArtifact(context);
       default:
         return error(404, 'Not Found');
     }
@@ -608,6 +634,52 @@ export class GitHubDouble {
         head_repository: this.minimalRepository(),
       },
     };
+  }
+
+  private listRunArtifacts({ match, query, grant }: Context): Reply {
+    if (!can(grant, 'actions', 'read')) return forbidden();
+    const runId = Number(match.params.run_id);
+    // A run the double knows of: seeded, or holding artifacts.
+    if (this.state.runs[runId] === undefined && (this.artifacts?.artifactsOfRun(runId).length ?? 0) === 0) return error(404, 'Not Found');
+    const name = query.get('name');
+    const all = (this.artifacts?.artifactsOfRun(runId) ?? []).filter((artifact) => name === null || artifact.name === name);
+    const sorted = all.sort((a, b) => (query.get('direction') === 'asc' ? a.id - b.id : b.id - a.id));
+    const perPage = Math.min(100, Math.max(1, Number(query.get('per_page') ?? 30)));
+    const page = Math.max(1, Number(query.get('page') ?? 1));
+    const api = this.apiRepoUrl();
+    return {
+      status: 200,
+      body: {
+        total_count: sorted.length,
+        artifacts: sorted.slice((page - 1) * perPage, page * perPage).map((artifact) => {
+          const created = artifact.createdAt.replace(/\.\d{3}Z$/, 'Z');
+          const expires = new Date(Date.parse(artifact.createdAt) + ARTIFACT_RETENTION_DAYS * 86_400_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+          return {
+            id: artifact.id,
+            node_id: nodeId('MDg6QXJ0aWZhY3Q', artifact.id),
+            name: artifact.name,
+            size_in_bytes: artifact.content.length,
+            url: `${api}/actions/artifacts/${artifact.id}`,
+            archive_download_url: `${api}/actions/artifacts/${artifact.id}/zip`,
+            expired: false,
+            digest: artifact.digest ?? null,
+            created_at: created,
+            updated_at: created,
+            expires_at: expires,
+            workflow_run: { id: artifact.runId, repository_id: 1, head_repository_id: 1, head_branch: this.state.runs[artifact.runId]?.headBranch ?? 'main', head_sha: this.state.runs[artifact.runId]?.headSha ?? '0'.repeat(40) },
+          };
+        }),
+      },
+    };
+  }
+
+  /** A redirect to the artifact's blob, which the client fetches without the token (unarchived uploads come back as themselves). */
+  private downloadArtifact({ match, grant }: Context): Reply {
+    if (!can(grant, 'actions', 'read')) return forbidden();
+    if (match.params.archive_format !== 'zip') return error(404, 'Not Found');
+    const artifact = this.artifacts?.artifactById(Number(match.params.artifact_id));
+    if (!artifact || !this.artifacts) return error(404, 'Not Found');
+    return { status: 302, headers: { location: this.artifacts.downloadUrl(artifact) } };
   }
 
   private apiRepoUrl(): string {

@@ -1,7 +1,8 @@
 /**
  * Step 1b: the approval gate, then the apply of the approved plan — the sealed
- * saved plan from the plan job when a seal key lets it travel, else a re-plan
- * that must match the approved fingerprint.
+ * saved plan from the plan job (of this run, or of the run a dispatched
+ * continuation follows) when a seal key lets it travel, else a re-plan that
+ * must match the approved fingerprint.
  */
 import * as core from '@actions/core';
 import { requireWorkflow } from '../../ledger/records.js';
@@ -35,7 +36,13 @@ await runAction('apply', async (session) => {
       throw error;
     }
   }
-  const savedPlan = workflow.approval.planFingerprint === undefined ? undefined : await approvedPlanFile(session, workflow, inputs.sealKey);
+  let savedPlan: string | undefined;
+  try {
+    savedPlan = await approvedPlanFile(session, workflow, inputs.sealKey, s.token);
+  } catch (error) {
+    await publish(workflow);
+    throw error;
+  }
   const cache = await providerCacheFor(session, app, workflow);
   const result = await runChainHere(session, app, id, inputs, {
     only: 'apply',

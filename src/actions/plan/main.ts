@@ -37,7 +37,7 @@ await runAction('plan', async (session) => {
   let workflow = await findOrCreateWorkflow(session, app, s, id, true, inputs);
   if (workflow.approval.state === 'pending' && (workflow.state === 'created' || workflow.state === 'awaiting-approval')) {
     workflow = await planAndRecord(app, id, inputs, planFile);
-    await shipPlan(session, planFile, inputs.sealKey, id);
+    workflow = (await shipPlan(session, app, planFile, inputs.sealKey, id)) ?? workflow;
   } else core.info(`workflow ${id} is ${workflow.state} (approval ${workflow.approval.state}): nothing to plan`);
   core.setOutput('plan-summary', workflow.approval.planSummary ?? '');
   await publishWorkflow(session, app, workflow, { comment: s.comment, commentAuthor: s['comment-author'], approveWorkflow: s['approve-workflow'], approvalMode: 'environment' });

@@ -9,6 +9,7 @@ import { createCipheriv, createDecipheriv, randomBytes, scryptSync } from 'node:
 import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { ExocompError } from '../../domain/errors.js';
+import type { RepoRef } from './port.js';
 
 const MAGIC = Buffer.from('exocomp-plan/v1\n', 'utf8');
 const SALT_BYTES = 16;
@@ -51,17 +52,30 @@ export function unsealPlan(sealed: Buffer, sealKey: string, workflowId: string):
   }
 }
 
-/** Where sealed plans are kept between jobs of a run. */
+/** Where sealed plans are kept between jobs and runs. */
 export interface ArtifactStore {
-  /** Uploads one file as an artifact named after the file. */
+  /** Uploads one file as an artifact of this run, named after the file. */
   upload(file: string): Promise<void>;
-  /** Downloads the artifact `name` of this run into `dir`; the file's path, or undefined when there is none. */
+  /** Downloads the artifact `name` into `dir`; the file's path, or undefined when there is none. */
   download(name: string, dir: string): Promise<string | undefined>;
 }
 
-/** @actions/artifact, loaded only by the jobs that move plans (it is large). */
-export function actionsArtifactStore(): ArtifactStore {
+/** Another run of the repository, whose artifacts are reached through the REST API. */
+export interface OtherRun {
+  runId: number;
+  repository: RepoRef;
+  /** Needs `actions: read`. */
+  token: string;
+}
+
+/**
+ * @actions/artifact, loaded only by the jobs that move plans (it is large).
+ * Downloads come from this run (the runner's results service), or from
+ * `from` when the plan was made by another run (the dispatched continuation).
+ */
+export function actionsArtifactStore(from?: OtherRun): ArtifactStore {
   const client = async () => new (await import('@actions/artifact')).DefaultArtifactClient();
+  const findBy = from && { token: from.token, workflowRunId: from.runId, repositoryOwner: from.repository.owner, repositoryName: from.repository.repo };
   return {
     async upload(file) {
       await (await client()).uploadArtifact(basename(file), [file], dirname(file), { skipArchive: true, retentionDays: 7 });
@@ -70,16 +84,27 @@ export function actionsArtifactStore(): ArtifactStore {
       const artifacts = await client();
       let id: number;
       try {
-        id = (await artifacts.getArtifact(name)).artifact.id;
+        id = (await artifacts.getArtifact(name, findBy && { findBy })).artifact.id;
       } catch (error) {
-        if ((error as Error).name === 'ArtifactNotFoundError') return undefined;
+        if ((error as Error).name === 'ArtifactNotFoundError' || statusOf(error) === 404) return undefined;
+        if (from && (statusOf(error) === 403 || statusOf(error) === 401)) {
+          throw new ExocompError('permission', `GitHub refused to list the artifacts of run ${from.runId} (${statusOf(error)}), where the approved plan was made`, {
+            help: 'grant the job’s token `actions: read` in `permissions:` (naming any permission sets the others to none); nothing was applied',
+          });
+        }
         throw error;
       }
-      await artifacts.downloadArtifact(id, { path: dir, skipDecompress: true });
+      // Sealed plans are uploaded unarchived; the file keeps its name.
+      await artifacts.downloadArtifact(id, { path: dir, skipDecompress: true, ...(findBy && { findBy }) });
       const [file] = await readdir(dir);
       return file === undefined ? undefined : join(dir, file);
     },
   };
+}
+
+function statusOf(error: unknown): number | undefined {
+  const status = (error as { status?: unknown } | null)?.status;
+  return typeof status === 'number' ? status : undefined;
 }
 
 export function planArtifactName(workflowId: string): string {
@@ -92,7 +117,7 @@ export async function uploadSealedPlan(store: ArtifactStore, planFile: string, s
   await store.upload(sealedFile);
 }
 
-/** The approved plan of this run, unsealed into `dir`; undefined when the plan job left none (e.g. another run). */
+/** The approved plan, unsealed into `dir`; undefined when the store holds none. */
 export async function downloadSealedPlan(store: ArtifactStore, sealKey: string, workflowId: string, dir: string): Promise<string | undefined> {
   const sealedFile = await store.download(planArtifactName(workflowId), join(dir, 'download'));
   if (sealedFile === undefined) return undefined;

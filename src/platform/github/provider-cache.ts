@@ -18,7 +18,8 @@ export function providerCacheKey(lockFileText: string, platform: string = proces
 export interface CachePort {
   available(): Promise<boolean>;
   restore(dir: string, key: string): Promise<boolean>;
-  save(dir: string, key: string): Promise<void>;
+  /** False when the service kept nothing (e.g. another job saved the key first); never fails the job. */
+  save(dir: string, key: string): Promise<boolean>;
 }
 
 export function actionsCache(): CachePort {
@@ -30,7 +31,8 @@ export function actionsCache(): CachePort {
       return (await (await load()).restoreCache([dir], key)) !== undefined;
     },
     async save(dir, key) {
-      await (await load()).saveCache([dir], key);
+      // saveCache reports its own failures as warnings and returns -1.
+      return (await (await load()).saveCache([dir], key)) !== -1;
     },
   };
 }
@@ -54,7 +56,12 @@ export async function restoreProviderCache(port: CachePort, workspaceDir: string
   return {
     dir: cacheDir,
     save: async () => {
-      if (!hit) await port.save(cacheDir, key).catch((error: unknown) => info(`provider cache not saved: ${(error as Error).message}`));
+      if (hit) return;
+      const saved = await port.save(cacheDir, key).catch((error: unknown) => {
+        info(`provider cache not saved: ${(error as Error).message}`);
+        return undefined;
+      });
+      if (saved !== undefined) info(saved ? `provider cache saved (${key})` : `provider cache not saved (${key})`);
     },
   };
 }

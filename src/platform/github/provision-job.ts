@@ -5,8 +5,8 @@
  */
 import * as core from '@actions/core';
 import { join } from 'node:path';
-import { planAndRecord } from './plan.js';
-import { providerCacheFor, shipPlan } from './apply-support.js';
+import { chainApplyingSavedPlan, planAndRecord } from './plan.js';
+import { approvedPlanFile, providerCacheFor, shipPlan } from './apply-support.js';
 import {
   chainFailure,
   defaultWorkflowId,
@@ -49,15 +49,24 @@ export async function provisionInOneJob(session: Session<'provision'>): Promise<
       if (workflow.state === 'created') {
         const planFile = join(session.scratch, 'exocomp.tfplan');
         workflow = await planAndRecord(app, id, inputs, planFile);
-        await shipPlan(session, planFile, inputs.sealKey, id);
+        workflow = (await shipPlan(session, app, planFile, inputs.sealKey, id)) ?? workflow;
       }
       core.notice(`workflow ${id} is awaiting approval; nothing was applied`);
       await publish(workflow);
       return;
     }
   }
+  // The continuation of a dispatch-mode approval applies the plan the plan run sealed, when it shipped one.
+  let savedPlan: string | undefined;
+  try {
+    savedPlan = await approvedPlanFile(session, workflow, inputs.sealKey, s.token);
+  } catch (error) {
+    await publish(workflow);
+    throw error;
+  }
   const cache = await providerCacheFor(session, app, workflow);
   const result = await runChainHere(session, app, id, inputs, {
+    ...(savedPlan ? { steps: chainApplyingSavedPlan(savedPlan) } : {}),
     ...(cache ? { env: { TF_PLUGIN_CACHE_DIR: cache.dir } } : {}),
   });
   await cache?.save();
