@@ -213,15 +213,8 @@ export function renderGitLabSchedule(input: ScheduleSpec): { job: string; settin
   return { job: `${job}\n`, settings: `${settings}\n` };
 }
 
-/** What `schedule list` shows of a generated workflow file, read back from the file itself. */
-export interface ScheduleSummary {
-  name: string;
-  cron: string;
-  target: string;
-  concurrencyKey: string;
-  playbook: string;
-  args: string[];
-}
+/** What `schedule list` shows of a generated workflow file, read back from the file itself; `cron` is the file's five fields. */
+export type ScheduleSummary = Omit<ScheduleSpec, 'ledgerBranch'>;
 
 const workflowShape = z.object({
   on: z.object({ schedule: z.array(z.object({ cron: z.string() })).min(1) }),
