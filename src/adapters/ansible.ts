@@ -30,6 +30,8 @@ export interface PlaybookRun {
   /** Each complete line of output, already redacted. */
   onOutput?(line: string): void;
   collectionsPath?: string;
+  /** Stops ansible-playbook when aborted; the run then rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export interface HostRecap {
@@ -67,6 +69,7 @@ const MAX_CONTROL_SOCKET_PATH = 107;
 const CONTROL_SOCKET_NAME_LENGTH = '/'.length + 40 /* %C */ + '.'.length + 16;
 
 export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
+  run.signal?.throwIfAborted();
   const executable = await findOnPath('ansible-playbook', run.env.PATH);
   if (executable === undefined) {
     throw new ExocompError('tool-missing', 'ansible-playbook was not found on PATH', { help: INSTALL_HELP });
@@ -140,8 +143,11 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
         env,
         secrets,
         onOutput: (chunk, stream) => lines.push(chunk, stream),
+        signal: run.signal,
       });
       lines.flush();
+      // Stopped on purpose: the reason is the error, not the recap of the interrupted play.
+      run.signal?.throwIfAborted();
       const stdout = redact(result.stdout, secrets);
       const stderr = redact(result.stderr, secrets);
       return { code: result.code, stdout, stderr, tail: tailOf(stdout, stderr), recap: parseRecap(stdout) };

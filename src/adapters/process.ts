@@ -10,6 +10,11 @@ export interface RunOptions {
   onOutput?: (chunk: string, stream: 'stdout' | 'stderr') => void;
   /** Values that must never leave this function in clear (replaced by ***). */
   secrets?: readonly string[];
+  /**
+   * Stops the child when aborted: SIGTERM, then SIGKILL after a short grace.
+   * The result is the usual one (code/signal); callers see the abort on the signal.
+   */
+  signal?: AbortSignal;
 }
 
 export interface RunResult {
@@ -29,13 +34,22 @@ export function redact(text: string, secrets: readonly string[] = []): string {
   return out;
 }
 
+/** How long a child told to stop (SIGTERM) may take before it is killed (SIGKILL). */
+export const STOP_GRACE_MS = 3_000;
+
 /**
  * Runs a command without a shell and collects its output. Never rejects for a
  * non-zero exit: callers turn exit codes into their own typed errors. Rejects
- * only when the command cannot be started (ENOENT and friends).
+ * only when the command cannot be started (ENOENT and friends), or with the
+ * signal's reason when `signal` was aborted before it started.
  */
 export function runProcess(command: string, args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
+    const { signal } = options;
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
     const child = spawn(command, [...args], {
       cwd: options.cwd,
       env: options.env ?? process.env,
@@ -47,6 +61,18 @@ export function runProcess(command: string, args: readonly string[], options: Ru
     if (options.timeoutMs !== undefined) {
       timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
     }
+    let killTimer: NodeJS.Timeout | undefined;
+    // tofu and ansible get SIGTERM first so they can stop their own children and release state locks.
+    const stop = () => {
+      child.kill('SIGTERM');
+      killTimer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+    };
+    const settle = () => {
+      if (timer) clearTimeout(timer);
+      if (killTimer) clearTimeout(killTimer);
+      signal?.removeEventListener('abort', stop);
+    };
+    signal?.addEventListener('abort', stop, { once: true });
     const collect = (stream: 'stdout' | 'stderr', sink: Buffer[]) => (chunk: Buffer) => {
       sink.push(chunk);
       options.onOutput?.(redact(chunk.toString('utf8'), options.secrets), stream);
@@ -54,14 +80,14 @@ export function runProcess(command: string, args: readonly string[], options: Ru
     child.stdout.on('data', collect('stdout', stdout));
     child.stderr.on('data', collect('stderr', stderr));
     child.on('error', (error) => {
-      if (timer) clearTimeout(timer);
+      settle();
       reject(error);
     });
-    child.on('close', (code, signal) => {
-      if (timer) clearTimeout(timer);
+    child.on('close', (code, endedBy) => {
+      settle();
       resolve({
         code: code ?? 128,
-        signal,
+        signal: endedBy,
         stdout: redact(Buffer.concat(stdout).toString('utf8'), options.secrets),
         stderr: redact(Buffer.concat(stderr).toString('utf8'), options.secrets),
       });

@@ -291,6 +291,8 @@ export interface KeyscanOptions {
   keyTypes?: string;
   /** Targets handed to one ssh-keyscan process (it scans them in parallel itself). */
   hostsPerProcess?: number;
+  /** Stops every scan when aborted; keyscan then rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -306,7 +308,8 @@ export async function keyscan(
   targets: readonly { address: string; port: number }[],
   options: KeyscanOptions = {},
 ): Promise<Map<string, string>> {
-  const { timeoutSec = 5, concurrency = 16, keyTypes = 'ed25519,ecdsa,rsa', hostsPerProcess = 64 } = options;
+  const { timeoutSec = 5, concurrency = 16, keyTypes = 'ed25519,ecdsa,rsa', hostsPerProcess = 64, signal } = options;
+  signal?.throwIfAborted();
   const lines = new Map<string, string[]>();
   const byPort = new Map<number, string[]>();
   for (const { address, port } of targets) {
@@ -334,9 +337,10 @@ export async function keyscan(
       result = await runProcess(
         'ssh-keyscan',
         ['-T', String(timeoutSec), '-t', keyTypes, '-p', String(batch.port), '--', ...batch.addresses],
-        { timeoutMs: killAfterMs },
+        { timeoutMs: killAfterMs, signal },
       );
     } catch (error) {
+      signal?.throwIfAborted();
       throw new ExocompError('tool-missing', `ssh-keyscan could not be started: ${(error as Error).message}`, {
         help: 'Install the OpenSSH client (e.g. apt-get install openssh-client) on the machine running exocomp.',
         cause: error,
@@ -352,12 +356,14 @@ export async function keyscan(
 
   let next = 0;
   const worker = async (): Promise<void> => {
-    while (next < batches.length) {
+    while (next < batches.length && !signal?.aborted) {
       const batch = batches[next++];
       if (batch) await scan(batch);
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, batches.length)) }, worker));
+  // A stopped scan is partial: it must not pass for hosts that did not answer.
+  signal?.throwIfAborted();
 
   return new Map([...lines].map(([name, found]) => [name, found.length === 0 ? '' : `${found.join('\n')}\n`]));
 }

@@ -90,6 +90,8 @@ export interface TofuDriverOptions {
   secrets?: readonly string[];
   /** Called with each line the command prints, secrets redacted. */
   onOutput?: (line: string, stream: 'stdout' | 'stderr') => void;
+  /** Stops the running command when aborted; every later command then throws the signal's reason. */
+  signal?: AbortSignal;
 }
 
 const STDERR_TAIL_LINES = 20;
@@ -99,6 +101,7 @@ export class TofuDriver implements TofuPort {
   private readonly workspaceDir: string;
   private readonly env: NodeJS.ProcessEnv;
   private readonly onOutput: TofuDriverOptions['onOutput'];
+  private readonly signal: AbortSignal | undefined;
   /** Grows as plans and outputs reveal sensitive values. */
   private readonly secrets: string[] = [];
 
@@ -107,6 +110,7 @@ export class TofuDriver implements TofuPort {
     this.workspaceDir = options.workspaceDir;
     this.env = options.env;
     this.onOutput = options.onOutput;
+    this.signal = options.signal;
     this.addSecrets(options.secrets ?? []);
   }
 
@@ -165,18 +169,22 @@ export class TofuDriver implements TofuPort {
   private async run(args: string[], { machineOutput = false } = {}): Promise<string> {
     const command = `${this.toolName} ${args[0]}`;
     const splitters = machineOutput ? undefined : { stdout: this.lineSplitter('stdout'), stderr: this.lineSplitter('stderr') };
+    this.signal?.throwIfAborted();
     let result;
     try {
       result = await runProcess(this.binary, args, {
         cwd: this.workspaceDir,
         env: { ...this.env, TF_IN_AUTOMATION: '1', TF_INPUT: '0' },
         ...(splitters && { onOutput: (chunk: string, stream: 'stdout' | 'stderr') => splitters[stream].push(chunk) }),
+        signal: this.signal,
       });
     } catch (error) {
       throw new ExocompError('tool-missing', `cannot run ${command}: ${(error as Error).message}`, { help: INSTALL_HELP, cause: error });
     }
     splitters?.stdout.flush();
     splitters?.stderr.flush();
+    // Stopped on purpose: the reason is the error, not the exit code of the interrupted command.
+    this.signal?.throwIfAborted();
     if (result.code !== 0 || result.signal !== null) {
       const how = result.signal !== null ? `was ended by signal ${result.signal}` : `failed with exit code ${result.code}`;
       const tail = this.tailOf(result.stderr.trim() === '' ? result.stdout : result.stderr);

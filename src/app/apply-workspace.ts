@@ -38,6 +38,8 @@ export interface ApplyRequest {
   savedPlanFile?: string;
   info(message: string): void;
   warn(message: string): void;
+  /** Stops tofu when aborted; nothing is recorded after that and the apply rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export interface ApplyOutcome {
@@ -63,7 +65,10 @@ export async function requireWorkspaceDir(workspacePath: string, cwd: string): P
   return dir;
 }
 
-export async function openTofu(app: AppContext, request: Pick<ApplyRequest, 'workspacePath' | 'tofuBinary' | 'secrets' | 'info'>): Promise<TofuPort> {
+export async function openTofu(
+  app: AppContext,
+  request: Pick<ApplyRequest, 'workspacePath' | 'tofuBinary' | 'secrets' | 'info' | 'signal'>,
+): Promise<TofuPort> {
   const workspaceDir = await requireWorkspaceDir(request.workspacePath, app.cwd);
   const binary = await locateTofu({ tofuBinary: request.tofuBinary, env: app.env });
   return new TofuDriver({
@@ -75,6 +80,7 @@ export async function openTofu(app: AppContext, request: Pick<ApplyRequest, 'wor
       const text = line.trimEnd();
       if (text.trim().length > 0) request.info(request.secrets.redact(text));
     },
+    signal: request.signal,
   });
 }
 
@@ -168,6 +174,8 @@ async function recordApply(app: AppContext, request: ApplyRequest, outputs: Tofu
   }
   const now = app.now().toISOString();
   await app.store.update((snapshot) => {
+    // A runner that lost its step records nothing, not even a capture it finished.
+    request.signal?.throwIfAborted();
     const previous = readInventoryRecord(snapshot, request.name);
     const record: InventoryRecord = {
       schemaVersion: INVENTORY_SCHEMA_VERSION,

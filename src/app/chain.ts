@@ -9,11 +9,13 @@ import { describeError, ExocompError } from '../domain/errors.js';
 import {
   failStep,
   heartbeat,
+  IllegalTransitionError,
   resumeWorkflow,
   startStep,
   stepOf,
   succeedStep,
   type Lease,
+  type Step,
   type StepName,
   type Workflow,
 } from '../domain/workflow.js';
@@ -32,6 +34,11 @@ export interface StepContext {
   inputs: RunInputs;
   info(message: string): void;
   warn(message: string): void;
+  /**
+   * Aborted when this runner lost the step's lease to another runner: the step
+   * must stop its work (child processes are killed) and record nothing more.
+   */
+  signal: AbortSignal;
 }
 
 /** A step returns the detail line recorded in the ledger, or throws an ExocompError. */
@@ -96,7 +103,7 @@ export async function runChain(
   app: AppContext,
   workflowId: string,
   inputs: RunInputs,
-  options: { holder?: Holder; probe?: HolderProbe; steps?: typeof CHAIN; only?: StepName } = {},
+  options: { holder?: Holder; probe?: HolderProbe; steps?: typeof CHAIN; only?: StepName; heartbeatMs?: number } = {},
 ): Promise<ChainResult> {
   const holder = options.holder ?? localHolder();
   const probe = options.probe ?? probeLocalHolder;
@@ -121,7 +128,8 @@ export async function runChain(
     const attempt = stepOf(workflow, step.name).attempts;
     app.progress.emit({ type: 'step-started', step: step.name, index, total, attempt });
     const started = Date.now();
-    const beat = keepAlive(app, workflowId, step.name, holder.id, inputs);
+    const beat = keepAlive(app, workflowId, step.name, holder.id, inputs, options.heartbeatMs ?? HEARTBEAT_EVERY_MS);
+    let outcome: { ok: true; detail: string } | { ok: false; error: unknown };
     try {
       const detail = await step.run({
         app,
@@ -129,23 +137,33 @@ export async function runChain(
         inputs,
         info: (message) => app.progress.emit({ type: 'info', message: inputs.secrets.redact(message), step: step.name }),
         warn: (message) => app.progress.emit({ type: 'warning', message: inputs.secrets.redact(message), step: step.name }),
+        signal: beat.signal,
       });
-      beat.stop();
-      const safeDetail = inputs.secrets.redact(detail);
-      workflow = await saveWorkflow(
+      outcome = { ok: true, detail };
+    } catch (error) {
+      outcome = { ok: false, error };
+    }
+    await beat.stop();
+    // The step now belongs to another runner: whatever this one saw is not ours to record.
+    if (beat.signal.aborted) throw beat.signal.reason;
+    if (outcome.ok) {
+      const safeDetail = inputs.secrets.redact(outcome.detail);
+      workflow = await saveOwnStep(
         app,
         workflowId,
+        step.name,
         (w) => succeedStep(w, step.name, holder.id, app.now(), safeDetail),
         `${workflowId}: ${step.name} succeeded`,
       );
       app.progress.emit({ type: 'step-succeeded', step: step.name, index, total, durationMs: Date.now() - started, detail: safeDetail });
-    } catch (error) {
-      beat.stop();
+    } else {
+      const { error } = outcome;
       const summary = inputs.secrets.redact(describeError(error).split('\n')[0] ?? 'failed');
       const kind = error instanceof ExocompError ? error.kind : 'internal';
-      workflow = await saveWorkflow(
+      workflow = await saveOwnStep(
         app,
         workflowId,
+        step.name,
         (w) => failStep(w, step.name, holder.id, app.now(), { kind, summary }),
         `${workflowId}: ${step.name} failed (${kind})`,
       );
@@ -175,12 +193,83 @@ async function arm(app: AppContext, id: string, name: StepName, holder: Holder, 
   );
 }
 
-function keepAlive(app: AppContext, id: string, name: StepName, holderId: string, inputs: RunInputs): { stop(): void } {
-  const timer = setInterval(() => {
-    saveWorkflow(app, id, (w) => heartbeat(w, name, holderId, app.now()), `${id}: ${name} heartbeat`).catch((error: unknown) => {
+/**
+ * Heartbeats the step's lease. When a heartbeat is refused because the step is
+ * no longer ours (another runner re-armed it after judging this one gone, or it
+ * is not running any more), the returned signal aborts with a `lease-held`
+ * error. A ledger that cannot be reached is only a warning: the lease stays
+ * ours until someone else takes it.
+ */
+function keepAlive(
+  app: AppContext,
+  id: string,
+  name: StepName,
+  holderId: string,
+  inputs: RunInputs,
+  everyMs: number,
+): { signal: AbortSignal; stop(): Promise<void> } {
+  const controller = new AbortController();
+  let inFlight: Promise<void> = Promise.resolve();
+  const beat = async () => {
+    try {
+      await saveOwnStep(app, id, name, (w) => heartbeat(w, name, holderId, app.now()), `${id}: ${name} heartbeat`);
+    } catch (error) {
+      if (error instanceof ExocompError && error.kind === 'lease-held') {
+        clearInterval(timer);
+        controller.abort(error);
+        return;
+      }
       app.progress.emit({ type: 'warning', message: inputs.secrets.redact(`heartbeat failed: ${describeError(error)}`), step: name });
-    });
-  }, HEARTBEAT_EVERY_MS);
+    }
+  };
+  const timer = setInterval(() => {
+    // One heartbeat at a time: a slow ledger must not pile up writes.
+    inFlight = inFlight.then(beat);
+  }, everyMs);
   timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return {
+    signal: controller.signal,
+    // Waits for a heartbeat in flight, so its verdict on the lease is in before the step is recorded.
+    stop: async () => {
+      clearInterval(timer);
+      await inFlight;
+    },
+  };
+}
+
+/**
+ * Saves a change that only the step's lease holder may make (heartbeat,
+ * success, failure); a refusal because the step is no longer ours becomes the
+ * `lease-held` error that tells this runner to stop.
+ */
+async function saveOwnStep(
+  app: AppContext,
+  id: string,
+  name: StepName,
+  change: (workflow: Workflow) => Workflow,
+  message: string,
+): Promise<Workflow> {
+  let seen: Step | undefined;
+  try {
+    return await saveWorkflow(
+      app,
+      id,
+      (w) => {
+        seen = stepOf(w, name);
+        return change(w);
+      },
+      message,
+    );
+  } catch (error) {
+    if (error instanceof IllegalTransitionError && seen !== undefined) throw lostLease(id, name, seen, error);
+    throw error;
+  }
+}
+
+function lostLease(id: string, name: StepName, seen: Step, cause: unknown): ExocompError {
+  const holder = seen.state === 'running' ? (seen.lease?.holder ?? 'nobody') : `nobody (the step is ${seen.state})`;
+  return new ExocompError('lease-held', `lost the lease of step ${name} of ${id} to ${holder}: this runner stopped the step and records nothing`, {
+    help: `another runner judged this one gone (no heartbeat reached the ledger for ${LEASE_TTL_MS / 1000} s, or its process or CI run looked ended) and took the step over; follow it with exocomp provision status ${id}`,
+    cause,
+  });
 }

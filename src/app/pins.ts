@@ -32,8 +32,10 @@ export async function pinHostKeys(
   app: AppContext,
   hosts: Array<Pick<DerivedHost, 'name' | 'address' | 'port'>>,
   rotate: readonly string[],
+  options: { signal?: AbortSignal } = {},
 ): Promise<PinOutcome> {
-  const scans = await keyscan(hosts.map((h) => ({ address: h.address, port: h.port })), {});
+  const { signal } = options;
+  const scans = await keyscan(hosts.map((h) => ({ address: h.address, port: h.port })), { signal });
   const scanned = new Map<string, Pin[]>();
   const silent: string[] = [];
   for (const host of hosts) {
@@ -49,6 +51,8 @@ export async function pinHostKeys(
   }
   const rotateSet = rotationNames(hosts, rotate);
   return app.store.update((snapshot) => {
+    // A runner that lost its step pins nothing.
+    signal?.throwIfAborted();
     const current = parseKnownHosts(snapshot.read(LEDGER_PATHS.knownHosts) ?? '');
     const result = reconcilePins({ current, scanned, rotate: rotateSet });
     if (result.changed.length > 0) {

@@ -35,6 +35,8 @@ export interface PlayRequest {
   passthrough?: string[];
   secrets: SecretRegistry;
   onOutput?(line: string): void;
+  /** Stops the play when aborted; runPlay then rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export interface PlayOutcome {
@@ -93,6 +95,7 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
       ...(existsSync(collectionsPath) ? { collectionsPath } : {}),
       secrets: request.secrets.list(),
       ...(request.onOutput ? { onOutput: request.onOutput } : {}),
+      signal: request.signal,
     });
     return { code: result.code, stdout: result.stdout, stderr: result.stderr };
   } finally {

@@ -33,6 +33,8 @@ export interface StandingPlayRequest {
   secrets: SecretRegistry;
   info(message: string): void;
   onOutput?(line: string): void;
+  /** Stops the play when aborted; the run then rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 function unsealedFor(snapshot: LedgerSnapshot, name: string, request: StandingPlayRequest): Record<string, string> {
@@ -74,6 +76,7 @@ function playRequest(
     ...(request.passthrough ? { passthrough: request.passthrough } : {}),
     secrets: request.secrets,
     ...(request.onOutput ? { onOutput: request.onOutput } : {}),
+    signal: request.signal,
   };
 }
 

@@ -8,6 +8,7 @@ import { LeaseHeldError, startStep, stepOf, type Workflow } from '../../src/doma
 import { sampleWorkflow } from '../support/workflows.js';
 import { LEDGER_PATHS, requireWorkflow, serializeRecord } from '../../src/ledger/records.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
+import type { LedgerChange, LedgerSnapshot, LedgerStore } from '../../src/ledger/store.js';
 
 const t0 = new Date('2026-11-30T00:00:00Z');
 
@@ -91,4 +92,87 @@ describe('chain runner', () => {
     await runChain(app, id, inputs, { holder: holder('a'), steps: steps([]) });
     expect(progress.events.filter((e) => e.type === 'step-succeeded').map((e) => (e as { index: number }).index)).toEqual([1, 2, 3, 4]);
   });
+
+  it('stops a step whose lease another runner took, and records nothing for it', async () => {
+    const { app, inputs, id, store } = setup();
+    const calls: string[] = [];
+    let seenBy: { aborted: boolean; reason: unknown } | undefined;
+    const takenOver = steps(calls, {
+      apply: async ({ signal }) => {
+        // Runner b judged this one gone and re-armed the step.
+        await store.update((snapshot) => {
+          const next = startStep(requireWorkflow(snapshot, id), 'apply', holder('b').lease(t0), t0, { holderGone: true });
+          return { writes: new Map([[LEDGER_PATHS.workflow(id), serializeRecord(next)]]), message: `${id}: apply running (b)`, result: undefined };
+        });
+        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+        seenBy = { aborted: signal.aborted, reason: signal.reason };
+        return 'applied anyway';
+      },
+    });
+    const commitsBefore = store.history().length;
+    const error = await runChain(app, id, inputs, { holder: holder('a'), steps: takenOver, heartbeatMs: 50 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ExocompError);
+    expect(error).toMatchObject({ kind: 'lease-held' });
+    expect((error as Error).message).toBe(`lost the lease of step apply of ${id} to b: this runner stopped the step and records nothing`);
+    expect(seenBy).toEqual({ aborted: true, reason: error });
+    expect(calls).toEqual(['apply']);
+    const apply = stepOf(requireWorkflow(await store.read(), id), 'apply');
+    expect(apply).toMatchObject({ state: 'running', attempts: 2, lease: { holder: 'b' } });
+    // The takeover is the last commit: the loser wrote nothing after it.
+    expect(store.history().slice(commitsBefore).map((c) => c.message)).toEqual([`${id}: apply running (a)`, `${id}: apply running (b)`]);
+  });
+
+  it('keeps running through a heartbeat that cannot reach the ledger, with a warning', async () => {
+    const { app, inputs, id, store, progress } = setup();
+    const flaky = new FlakyStore(store);
+    const result = await runChain({ ...app, store: flaky }, id, inputs, {
+      holder: holder('a'),
+      heartbeatMs: 50,
+      steps: steps([], {
+        apply: async ({ signal }) => {
+          flaky.failNext = true;
+          await flaky.nextUpdate(); // the heartbeat that fails
+          await flaky.nextUpdate(); // the one after it, so the failure was handled
+          expect(signal.aborted).toBe(false);
+          return 'applied';
+        },
+      }),
+    });
+    expect(result.ok).toBe(true);
+    expect(stepOf(result.workflow, 'apply')).toMatchObject({ state: 'succeeded', detail: 'applied' });
+    const warnings = progress.events.filter((e) => e.type === 'warning').map((e) => (e as { message: string }).message);
+    expect(warnings).toEqual([expect.stringContaining('heartbeat failed: ledger unreachable')]);
+  });
 });
+
+/** A store whose next update fails as an unreachable ledger would, when asked to. */
+class FlakyStore implements LedgerStore {
+  readonly description = 'flaky in-memory ledger';
+  failNext = false;
+  private waiters: Array<() => void> = [];
+
+  constructor(private readonly inner: LedgerStore) {}
+
+  read(): Promise<LedgerSnapshot> {
+    return this.inner.read();
+  }
+
+  /** Resolves when the next update is called. */
+  nextUpdate(): Promise<void> {
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  async update<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>): Promise<T> {
+    const waiters = this.waiters;
+    this.waiters = [];
+    waiters.forEach((wake) => wake());
+    if (this.failNext) {
+      this.failNext = false;
+      throw new ExocompError('ledger-unreachable', 'ledger unreachable: connection refused');
+    }
+    return this.inner.update(mutate);
+  }
+}

@@ -2,7 +2,7 @@
 import type { StepContext } from '../chain.js';
 import { applyWorkspace } from '../apply-workspace.js';
 
-export async function applyStep({ app, workflow, inputs, info, warn }: StepContext): Promise<string> {
+export async function applyStep({ app, workflow, inputs, info, warn, signal }: StepContext): Promise<string> {
   const outcome = await applyWorkspace(app, {
     workspacePath: workflow.workspace.path,
     name: workflow.workspace.name,
@@ -15,6 +15,7 @@ export async function applyStep({ app, workflow, inputs, info, warn }: StepConte
     secrets: inputs.secrets,
     info,
     warn,
+    signal,
   });
   return outcome.eventLine;
 }

@@ -4,7 +4,7 @@ import type { StepContext } from '../chain.js';
 import { playFailureSummary } from '../play.js';
 import { runStandingPlay } from '../standing-play.js';
 
-export async function configureStep({ app, workflow, inputs, info }: StepContext): Promise<string> {
+export async function configureStep({ app, workflow, inputs, info, signal }: StepContext): Promise<string> {
   if (!inputs.fleetKeyPath) throw new UsageError('configure needs the fleet key', 'pass --fleet-key <private key file>');
   const { outcome, hostCount } = await runStandingPlay(app, {
     name: workflow.workspace.name,
@@ -18,6 +18,7 @@ export async function configureStep({ app, workflow, inputs, info }: StepContext
     tags: workflow.options.tags,
     secrets: inputs.secrets,
     info,
+    signal,
   });
   if (outcome.code !== 0) {
     throw new ExocompError('play-failed', `configure play failed: ${playFailureSummary(outcome)}`, {

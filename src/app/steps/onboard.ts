@@ -24,14 +24,14 @@ export function seededOnboardPlaybook(): string {
   });
 }
 
-export async function onboardStep({ app, workflow, inputs, info }: StepContext): Promise<string> {
+export async function onboardStep({ app, workflow, inputs, info, signal }: StepContext): Promise<string> {
   if (!inputs.fleetKeyPath) throw new UsageError('onboarding needs the fleet key', 'pass --fleet-key <private key file>');
   if (!inputs.bootstrapKeyPath) throw new UsageError('onboarding needs the bootstrap key', 'pass --bootstrap-key <private key file>');
   const inventory = loadStandingInventory(await app.store.read(), workflow.workspace.name);
   const hosts = inventory.hosts.filter((h) => !h.local);
   if (hosts.length === 0) return 'no SSH hosts to onboard';
 
-  const pins = await pinHostKeys(app, hosts, inputs.rotateHostKeys);
+  const pins = await pinHostKeys(app, hosts, inputs.rotateHostKeys, { signal });
   info(`pinned host keys: ${pins.added.length} new, ${pins.unchanged.length} unchanged, ${pins.rotated.length} rotated`);
 
   const fleetPublicKey = await publicKeyOf(inputs.fleetKeyPath);
@@ -47,6 +47,7 @@ export async function onboardStep({ app, workflow, inputs, info }: StepContext):
     extraVars: { exocomp_fleet_pubkey: fleetPublicKey, exocomp_onboard_user: workflow.options.onboardUser },
     limit: hosts.map((h) => h.name).join(','),
     secrets: inputs.secrets,
+    signal,
   });
   if (outcome.code !== 0) {
     throw new ExocompError('play-failed', `onboarding play failed: ${playFailureSummary(outcome)}`, {

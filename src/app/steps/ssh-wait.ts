@@ -5,7 +5,7 @@ import { waitForSsh } from '../../adapters/ssh.js';
 import type { StepContext } from '../chain.js';
 import { loadStandingInventory } from '../inventories.js';
 
-export async function sshWaitStep({ app, workflow, info }: StepContext): Promise<string> {
+export async function sshWaitStep({ app, workflow, info, signal }: StepContext): Promise<string> {
   const inventory = loadStandingInventory(await app.store.read(), workflow.workspace.name);
   const hosts = inventory.hosts.filter((h) => !h.local);
   const skipped = inventory.hosts.length - hosts.length;
@@ -17,6 +17,7 @@ export async function sshWaitStep({ app, workflow, info }: StepContext): Promise
       timeoutMs: workflow.options.sshWaitMs,
       onReady: (host, elapsedMs) => info(`${host.name} answered after ${formatMs(elapsedMs)}`),
       onWaiting: (pending) => info(`still waiting for ${pending.join(', ')}`),
+      signal,
     },
   );
   if (result.missing.length > 0) {
