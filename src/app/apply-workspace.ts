@@ -17,7 +17,7 @@ import {
   sha256,
   type InventoryRecord,
 } from '../domain/standing-inventory.js';
-import { locateTofu, TofuDriver, type TofuOutputs, type TofuPort } from '../adapters/tofu.js';
+import { locateTofu, TofuDriver, type PlanResult, type TofuOutputs, type TofuPort } from '../adapters/tofu.js';
 import { LEDGER_PATHS, parseRecord, serializeRecord } from '../ledger/records.js';
 import type { LedgerSnapshot } from '../ledger/store.js';
 import type { AppContext } from './context.js';
@@ -91,15 +91,20 @@ function tofuEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return next;
 }
 
+/** The plan sequence every path shares: vars, `init`, `validate`, `plan -out`. */
+export async function planWorkspace(tofu: TofuPort, vars: Record<string, unknown> | undefined, planFile: string): Promise<PlanResult> {
+  if (vars && Object.keys(vars).length > 0) await tofu.writeVars(vars);
+  await tofu.init();
+  await tofu.validate();
+  return tofu.plan(planFile);
+}
+
 export async function applyWorkspace(app: AppContext, request: ApplyRequest): Promise<ApplyOutcome> {
   const tofu = await openTofu(app, request);
   const scratch = await mkdtemp(join(tmpdir(), 'exocomp-plan-'));
   try {
-    if (request.vars && Object.keys(request.vars).length > 0) await tofu.writeVars(request.vars);
-    await tofu.init();
-    await tofu.validate();
     const planFile = request.savedPlanFile ?? join(scratch, 'exocomp.tfplan');
-    const plan = request.savedPlanFile === undefined ? await tofu.plan(planFile) : await readSavedPlan(tofu, planFile);
+    const plan = request.savedPlanFile === undefined ? await planWorkspace(tofu, request.vars, planFile) : await readSavedPlan(tofu, planFile);
     const summary = summarizePlan(plan.plan);
     request.info(`plan: ${formatPlanSummary(summary)}`);
     if (request.approvedFingerprint !== undefined && plan.fingerprint !== request.approvedFingerprint) {
@@ -123,7 +128,9 @@ export async function applyWorkspace(app: AppContext, request: ApplyRequest): Pr
   }
 }
 
+/** A plan saved by an earlier job: the workspace is initialised (providers) and the plan read back. */
 async function readSavedPlan(tofu: TofuPort, planFile: string): Promise<{ plan: PlanJson; fingerprint: string }> {
+  await tofu.init();
   const plan = await tofu.showPlan(planFile);
   return { plan, fingerprint: planFingerprint(plan) };
 }

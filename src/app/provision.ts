@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AppContext } from './context.js';
 import { locateTofu } from '../adapters/tofu.js';
-import { formatPlanSummary, openTofu, readInventoryRecord, requireWorkspaceDir } from './apply-workspace.js';
+import { formatPlanSummary, openTofu, planWorkspace, readInventoryRecord, requireWorkspaceDir } from './apply-workspace.js';
 import { runChain, type ChainResult, type Holder, type HolderProbe } from './chain.js';
 import type { RunInputs } from './run-inputs.js';
 import { saveWorkflow } from './workflows.js';
@@ -80,17 +80,16 @@ export async function createProvision(
 /**
  * Plans without applying and records `awaiting-approval` with the plan's
  * fingerprint: what is approved is this plan, and the apply refuses another.
+ * With `keepPlanFile` the saved plan is written there (for an apply job to
+ * carry), otherwise it is discarded.
  */
-export async function planForApproval(app: AppContext, workflowId: string, inputs: RunInputs): Promise<Workflow> {
+export async function planForApproval(app: AppContext, workflowId: string, inputs: RunInputs, keepPlanFile?: string): Promise<Workflow> {
   const workflow = requireWorkflow(await app.store.read(), workflowId);
   const info = (message: string) => app.progress.emit({ type: 'info', message: inputs.secrets.redact(message), step: 'apply' });
   const tofu = await openTofu(app, { workspacePath: workflow.workspace.path, tofuBinary: inputs.tofuBinary, secrets: inputs.secrets, info });
   const scratch = await mkdtemp(join(tmpdir(), 'exocomp-plan-'));
   try {
-    if (workflow.options.vars && Object.keys(workflow.options.vars).length > 0) await tofu.writeVars(workflow.options.vars);
-    await tofu.init();
-    await tofu.validate();
-    const plan = await tofu.plan(join(scratch, 'exocomp.tfplan'));
+    const plan = await planWorkspace(tofu, workflow.options.vars, keepPlanFile ?? join(scratch, 'exocomp.tfplan'));
     const summary = formatPlanSummary(summarizePlan(plan.plan));
     return await saveWorkflow(
       app,

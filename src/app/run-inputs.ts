@@ -15,5 +15,7 @@ export interface RunInputs {
   runSecrets: Record<string, string>;
   /** Hosts (inventory name, address or [address]:port) whose changed key may be re-pinned. */
   rotateHostKeys: string[];
+  /** The approved plan carried from the plan job: the apply step applies exactly it. */
+  savedPlanFile?: string;
   secrets: SecretRegistry;
 }

@@ -8,7 +8,6 @@ import * as core from '@actions/core';
 import { requireWorkflow } from '../../ledger/records.js';
 import { approvedPlanFile, providerCacheFor } from '../../platform/github/apply-support.js';
 import { chainFailure, passEnvironmentGate, rejectedError, runChainHere } from '../../platform/github/chain-actions.js';
-import { chainApplyingSavedPlan } from '../../platform/github/plan.js';
 import { githubRunInputs, openLedger, publishWorkflow, runAction } from '../../platform/github/session.js';
 
 await runAction('apply', async (session) => {
@@ -44,9 +43,8 @@ await runAction('apply', async (session) => {
     throw error;
   }
   const cache = await providerCacheFor(session, app, workflow);
-  const result = await runChainHere(session, app, id, inputs, {
+  const result = await runChainHere(session, app, id, savedPlan ? { ...inputs, savedPlanFile: savedPlan } : inputs, {
     only: 'apply',
-    ...(savedPlan ? { steps: chainApplyingSavedPlan(savedPlan) } : {}),
     ...(cache ? { env: { TF_PLUGIN_CACHE_DIR: cache.dir } } : {}),
   });
   await cache?.save();

@@ -1,8 +1,17 @@
-/** Step 1: plan, check the approved plan, apply it, capture tf:<name>, seal sensitive outputs. */
+/**
+ * Step 1: plan (or take the saved plan carried from the plan job), check it is
+ * the approved plan, apply it, capture tf:<name>, seal sensitive outputs.
+ */
+import { ExocompError } from '../../domain/errors.js';
 import type { StepContext } from '../chain.js';
 import { applyWorkspace } from '../apply-workspace.js';
 
 export async function applyStep({ app, workflow, inputs, info, warn, signal }: StepContext): Promise<string> {
+  if (inputs.savedPlanFile !== undefined && workflow.approval.planFingerprint === undefined) {
+    throw new ExocompError('approval', `workflow ${workflow.id} recorded no approved plan to compare the saved plan with`, {
+      help: 'nothing was applied; run the plan job for this workflow first',
+    });
+  }
   const outcome = await applyWorkspace(app, {
     workspacePath: workflow.workspace.path,
     name: workflow.workspace.name,
@@ -10,6 +19,7 @@ export async function applyStep({ app, workflow, inputs, info, warn, signal }: S
     ...(inputs.tofuBinary ? { tofuBinary: inputs.tofuBinary } : {}),
     ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}),
     ...(workflow.approval.planFingerprint ? { approvedFingerprint: workflow.approval.planFingerprint } : {}),
+    ...(inputs.savedPlanFile ? { savedPlanFile: inputs.savedPlanFile } : {}),
     ...(workflow.trigger.runUrl ? { runUrl: workflow.trigger.runUrl } : {}),
     workflowId: workflow.id,
     secrets: inputs.secrets,

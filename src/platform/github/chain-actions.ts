@@ -8,7 +8,7 @@ import { defaultWorkspaceName, parseWorkspaceName } from '../../domain/names.js'
 import type { StepName, Workflow } from '../../domain/workflow.js';
 import { readWorkflow } from '../../ledger/records.js';
 import type { AppContext } from '../../app/context.js';
-import { runChain, type CHAIN, type ChainResult } from '../../app/chain.js';
+import { runChain, type ChainResult } from '../../app/chain.js';
 import { createProvision } from '../../app/provision.js';
 import type { RunInputs } from '../../app/run-inputs.js';
 import { recordEnvironmentApproval, requireEnvironmentApproval } from './approval.js';
@@ -90,19 +90,18 @@ export function rejectedError(workflow: Workflow): ExocompError {
   });
 }
 
-/** Runs the chain (or one step) under this job's lease; `steps` replaces the chain (the saved-plan apply), `env` adds to tofu's environment. */
+/** Runs the chain (or one step) under this job's lease; `env` adds to the environment of tofu and the plays. */
 export async function runChainHere(
   session: Session<ActionName>,
   app: AppContext,
   workflowId: string,
   inputs: RunInputs,
-  options: { only?: StepName; steps?: typeof CHAIN; env?: Record<string, string> } = {},
+  options: { only?: StepName; env?: Record<string, string> } = {},
 ): Promise<ChainResult> {
   return runChain(options.env ? { ...app, env: { ...app.env, ...options.env } } : app, workflowId, inputs, {
     holder: ciHolder(session.run),
     probe: ciHolderProbe(session.github, session.run),
     ...(options.only ? { only: options.only } : {}),
-    ...(options.steps ? { steps: options.steps } : {}),
   });
 }
 

@@ -5,7 +5,7 @@
  */
 import * as core from '@actions/core';
 import { join } from 'node:path';
-import { chainApplyingSavedPlan, planAndRecord } from './plan.js';
+import { planAndRecord } from './plan.js';
 import { approvedPlanFile, providerCacheFor, shipPlan } from './apply-support.js';
 import {
   chainFailure,
@@ -65,8 +65,7 @@ export async function provisionInOneJob(session: Session<'provision'>): Promise<
     throw error;
   }
   const cache = await providerCacheFor(session, app, workflow);
-  const result = await runChainHere(session, app, id, inputs, {
-    ...(savedPlan ? { steps: chainApplyingSavedPlan(savedPlan) } : {}),
+  const result = await runChainHere(session, app, id, savedPlan ? { ...inputs, savedPlanFile: savedPlan } : inputs, {
     ...(cache ? { env: { TF_PLUGIN_CACHE_DIR: cache.dir } } : {}),
   });
   await cache?.save();
