@@ -71,7 +71,7 @@ export class ResultsDouble {
   private lastId = 700;
   private baseUrl = '';
 
-  private constructor(private readonly hostname: string) {
+  private constructor() {
     this.server = createServer((request, response) => {
       this.serve(request, response).catch((error: unknown) => {
         this.violations.push(`the double failed: ${String(error)}`);
@@ -83,7 +83,7 @@ export class ResultsDouble {
 
   /** Listens on 127.0.0.1; URLs it hands out use `hostname` (which must resolve to it). */
   static async start(hostname = '127.0.0.1'): Promise<ResultsDouble> {
-    const double = new ResultsDouble(hostname);
+    const double = new ResultsDouble();
     await new Promise<void>((resolve) => double.server.listen(0, '127.0.0.1', () => resolve()));
     double.baseUrl = `http://${hostname}:${(double.server.address() as AddressInfo).port}`;
     return double;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExocompError, UsageError } from '../../src/domain/errors.js';
+import { UsageError } from '../../src/domain/errors.js';
 import { quoteValue } from '../../src/domain/names.js';
 import { MAX_DURATION_MS, formatDuration, parseDuration } from '../../src/domain/duration.js';
 import { thrown } from '../support/errors.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ExocompError, UsageError } from '../../src/domain/errors.js';
+import { UsageError } from '../../src/domain/errors.js';
 import {
   defaultWorkspaceName,
   envNameForOutput,

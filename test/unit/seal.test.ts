@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { ExocompError } from '../../src/domain/errors.js';
 import { parseSealKey, sealOutputs, sealedRecordSchema, unsealOutputs, type SealedRecord } from '../../src/domain/seal.js';
 import { thrown } from '../support/errors.js';
 

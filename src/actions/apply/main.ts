@@ -6,8 +6,8 @@
  */
 import * as core from '@actions/core';
 import { requireWorkflow } from '../../ledger/records.js';
-import { approvedPlanFile, providerCacheFor } from '../../platform/github/apply-support.js';
-import { chainFailure, passEnvironmentGate, rejectedError, runChainHere } from '../../platform/github/chain-actions.js';
+import { runApprovedChain } from '../../platform/github/apply-support.js';
+import { passEnvironmentGate, rejectedError } from '../../platform/github/chain-actions.js';
 import { githubRunInputs, openLedger, publishWorkflow, runAction } from '../../platform/github/session.js';
 
 await runAction('apply', async (session) => {
@@ -35,20 +35,5 @@ await runAction('apply', async (session) => {
       throw error;
     }
   }
-  let savedPlan: string | undefined;
-  try {
-    savedPlan = await approvedPlanFile(session, workflow, inputs.sealKey, s.token);
-  } catch (error) {
-    await publish(workflow);
-    throw error;
-  }
-  const cache = await providerCacheFor(session, app, workflow);
-  const result = await runChainHere(session, app, id, savedPlan ? { ...inputs, savedPlanFile: savedPlan } : inputs, {
-    only: 'apply',
-    ...(cache ? { env: { TF_PLUGIN_CACHE_DIR: cache.dir } } : {}),
-  });
-  await cache?.save();
-  await publish(result.workflow);
-  const failure = chainFailure(result);
-  if (failure) throw failure;
+  await runApprovedChain(session, app, workflow, inputs, { token: s.token, publish, only: 'apply' });
 });

@@ -7,7 +7,9 @@ import { join, resolve } from 'node:path';
 import { ExocompError } from '../../domain/errors.js';
 import { recordPlanRun, stepOf, type Workflow } from '../../domain/workflow.js';
 import type { AppContext } from '../../app/context.js';
+import type { RunInputs } from '../../app/run-inputs.js';
 import { saveWorkflow } from '../../app/workflows.js';
+import { chainFailure, runChainHere } from './chain-actions.js';
 import type { ActionName } from './inputs.js';
 import { actionsArtifactStore, downloadSealedPlan, planArtifactName, uploadSealedPlan } from './plan-artifact.js';
 import { actionsCache, restoreProviderCache, type ProviderCache } from './provider-cache.js';
@@ -64,4 +66,34 @@ export async function shipPlan(session: Session<ActionName>, app: AppContext, pl
   const workflow = await saveWorkflow(app, workflowId, (w) => recordPlanRun(w, runId, app.now()), `${workflowId}: sealed plan in run ${runId}`);
   core.info(`uploaded the sealed plan for the apply job (an artifact of run ${runId})`);
   return workflow;
+}
+
+/**
+ * Runs the chain (or only its apply step) from an approved workflow: the sealed
+ * approved plan when one travelled, the provider cache around it, and the
+ * status published whatever happens. Throws the step's failure after publishing.
+ */
+export async function runApprovedChain(
+  session: Session<ActionName>,
+  app: AppContext,
+  workflow: Workflow,
+  inputs: RunInputs,
+  options: { token: string; publish(workflow: Workflow): Promise<unknown>; only?: 'apply' },
+): Promise<void> {
+  let savedPlan: string | undefined;
+  try {
+    savedPlan = await approvedPlanFile(session, workflow, inputs.sealKey, options.token);
+  } catch (error) {
+    await options.publish(workflow);
+    throw error;
+  }
+  const cache = await providerCacheFor(session, app, workflow);
+  const result = await runChainHere(session, app, workflow.id, savedPlan ? { ...inputs, savedPlanFile: savedPlan } : inputs, {
+    ...(options.only ? { only: options.only } : {}),
+    ...(cache ? { env: { TF_PLUGIN_CACHE_DIR: cache.dir } } : {}),
+  });
+  await cache?.save();
+  await options.publish(result.workflow);
+  const failure = chainFailure(result);
+  if (failure) throw failure;
 }

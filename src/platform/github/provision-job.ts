@@ -6,14 +6,12 @@
 import * as core from '@actions/core';
 import { join } from 'node:path';
 import { planAndRecord } from './plan.js';
-import { approvedPlanFile, providerCacheFor, shipPlan } from './apply-support.js';
+import { runApprovedChain, shipPlan } from './apply-support.js';
 import {
-  chainFailure,
   defaultWorkflowId,
   findOrCreateWorkflow,
   passEnvironmentGate,
   rejectedError,
-  runChainHere,
   workspaceNameOf,
 } from './chain-actions.js';
 import { githubRunInputs, openLedger, publishWorkflow, type Session } from './session.js';
@@ -57,19 +55,5 @@ export async function provisionInOneJob(session: Session<'provision'>): Promise<
     }
   }
   // The continuation of a dispatch-mode approval applies the plan the plan run sealed, when it shipped one.
-  let savedPlan: string | undefined;
-  try {
-    savedPlan = await approvedPlanFile(session, workflow, inputs.sealKey, s.token);
-  } catch (error) {
-    await publish(workflow);
-    throw error;
-  }
-  const cache = await providerCacheFor(session, app, workflow);
-  const result = await runChainHere(session, app, id, savedPlan ? { ...inputs, savedPlanFile: savedPlan } : inputs, {
-    ...(cache ? { env: { TF_PLUGIN_CACHE_DIR: cache.dir } } : {}),
-  });
-  await cache?.save();
-  await publish(result.workflow);
-  const failure = chainFailure(result);
-  if (failure) throw failure;
+  await runApprovedChain(session, app, workflow, inputs, { token: s.token, publish });
 }
