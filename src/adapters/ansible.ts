@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { ExocompError, UsageError } from '../domain/errors.js';
 import { redact, runProcess } from './process.js';
+import { makePrivateDir } from './private-dir.js';
 
 export interface PlaybookRun {
   playbook: string;
@@ -76,7 +77,7 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
   }
   const knownHostsFile = sshSafePath(resolve(run.cwd, run.knownHostsFile), 'the known_hosts file');
   const secrets = expandSecrets(run.secrets ?? []);
-  const workDir = await makePrivateDir(run.env.TMPDIR);
+  const workDir = await runDirFor(run.env.TMPDIR);
   try {
     const controlDir = await makeControlDir(workDir);
     try {
@@ -220,7 +221,8 @@ function sshSafePath(path: string, what: string): string {
   return path;
 }
 
-async function makePrivateDir(base: string | undefined): Promise<string> {
+/** Short on purpose: the control socket lives below it and unix socket paths are limited to 107 bytes. */
+async function runDirFor(base: string | undefined): Promise<string> {
   const dir = await mkdtemp(join(base && isAbsolute(base) ? base : tmpdir(), 'exocomp-run-'));
   await chmod(dir, 0o700);
   return dir;
@@ -230,7 +232,7 @@ async function makePrivateDir(base: string | undefined): Promise<string> {
 async function makeControlDir(workDir: string): Promise<string> {
   let dir = join(workDir, 'cp');
   if (dir.length + CONTROL_SOCKET_NAME_LENGTH > MAX_CONTROL_SOCKET_PATH) {
-    dir = await mkdtemp('/tmp/exocomp-cp-');
+    dir = await makePrivateDir('cp', '/tmp');
   } else {
     await mkdir(dir);
   }

@@ -2,11 +2,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { chmod, copyFile, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
 import { knownHostsName } from '../domain/inventory.js';
 import { runProcess } from './process.js';
+import { makePrivateDir } from './private-dir.js';
 
 // ---------------------------------------------------------------------------
 // Banner probe (step 2). Plain TCP: it reads what the server says first and
@@ -440,7 +440,7 @@ export class SshAgent {
   }
 
   static async start(): Promise<SshAgent> {
-    const dir = await mkdtemp(join(tmpdir(), 'exocomp-agent-'));
+    const dir = await makePrivateDir('agent');
     const socketPath = join(dir, 'agent.sock');
     const keeper = spawn(
       'ssh-agent',

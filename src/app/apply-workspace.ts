@@ -2,8 +2,7 @@
  * Applies a workspace and refreshes its standing inventory (DESIGN.md §2 step 1,
  * §3, §6). Used by the chain's apply step and by `exocomp workspace apply`.
  */
-import { mkdtemp, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
 import { captureEventLine, captureInventory, deriveHosts, knownHostsName, parseInventory } from '../domain/inventory.js';
@@ -22,6 +21,7 @@ import { LEDGER_PATHS, parseRecord, serializeRecord } from '../ledger/records.js
 import type { LedgerSnapshot } from '../ledger/store.js';
 import type { AppContext } from './context.js';
 import type { SecretRegistry } from './secrets.js';
+import { makePrivateDir } from '../adapters/private-dir.js';
 
 export interface ApplyRequest {
   workspacePath: string;
@@ -101,7 +101,7 @@ export async function planWorkspace(tofu: TofuPort, vars: Record<string, unknown
 
 export async function applyWorkspace(app: AppContext, request: ApplyRequest): Promise<ApplyOutcome> {
   const tofu = await openTofu(app, request);
-  const scratch = await mkdtemp(join(tmpdir(), 'exocomp-plan-'));
+  const scratch = await makePrivateDir('plan');
   try {
     const planFile = request.savedPlanFile ?? join(scratch, 'exocomp.tfplan');
     const plan = request.savedPlanFile === undefined ? await planWorkspace(tofu, request.vars, planFile) : await readSavedPlan(tofu, planFile);

@@ -5,14 +5,14 @@
  * meant for the play, and a working directory that holds nothing else.
  */
 import { existsSync } from 'node:fs';
-import { chmod, copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
 import { scrubEnvironment } from '../domain/run-environment.js';
 import { runPlaybook } from '../adapters/ansible.js';
 import { SshAgent } from '../adapters/ssh.js';
 import type { SecretRegistry } from './secrets.js';
+import { makePrivateDir } from '../adapters/private-dir.js';
 
 export interface PlayRequest {
   /** Playbook path, relative to `cwd` or absolute. */
@@ -55,8 +55,7 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
   if (!existsSync(playbook)) {
     throw new ExocompError('usage', `playbook ${request.playbook} does not exist`, { help: 'pass the path of a playbook file' });
   }
-  const privateDir = await mkdtemp(join(tmpdir(), 'exocomp-run-'));
-  await chmod(privateDir, 0o700);
+  const privateDir = await makePrivateDir('run');
   let agent: SshAgent | undefined;
   try {
     const inventoryPath = join(privateDir, 'inventory.json');

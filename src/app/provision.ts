@@ -4,7 +4,9 @@
  * approval, wait for one, and continue a workflow from the ledger.
  */
 import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import { userInfo } from 'node:os';
+import { join } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
 import { summarizePlan } from '../domain/plan.js';
 import { INVENTORY_SCHEMA_VERSION, type InventoryRecord } from '../domain/standing-inventory.js';
@@ -17,11 +19,9 @@ import {
   type Workflow,
 } from '../domain/workflow.js';
 import { LEDGER_PATHS, listWorkflows, readWorkflow, requireWorkflow, serializeRecord } from '../ledger/records.js';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import type { AppContext } from './context.js';
+import { makePrivateDir } from '../adapters/private-dir.js';
 import { locateTofu } from '../adapters/tofu.js';
+import type { AppContext } from './context.js';
 import { formatPlanSummary, openTofu, planWorkspace, readInventoryRecord, requireWorkspaceDir } from './apply-workspace.js';
 import { runChain, type ChainResult, type Holder, type HolderProbe } from './chain.js';
 import type { RunInputs } from './run-inputs.js';
@@ -87,7 +87,7 @@ export async function planForApproval(app: AppContext, workflowId: string, input
   const workflow = requireWorkflow(await app.store.read(), workflowId);
   const info = (message: string) => app.progress.emit({ type: 'info', message: inputs.secrets.redact(message), step: 'apply' });
   const tofu = await openTofu(app, { workspacePath: workflow.workspace.path, tofuBinary: inputs.tofuBinary, secrets: inputs.secrets, info });
-  const scratch = await mkdtemp(join(tmpdir(), 'exocomp-plan-'));
+  const scratch = await makePrivateDir('plan');
   try {
     const plan = await planWorkspace(tofu, workflow.options.vars, keepPlanFile ?? join(scratch, 'exocomp.tfplan'));
     const summary = formatPlanSummary(summarizePlan(plan.plan));
