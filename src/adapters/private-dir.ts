@@ -7,24 +7,15 @@
 import { chmod, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { isProcessAlive } from './process.js';
 
 const OWNED = /^exocomp-[a-z]+-(\d+)-/;
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: alive, owned by someone else.
-    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
-  }
-}
 
 /** Removes directories under `parent` whose owning process is gone. */
 export async function sweepOrphanedDirs(parent: string = tmpdir()): Promise<void> {
   for (const name of await readdir(parent).catch(() => [] as string[])) {
     const pid = Number(OWNED.exec(name)?.[1]);
-    if (!Number.isInteger(pid) || pid === process.pid || isAlive(pid)) continue;
+    if (!Number.isInteger(pid) || pid === process.pid || isProcessAlive(pid)) continue;
     await rm(join(parent, name), { recursive: true, force: true }).catch(() => undefined);
   }
 }

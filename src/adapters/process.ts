@@ -25,6 +25,16 @@ export interface RunResult {
   stderr: string;
 }
 
+/** Whether a process with this pid exists on this machine (EPERM: it does, owned by someone else). */
+export function isProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
+  }
+}
+
 /** Replaces every occurrence of each secret (of at least 4 characters) with ***. */
 export function redact(text: string, secrets: readonly string[] = []): string {
   let out = text;

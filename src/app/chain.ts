@@ -6,12 +6,14 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { describeError, ExocompError } from '../domain/errors.js';
+import { isProcessAlive } from '../adapters/process.js';
 import {
   failStep,
   heartbeat,
   IllegalTransitionError,
   resumeWorkflow,
   startStep,
+  STEP_NAMES,
   stepOf,
   succeedStep,
   type Lease,
@@ -51,8 +53,6 @@ export const CHAIN: ReadonlyArray<{ name: StepName; run: StepAction }> = [
   { name: 'configure', run: configureStep },
 ];
 
-const CHAIN_ORDER: readonly StepName[] = CHAIN.map((s) => s.name);
-
 export const LEASE_TTL_MS = 60_000;
 const HEARTBEAT_EVERY_MS = 15_000;
 
@@ -81,12 +81,7 @@ export type HolderProbe = (lease: Lease) => Promise<boolean | undefined>;
 
 export const probeLocalHolder: HolderProbe = async (lease) => {
   if (lease.origin.kind !== 'local' || lease.origin.hostname !== hostname()) return undefined;
-  try {
-    process.kill(lease.origin.pid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return !isProcessAlive(lease.origin.pid);
 };
 
 export interface ChainResult {
@@ -121,7 +116,7 @@ export async function runChain(
     }
     // A per-step entry (one CI job per step) runs its own step only; startStep refuses it unless its predecessor succeeded.
     if (options.only !== undefined && options.only !== step.name) {
-      if (CHAIN_ORDER.indexOf(step.name) < CHAIN_ORDER.indexOf(options.only)) continue;
+      if (STEP_NAMES.indexOf(step.name) < STEP_NAMES.indexOf(options.only)) continue;
       break;
     }
     workflow = await arm(app, workflowId, step.name, holder, probe);

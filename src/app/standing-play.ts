@@ -7,7 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
 import type { InventoryRef } from '../domain/names.js';
-import { sealedRecordSchema, unsealOutputs } from '../domain/seal.js';
+import { SEALED_SCHEMA_VERSION, sealedRecordSchema, unsealOutputs } from '../domain/seal.js';
 import { LEDGER_PATHS, parseRecord } from '../ledger/records.js';
 import type { LedgerSnapshot } from '../ledger/store.js';
 import type { AppContext } from './context.js';
@@ -41,7 +41,7 @@ function unsealedFor(snapshot: LedgerSnapshot, name: string, request: StandingPl
   const file = LEDGER_PATHS.sealed(name);
   const text = snapshot.read(file);
   if (text === undefined) return {};
-  const record = parseRecord(file, text, sealedRecordSchema, 1);
+  const record = parseRecord(file, text, sealedRecordSchema, SEALED_SCHEMA_VERSION);
   if (request.sealKey === undefined) {
     request.info(`tf:${name} has ${record.entries.length} sealed output(s); without a seal key they are not handed to the play`);
     return {};

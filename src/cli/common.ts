@@ -3,13 +3,12 @@
  * settings object, and the context a use case runs in.
  */
 import { Command, Option } from 'commander';
-import { GitLedgerStore } from '../ledger/git-store.js';
+import { DEFAULT_LEDGER_BRANCH, GitLedgerStore } from '../ledger/git-store.js';
 import { resolveLedgerLocation } from '../ledger/location.js';
 import type { AppContext } from '../app/context.js';
 import type { ProgressListener } from '../app/progress.js';
 import { JsonProgress, TerminalProgress } from './terminal.js';
 
-export const DEFAULT_LEDGER_BRANCH = 'exocomp-ledger';
 
 export interface GlobalSettings {
   ledger: string | undefined;

@@ -4,12 +4,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { UsageError } from '../domain/errors.js';
 import { defaultWorkspaceName, parseWorkspaceName } from '../domain/names.js';
-import { validateEnvName } from '../domain/run-environment.js';
 import { parseSealKey } from '../domain/seal.js';
+import { parseMapping, parseRunSecrets } from '../app/mappings.js';
 import type { RunInputs } from '../app/run-inputs.js';
 import { SecretRegistry } from '../app/secrets.js';
 import { describeZodIssues } from '../ledger/records.js';
@@ -26,7 +25,7 @@ export function addTofuOptions(command: Command): Command {
   return command
     .addOption(new Option('--tofu-binary <path>', 'OpenTofu/Terraform binary (default: tofu, else terraform, on PATH)'))
     .addOption(new Option('--workspace-name <name>', 'name of the standing inventory tf:<name> (default: the workspace directory name)'))
-    .addOption(new Option('--vars-file <file>', 'YAML/JSON mapping of input variables, written to exocomp.auto.tfvars.json'));
+    .addOption(new Option('--vars-file <file>', 'YAML/JSON mapping of input variables, written to exocomp.auto.tfvars.json and kept in the ledger for resume (no secrets: use TF_VAR_* for sensitive variables)'));
 }
 
 export function addPlayOptions(command: Command): Command {
@@ -36,41 +35,20 @@ export function addPlayOptions(command: Command): Command {
     .addOption(new Option('--tags <tags>', 'only run tasks with these tags'));
 }
 
-function readMapping(file: string, what: string): Record<string, unknown> {
-  let text: string;
+function readMappingFile(file: string, what: string): string {
   try {
-    text = readFileSync(file, 'utf8');
+    return readFileSync(file, 'utf8');
   } catch (error) {
     throw new UsageError(`cannot read ${what} file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, `pass an existing file`);
   }
-  let data: unknown;
-  try {
-    data = parseYaml(text);
-  } catch (error) {
-    // The parser's message can quote the offending line, which may hold a secret.
-    throw new UsageError(`${what} file ${file} is not valid YAML/JSON (line ${(error as { linePos?: Array<{ line: number }> }).linePos?.[0]?.line ?? '?'})`, 'fix the file: a mapping of name → value');
-  }
-  const parsed = z.record(z.string(), z.unknown()).safeParse(data ?? {});
-  if (!parsed.success) throw new UsageError(`${what} file ${file} must be a mapping of name → value`, 'fix the file');
-  return parsed.data;
 }
 
 export function readRunSecrets(file: string | undefined): Record<string, string> {
-  if (file === undefined) return {};
-  const mapping = readMapping(file, 'run-secrets');
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(mapping)) {
-    validateEnvName(name);
-    if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
-      throw new UsageError(`run-secret ${name} must be a string, number or boolean`, 'fix the run-secrets file');
-    }
-    out[name] = String(value);
-  }
-  return out;
+  return file === undefined ? {} : parseRunSecrets(readMappingFile(file, 'run-secrets'), `run-secrets file ${file}`);
 }
 
 export function readVars(file: string | undefined): Record<string, unknown> | undefined {
-  return file === undefined ? undefined : readMapping(file, 'vars');
+  return file === undefined ? undefined : parseMapping(readMappingFile(file, 'vars'), `vars file ${file}`);
 }
 
 const keyOptionsSchema = z.object({

@@ -1,5 +1,5 @@
 /** Renders progress events for a person (lines) or a program (one JSON object per line). */
-import { formatMs } from '../domain/render.js';
+import { formatDuration } from '../domain/duration.js';
 import type { ProgressEvent, ProgressListener } from '../app/progress.js';
 
 export class TerminalProgress implements ProgressListener {
@@ -14,10 +14,10 @@ export class TerminalProgress implements ProgressListener {
         this.write(`[${event.index}/${event.total}] ${event.step} ${event.reason}`);
         break;
       case 'step-succeeded':
-        this.write(`[${event.index}/${event.total}] ${event.step} … ${formatMs(event.durationMs)} ✓${event.detail ? `  ${event.detail}` : ''}`);
+        this.write(`[${event.index}/${event.total}] ${event.step} … ${formatDuration(event.durationMs)} ✓${event.detail ? `  ${event.detail}` : ''}`);
         break;
       case 'step-failed':
-        this.write(`[${event.index}/${event.total}] ${event.step} … ${formatMs(event.durationMs)} ✗  ${event.summary}`);
+        this.write(`[${event.index}/${event.total}] ${event.step} … ${formatDuration(event.durationMs)} ✗  ${event.summary}`);
         break;
       case 'info':
         this.write(`    ${event.message}`);

@@ -3,6 +3,7 @@
  * summary, PR comment) and as JSON. Pure: time is handed in for durations of
  * running steps.
  */
+import { formatDuration } from './duration.js';
 import { STEP_NAMES, type Step, type Workflow } from './workflow.js';
 
 const STATE_MARK: Record<Step['state'], string> = {
@@ -34,14 +35,6 @@ export interface WorkflowView {
   approval: Workflow['approval'];
   steps: StepView[];
   failure: Workflow['failure'] | null;
-}
-
-export function formatMs(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)}ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
-  const minutes = Math.floor(ms / 60_000);
-  const seconds = Math.round((ms % 60_000) / 1000);
-  return `${minutes}m ${String(seconds).padStart(2, '0')}s`;
 }
 
 function stepDuration(step: Step, now: Date): number | null {
@@ -100,7 +93,7 @@ export function renderText(view: WorkflowView): string {
         `${s.index} ${s.name}`,
         `${STATE_MARK[s.state]} ${s.state}`,
         String(s.attempts),
-        s.durationMs === null ? '-' : formatMs(s.durationMs),
+        s.durationMs === null ? '-' : formatDuration(s.durationMs),
         s.detail,
       ]),
     ]),
@@ -130,7 +123,7 @@ export function renderMarkdown(view: WorkflowView, options: { maxDetail?: number
     ...view.steps.map(
       (s) =>
         `| ${s.index} | ${s.runUrl ? `[${s.name}](${s.runUrl})` : s.name} | ${STATE_MARK[s.state]} ${s.state} | ${s.attempts} | ${
-          s.durationMs === null ? '-' : formatMs(s.durationMs)
+          s.durationMs === null ? '-' : formatDuration(s.durationMs)
         } | ${escapeCell(clip(s.detail))} |`,
     ),
   ];

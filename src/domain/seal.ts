@@ -29,8 +29,10 @@ const MIN_KEY_LENGTH = 16;
 
 const base64 = z.string().regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64');
 
+export const SEALED_SCHEMA_VERSION = 1;
+
 export const sealedRecordSchema = z.object({
-  schemaVersion: z.literal(1),
+  schemaVersion: z.literal(SEALED_SCHEMA_VERSION),
   workspace: z.string().min(1),
   sealedAt: z.iso.datetime(),
   algorithm: z.literal('aes-256-gcm'),
@@ -110,7 +112,7 @@ export function sealOutputs({ workspace, outputs, key, now }: SealInput): Sealed
     });
   }
   return sealedRecordSchema.parse({
-    schemaVersion: 1,
+    schemaVersion: SEALED_SCHEMA_VERSION,
     workspace,
     sealedAt,
     algorithm: 'aes-256-gcm',

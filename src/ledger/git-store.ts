@@ -18,6 +18,7 @@ import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ExocompError, UsageError } from '../domain/errors.js';
 import { isRemoteUrl, ProcessGitCli, redactRemote, type GitCli, type GitConfigEntry } from '../adapters/git.js';
+import { isProcessAlive } from '../adapters/process.js';
 import { applyWrites, FileSnapshot } from './memory-store.js';
 import type { LedgerChange, LedgerSnapshot, LedgerStore } from './store.js';
 
@@ -426,15 +427,6 @@ class WriterLock {
       // Released meanwhile: try again at once.
       return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'none' : 'alive';
     }
-  }
-}
-
-function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -15,7 +15,7 @@ import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { chmod, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { runProcess } from '../../src/adapters/process.js';
+import { isProcessAlive, runProcess } from '../../src/adapters/process.js';
 import { canListen, randomLoopbackAddress } from './addresses.js';
 
 export interface KeyPair {
@@ -98,15 +98,6 @@ function installExitHook(): void {
   process.on('exit', () => {
     for (const host of liveHosts) host.killAndRemoveSync();
   });
-}
-
-function isProcessAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** Removes host directories left behind by test processes that died without destroy(). */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { formatMs, renderMarkdown, renderText, viewWorkflow } from '../../src/domain/render.js';
+import { formatDuration } from '../../src/domain/duration.js';
+import { renderMarkdown, renderText, viewWorkflow } from '../../src/domain/render.js';
 import { awaitApproval, failStep, startStep, succeedStep } from '../../src/domain/workflow.js';
 import { localLease as lease, sampleWorkflow, T0 as t0 } from '../support/workflows.js';
 
@@ -13,13 +14,13 @@ function failedAtWait() {
   return failStep(w, 'ssh-wait', 'a', at(8), { kind: 'ssh-wait', summary: 'no SSH banner from web2 | really' });
 }
 
-describe('formatMs', () => {
+describe('formatDuration', () => {
   it.each([
     [850, '850ms'],
     [3200, '3.2s'],
     [65_000, '1m 05s'],
     [0, '0ms'],
-  ])('%d → %s', (ms, text) => expect(formatMs(ms)).toBe(text));
+  ])('%d → %s', (ms, text) => expect(formatDuration(ms)).toBe(text));
 });
 
 describe('the workflow view', () => {

@@ -1,13 +1,5 @@
 /** One step of the chain as its own job: runs only onboard, after the step before it succeeded. */
-import { chainFailure, runChainHere } from '../../platform/github/chain-actions.js';
-import { githubRunInputs, openLedger, publishWorkflow, runAction } from '../../platform/github/session.js';
+import { runOneStep } from '../../platform/github/chain-actions.js';
+import { runAction } from '../../platform/github/session.js';
 
-await runAction('onboard', async (session) => {
-  const s = session.settings;
-  const app = await openLedger(session, s, { write: true });
-  const inputs = await githubRunInputs(session, s);
-  const result = await runChainHere(session, app, s['workflow-id'], inputs, { only: 'onboard' });
-  await publishWorkflow(session, app, result.workflow, { comment: s.comment, commentAuthor: s['comment-author'] });
-  const failure = chainFailure(result);
-  if (failure) throw failure;
-});
+await runAction('onboard', (session) => runOneStep(session, session.settings, 'onboard'));

@@ -10,7 +10,8 @@ import { shipPlan } from '../../platform/github/apply-support.js';
 import { defaultWorkflowId, findOrCreateWorkflow, workspaceNameOf } from '../../platform/github/chain-actions.js';
 import { upsertStickyComment } from '../../platform/github/comment.js';
 import { commentMarker, describePlanSummary } from '../../platform/github/status.js';
-import { childEnvironment, githubRunInputs, openLedger, parseMapping, publishWorkflow, runAction } from '../../platform/github/session.js';
+import { parseMapping } from '../../app/mappings.js';
+import { childEnvironment, githubRunInputs, openLedger, publishWorkflow, runAction } from '../../platform/github/session.js';
 import { MemoryLedgerStore } from '../../ledger/memory-store.js';
 
 await runAction('plan', async (session) => {
@@ -21,7 +22,7 @@ await runAction('plan', async (session) => {
     const name = workspaceNameOf(s);
     // A preview records nothing: the context's ledger is an empty in-memory one.
     const app = { store: new MemoryLedgerStore(), ledgerBranch: s['ledger-branch'], now: session.now, cwd: session.run.workspace, env: childEnvironment(process.env), progress: session.progress };
-    const summary = await previewPlan(app, { workspacePath: s.workspace, vars: parseMapping(s.vars, 'vars'), inputs, planFile });
+    const summary = await previewPlan(app, { workspacePath: s.workspace, vars: s.vars === undefined ? {} : parseMapping(s.vars, 'the vars input'), inputs, planFile });
     const body = [commentMarker(`plan-${name}`), `### exocomp plan for \`${name}\``, '', `Plan: ${describePlanSummary(summary)}`, '', `<sub>[run ${session.run.runId}](${session.run.runUrl}) · plan only, nothing recorded or applied</sub>`].join('\n');
     core.setOutput('plan-summary', summary);
     core.setOutput('state', 'planned');

@@ -1,13 +1,5 @@
 /** One step of the chain as its own job: runs only ssh-wait, after the step before it succeeded. */
-import { chainFailure, runChainHere } from '../../platform/github/chain-actions.js';
-import { githubRunInputs, openLedger, publishWorkflow, runAction } from '../../platform/github/session.js';
+import { runOneStep } from '../../platform/github/chain-actions.js';
+import { runAction } from '../../platform/github/session.js';
 
-await runAction('ssh-wait', async (session) => {
-  const s = session.settings;
-  const app = await openLedger(session, s, { write: true });
-  const inputs = await githubRunInputs(session, {});
-  const result = await runChainHere(session, app, s['workflow-id'], inputs, { only: 'ssh-wait' });
-  await publishWorkflow(session, app, result.workflow, { comment: s.comment, commentAuthor: s['comment-author'] });
-  const failure = chainFailure(result);
-  if (failure) throw failure;
-});
+await runAction('ssh-wait', (session) => runOneStep(session, session.settings, 'ssh-wait'));

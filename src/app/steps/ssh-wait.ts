@@ -1,6 +1,6 @@
 /** Step 2: probe every SSH host's banner until it answers, bounded by --ssh-wait. Never authenticates. */
 import { ExocompError } from '../../domain/errors.js';
-import { formatMs } from '../../domain/render.js';
+import { formatDuration } from '../../domain/duration.js';
 import { waitForSsh } from '../../adapters/ssh.js';
 import type { StepContext } from '../chain.js';
 import { loadStandingInventory } from '../inventories.js';
@@ -10,19 +10,19 @@ export async function sshWaitStep({ app, workflow, info, signal }: StepContext):
   const hosts = inventory.hosts.filter((h) => !h.local);
   const skipped = inventory.hosts.length - hosts.length;
   if (hosts.length === 0) return `no SSH hosts to wait for (${skipped} local)`;
-  info(`waiting up to ${formatMs(workflow.options.sshWaitMs)} for ${hosts.length} host(s): ${hosts.map((h) => h.name).join(', ')}`);
+  info(`waiting up to ${formatDuration(workflow.options.sshWaitMs)} for ${hosts.length} host(s): ${hosts.map((h) => h.name).join(', ')}`);
   const result = await waitForSsh(
     hosts.map((h) => ({ name: h.name, address: h.address, port: h.port })),
     {
       timeoutMs: workflow.options.sshWaitMs,
-      onReady: (host, elapsedMs) => info(`${host.name} answered after ${formatMs(elapsedMs)}`),
+      onReady: (host, elapsedMs) => info(`${host.name} answered after ${formatDuration(elapsedMs)}`),
       onWaiting: (pending) => info(`still waiting for ${pending.join(', ')}`),
       signal,
     },
   );
   if (result.missing.length > 0) {
     const names = result.missing.map((m) => `${m.name} (${m.address}:${m.port}: ${m.lastReason})`).join(', ');
-    throw new ExocompError('ssh-wait', `no SSH banner within ${formatMs(workflow.options.sshWaitMs)} from ${names}`, {
+    throw new ExocompError('ssh-wait', `no SSH banner within ${formatDuration(workflow.options.sshWaitMs)} from ${names}`, {
       help: 'check the host booted and its security group/firewall allows the port; resume with a longer --ssh-wait',
     });
   }

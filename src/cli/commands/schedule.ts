@@ -17,7 +17,8 @@ import {
   type ScheduleSpec,
   type ScheduleSummary,
 } from '../../domain/schedule.js';
-import { DEFAULT_LEDGER_BRANCH, type Io } from '../common.js';
+import { DEFAULT_LEDGER_BRANCH } from '../../ledger/git-store.js';
+import type { Io } from '../common.js';
 
 function dirOption(): Option {
   return new Option('--dir <dir>', 'where the workflow files are').default(DEFAULT_WORKFLOWS_DIR);

@@ -8,6 +8,7 @@ import { defaultWorkspaceName, parseWorkspaceName } from '../../domain/names.js'
 import type { StepName, Workflow } from '../../domain/workflow.js';
 import { readWorkflow } from '../../ledger/records.js';
 import type { AppContext } from '../../app/context.js';
+import { parseMapping } from '../../app/mappings.js';
 import { runChain, type ChainResult } from '../../app/chain.js';
 import { createProvision } from '../../app/provision.js';
 import type { RunInputs } from '../../app/run-inputs.js';
@@ -15,7 +16,7 @@ import { recordEnvironmentApproval, requireEnvironmentApproval } from './approva
 import { ciHolder, ciHolderProbe } from './holder.js';
 import type { ActionName } from './inputs.js';
 import { githubTrigger, type RunContext } from './run-context.js';
-import { parseMapping, type Session } from './session.js';
+import { githubRunInputs, openLedger, publishWorkflow, type RunInputSettings, type Session } from './session.js';
 
 /** Stable across re-runs of the same run, so a re-run finds and resumes its workflow. */
 export function defaultWorkflowId(workspaceName: string, run: RunContext): string {
@@ -51,7 +52,7 @@ export async function findOrCreateWorkflow(
     return existing;
   }
   if (settings.playbook === undefined) throw new UsageError('the playbook input is required to start a workflow', 'pass `playbook:` (the configure playbook)');
-  const vars = parseMapping(settings.vars, 'vars');
+  const vars = settings.vars === undefined ? {} : parseMapping(settings.vars, 'the vars input');
   const workflow = await createProvision(
     app,
     {
@@ -112,4 +113,25 @@ export function chainFailure(result: ChainResult): ExocompError | undefined {
   return new ExocompError('tool-failed', failure ? `${failure.step} failed (${failure.kind}): ${failure.summary}` : `workflow ${result.workflow.id} did not finish`, {
     help: 'fix the cause and re-run the job: succeeded steps are skipped',
   });
+}
+
+/** A per-step job: runs only `step` (its predecessor must have succeeded) under this job's lease, and publishes the status. */
+export async function runOneStep(
+  session: Session<ActionName>,
+  settings: RunInputSettings & {
+    'workflow-id': string;
+    token: string;
+    'ledger-branch': string;
+    'ledger-repository': string | undefined;
+    comment: boolean;
+    'comment-author': string;
+  },
+  step: StepName,
+): Promise<void> {
+  const app = await openLedger(session, settings, { write: true });
+  const inputs = await githubRunInputs(session, settings);
+  const result = await runChainHere(session, app, settings['workflow-id'], inputs, { only: step });
+  await publishWorkflow(session, app, result.workflow, { comment: settings.comment, commentAuthor: settings['comment-author'] });
+  const failure = chainFailure(result);
+  if (failure) throw failure;
 }

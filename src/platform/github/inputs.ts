@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { UsageError } from '../../domain/errors.js';
 import { parseDuration } from '../../domain/duration.js';
+import { DEFAULT_LEDGER_BRANCH } from '../../ledger/git-store.js';
 
 /** One input: how its text parses, and whether its value is a secret to mask before anything is logged. */
 export interface InputSpec<T = unknown> {
@@ -75,7 +76,7 @@ const flag = (fallback: boolean): InputSpec<boolean> => ({ schema: booleanText(f
 
 const LEDGER = {
   token: { schema: requiredText('token'), secret: true } as InputSpec<string>,
-  'ledger-branch': { schema: optionalText.transform((v) => v ?? 'exocomp-ledger') } as InputSpec<string>,
+  'ledger-branch': { schema: optionalText.transform((v) => v ?? DEFAULT_LEDGER_BRANCH) } as InputSpec<string>,
   'ledger-repository': text(),
 };
 

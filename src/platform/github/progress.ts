@@ -1,6 +1,6 @@
 /** The progress port on a runner: one log group per step, warnings as annotations. */
 import * as core from '@actions/core';
-import { formatMs } from '../../domain/render.js';
+import { formatDuration } from '../../domain/duration.js';
 import type { ProgressEvent, ProgressListener } from '../../app/progress.js';
 
 export class GitHubProgress implements ProgressListener {
@@ -17,12 +17,12 @@ export class GitHubProgress implements ProgressListener {
         core.info(`${event.index}/${event.total} ${event.step}: skipped (${event.reason})`);
         return;
       case 'step-succeeded':
-        core.info(`✓ ${event.step} succeeded in ${formatMs(event.durationMs)}${event.detail ? `: ${event.detail}` : ''}`);
+        core.info(`✓ ${event.step} succeeded in ${formatDuration(event.durationMs)}${event.detail ? `: ${event.detail}` : ''}`);
         this.close();
         return;
       case 'step-failed':
         this.close();
-        core.error(`${event.step} failed after ${formatMs(event.durationMs)}: ${event.summary}`);
+        core.error(`${event.step} failed after ${formatDuration(event.durationMs)}: ${event.summary}`);
         return;
       case 'info':
         core.info(event.message);

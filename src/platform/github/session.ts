@@ -7,14 +7,12 @@
 import * as core from '@actions/core';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parse as parseYaml } from 'yaml';
-import { z } from 'zod';
-import { describeError, UsageError } from '../../domain/errors.js';
-import { validateEnvName } from '../../domain/run-environment.js';
+import { describeError } from '../../domain/errors.js';
 import { parseSealKey } from '../../domain/seal.js';
 import { viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
 import type { AppContext } from '../../app/context.js';
+import { parseRunSecrets } from '../../app/mappings.js';
 import { loadStandingInventory } from '../../app/inventories.js';
 import type { RunInputs } from '../../app/run-inputs.js';
 import { SecretRegistry } from '../../app/secrets.js';
@@ -109,7 +107,7 @@ export interface RunInputSettings {
 export async function githubRunInputs(session: Session<ActionName>, settings: RunInputSettings): Promise<RunInputs> {
   const sealKey = settings['seal-key'] === undefined ? undefined : parseSealKey(settings['seal-key']);
   session.secrets.add(sealKey);
-  const runSecrets = parseRunSecrets(settings['run-secrets']);
+  const runSecrets = settings['run-secrets'] === undefined ? {} : parseRunSecrets(settings['run-secrets'], 'the run-secrets input');
   session.secrets.add(...Object.values(runSecrets));
   const fleetKeyPath = await writeKey(session.scratch, 'fleet-key', settings['fleet-private-key']);
   const bootstrapKeyPath = await writeKey(session.scratch, 'bootstrap-key', settings['bootstrap-private-key']);
@@ -130,32 +128,6 @@ async function writeKey(dir: string, name: string, contents: string | undefined)
   // OpenSSH refuses a private key file without its final newline.
   await writeFile(path, contents.endsWith('\n') ? contents : `${contents}\n`, { mode: 0o600 });
   return path;
-}
-
-/** `run-secrets`: a YAML mapping of environment name → value. Parse errors never quote the text. */
-function parseRunSecrets(text: string | undefined): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(parseMapping(text, 'run-secrets')).map(([name, value]) => {
-      validateEnvName(name);
-      if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
-        throw new UsageError(`run-secret ${name} must be a string, number or boolean`, 'fix the run-secrets input');
-      }
-      return [name, String(value)];
-    }),
-  );
-}
-
-export function parseMapping(text: string | undefined, input: string): Record<string, unknown> {
-  if (text === undefined) return {};
-  let data: unknown;
-  try {
-    data = parseYaml(text);
-  } catch {
-    throw new UsageError(`the ${input} input is not valid YAML`, `give a mapping of name → value, one per line (name: value)`);
-  }
-  const parsed = z.record(z.string(), z.unknown()).safeParse(data ?? {});
-  if (!parsed.success) throw new UsageError(`the ${input} input must be a mapping of name → value`, `write one name: value per line`);
-  return parsed.data;
 }
 
 export interface PublishOptions extends Omit<StatusOptions, 'run' | 'now'> {
