@@ -1,10 +1,12 @@
 import { defineConfig } from 'vitest/config';
+import { scaled } from './test/support/time.js';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    testTimeout: 120_000,
-    hookTimeout: 120_000,
+    // EXOCOMP_TEST_TIME_FACTOR scales these on a loaded machine (test/support/time.ts).
+    testTimeout: scaled(120_000),
+    hookTimeout: scaled(120_000),
     pool: 'forks',
     // End-to-end files start sshd hosts and ansible; two cores run two files at a time.
     maxWorkers: 2,

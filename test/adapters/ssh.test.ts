@@ -9,6 +9,7 @@ import { keyscan, probeSshBanner, SshAgent, waitForSsh, writePrivateKeyFile } fr
 import { runProcess } from '../../src/adapters/process.js';
 import { randomLoopbackAddress } from '../support/addresses.js';
 import { createLoopbackHost, generateKeyPair, type KeyPair, type LoopbackHost } from '../support/loopback-host.js';
+import { scaled } from '../support/time.js';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -46,7 +47,7 @@ async function processRuns(pid: number): Promise<boolean> {
 }
 
 async function eventually(check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs);
   while (Date.now() < deadline) {
     if (await check()) return true;
     await new Promise((resolve) => setTimeout(resolve, 100));

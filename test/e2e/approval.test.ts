@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChainFixture, sshHostVars, workflowIdFrom, type ChainFixture } from '../support/chain-fixture.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
+import { waitFor } from '../support/time.js';
 
 const sitePlaybook = new URL('../fixtures/playbooks/site.yml', import.meta.url).pathname;
 
@@ -47,23 +48,19 @@ describe('--require-approval', () => {
 
   it('--wait blocks until the decision, then runs the chain', async () => {
     const run = fx.spawnCli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--require-approval', '--wait', '--json']);
-    let id: string | undefined;
     let stdout = '';
     run.child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
-    for (let i = 0; i < 600 && !id; i++) {
-      id = /"id":"(edge-[0-9a-f]+)"/.exec(stdout)?.[1];
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(id).toBeDefined();
+    const exited = () => (run.child.exitCode === null ? undefined : `the CLI exited ${run.child.exitCode}`);
+    const id = await waitFor('the workflow id', () => /"id":"(edge-[0-9a-f]+)"/.exec(stdout)?.[1], { gaveUp: exited });
     // Still waiting: nothing applied while the decision is pending.
-    for (let i = 0; i < 600; i++) {
-      const record = JSON.parse((await fx.ledgerFile(`workflows/${id}.json`)) ?? '{}');
-      if (record.state === 'awaiting-approval') break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitFor(
+      'the awaiting-approval record',
+      async () => JSON.parse((await fx.ledgerFile(`workflows/${id}.json`)) ?? '{}').state === 'awaiting-approval',
+      { gaveUp: exited },
+    );
     expect(await fx.applyCount()).toBe(0);
     expect(run.child.exitCode).toBeNull();
-    const approved = await fx.cli(['approval', 'decide', id!, '--approve', '--by', 'reviewer', ...fx.ledgerArgs]);
+    const approved = await fx.cli(['approval', 'decide', id, '--approve', '--by', 'reviewer', ...fx.ledgerArgs]);
     expect(approved.code, approved.stderr).toBe(0);
     const result = await run.done;
     expect(result.code, result.stderr).toBe(0);

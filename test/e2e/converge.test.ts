@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess, type RunResult } from '../../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair, type KeyPair, type LoopbackHost } from '../support/loopback-host.js';
 import { fixtureWorkspacesDir, standinPath } from '../support/tofu-standin.js';
+import { scaled } from '../support/time.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const cliMain = path.join(repoRoot, 'src/cli/main.ts');
@@ -33,7 +34,7 @@ function exocomp(args: string[], options: { env?: NodeJS.ProcessEnv } = {}): Pro
   return runProcess(process.execPath, ['--import', tsxLoader, cliMain, ...args], {
     cwd: project,
     env: { ...baseEnv, ...options.env },
-    timeoutMs: 180_000,
+    timeoutMs: scaled(180_000),
   });
 }
 
@@ -304,7 +305,7 @@ describe('fail closed: no ansible-playbook process for an unusable inventory', (
     await apply('edge', 'usable', { l1: localHost });
     await expectExit(exocomp(['playbook', 'run', 'converge.yml', '--inventory', 'tf:usable', ...ledgerArgs()], withFake()), 0);
     expect(existsSync(record)).toBe(true);
-  }, 300_000);
+  }, scaled(300_000));
 
   it('--ssh-identity grants one file as a private 0600 copy, never a directory', async () => {
     await apply('edge', 'identity', { l1: localHost });
@@ -392,7 +393,7 @@ describe('--concurrency-key', () => {
     expect(aEnd <= bStart || bEnd <= aStart).toBe(true);
     expect([a.stderr, b.stderr].some((s) => s.includes('waiting up to 10m 00s for concurrency key serial'))).toBe(true);
     expect(await ledgerFile('locks/serial.json')).toBeUndefined();
-  }, 300_000);
+  }, scaled(300_000));
 
   it('a waiting run gives up after --concurrency-wait and names the holder', async () => {
     const holder = slowRun('holder', 'held', [], 8);
@@ -404,7 +405,7 @@ describe('--concurrency-key', () => {
     expect(existsSync(path.join(out, 'late.start'))).toBe(false);
     await expectExit(holder, 0);
     expect(await ledgerFile('locks/held.json')).toBeUndefined();
-  }, 300_000);
+  }, scaled(300_000));
 
   it('takes over a lease whose holder process is gone', async () => {
     const gone = await runProcess('sh', ['-c', 'echo $$']);
@@ -439,7 +440,7 @@ describe('schedule list / remove / refusals', () => {
   const add = (name: string, extra: string[] = [], tail = ['--', 'converge.yml']) =>
     exocomp(['schedule', 'add', name, '--cron', '0 0 4 * * *', '--kind', 'play', '--target', 'tf:edge', '--concurrency-key', unique('k'), ...extra, ...tail]);
 
-  it('lists, refuses to overwrite without --force, removes', { timeout: 300_000 }, async () => {
+  it('lists, refuses to overwrite without --force, removes', { timeout: scaled(300_000) }, async () => {
     const dir = await newDir('workflows');
     const added = await expectExit(add('nightly', ['--dir', dir], ['--', 'converge.yml', '--check', '--tags', 'base']), 0);
     expect(added.stderr).toContain('fires at minute 0');

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
 import { createChainFixture, sshHostVars, workflowIdFrom, type ChainFixture, type CliResult } from '../support/chain-fixture.js';
 import { createLoopbackHost, generateKeyPair, shellQuote, type KeyPair, type LoopbackHost } from '../support/loopback-host.js';
+import { waitFor } from '../support/time.js';
 
 const sitePlaybook = new URL('../fixtures/playbooks/site.yml', import.meta.url).pathname;
 const FLEET_AUTHORIZED_KEYS = '/home/exocomp/.ssh/authorized_keys';
@@ -81,12 +82,11 @@ async function rekeyKeepingSessions(host: LoopbackHost): Promise<void> {
   const hup = await host.exec(`kill -HUP "$(cat ${shellQuote(pidFile)})"`);
   if (hup.code !== 0) throw new Error(`reloading sshd failed: ${hup.stderr}`);
   const expected = await host.hostPublicKey();
-  for (let tries = 0; tries < 100; tries += 1) {
-    const scan = await runProcess('ssh-keyscan', ['-t', 'ed25519', '-p', String(host.port), host.address]);
-    if (scan.stdout.includes(expected)) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`sshd of ${host.id} did not present its new key after SIGHUP`);
+  await waitFor(
+    `sshd of ${host.id} to present its new key after SIGHUP`,
+    async () => (await runProcess('ssh-keyscan', ['-t', 'ed25519', '-p', String(host.port), host.address])).stdout.includes(expected),
+    { timeoutMs: 20_000, intervalMs: 100 },
+  );
 }
 
 describe('a host rekeyed before its onboarding', () => {

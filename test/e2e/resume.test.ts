@@ -11,6 +11,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { cliPath, createChainFixture, sshHostVars, type ChainFixture, type CliResult } from '../support/chain-fixture.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
 import { invocationsOf, readStandinLog } from '../support/tofu-standin.js';
+import { scaled } from '../support/time.js';
 
 const sitePlaybook = new URL('../fixtures/playbooks/site.yml', import.meta.url).pathname;
 const seededOnboardPlaybook = new URL('../../playbooks/onboard.yml', import.meta.url).pathname;
@@ -94,7 +95,7 @@ function startCli(fx: ChainFixture, args: string[]): RunningCli {
 
 /** Polls until probe holds; fails early when the CLI it watches ended. */
 async function until(what: string, cli: RunningCli, probe: () => Promise<boolean>, timeoutMs = 90_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs);
   while (Date.now() < deadline) {
     if (await probe()) return;
     const ended = cli.ended();

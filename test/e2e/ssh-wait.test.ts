@@ -6,6 +6,7 @@ import { createChainFixture, sshHostVars, workflowIdFrom, type ChainFixture } fr
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
 import { isPortOpen, randomLoopbackAddress } from '../support/addresses.js';
 import { invocationsOf, readStandinLog } from '../support/tofu-standin.js';
+import { waitFor } from '../support/time.js';
 
 const sitePlaybook = new URL('../fixtures/playbooks/site.yml', import.meta.url).pathname;
 
@@ -29,10 +30,9 @@ describe('ssh-wait', () => {
     const run = fx.spawnCli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--ssh-wait', '60s']);
     // Start the host only once the apply is done: its port opens 3 s later.
     let closedWhenWaitBegan: boolean | undefined;
-    for (let i = 0; i < 600; i++) {
-      if (invocationsOf(await readStandinLog(fx.standinLog), 'output').length > 0) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await waitFor('the apply to finish', async () => invocationsOf(await readStandinLog(fx.standinLog), 'output').length > 0, {
+      gaveUp: () => (run.child.exitCode === null ? undefined : `the CLI exited ${run.child.exitCode}`),
+    });
     await late.start();
     closedWhenWaitBegan = !(await isPortOpen(late.address, late.port));
     const result = await run.done;

@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess, type RunResult } from '../../src/adapters/process.js';
 import { isPortOpen, readSshBanner, waitForPortOpen } from '../support/addresses.js';
 import { createLoopbackHost, generateKeyPair, type KeyPair, type LoopbackHost } from '../support/loopback-host.js';
+import { scaled } from '../support/time.js';
 
 let workDir: string;
 let bootstrapKey: KeyPair;
@@ -68,7 +69,7 @@ function ssh(
       `${options.user ?? 'root'}@${host.address}`,
       command,
     ],
-    { timeoutMs: 60_000, ...(options.onOutput ? { onOutput: (chunk: string) => options.onOutput!(chunk) } : {}) },
+    { timeoutMs: scaled(60_000), ...(options.onOutput ? { onOutput: (chunk: string) => options.onOutput!(chunk) } : {}) },
   );
 }
 

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess, type RunResult } from '../../src/adapters/process.js';
 import { fixtureWorkspacesDir, invocationsOf, readStandinLog, standinPath } from '../support/tofu-standin.js';
+import { scaled } from '../support/time.js';
 
 let root: string;
 let counter = 0;
@@ -34,7 +35,7 @@ async function workspace(fixture: string, vars?: unknown): Promise<Workspace> {
     dir,
     log,
     tofu: (args, env = {}) =>
-      runProcess(standinPath, args, { cwd: dir, env: { ...process.env, EXOCOMP_TOFU_STANDIN_LOG: log, ...env }, timeoutMs: 60_000 }),
+      runProcess(standinPath, args, { cwd: dir, env: { ...process.env, EXOCOMP_TOFU_STANDIN_LOG: log, ...env }, timeoutMs: scaled(60_000) }),
   };
 }
 

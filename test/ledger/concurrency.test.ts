@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
 import { GitLedgerStore, TEST_PAUSE_BEFORE_PUSH_VARIABLE } from '../../src/ledger/git-store.js';
 import { branchTip, git, makeBareRemote, makeTempDir, ownFile, runWriterFleet, SHARED_FILE, WRITER_SCRIPT } from './helpers.js';
+import { scaled } from '../support/time.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const WRITERS = 16;
@@ -173,5 +174,5 @@ describe('concurrent ledger writers', () => {
     expect(after.read(ownFile('victim'))).toBeUndefined();
     await git(['--git-dir', remote, 'fsck', '--strict', '--no-progress']);
     expect((await readHookLog(hookLog)).filter((line) => line.startsWith('REJECTED'))).toEqual([]);
-  }, 120_000);
+  }, scaled(120_000));
 });

@@ -1,5 +1,6 @@
 import { randomInt } from 'node:crypto';
 import { createConnection, createServer } from 'node:net';
+import { scaled } from './time.js';
 
 /**
  * A random address in 127.100.0.1–127.199.255.254. All of 127.0.0.0/8 reaches
@@ -37,7 +38,7 @@ export function isPortOpen(address: string, port: number, timeoutMs = 2_000): Pr
 
 /** Polls until address:port accepts connections; false when timeoutMs passes first. */
 export async function waitForPortOpen(address: string, port: number, timeoutMs = 30_000): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs);
   while (Date.now() < deadline) {
     if (await isPortOpen(address, port)) return true;
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -17,6 +17,7 @@ import { chmod, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { isProcessAlive, runProcess } from '../../src/adapters/process.js';
 import { canListen, randomLoopbackAddress } from './addresses.js';
+import { scaled } from './time.js';
 
 export interface KeyPair {
   privateKeyPath: string;
@@ -64,8 +65,8 @@ export interface LoopbackHost {
 
 export const HOSTS_ROOT = '/run/exocomp-test-hosts';
 const OVERLAID_PATHS = ['/etc', '/home', '/root', '/var', '/opt', '/srv', '/usr/local'] as const;
-const SSHD_READY_TIMEOUT_MS = 15_000;
-const STOP_TIMEOUT_MS = 10_000;
+const SSHD_READY_TIMEOUT_MS = scaled(15_000);
+const STOP_TIMEOUT_MS = scaled(10_000);
 /** What a root shell inside the host gets, instead of the test process's environment. */
 const HOST_ENV: NodeJS.ProcessEnv = {
   PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin',

@@ -15,6 +15,7 @@ import {
   type ReconcileInput,
 } from '../../src/domain/known-hosts.js';
 import { thrown } from '../support/errors.js';
+import { scaled } from '../support/time.js';
 
 
 const STORE_HELP =
@@ -269,7 +270,7 @@ describe('parseKeyscanOutput reads real ssh-keyscan output', () => {
   it('pins the keys a real sshd on a non-standard port presents', async () => {
     const name = knownHostsName('127.0.0.1', port);
     expect(name).toBe(`[127.0.0.1]:${port}`);
-    const scan = await runProcess('ssh-keyscan', ['-T', '5', '-p', String(port), '127.0.0.1'], { timeoutMs: 30_000 });
+    const scan = await runProcess('ssh-keyscan', ['-T', '5', '-p', String(port), '127.0.0.1'], { timeoutMs: scaled(30_000) });
     expect(scan.code).toBe(0);
     expect(scan.stderr).toContain(`# 127.0.0.1:${port} SSH-2.0-OpenSSH`);
     const pins = parseKeyscanOutput(`${scan.stdout}\n${scan.stderr}`, name);
