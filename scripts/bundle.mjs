@@ -36,6 +36,8 @@ for (const entry of entries) {
     format: 'esm',
     banner: { js: (entry.shebang ? '#!/usr/bin/env node\n' : '') + banner },
     legalComments: 'none',
+    // Worktrees link node_modules to the main checkout: keep module paths as they appear here, so every checkout bundles the same bytes.
+    preserveSymlinks: true,
     logLevel: 'warning',
     // Keep bundles byte-stable across machines so the committed dist can be compared.
     sourcemap: false,
