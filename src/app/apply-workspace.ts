@@ -6,18 +6,26 @@ import { rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
 import { captureEventLine, captureInventory, deriveHosts, knownHostsName, parseInventory } from '../domain/inventory.js';
-import { parseKnownHosts, renderKnownHosts } from '../domain/known-hosts.js';
+import { renderKnownHosts } from '../domain/known-hosts.js';
 import { planFingerprint, planHasChanges, summarizePlan, type PlanJson, type PlanSummary } from '../domain/plan.js';
 import { sealOutputs } from '../domain/seal.js';
 import {
   INVENTORY_SCHEMA_VERSION,
-  inventoryRecordSchema,
   renderInventoryFile,
   sha256,
   type InventoryRecord,
 } from '../domain/standing-inventory.js';
 import { locateTofu, TofuDriver, type PlanResult, type TofuOutputs, type TofuPort } from '../adapters/tofu.js';
-import { LEDGER_PATHS, parseRecord, serializeRecord } from '../ledger/records.js';
+import {
+  inventoryFileLocation,
+  listInventoryFiles,
+  readInventoryFile,
+  readInventoryRecord,
+  readKnownHostsText,
+  readPins,
+  readSealedOutputs,
+  RecordWrites,
+} from '../ledger/records.js';
 import type { LedgerSnapshot } from '../ledger/store.js';
 import type { AppContext } from './context.js';
 import type { SecretRegistry } from './secrets.js';
@@ -145,12 +153,6 @@ function registerSensitive(secrets: SecretRegistry, value: unknown): void {
   }
 }
 
-export function readInventoryRecord(snapshot: LedgerSnapshot, name: string): InventoryRecord | undefined {
-  const file = LEDGER_PATHS.inventory(name);
-  const text = snapshot.read(file);
-  return text === undefined ? undefined : parseRecord(file, text, inventoryRecordSchema, INVENTORY_SCHEMA_VERSION);
-}
-
 /** Names (as known_hosts spells them) of the SSH hosts an inventory file names; empty when unreadable. */
 function pinNamesOf(text: string | undefined): Set<string> {
   if (text === undefined) return new Set();
@@ -169,7 +171,7 @@ function pinNamesOf(text: string | undefined): Set<string> {
 async function recordApply(app: AppContext, request: ApplyRequest, outputs: TofuOutputs) {
   const capture = captureInventory(outputs);
   const text = renderInventoryFile(capture.inventory);
-  const file = LEDGER_PATHS.inventoryFile(request.name);
+  const file = inventoryFileLocation(request.name);
   const eventLine = captureEventLine(capture.outputCount, `tf:${request.name} (${app.ledgerBranch}:${file})`, capture.hostCount);
   const sensitiveCount = Object.values(outputs).filter((o) => o.sensitive).length;
   const sealed =
@@ -200,19 +202,13 @@ async function recordApply(app: AppContext, request: ApplyRequest, outputs: Tofu
         ...(request.runUrl ? { runUrl: request.runUrl } : {}),
       },
     };
-    const writes = new Map<string, string | null>([
-      [LEDGER_PATHS.inventory(request.name), serializeRecord(record)],
-      [file, text],
-    ]);
-    if (sealed) writes.set(LEDGER_PATHS.sealed(request.name), serializeRecord(sealed));
-    else if (sensitiveCount === 0 && snapshot.read(LEDGER_PATHS.sealed(request.name)) !== undefined) {
-      writes.set(LEDGER_PATHS.sealed(request.name), null);
-    }
-    const retired = retiredPins(snapshot, request.name, pinNamesOf(snapshot.read(file)), pinNamesOf(text));
-    const pinsText = snapshot.read(LEDGER_PATHS.knownHosts);
-    if (retired.size > 0 && pinsText !== undefined) {
-      const kept = parseKnownHosts(pinsText).filter((pin) => !retired.has(pin.name));
-      writes.set(LEDGER_PATHS.knownHosts, renderKnownHosts(kept));
+    const writes = new RecordWrites().inventoryRecord(record).inventoryFile(request.name, text);
+    if (sealed) writes.sealedOutputs(request.name, sealed);
+    else if (sensitiveCount === 0 && readSealedOutputs(snapshot, request.name) !== undefined) writes.sealedOutputs(request.name, null);
+    const retired = retiredPins(snapshot, request.name, pinNamesOf(readInventoryFile(snapshot, request.name)), pinNamesOf(text));
+    if (retired.size > 0 && readKnownHostsText(snapshot) !== '') {
+      const kept = readPins(snapshot).filter((pin) => !retired.has(pin.name));
+      writes.knownHosts(renderKnownHosts(kept));
     }
     const retiredNote = retired.size > 0 ? `; retire pins ${[...retired].sort().join(', ')}` : '';
     return {
@@ -227,9 +223,9 @@ async function recordApply(app: AppContext, request: ApplyRequest, outputs: Tofu
 function retiredPins(snapshot: LedgerSnapshot, name: string, before: Set<string>, after: Set<string>): Set<string> {
   const dropped = new Set([...before].filter((pin) => !after.has(pin)));
   if (dropped.size === 0) return dropped;
-  for (const path of snapshot.list(LEDGER_PATHS.inventoriesDir)) {
-    if (!path.endsWith('.inventory.json') || path === LEDGER_PATHS.inventoryFile(name)) continue;
-    for (const pin of pinNamesOf(snapshot.read(path))) dropped.delete(pin);
+  for (const [other, text] of listInventoryFiles(snapshot)) {
+    if (other === name) continue;
+    for (const pin of pinNamesOf(text)) dropped.delete(pin);
   }
   return dropped;
 }

@@ -11,14 +11,11 @@ import {
   decideAcquire,
   describeHolder,
   holdsLock,
-  LOCK_SCHEMA_VERSION,
   LockHeldError,
-  lockRecordSchema,
   renewLock,
   type LockRecord,
 } from '../domain/lock.js';
-import { LEDGER_PATHS, parseRecord, serializeRecord } from '../ledger/records.js';
-import type { LedgerSnapshot } from '../ledger/store.js';
+import { readLock, RecordWrites } from '../ledger/records.js';
 import { localHolder, probeLocalHolder, type Holder, type HolderProbe } from './chain.js';
 import type { AppContext } from './context.js';
 
@@ -38,15 +35,8 @@ export interface LockRequest {
   warn(message: string): void;
 }
 
-function readLock(snapshot: LedgerSnapshot, key: string): LockRecord | undefined {
-  const file = LEDGER_PATHS.lock(key);
-  const text = snapshot.read(file);
-  return text === undefined ? undefined : parseRecord(file, text, lockRecordSchema, LOCK_SCHEMA_VERSION);
-}
-
 /** One compare-and-swap attempt: the lock record if we took it, or the live record that holds it. */
 async function tryAcquire(app: AppContext, request: LockRequest, holder: Holder, probe: HolderProbe): Promise<{ acquired: boolean; record: LockRecord }> {
-  const file = LEDGER_PATHS.lock(request.key);
   const seen = readLock(await app.store.read(), request.key);
   const holderGone = seen ? await probe(seen.lease) : undefined;
   return app.store.update<{ acquired: boolean; record: LockRecord }>((snapshot) => {
@@ -55,10 +45,10 @@ async function tryAcquire(app: AppContext, request: LockRequest, holder: Holder,
     const facts = current && seen && current.lease.holder === seen.lease.holder && holderGone !== undefined ? { holderGone } : {};
     const now = app.now();
     const decision = decideAcquire(request.key, current, holder.lease(now), request.purpose, now, facts);
-    if (decision.kind === 'held') return { writes: new Map(), message: '', result: { acquired: false, record: decision.record } };
+    if (decision.kind === 'held') return { writes: new RecordWrites(), message: '', result: { acquired: false, record: decision.record } };
     const takeover = decision.replaced ? ` (taking over from ${decision.replaced.holder}, whose lease is dead)` : '';
     return {
-      writes: new Map([[file, serializeRecord(decision.record)]]),
+      writes: new RecordWrites().lock(request.key, decision.record),
       message: `lock ${request.key}: acquired by ${holder.id}${takeover}`,
       result: { acquired: true, record: decision.record },
     };
@@ -66,11 +56,10 @@ async function tryAcquire(app: AppContext, request: LockRequest, holder: Holder,
 }
 
 async function release(app: AppContext, key: string, holderId: string): Promise<void> {
-  const file = LEDGER_PATHS.lock(key);
   await app.store.update((snapshot) => {
     const ours = holdsLock(readLock(snapshot, key), holderId);
     return {
-      writes: ours ? new Map([[file, null]]) : new Map(),
+      writes: ours ? new RecordWrites().lock(key, null) : new RecordWrites(),
       message: `lock ${key}: released by ${holderId}`,
       result: undefined,
     };
@@ -78,13 +67,12 @@ async function release(app: AppContext, key: string, holderId: string): Promise<
 }
 
 function keepAlive(app: AppContext, request: LockRequest, holderId: string): { stop(): void } {
-  const file = LEDGER_PATHS.lock(request.key);
   const timer = setInterval(() => {
     app.store
       .update((snapshot) => {
         const renewed = renewLock(readLock(snapshot, request.key), holderId, app.now());
         return {
-          writes: renewed ? new Map([[file, serializeRecord(renewed)]]) : new Map(),
+          writes: renewed ? new RecordWrites().lock(request.key, renewed) : new RecordWrites(),
           message: `lock ${request.key}: heartbeat ${holderId}`,
           result: renewed !== undefined,
         };

@@ -1,8 +1,7 @@
 /** Reads `tf:<name>` from the ledger, failing closed (DESIGN.md §3). */
 import { resolveStandingInventory, InventoryUnusableError, type ResolvedInventory } from '../domain/standing-inventory.js';
-import { LEDGER_PATHS, LedgerRecordError } from '../ledger/records.js';
+import { LedgerRecordError, readInventoryFile, readInventoryRecord } from '../ledger/records.js';
 import type { LedgerSnapshot } from '../ledger/store.js';
-import { readInventoryRecord } from './apply-workspace.js';
 
 export function loadStandingInventory(snapshot: LedgerSnapshot, name: string): ResolvedInventory {
   let record;
@@ -14,6 +13,5 @@ export function loadStandingInventory(snapshot: LedgerSnapshot, name: string): R
     }
     throw error;
   }
-  const file = record?.materialized?.file ?? LEDGER_PATHS.inventoryFile(name);
-  return resolveStandingInventory(name, record, snapshot.read(file));
+  return resolveStandingInventory(name, record, readInventoryFile(snapshot, name));
 }

@@ -5,9 +5,9 @@
  */
 import { ExocompError } from '../domain/errors.js';
 import { knownHostsName, type DerivedHost } from '../domain/inventory.js';
-import { parseKeyscanOutput, parseKnownHosts, reconcilePins, renderKnownHosts, type Pin } from '../domain/known-hosts.js';
+import { parseKeyscanOutput, reconcilePins, renderKnownHosts, type Pin } from '../domain/known-hosts.js';
 import { keyscan } from '../adapters/ssh.js';
-import { LEDGER_PATHS } from '../ledger/records.js';
+import { readKnownHostsText, readPins, RecordWrites } from '../ledger/records.js';
 import type { AppContext } from './context.js';
 
 export interface PinOutcome {
@@ -53,7 +53,7 @@ export async function pinHostKeys(
   return app.store.update((snapshot) => {
     // A runner that lost its step pins nothing.
     signal?.throwIfAborted();
-    const current = parseKnownHosts(snapshot.read(LEDGER_PATHS.knownHosts) ?? '');
+    const current = readPins(snapshot);
     const result = reconcilePins({ current, scanned, rotate: rotateSet });
     if (result.changed.length > 0) {
       const names = result.changed.map((c) => c.name).join(', ');
@@ -66,9 +66,9 @@ export async function pinHostKeys(
       result.added.length > 0 ? `pin ${result.added.join(', ')}` : '',
       result.rotated.length > 0 ? `rotate ${result.rotated.join(', ')}` : '',
     ].filter(Boolean);
-    const changedStore = knownHosts !== (snapshot.read(LEDGER_PATHS.knownHosts) ?? '');
+    const changedStore = knownHosts !== readKnownHostsText(snapshot);
     return {
-      writes: changedStore ? new Map([[LEDGER_PATHS.knownHosts, knownHosts]]) : new Map(),
+      writes: changedStore ? new RecordWrites().knownHosts(knownHosts) : new RecordWrites(),
       message: `known_hosts: ${parts.join('; ') || 'unchanged'}`,
       result: { added: result.added, unchanged: result.unchanged, rotated: result.rotated, knownHosts },
     };

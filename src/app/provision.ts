@@ -18,11 +18,11 @@ import {
   type Trigger,
   type Workflow,
 } from '../domain/workflow.js';
-import { LEDGER_PATHS, listWorkflows, readWorkflow, requireWorkflow, serializeRecord } from '../ledger/records.js';
+import { listWorkflows, readInventoryRecord, readWorkflow, RecordWrites, requireWorkflow } from '../ledger/records.js';
 import { makePrivateDir } from '../adapters/private-dir.js';
 import { locateTofu } from '../adapters/tofu.js';
 import type { AppContext } from './context.js';
-import { formatPlanSummary, openTofu, planWorkspace, readInventoryRecord, requireWorkspaceDir } from './apply-workspace.js';
+import { formatPlanSummary, openTofu, planWorkspace, requireWorkspaceDir } from './apply-workspace.js';
 import { runChain, type ChainResult, type Holder, type HolderProbe } from './chain.js';
 import type { RunInputs } from './run-inputs.js';
 import { saveWorkflow } from './workflows.js';
@@ -63,7 +63,7 @@ export async function createProvision(
       requireApproval: request.requireApproval,
       now: app.now(),
     });
-    const writes = new Map<string, string>([[LEDGER_PATHS.workflow(id), serializeRecord(workflow)]]);
+    const writes = new RecordWrites().workflow(workflow);
     if (!readInventoryRecord(snapshot, request.workspaceName)) {
       const record: InventoryRecord = {
         schemaVersion: INVENTORY_SCHEMA_VERSION,
@@ -71,7 +71,7 @@ export async function createProvision(
         registeredAt: app.now().toISOString(),
         workspacePath: request.workspacePath,
       };
-      writes.set(LEDGER_PATHS.inventory(request.workspaceName), serializeRecord(record));
+      writes.inventoryRecord(record);
     }
     return { writes, message: `${id}: created for ${request.workspaceName} (${request.playbook})`, result: workflow };
   });

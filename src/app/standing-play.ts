@@ -7,8 +7,8 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
 import type { InventoryRef } from '../domain/names.js';
-import { SEALED_SCHEMA_VERSION, sealedRecordSchema, unsealOutputs } from '../domain/seal.js';
-import { LEDGER_PATHS, parseRecord } from '../ledger/records.js';
+import { unsealOutputs } from '../domain/seal.js';
+import { readKnownHostsText, readSealedOutputs } from '../ledger/records.js';
 import type { LedgerSnapshot } from '../ledger/store.js';
 import type { AppContext } from './context.js';
 import { loadStandingInventory } from './inventories.js';
@@ -38,10 +38,8 @@ export interface StandingPlayRequest {
 }
 
 function unsealedFor(snapshot: LedgerSnapshot, name: string, request: StandingPlayRequest): Record<string, string> {
-  const file = LEDGER_PATHS.sealed(name);
-  const text = snapshot.read(file);
-  if (text === undefined) return {};
-  const record = parseRecord(file, text, sealedRecordSchema, SEALED_SCHEMA_VERSION);
+  const record = readSealedOutputs(snapshot, name);
+  if (record === undefined) return {};
   if (request.sealKey === undefined) {
     request.info(`tf:${name} has ${record.entries.length} sealed output(s); without a seal key they are not handed to the play`);
     return {};
@@ -84,7 +82,7 @@ export async function runStandingPlay(app: AppContext, request: StandingPlayRequ
   const snapshot = await app.store.read();
   const inventory = loadStandingInventory(snapshot, request.name);
   const sealed = unsealedFor(snapshot, request.name, request);
-  const knownHosts = snapshot.read(LEDGER_PATHS.knownHosts) ?? '';
+  const knownHosts = readKnownHostsText(snapshot);
   const outcome = await runPlay(playRequest(app, request, inventory.text, knownHosts, { ...sealed, ...request.runSecrets }));
   return { outcome, hostCount: inventory.hosts.length };
 }
@@ -101,6 +99,6 @@ export async function runFilePlay(
       help: 'pass an existing inventory file, or tf:<name> for a standing inventory',
     });
   });
-  const knownHosts = (await app.store.read()).read(LEDGER_PATHS.knownHosts) ?? '';
+  const knownHosts = readKnownHostsText(await app.store.read());
   return { outcome: await runPlay(playRequest(app, request, text, knownHosts, { ...request.runSecrets })) };
 }

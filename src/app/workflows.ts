@@ -1,6 +1,6 @@
 /** Read-modify-write of one workflow record as one ledger commit. */
 import type { Workflow } from '../domain/workflow.js';
-import { LEDGER_PATHS, requireWorkflow, serializeRecord } from '../ledger/records.js';
+import { RecordWrites, requireWorkflow } from '../ledger/records.js';
 import type { AppContext } from './context.js';
 
 export async function saveWorkflow(
@@ -11,6 +11,6 @@ export async function saveWorkflow(
 ): Promise<Workflow> {
   return app.store.update((snapshot) => {
     const next = change(requireWorkflow(snapshot, id));
-    return { writes: new Map([[LEDGER_PATHS.workflow(id), serializeRecord(next)]]), message, result: next };
+    return { writes: new RecordWrites().workflow(next), message, result: next };
   });
 }

@@ -1,22 +1,58 @@
 /**
- * Where each record lives on the ledger branch, and how it is read back:
- * every record is validated on read, and a malformed one is reported with its
- * file and the reason — never repaired or overwritten.
+ * The typed ledger repository: the only place that knows where a record lives.
+ * Everything outside `src/ledger/` reads records through the named readers
+ * below and writes them through `RecordWrites`; no other module builds a
+ * ledger path. Every record is validated on read, and a malformed one is
+ * reported with its file and the reason — never repaired or overwritten.
+ * Path components come only from names that pass `checkRecordName`.
  */
 import { z } from 'zod';
 import { ExocompError } from '../domain/errors.js';
+import { parseKnownHosts, type Pin } from '../domain/known-hosts.js';
+import { LOCK_SCHEMA_VERSION, lockRecordSchema, type LockRecord } from '../domain/lock.js';
+import { SEALED_SCHEMA_VERSION, sealedRecordSchema, type SealedRecord } from '../domain/seal.js';
+import { INVENTORY_SCHEMA_VERSION, inventoryRecordSchema, type InventoryRecord } from '../domain/standing-inventory.js';
 import { WORKFLOW_SCHEMA_VERSION, workflowSchema, type Workflow } from '../domain/workflow.js';
 import type { LedgerSnapshot } from './store.js';
 
+/** The kinds of named records, as they appear in messages. */
+export type RecordKind = 'workflow' | 'inventory' | 'sealed outputs' | 'lock';
+
+/** Names that may become a path component (and a git ref component): what every validator in src/domain allows, and no more. */
+const RECORD_NAME = /^[a-z0-9][a-z0-9._-]*$/;
+export const MAX_RECORD_NAME_LENGTH = 64;
+
+/** Says why `name` cannot name a ledger record, or undefined when it can. */
+export function recordNameProblem(name: string): string | undefined {
+  if (name.length === 0) return 'it is empty';
+  if (name.length > MAX_RECORD_NAME_LENGTH) return `it is ${name.length} characters long (at most ${MAX_RECORD_NAME_LENGTH})`;
+  if (!RECORD_NAME.test(name)) return 'it may hold only lowercase letters, digits, ".", "_" and "-", starting with a letter or digit';
+  if (name.includes('..')) return 'it contains ".."';
+  if (name.endsWith('.')) return 'it ends with "."';
+  return undefined;
+}
+
+/** The last line of defence: a name that reaches the ledger unchecked is refused before any path is built from it. */
+export function checkRecordName(kind: RecordKind, name: string): string {
+  const problem = recordNameProblem(name);
+  if (problem !== undefined) {
+    throw new ExocompError('usage', `invalid ${kind} name ${JSON.stringify(name.slice(0, 80))}: ${problem}`, {
+      help: 'names are lowercase letters, digits, ".", "_" and "-" (at most 64 characters); nothing was written to the ledger',
+    });
+  }
+  return name;
+}
+
+/** Where each record lives. Only src/ledger and tests use it: the rest of the code uses the readers and `RecordWrites`. */
 export const LEDGER_PATHS = {
-  workflow: (id: string) => `workflows/${id}.json`,
+  workflow: (id: string) => `workflows/${checkRecordName('workflow', id)}.json`,
   workflowsDir: 'workflows/',
-  inventory: (name: string) => `inventories/${name}.json`,
-  inventoryFile: (name: string) => `inventories/${name}.inventory.json`,
+  inventory: (name: string) => `inventories/${checkRecordName('inventory', name)}.json`,
+  inventoryFile: (name: string) => `inventories/${checkRecordName('inventory', name)}.inventory.json`,
   inventoriesDir: 'inventories/',
   knownHosts: 'known_hosts',
-  sealed: (name: string) => `sealed/${name}.json`,
-  lock: (key: string) => `locks/${key}.json`,
+  sealed: (name: string) => `sealed/${checkRecordName('sealed outputs', name)}.json`,
+  lock: (key: string) => `locks/${checkRecordName('lock', key)}.json`,
 } as const;
 
 export class LedgerRecordError extends ExocompError {
@@ -60,11 +96,30 @@ export function serializeRecord(record: unknown): string {
   return `${JSON.stringify(record, null, 2)}\n`;
 }
 
+/** A record whose own name disagrees with its file is not used: it was copied or crafted, not written by exocomp. */
+function checkNamedAs(file: string, field: string, actual: string, expected: string): void {
+  if (actual !== expected) {
+    throw new LedgerRecordError(file, `its ${field} ${JSON.stringify(actual.slice(0, 80))} differs from its file name (${JSON.stringify(expected)})`);
+  }
+}
+
+// ---- workflows
+
+function parseWorkflowFile(file: string, text: string, id: string): Workflow {
+  const workflow = parseRecord(file, text, workflowSchema, WORKFLOW_SCHEMA_VERSION);
+  checkNamedAs(file, 'id', workflow.id, id);
+  return workflow;
+}
+
 export function readWorkflow(snapshot: LedgerSnapshot, id: string): Workflow | undefined {
   const file = LEDGER_PATHS.workflow(id);
   const text = snapshot.read(file);
-  if (text === undefined) return undefined;
-  return parseRecord(file, text, workflowSchema, WORKFLOW_SCHEMA_VERSION);
+  return text === undefined ? undefined : parseWorkflowFile(file, text, id);
+}
+
+/** Whether a workflow record exists (well-formed or not), without parsing it. */
+export function hasWorkflow(snapshot: LedgerSnapshot, id: string): boolean {
+  return snapshot.read(LEDGER_PATHS.workflow(id)) !== undefined;
 }
 
 export function requireWorkflow(snapshot: LedgerSnapshot, id: string): Workflow {
@@ -77,14 +132,17 @@ export function requireWorkflow(snapshot: LedgerSnapshot, id: string): Workflow 
   return workflow;
 }
 
-/** Every workflow on the branch; malformed ones are returned as errors, not dropped. */
+/** Every workflow in the ledger; malformed ones are returned as errors, not dropped. */
 export function listWorkflows(snapshot: LedgerSnapshot): { workflows: Workflow[]; errors: LedgerRecordError[] } {
   const workflows: Workflow[] = [];
   const errors: LedgerRecordError[] = [];
   for (const file of snapshot.list(LEDGER_PATHS.workflowsDir)) {
-    if (!file.endsWith('.json')) continue;
+    const id = /^workflows\/(.+)\.json$/.exec(file)?.[1];
+    if (id === undefined) continue;
     try {
-      workflows.push(parseRecord(file, snapshot.read(file) ?? '', workflowSchema, WORKFLOW_SCHEMA_VERSION));
+      const problem = recordNameProblem(id);
+      if (problem !== undefined) throw new LedgerRecordError(file, `its file name is not a workflow id: ${problem}`);
+      workflows.push(parseWorkflowFile(file, snapshot.read(file) ?? '', id));
     } catch (error) {
       if (error instanceof LedgerRecordError) errors.push(error);
       else throw error;
@@ -92,4 +150,110 @@ export function listWorkflows(snapshot: LedgerSnapshot): { workflows: Workflow[]
   }
   workflows.sort((a, b) => a.createdAt.localeCompare(b.createdAt));
   return { workflows, errors };
+}
+
+// ---- standing inventories
+
+export function readInventoryRecord(snapshot: LedgerSnapshot, name: string): InventoryRecord | undefined {
+  const file = LEDGER_PATHS.inventory(name);
+  const text = snapshot.read(file);
+  if (text === undefined) return undefined;
+  const record = parseRecord(file, text, inventoryRecordSchema, INVENTORY_SCHEMA_VERSION);
+  checkNamedAs(file, 'name', record.name, name);
+  if (record.materialized && record.materialized.file !== LEDGER_PATHS.inventoryFile(name)) {
+    throw new LedgerRecordError(file, `it points at ${JSON.stringify(record.materialized.file.slice(0, 120))} instead of ${LEDGER_PATHS.inventoryFile(name)}`);
+  }
+  return record;
+}
+
+/** Where the materialized inventory of `tf:<name>` is kept, as a path on the ledger (for records and messages). */
+export function inventoryFileLocation(name: string): string {
+  return LEDGER_PATHS.inventoryFile(name);
+}
+
+/** The materialized static inventory text of `tf:<name>`, as written at apply. */
+export function readInventoryFile(snapshot: LedgerSnapshot, name: string): string | undefined {
+  return snapshot.read(LEDGER_PATHS.inventoryFile(name));
+}
+
+/** The materialized inventory texts of every standing inventory, by name. */
+export function listInventoryFiles(snapshot: LedgerSnapshot): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const file of snapshot.list(LEDGER_PATHS.inventoriesDir)) {
+    const name = /^inventories\/(.+)\.inventory\.json$/.exec(file)?.[1];
+    const text = snapshot.read(file);
+    if (name !== undefined && recordNameProblem(name) === undefined && text !== undefined) files.set(name, text);
+  }
+  return files;
+}
+
+// ---- sealed outputs
+
+export function readSealedOutputs(snapshot: LedgerSnapshot, name: string): SealedRecord | undefined {
+  const file = LEDGER_PATHS.sealed(name);
+  const text = snapshot.read(file);
+  if (text === undefined) return undefined;
+  const record = parseRecord(file, text, sealedRecordSchema, SEALED_SCHEMA_VERSION);
+  checkNamedAs(file, 'workspace', record.workspace, name);
+  return record;
+}
+
+// ---- pinned host keys
+
+/** The pinned store as stored (empty when there is none yet). */
+export function readKnownHostsText(snapshot: LedgerSnapshot): string {
+  return snapshot.read(LEDGER_PATHS.knownHosts) ?? '';
+}
+
+/** The pinned host keys; a store with lines that are not pins is malformed, not partly used. */
+export function readPins(snapshot: LedgerSnapshot): Pin[] {
+  try {
+    return parseKnownHosts(readKnownHostsText(snapshot));
+  } catch (error) {
+    if (error instanceof ExocompError) throw new LedgerRecordError(LEDGER_PATHS.knownHosts, error.message);
+    throw error;
+  }
+}
+
+// ---- concurrency-key locks
+
+export function readLock(snapshot: LedgerSnapshot, key: string): LockRecord | undefined {
+  const file = LEDGER_PATHS.lock(key);
+  const text = snapshot.read(file);
+  if (text === undefined) return undefined;
+  const record = parseRecord(file, text, lockRecordSchema, LOCK_SCHEMA_VERSION);
+  checkNamedAs(file, 'key', record.key, key);
+  return record;
+}
+
+// ---- writes
+
+/**
+ * The files one ledger change writes (null deletes), built only through the
+ * named methods, so every path comes from a checked name.
+ */
+export class RecordWrites extends Map<string, string | null> {
+  workflow(workflow: Workflow): this {
+    return this.set(LEDGER_PATHS.workflow(workflow.id), serializeRecord(workflow));
+  }
+
+  inventoryRecord(record: InventoryRecord): this {
+    return this.set(LEDGER_PATHS.inventory(record.name), serializeRecord(record));
+  }
+
+  inventoryFile(name: string, text: string): this {
+    return this.set(LEDGER_PATHS.inventoryFile(name), text);
+  }
+
+  sealedOutputs(name: string, record: SealedRecord | null): this {
+    return this.set(LEDGER_PATHS.sealed(name), record === null ? null : serializeRecord(record));
+  }
+
+  knownHosts(text: string): this {
+    return this.set(LEDGER_PATHS.knownHosts, text);
+  }
+
+  lock(key: string, record: LockRecord | null): this {
+    return this.set(LEDGER_PATHS.lock(key), record === null ? null : serializeRecord(record));
+  }
 }

@@ -1,12 +1,11 @@
 import { Option, type Command } from 'commander';
 import { UsageError } from '../../domain/errors.js';
 import { knownHostsName } from '../../domain/inventory.js';
-import { parseKnownHosts } from '../../domain/known-hosts.js';
 import { parseInventoryRef } from '../../domain/names.js';
 import { publicKeyOf } from '../../adapters/ssh-keys.js';
 import { loadStandingInventory } from '../../app/inventories.js';
 import { pinHostKeys } from '../../app/pins.js';
-import { LEDGER_PATHS } from '../../ledger/records.js';
+import { readKnownHostsText, readPins } from '../../ledger/records.js';
 import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
 
 /** `address`, `address:port` or `[address]:port`. */
@@ -60,9 +59,9 @@ export function registerHost(program: Command, io: Io): void {
     async (options: Record<string, unknown>) => {
       const settings = globalSettings(options);
       const context = await buildContext(settings, io);
-      const text = (await context.store.read()).read(LEDGER_PATHS.knownHosts) ?? '';
-      if (settings.json) io.out(JSON.stringify({ pins: parseKnownHosts(text) }));
-      else io.out(text.trimEnd() || '# no host key pinned yet');
+      const snapshot = await context.store.read();
+      if (settings.json) io.out(JSON.stringify({ pins: readPins(snapshot) }));
+      else io.out(readKnownHostsText(snapshot).trimEnd() || '# no host key pinned yet');
     },
   );
 }

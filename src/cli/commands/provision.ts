@@ -2,7 +2,7 @@ import { Option, type Command } from 'commander';
 import { parseDuration } from '../../domain/duration.js';
 import { renderText, viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
-import { listWorkflows, requireWorkflow } from '../../ledger/records.js';
+import { hasWorkflow, listWorkflows, requireWorkflow } from '../../ledger/records.js';
 import { continueProvision, createProvision, type ProvisionOutcome } from '../../app/provision.js';
 import type { AppContext } from '../../app/context.js';
 import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
@@ -59,7 +59,7 @@ export function registerProvision(program: Command, io: Io): void {
     const inputs = runInputs(options, process.env, options.rotateHostKey as string[]);
     const context = await buildContext(settings, io);
     let id = typeof options.id === 'string' ? options.id : undefined;
-    if (id === undefined || !(await context.store.read()).read(`workflows/${id}.json`)) {
+    if (id === undefined || !hasWorkflow(await context.store.read(), id)) {
       const workflow = await createProvision(
         context,
         {
