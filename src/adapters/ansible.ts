@@ -1,10 +1,11 @@
 import { constants } from 'node:fs';
-import { access, chmod, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { access, chmod, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { ExocompError, UsageError } from '../domain/errors.js';
 import { redact, runProcess } from './process.js';
 import { makePrivateDir } from './private-dir.js';
+import { EVENTS_CALLBACK_NAME, EVENTS_CALLBACK_SOURCE, EVENTS_FILE_ENV, parseAnsibleEvents, type AnsibleEvent } from './ansible-events.js';
 
 export interface PlaybookRun {
   playbook: string;
@@ -22,6 +23,8 @@ export interface PlaybookRun {
   /** Reach the play as `-e @file.json` (never k=v), as data: ansible does not template them. */
   extraVars?: Record<string, unknown>;
   check?: boolean;
+  /** --diff: changed tasks report what they change (in the events, and in the output). */
+  diff?: boolean;
   limit?: string;
   tags?: string;
   /** Further ansible-playbook arguments, given by the user. */
@@ -54,6 +57,8 @@ export interface PlaybookResult {
   tail: string;
   /** The PLAY RECAP, per host. Empty when ansible stopped before any play ran. */
   recap: Record<string, HostRecap>;
+  /** Every play, task and host result, redacted (see ansible-events.ts). */
+  events: AnsibleEvent[];
 }
 
 /** The seam use cases depend on, so they can be tested with a double. */
@@ -83,6 +88,10 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
     try {
       const ansibleHome = join(workDir, 'home');
       await mkdir(join(ansibleHome, 'tmp'), { recursive: true, mode: 0o700 });
+      const callbackDir = join(workDir, 'callbacks');
+      await mkdir(callbackDir, { mode: 0o700 });
+      await writeFile(join(callbackDir, `${EVENTS_CALLBACK_NAME}.py`), EVENTS_CALLBACK_SOURCE, { mode: 0o600 });
+      const eventsFile = join(workDir, 'events.jsonl');
       const sshArgs = [
         '-C',
         '-o ControlMaster=auto',
@@ -109,6 +118,10 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
         ANSIBLE_PYTHON_INTERPRETER: 'auto_silent',
         // The recap we parse is the default callback's.
         ANSIBLE_STDOUT_CALLBACK: 'ansible.builtin.default',
+        // Our events callback beside any the user enabled.
+        ANSIBLE_CALLBACK_PLUGINS: [callbackDir, run.env.ANSIBLE_CALLBACK_PLUGINS].filter(Boolean).join(':'),
+        ANSIBLE_CALLBACKS_ENABLED: [run.env.ANSIBLE_CALLBACKS_ENABLED, EVENTS_CALLBACK_NAME].filter(Boolean).join(','),
+        [EVENTS_FILE_ENV]: eventsFile,
       };
       delete env.ANSIBLE_CONFIG;
       delete env.ANSIBLE_FORCE_COLOR;
@@ -131,6 +144,7 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
 
       const args = ['-i', run.inventoryPath];
       if (run.check) args.push('--check');
+      if (run.diff) args.push('--diff');
       if (run.limit !== undefined) args.push('--limit', run.limit);
       if (run.tags !== undefined) args.push('--tags', run.tags);
       if (run.become) args.push('--become');
@@ -151,7 +165,8 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
       run.signal?.throwIfAborted();
       const stdout = redact(result.stdout, secrets);
       const stderr = redact(result.stderr, secrets);
-      return { code: result.code, stdout, stderr, tail: tailOf(stdout, stderr), recap: parseRecap(stdout) };
+      const events = parseAnsibleEvents(await readFile(eventsFile, 'utf8').catch(() => ''), secrets);
+      return { code: result.code, stdout, stderr, tail: tailOf(stdout, stderr), recap: parseRecap(stdout), events };
     } finally {
       await stopControlMasters(controlDir, run.env);
     }

@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
 import { scrubEnvironment } from '../domain/run-environment.js';
 import { runPlaybook } from '../adapters/ansible.js';
+import type { AnsibleEvent } from '../adapters/ansible-events.js';
 import { SshAgent } from '../adapters/ssh.js';
 import type { SecretRegistry } from './secrets.js';
 import { makePrivateDir } from '../adapters/private-dir.js';
@@ -30,6 +31,7 @@ export interface PlayRequest {
   /** Environment values meant for the play (run-secrets, unsealed outputs). */
   envAdditions?: Record<string, string>;
   check?: boolean;
+  diff?: boolean;
   limit?: string;
   tags?: string;
   passthrough?: string[];
@@ -43,6 +45,8 @@ export interface PlayOutcome {
   code: number;
   stdout: string;
   stderr: string;
+  /** Per-task, per-host results, redacted. */
+  events: AnsibleEvent[];
 }
 
 /** Collections vendored by `exocomp playbook vendor` (so no run depends on Galaxy). */
@@ -88,6 +92,7 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
       ...(identityFile ? { privateKeyFile: identityFile } : {}),
       ...(request.extraVars ? { extraVars: request.extraVars } : {}),
       ...(request.check ? { check: true } : {}),
+      ...(request.diff ? { diff: true } : {}),
       ...(request.limit ? { limit: request.limit } : {}),
       ...(request.tags ? { tags: request.tags } : {}),
       ...(request.passthrough ? { passthrough: request.passthrough } : {}),
@@ -96,7 +101,7 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
       ...(request.onOutput ? { onOutput: request.onOutput } : {}),
       signal: request.signal,
     });
-    return { code: result.code, stdout: result.stdout, stderr: result.stderr };
+    return { code: result.code, stdout: result.stdout, stderr: result.stderr, events: result.events };
   } finally {
     await agent?.stop();
     await rm(privateDir, { recursive: true, force: true });
