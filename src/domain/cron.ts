@@ -173,3 +173,73 @@ export function describeMinuteWarning(fiveField: string): string | undefined {
     'runs are most often delayed or dropped; consider another minute (e.g. 17)'
   );
 }
+
+// ---------------------------------------------------------------------------
+// Fire times and missed ticks (issue 12 item 4)
+// ---------------------------------------------------------------------------
+
+const MINUTE_MS = 60_000;
+/** Fire times are enumerated minute by minute: bound the work for a long look-back. */
+export const MAX_TICKS = 2_000;
+
+/**
+ * The times a five-field CI cron fires in (from, to], UTC, at most `MAX_TICKS`.
+ * As in cron, when both day-of-month and day-of-week are restricted, a day
+ * matching either fires.
+ */
+export function cronFireTimes(fiveField: string, from: Date, to: Date): Date[] {
+  const texts = fiveField.trim().split(/\s+/);
+  if (texts.length !== 5) throw new UsageError(`invalid CI schedule ${quoteValue(fiveField)}: expected five fields`, FORMAT_HELP);
+  const [minute, hour, dom, month, dow] = parseFields(fiveField, texts, FIVE_FIELDS) as [ParsedField, ParsedField, ParsedField, ParsedField, ParsedField];
+  const domAny = (texts[2] as string).startsWith('*');
+  const dowAny = (texts[4] as string).startsWith('*');
+  const dayMatches = (t: Date): boolean => {
+    const byDom = dom.values.has(t.getUTCDate());
+    const byDow = dow.values.has(t.getUTCDay());
+    if (domAny || dowAny) return byDom && byDow;
+    return byDom || byDow;
+  };
+  const times: Date[] = [];
+  let t = Math.floor(from.getTime() / MINUTE_MS) * MINUTE_MS + MINUTE_MS;
+  for (; t <= to.getTime() && times.length < MAX_TICKS; t += MINUTE_MS) {
+    const at = new Date(t);
+    if (!month.values.has(at.getUTCMonth() + 1) || !dayMatches(at)) {
+      // Skip to the next day: nothing fires on this one.
+      t = Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate() + 1) - MINUTE_MS;
+      continue;
+    }
+    if (hour.values.has(at.getUTCHours()) && minute.values.has(at.getUTCMinutes())) times.push(at);
+  }
+  return times;
+}
+
+export interface MissedTickOptions {
+  /** A run that starts this late after its tick still counts for it (GitHub delays busy-hour runs). */
+  toleranceMinutes?: number;
+  /** Ticks this recent are not judged yet: their run may still be queued. */
+  graceMinutes?: number;
+}
+
+/**
+ * Ticks of `fiveField` since the first recorded fire that no recorded fire
+ * answers. Each fire answers the latest unanswered tick at or before it,
+ * within the tolerance; GitHub drops scheduled runs at busy times and leaves no
+ * trace of them, so the missing ones are only visible this way.
+ */
+export function missedTicks(fiveField: string, fires: readonly Date[], now: Date, options: MissedTickOptions = {}): Date[] {
+  const { toleranceMinutes = 60, graceMinutes = 15 } = options;
+  const sorted = [...fires].sort((a, b) => a.getTime() - b.getTime());
+  const first = sorted[0];
+  if (first === undefined) return [];
+  // The tick the first recorded run answered is the start of what can be judged.
+  const ticks = cronFireTimes(fiveField, new Date(first.getTime() - toleranceMinutes * MINUTE_MS - MINUTE_MS), new Date(now.getTime() - graceMinutes * MINUTE_MS));
+  const answered = new Set<number>();
+  for (const fire of sorted) {
+    const tick = ticks.findLastIndex(
+      (t, i) => !answered.has(i) && t.getTime() <= fire.getTime() && fire.getTime() - t.getTime() <= toleranceMinutes * MINUTE_MS,
+    );
+    if (tick >= 0) answered.add(tick);
+  }
+  const firstAnswered = Math.min(...[...answered]);
+  return ticks.filter((_, i) => !answered.has(i) && i > firstAnswered);
+}
