@@ -6,6 +6,8 @@
  * never through arguments or URLs, so they do not show in process lists or
  * error messages.
  */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
 import { redact, runProcess, type RunResult } from './process.js';
 
@@ -134,8 +136,8 @@ function buildGitEnv(options: GitCliOptions): NodeJS.ProcessEnv {
  * actions/checkout does it: an `http.<url>.extraheader` with basic auth. Both
  * the token and its base64 form are secrets (either may show up in output).
  */
-export function httpAuthConfig(token: string, urlPrefix = 'https://github.com/'): { config: GitConfigEntry[]; secrets: string[] } {
-  const basic = Buffer.from(`x-access-token:${token}`, 'utf8').toString('base64');
+export function httpAuthConfig(token: string, urlPrefix = 'https://github.com/', username = 'x-access-token'): { config: GitConfigEntry[]; secrets: string[] } {
+  const basic = Buffer.from(`${username}:${token}`, 'utf8').toString('base64');
   return {
     config: [[`http.${urlPrefix}.extraheader`, `AUTHORIZATION: basic ${basic}`]],
     secrets: [token, basic],
@@ -154,4 +156,33 @@ export function isRemoteUrl(remote: string): boolean {
 export function redactRemote(remote: string, secrets: readonly string[] = []): string {
   const withoutCredentials = remote.replace(/^(https?|ftps?):\/\/[^/@]*@/i, '$1://***@');
   return redact(withoutCredentials, secrets);
+}
+
+const PUSH_PROBE_REF = 'refs/exocomp/push-probe';
+
+/**
+ * Whether these credentials may push to `remote`, found without writing
+ * anything: a dry-run delete of a ref that does not exist makes git ask the
+ * remote for its receive-pack advertisement, which a forge refuses to a token
+ * that may not push, and sends nothing. `said` is git's redacted output on refusal.
+ */
+export async function probePushAccess(options: {
+  remote: string;
+  scratchRoot: string;
+  config?: readonly GitConfigEntry[];
+  extraEnv?: Readonly<Record<string, string>>;
+  secrets: readonly string[];
+}): Promise<{ ok: true } | { ok: false; said: string }> {
+  const scratch = await mkdtemp(join(options.scratchRoot, 'exocomp-probe-'));
+  try {
+    const common = { config: options.config ?? [], extraEnv: options.extraEnv ?? {}, secrets: options.secrets };
+    const init = await new ProcessGitCli({ cwd: scratch, ...common }).run(['init', '--quiet', '--bare', '.']);
+    if (init.code !== 0) throw new ExocompError('tool-failed', `git init failed: ${init.stderr.trim()}`);
+    const probe = await new ProcessGitCli({ gitDir: scratch, ...common }).run(['push', '--dry-run', '--porcelain', options.remote, `:${PUSH_PROBE_REF}`], {
+      timeoutMs: 120_000,
+    });
+    return probe.code === 0 ? { ok: true } : { ok: false, said: redact(`${probe.stderr}\n${probe.stdout}`, options.secrets) };
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
 }

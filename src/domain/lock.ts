@@ -70,10 +70,13 @@ export function holdsLock(current: LockRecord | undefined, holder: string): bool
 
 export function describeHolder(record: LockRecord): string {
   const { lease } = record;
+  const { origin } = lease;
   const where =
-    lease.origin.kind === 'local'
-      ? `pid ${lease.origin.pid} on ${lease.origin.hostname}`
-      : `${lease.origin.platform} run ${lease.origin.runId} (attempt ${lease.origin.runAttempt}) of ${lease.origin.repository}`;
+    origin.kind === 'local'
+      ? `pid ${origin.pid} on ${origin.hostname}`
+      : origin.kind === 'gitlab'
+        ? `gitlab job ${origin.jobId} of pipeline ${origin.pipelineId} in ${origin.project}`
+        : `${origin.platform} run ${origin.runId} (attempt ${origin.runAttempt}) of ${origin.repository}`;
   return `${lease.holder} (${where}, ${record.purpose}; since ${lease.acquiredAt}, heartbeat ${lease.heartbeatAt})`;
 }
 

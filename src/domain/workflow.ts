@@ -38,6 +38,8 @@ export const leaseSchema = z.object({
       runId: z.number().int(),
       runAttempt: z.number().int(),
     }),
+    /** A GitLab job: alive while the Jobs API says it is not finished. */
+    z.object({ kind: z.literal('gitlab'), project: z.string(), pipelineId: z.number().int(), jobId: z.number().int() }),
   ]),
   acquiredAt: z.string(),
   heartbeatAt: z.string(),

@@ -3,10 +3,9 @@
  * the token travels only as an `http.extraheader` in GIT_CONFIG_* variables,
  * never in a URL or an argument, and both it and its base64 form are masked.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ExocompError, UsageError } from '../../domain/errors.js';
-import { httpAuthConfig, ProcessGitCli, type GitConfigEntry } from '../../adapters/git.js';
+import { httpAuthConfig, probePushAccess, type GitConfigEntry } from '../../adapters/git.js';
 import { GitLedgerStore } from '../../ledger/git-store.js';
 import type { SecretRegistry } from '../../app/secrets.js';
 import type { RunContext } from './run-context.js';
@@ -26,8 +25,6 @@ export interface GitHubLedger {
   preflight(): Promise<void>;
 }
 
-const PROBE_REF = 'refs/exocomp/push-probe';
-
 export function openGitHubLedger(options: GitHubLedgerOptions): GitHubLedger {
   const slug = options.ledgerRepository ?? options.run.slug;
   if (!/^[^/\s]+\/[^/\s]+$/.test(slug)) {
@@ -46,37 +43,22 @@ export function openGitHubLedger(options: GitHubLedgerOptions): GitHubLedger {
   return { store, preflight: () => checkPushAccess(remote, slug, options.run.runnerTemp, auth.config, options.secrets) };
 }
 
-/**
- * A dry-run delete of a ref that does not exist: git asks the remote for its
- * receive-pack advertisement, which GitHub refuses (403) to a token without
- * `contents: write`, and sends nothing.
- */
+/** Fails, naming what to change, when the token may not push to the ledger repository. */
 async function checkPushAccess(remote: string, slug: string, scratchRoot: string, config: readonly GitConfigEntry[], secrets: SecretRegistry): Promise<void> {
-  const scratch = await mkdtemp(join(scratchRoot, 'exocomp-probe-'));
-  try {
-    const git = new ProcessGitCli({ cwd: scratch, config, secrets: secrets.list() });
-    const init = await git.run(['init', '--quiet', '--bare', '.']);
-    if (init.code !== 0) throw new ExocompError('tool-failed', `git init failed: ${init.stderr.trim()}`);
-    const probe = await new ProcessGitCli({ gitDir: scratch, config, secrets: secrets.list() }).run(
-      ['push', '--dry-run', '--porcelain', remote, `:${PROBE_REF}`],
-      { timeoutMs: 120_000 },
-    );
-    if (probe.code === 0) return;
-    const said = secrets.redact(`${probe.stderr}\n${probe.stdout}`);
-    if (/\b403\b|denied|not authorized|permission/i.test(said)) {
-      throw new ExocompError('permission', `the token may not push to ${slug}, where the ledger branch lives`, {
-        help: 'add `permissions: contents: write` to the job (naming any permission sets the others to none, so list every one the job needs), or pass a token that may push to the ledger repository',
-      });
-    }
-    if (/\b404\b|not found/i.test(said)) {
-      throw new ExocompError('ledger-unreachable', `the ledger repository ${slug} was not found, or the token may not see it`, {
-        help: 'check ledger-repository; a token for another repository needs `contents: write` there (the workflow’s GITHUB_TOKEN only reaches its own repository)',
-      });
-    }
-    throw new ExocompError('ledger-unreachable', `cannot reach the ledger repository ${slug}: ${said.trim().split('\n').slice(-3).join(' | ')}`, {
-      help: 'check the network and the token, then re-run the job',
+  const probe = await probePushAccess({ remote, scratchRoot, config, secrets: secrets.list() });
+  if (probe.ok) return;
+  const said = probe.said;
+  if (/\b403\b|denied|not authorized|permission/i.test(said)) {
+    throw new ExocompError('permission', `the token may not push to ${slug}, where the ledger branch lives`, {
+      help: 'add `permissions: contents: write` to the job (naming any permission sets the others to none, so list every one the job needs), or pass a token that may push to the ledger repository',
     });
-  } finally {
-    await rm(scratch, { recursive: true, force: true });
   }
+  if (/\b404\b|not found/i.test(said)) {
+    throw new ExocompError('ledger-unreachable', `the ledger repository ${slug} was not found, or the token may not see it`, {
+      help: 'check ledger-repository; a token for another repository needs `contents: write` there (the workflow’s GITHUB_TOKEN only reaches its own repository)',
+    });
+  }
+  throw new ExocompError('ledger-unreachable', `cannot reach the ledger repository ${slug}: ${said.trim().split('\n').slice(-3).join(' | ')}`, {
+    help: 'check the network and the token, then re-run the job',
+  });
 }

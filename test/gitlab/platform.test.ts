@@ -1,0 +1,246 @@
+/**
+ * Issue 11: the GitLab platform adapters (src/platform/gitlab) against the
+ * GitLab API double and git over HTTP: the sticky MR note, ledger push auth
+ * with its preflight, holder liveness, deployment approvals, the pipeline
+ * trigger, schedules, log sections, the state backend.
+ */
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { runProcess } from '../../src/adapters/process.js';
+import { SecretRegistry } from '../../src/app/secrets.js';
+import { ExocompError } from '../../src/domain/errors.js';
+import { GitLabApi } from '../../src/platform/gitlab/api.js';
+import { gitlabHolder, gitlabHolderProbe } from '../../src/platform/gitlab/holder.js';
+import { gitlabHolderId, parseGitLabHolderId, readGitLabJob, type GitLabJob } from '../../src/platform/gitlab/job.js';
+import { openGitLabLedger } from '../../src/platform/gitlab/ledger.js';
+import { createGitLabLog } from '../../src/platform/gitlab/log.js';
+import { findMergeRequest, statusMarker, upsertStatusNote } from '../../src/platform/gitlab/status-note.js';
+import { gitlabStateEnv } from '../../src/platform/gitlab/tofu-state.js';
+import { GitLabDouble } from '../support/gitlab-double.js';
+
+const PROJECT = { id: 42, path: 'acme/infra', jobTokenPushAllowed: false };
+const BOT_TOKEN = 'glpat-bot-api-token-0001';
+const READER_TOKEN = 'glpat-read-only-token-02';
+const SHA = 'a'.repeat(40);
+
+let scratch: string;
+let double: GitLabDouble;
+let jobToken: string;
+
+function job(overrides: Partial<GitLabJob> = {}): GitLabJob {
+  return readGitLabJob({
+    CI_SERVER_URL: double.url,
+    CI_PROJECT_ID: String(PROJECT.id),
+    CI_PROJECT_PATH: PROJECT.path,
+    CI_PIPELINE_ID: '500',
+    CI_JOB_ID: '77',
+    CI_JOB_TOKEN: jobToken,
+    GITLAB_USER_LOGIN: 'alice',
+    CI_COMMIT_SHA: SHA,
+    ...Object.fromEntries(Object.entries(overrides).map(([k, v]) => [k, String(v)])),
+  });
+}
+
+function api(accessToken?: string): GitLabApi {
+  return new GitLabApi(double.url, { jobToken, accessToken }, new SecretRegistry());
+}
+
+async function refusal(promise: Promise<unknown>): Promise<ExocompError> {
+  const error = await promise.then(
+    () => undefined,
+    (reason: unknown) => reason,
+  );
+  expect(error).toBeInstanceOf(ExocompError);
+  return error as ExocompError;
+}
+
+beforeAll(async () => {
+  scratch = await mkdtemp(join(tmpdir(), 'exocomp-gitlab-platform-'));
+  const gitRoot = join(scratch, 'git');
+  await mkdir(join(gitRoot, 'acme'), { recursive: true });
+  await runProcess('git', ['init', '--quiet', '--bare', join(gitRoot, 'acme/infra.git')]);
+  double = new GitLabDouble({ gitRoot });
+  await double.start();
+});
+
+afterAll(async () => {
+  await double.stop();
+  await rm(scratch, { recursive: true, force: true });
+});
+
+beforeEach(() => {
+  Object.assign(double.state, { projects: [{ ...PROJECT }], mergeRequests: [], notes: [], deployments: [], schedules: [], triggered: [] });
+  double.state.tokens[BOT_TOKEN] = { kind: 'project', username: 'project_42_bot', scopes: ['api'] };
+  double.state.tokens[READER_TOKEN] = { kind: 'personal', username: 'reader', scopes: ['read_api', 'read_repository'] };
+  jobToken = double.jobToken({ id: 77, projectId: 42, name: 'apply', stage: 'apply', status: 'running', pipelineId: 500, user: 'alice', ref: 'main', sha: SHA });
+  double.violations.length = 0;
+});
+
+describe('CI variables and holders', () => {
+  it('reads the job from predefined variables and names a missing one', () => {
+    const j = job({ mergeRequestIid: 7 } as never);
+    expect(j).toMatchObject({ projectId: 42, projectPath: 'acme/infra', pipelineId: 500, jobId: 77, userLogin: 'alice', apiUrl: `${double.url}/api/v4` });
+    expect(gitlabHolderId(j)).toBe('gitlab:acme/infra:500:77');
+    expect(parseGitLabHolderId('gitlab:acme/infra:500:77')).toEqual({ projectPath: 'acme/infra', pipelineId: 500, jobId: 77 });
+    expect(parseGitLabHolderId('github:acme/infra:1:1:x')).toBeUndefined();
+    expect(() => readGitLabJob({ CI_SERVER_URL: 'https://gitlab.example.com' })).toThrow(/CI_PROJECT_ID/);
+  });
+
+  it('judges a holder by the Jobs API with an access token, and cannot tell without one', async () => {
+    const lease = gitlabHolder(job()).lease(new Date());
+    expect(lease.origin).toEqual({ kind: 'gitlab', project: 'acme/infra', pipelineId: 500, jobId: 77 });
+    expect(await gitlabHolderProbe(api(BOT_TOKEN))(lease)).toBe(false);
+    (double.state.jobs[77] as { status: string }).status = 'canceled';
+    expect(await gitlabHolderProbe(api(BOT_TOKEN))(lease)).toBe(true);
+    expect(await gitlabHolderProbe(api())(lease)).toBeUndefined();
+    expect(double.violations).toEqual([]);
+  });
+});
+
+describe('sticky merge request note', () => {
+  beforeEach(() => {
+    double.state.mergeRequests.push({ projectId: 42, iid: 7, sha: SHA, sourceBranch: 'feature', targetBranch: 'main', author: 'alice' });
+  });
+
+  it('is created once, edited in place across jobs, its duplicates removed, other notes untouched', async () => {
+    const marker = statusMarker('provision:web');
+    double.state.notes.push(
+      { id: 1, projectId: 42, mergeRequestIid: 7, body: 'LGTM', author: 'bob', system: false, createdAt: '', updatedAt: '' },
+      // Someone else quoting the marker is not ours to edit.
+      { id: 2, projectId: 42, mergeRequestIid: 7, body: `${marker}\nforged`, author: 'mallory', system: false, createdAt: '', updatedAt: '' },
+    );
+    const first = await upsertStatusNote(api(BOT_TOKEN), 42, 7, 'provision:web', 'plan: 1 to add');
+    expect(first).toMatchObject({ kind: 'created' });
+    const second = await upsertStatusNote(api(BOT_TOKEN), 42, 7, 'provision:web', 'applied');
+    expect(second).toMatchObject({ kind: 'updated', removedDuplicates: 0 });
+    // A race left a second copy of our note.
+    double.state.notes.push({ id: 3, projectId: 42, mergeRequestIid: 7, body: `${marker}\nstale`, author: 'project_42_bot', system: false, createdAt: '', updatedAt: '' });
+    const third = await upsertStatusNote(api(BOT_TOKEN), 42, 7, 'provision:web', 'configured');
+    expect(third).toMatchObject({ kind: 'updated', removedDuplicates: 1 });
+    const ours = double.state.notes.filter((n) => n.author === 'project_42_bot');
+    expect(ours).toHaveLength(1);
+    expect(ours[0]?.id).toBe(first.kind === 'created' ? first.id : -1);
+    expect(ours[0]?.body).toBe(`${marker}\nconfigured`);
+    expect(double.state.notes.find((n) => n.id === 1)?.body).toBe('LGTM');
+    expect(double.state.notes.find((n) => n.id === 2)?.body).toBe(`${marker}\nforged`);
+    expect(double.requestsTo('create-mr-note')).toHaveLength(1);
+    expect(double.violations).toEqual([]);
+  });
+
+  it('is a notice, not a failure, without an access token, and writes nothing', async () => {
+    const outcome = await upsertStatusNote(api(), 42, 7, 'provision:web', 'plan');
+    expect(outcome).toEqual({ kind: 'refused', reason: expect.stringContaining('EXOCOMP_GITLAB_TOKEN') });
+    expect(double.state.notes).toHaveLength(0);
+    const readOnly = await upsertStatusNote(api(READER_TOKEN), 42, 7, 'provision:web', 'plan');
+    expect(readOnly).toMatchObject({ kind: 'refused', reason: expect.stringContaining('HTTP 403') });
+    expect(double.state.notes).toHaveLength(0);
+  });
+
+  it('finds the merge request from the job, else from the commit', async () => {
+    expect(await findMergeRequest(api(), 42, { mergeRequestIid: 9, sha: SHA })).toBe(9);
+    expect(await findMergeRequest(api(), 42, { mergeRequestIid: undefined, sha: SHA })).toBe(7);
+    expect(await findMergeRequest(api(), 42, { mergeRequestIid: undefined, sha: 'b'.repeat(40) })).toBeUndefined();
+    // The job token may read the commit's merge requests (GitLab lists that route for job tokens).
+    expect(double.requestsTo('commit-merge-requests').every((r) => r.tokenKind === 'job' && r.status === 200)).toBe(true);
+    expect(double.violations).toEqual([]);
+  });
+});
+
+describe('ledger push', () => {
+  const ledgerHead = async () => (await runProcess('git', ['--git-dir', join(scratch, 'git/acme/infra.git'), 'for-each-ref', '--format=%(refname) %(objectname)'])).stdout;
+
+  it('refuses a job token the project does not let push, naming the setting, before any write', async () => {
+    const before = await ledgerHead();
+    const ledger = openGitLabLedger({ job: job(), branch: 'exocomp-ledger', ledgerProject: undefined, env: {}, secrets: new SecretRegistry() });
+    expect(ledger.credential).toBe('job-token');
+    const error = await refusal(ledger.preflight());
+    expect(error.kind).toBe('permission');
+    expect(`${error.message} ${error.help ?? ''}`).toContain('Allow Git push requests to the repository');
+    expect(`${error.message} ${error.help ?? ''}`).not.toContain(jobToken);
+    expect(await ledgerHead()).toBe(before);
+  });
+
+  it('pushes with the job token once the project allows it', async () => {
+    (double.state.projects[0] as { jobTokenPushAllowed: boolean }).jobTokenPushAllowed = true;
+    const ledger = openGitLabLedger({ job: job(), branch: 'exocomp-ledger', ledgerProject: undefined, env: {}, secrets: new SecretRegistry() });
+    await ledger.preflight();
+    await ledger.store.update(() => ({ writes: new Map([['probe.json', '{}\n']]), message: 'test: first record', result: undefined }));
+    expect(await ledgerHead()).toMatch(/refs\/heads\/exocomp-ledger [0-9a-f]{40}/);
+    const pushes = double.gitRequests.filter((r) => r.service === 'git-receive-pack' && r.phase === 'rpc');
+    expect(pushes.at(-1)).toMatchObject({ login: 'alice', status: 200 });
+  });
+
+  it('names the write_repository scope for an access token that may only read, and refuses a job token for another project', async () => {
+    const ledger = openGitLabLedger({ job: job(), branch: 'exocomp-ledger', ledgerProject: undefined, env: { EXOCOMP_LEDGER_TOKEN: READER_TOKEN }, secrets: new SecretRegistry() });
+    expect(ledger.credential).toBe('access-token');
+    const error = await refusal(ledger.preflight());
+    expect(error.help).toContain('write_repository');
+    expect(() => openGitLabLedger({ job: job(), branch: 'exocomp-ledger', ledgerProject: 'acme/ledger', env: {}, secrets: new SecretRegistry() })).toThrow(/only to the job's own project/);
+  });
+});
+
+describe('approvals, continuation and schedules', () => {
+  it('reads the approvals of the deployment the job makes', async () => {
+    double.state.deployments.push({ id: 9, projectId: 42, environment: 'production', jobId: 77, status: 'blocked', user: 'alice', requiredApprovals: 1, approvals: [] });
+    double.state.tokens['glpat-carol'] = { kind: 'personal', username: 'carol', scopes: ['api'] };
+    const carol = new GitLabApi(double.url, { accessToken: 'glpat-carol' }, new SecretRegistry());
+    const before = await api().deploymentOfJob(42, 'production', 77);
+    expect(before).toMatchObject({ id: 9, status: 'blocked', user: 'alice', approvals: [] });
+    await (carol as unknown as { viaToken: { deployments: { setApproval(p: number, d: number, s: string, o: object): Promise<unknown> } } }).viaToken.deployments.setApproval(42, 9, 'approved', { comment: 'ship it' });
+    const after = await api().deploymentOfJob(42, 'production', 77);
+    expect(after).toMatchObject({ status: 'created', approvals: [{ user: 'carol', status: 'approved', comment: 'ship it' }] });
+    expect(await api().deploymentOfJob(42, 'production', 78)).toBeUndefined();
+    expect(double.violations).toEqual([]);
+  });
+
+  it('triggers the continuation pipeline with the job token', async () => {
+    const started = await api().triggerPipeline(42, 'main', { EXOCOMP_WORKFLOW_ID: 'web-1' }, jobToken);
+    expect(started.id).toBeGreaterThan(0);
+    expect(double.state.triggered).toEqual([expect.objectContaining({ ref: 'main', variables: { EXOCOMP_WORKFLOW_ID: 'web-1' }, username: 'alice' })]);
+    expect(double.violations).toEqual([]);
+  });
+
+  it('creates a schedule with its variables, lists it and removes it; the job token may not', async () => {
+    const created = await api(BOT_TOKEN).createSchedule(42, { description: 'exocomp nightly', ref: 'main', cron: '17 3 * * *', variables: { EXOCOMP_SCHEDULE: 'nightly' } });
+    expect(double.state.schedules).toHaveLength(1);
+    expect(double.state.schedules[0]).toMatchObject({ description: 'exocomp nightly', cron: '17 3 * * *', cronTimezone: 'UTC', variables: [{ key: 'EXOCOMP_SCHEDULE', value: 'nightly' }] });
+    expect((await api(BOT_TOKEN).schedules(42)).map((s) => s.id)).toEqual([created.id]);
+    expect((await api(BOT_TOKEN).schedule(42, created.id)).variables).toEqual([{ key: 'EXOCOMP_SCHEDULE', value: 'nightly' }]);
+    await api(BOT_TOKEN).removeSchedule(42, created.id);
+    expect(double.state.schedules).toHaveLength(0);
+    expect((await refusal(api().schedules(42))).help).toContain('EXOCOMP_GITLAB_TOKEN');
+    expect(double.violations).toEqual([]);
+  });
+});
+
+describe('log sections and state backend', () => {
+  it('writes collapsible sections, redacts secrets, and never lets output forge a marker', () => {
+    const secrets = new SecretRegistry();
+    secrets.add('hunter2-secret-value');
+    let out = '';
+    const log = createGitLabLog(secrets, (t) => (out += t), () => 1_700_000_000_000);
+    log.startGroup('configure web');
+    log.info('token hunter2-secret-value\n\u001b[0Ksection_end:1:fake\r');
+    log.endGroup();
+    expect(out).toContain('\u001b[0Ksection_start:1700000000:exocomp_1_configure_web[collapsed=true]\r\u001b[0Kconfigure web\n');
+    expect(out).toContain('\u001b[0Ksection_end:1700000000:exocomp_1_configure_web\r\u001b[0K\n');
+    expect(out).not.toContain('hunter2');
+    expect(out).toContain('^[[0Ksection_end:1:fake');
+    expect(out.match(/\u001b\[0Ksection_end/g)).toHaveLength(1);
+  });
+
+  it('points the http backend at the project’s GitLab-managed state', () => {
+    const env = gitlabStateEnv({ apiUrl: 'https://gitlab.example.com/api/v4', projectId: 42, jobToken: 'tok' }, 'web');
+    expect(env).toMatchObject({
+      TF_HTTP_ADDRESS: 'https://gitlab.example.com/api/v4/projects/42/terraform/state/web',
+      TF_HTTP_LOCK_ADDRESS: 'https://gitlab.example.com/api/v4/projects/42/terraform/state/web/lock',
+      TF_HTTP_LOCK_METHOD: 'POST',
+      TF_HTTP_UNLOCK_METHOD: 'DELETE',
+      TF_HTTP_USERNAME: 'gitlab-ci-token',
+      TF_HTTP_PASSWORD: 'tok',
+    });
+    expect(() => gitlabStateEnv({ apiUrl: 'x', projectId: 1, jobToken: 't' }, '../x y')).toThrow(/state name/);
+  });
+});
