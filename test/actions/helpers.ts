@@ -9,7 +9,7 @@ import { cp, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runProcess } from '../../src/adapters/process.js';
-import { events, runActionBundle, type ActionResult, type RunnerEvent, type RunnerRun } from '../support/action-runner.js';
+import { events, runActionBundle, type ActionInvocation, type ActionResult, type RunnerEvent, type RunnerJob, type RunnerRun } from '../support/action-runner.js';
 import { GitHubDouble, PERMISSIVE_TOKEN } from '../support/github-double.js';
 import { generateKeyPair, type KeyPair } from '../support/loopback-host.js';
 import { fixtureWorkspacesDir, invocationsOf, readStandinLog, standinPath } from '../support/tofu-standin.js';
@@ -54,6 +54,10 @@ export interface RunOptions {
   env?: NodeJS.ProcessEnv;
   /** Reach the double as this host name (resolving to 127.0.0.1 in the step's own mount namespace). */
   loopbackHostname?: string;
+  /** Run as a step of this job (shared RUNNER_TEMP); default: a job of its own. */
+  runnerJob?: RunnerJob;
+  /** Cancel the workflow once the step's output satisfies this (see ActionInvocation.cancelWhen). */
+  cancelWhen?: (output: string) => boolean;
 }
 
 export async function createActionFixture(workspaceFixture = 'edge'): Promise<ActionFixture> {
@@ -92,7 +96,7 @@ export async function createActionFixture(workspaceFixture = 'edge'): Promise<Ac
         workflowRef: `${REPOSITORY}/.github/workflows/${options.workflowFile ?? 'provision.yml'}@refs/heads/main`,
         job: options.job ?? action,
       };
-      return runActionBundle({
+      const invocation: ActionInvocation = {
         action,
         with: options.with ?? {},
         run,
@@ -102,7 +106,9 @@ export async function createActionFixture(workspaceFixture = 'edge'): Promise<Ac
         githubToken: options.token ?? WRITE_TOKEN,
         workspace: checkout,
         env: { EXOCOMP_TOFU_STANDIN_LOG: standinLog, ...options.env },
-      });
+        ...(options.cancelWhen ? { cancelWhen: options.cancelWhen } : {}),
+      };
+      return options.runnerJob ? options.runnerJob.step(invocation) : runActionBundle(invocation);
     },
     async ledgerHistory(branch = 'exocomp-ledger') {
       const log = await runProcess('git', ['--git-dir', ledgerRepo, 'log', '-p', '--no-color', '--format=commit %H%n%B', branch]);

@@ -5,14 +5,17 @@
  * action.yml (bundles never apply them), GITHUB_OUTPUT / GITHUB_STATE /
  * GITHUB_STEP_SUMMARY / GITHUB_ENV / GITHUB_PATH files, a real-shaped event
  * payload at GITHUB_EVENT_PATH, and the API and git server at the double.
- * Outputs are parsed back from the GITHUB_OUTPUT file.
+ * Outputs are parsed back from the GITHUB_OUTPUT file; stdout and stderr go
+ * through the runner's workflow-command processing (./workflow-commands.ts).
+ * Steps of one job share a RunnerJob (RUNNER_TEMP, HOME, GITHUB_ENV/PATH).
  */
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
+import { WorkflowCommandProcessor, type Annotation } from './workflow-commands.js';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -21,7 +24,7 @@ export interface ActionMetadata {
   description: string;
   inputs: Record<string, { description: string; required?: boolean; default?: string }>;
   outputs: Record<string, { description: string; value?: string }>;
-  runs: { using: string; main?: string; steps?: unknown[] };
+  runs: { using: string; main?: string; post?: string; 'post-if'?: string; steps?: unknown[] };
   branding?: { icon: string; color: string };
 }
 
@@ -55,7 +58,7 @@ export interface RunnerEvent {
 
 export interface ActionInvocation {
   action: string;
-  /** Inputs as a workflow's `with:` gives them; undeclared inputs are refused. */
+  /** Inputs as a workflow's `with:` gives them; undeclared ones are dropped with a warning, as the runner does. */
   with?: Record<string, string>;
   run: RunnerRun;
   event: RunnerEvent;
@@ -73,18 +76,45 @@ export interface ActionInvocation {
    * *.ghe.com and *.localhost differently from a raw IP address.
    */
   loopbackHostname?: string;
+  /**
+   * "Cancel workflow" while the step runs, once its output so far (stdout and
+   * stderr, raw) satisfies this: SIGINT, 7.5 s, SIGTERM, 2.5 s, then the whole
+   * process tree is killed, as the runner does.
+   */
+  cancelWhen?: (output: string) => boolean;
+}
+
+export type CancelSignal = 'SIGINT' | 'SIGTERM' | 'SIGKILL';
+
+export interface Cancellation {
+  /** The signals the runner had to send, in order: ['SIGINT'] when the step stopped within the first window. */
+  signals: CancelSignal[];
+  /** Descendants of the step's process that were still running after it ended (the runner would kill them at job end). */
+  leftRunning: Array<{ pid: number; command: string }>;
 }
 
 export interface ActionResult {
   code: number;
+  /** The raw streams, before the runner processed commands or masked anything. */
   stdout: string;
   stderr: string;
+  /** The log as the runner shows it: workflow commands processed, annotations as `##[level]`, masks applied. */
+  log: string;
+  annotations: Annotation[];
+  /** Values the step registered with add-mask. */
+  masks: string[];
+  /** Outputs from GITHUB_OUTPUT and from the deprecated `::set-output` command. */
   outputs: Record<string, string>;
+  /** State for the post step, from GITHUB_STATE and the deprecated `::save-state`. */
+  state: Record<string, string>;
   summary: string;
   /** Every file the runner gave the step, for searching (outputs, summary, state, env). */
   files: Record<string, string>;
   /** The env the step ran with (INPUT_* included). */
   env: NodeJS.ProcessEnv;
+  cancellation?: Cancellation;
+  /** The step as it was run, for its post step. */
+  invocation: ActionInvocation;
 }
 
 /** Evaluates the only expression action.yml defaults use here; anything else is a harness error. */
@@ -118,22 +148,85 @@ export function parseCommandFile(text: string): Record<string, string> {
   return out;
 }
 
-export async function runActionBundle(invocation: ActionInvocation): Promise<ActionResult> {
-  const metadata = await readActionMetadata(invocation.action);
-  if (!metadata.runs.main) throw new Error(`${invocation.action} is not a JavaScript action`);
-  const main = resolve(dirname(actionYmlPath(invocation.action)), metadata.runs.main);
-  const given = invocation.with ?? {};
-  for (const name of Object.keys(given)) {
-    if (!(name in metadata.inputs)) throw new Error(`input ${name} is not declared in ${invocation.action}'s action.yml`);
-  }
-  const inputEnv: Record<string, string> = {};
-  for (const [name, declared] of Object.entries(metadata.inputs)) {
-    const value = given[name] ?? evaluateDefault(String(declared.default ?? ''), invocation.githubToken);
-    inputEnv[`INPUT_${name.replace(/ /g, '_').toUpperCase()}`] = value;
+/** A step's status as the post step's `post-if` sees it. */
+type JobStatus = 'success' | 'failure' | 'cancelled';
+
+/** `always()`, `success()`, `failure()`, `cancelled()` and `||` of them: what action.yml post-if uses. */
+function evaluatePostIf(expression: string, status: JobStatus): boolean {
+  return expression.split('||').some((term) => {
+    const fn = term.trim();
+    if (fn === 'always()') return true;
+    if (fn === 'success()') return status === 'success';
+    if (fn === 'failure()') return status === 'failure';
+    if (fn === 'cancelled()') return status === 'cancelled';
+    throw new Error(`the harness cannot evaluate post-if ${JSON.stringify(expression)}`);
+  });
+}
+
+/**
+ * One job on one runner: every step sees the same RUNNER_TEMP and HOME, and
+ * what a step writes to GITHUB_ENV / GITHUB_PATH reaches the steps after it.
+ * `post` runs a step's `runs.post` with the state it saved; `close` ends the
+ * job and removes its directories.
+ */
+export class RunnerJob {
+  private readonly exported: Record<string, string> = {};
+  private readonly paths: string[] = [];
+  private stepCount = 0;
+  private status: JobStatus = 'success';
+
+  private constructor(readonly dir: string) {}
+
+  static async start(): Promise<RunnerJob> {
+    const dir = await mkdtemp(join(tmpdir(), 'exocomp-runner-'));
+    await mkdir(join(dir, 'runner-temp'));
+    await mkdir(join(dir, 'home'));
+    return new RunnerJob(dir);
   }
 
-  const dir = await mkdtemp(join(tmpdir(), 'exocomp-runner-'));
-  try {
+  get runnerTemp(): string {
+    return join(this.dir, 'runner-temp');
+  }
+
+  async step(invocation: ActionInvocation): Promise<ActionResult> {
+    const metadata = await readActionMetadata(invocation.action);
+    if (!metadata.runs.main) throw new Error(`${invocation.action} is not a JavaScript action`);
+    const result = await this.runEntry(invocation, metadata, metadata.runs.main, {});
+    if (this.status === 'success' && result.code !== 0) this.status = result.cancellation ? 'cancelled' : 'failure';
+    return result;
+  }
+
+  /** The step's post entry, when its action.yml declares one and its post-if holds; undefined otherwise. */
+  async post(main: ActionResult): Promise<ActionResult | undefined> {
+    const metadata = await readActionMetadata(main.invocation.action);
+    const entry = metadata.runs.post;
+    if (!entry) return undefined;
+    if (!evaluatePostIf(metadata.runs['post-if'] ?? 'always()', this.status)) return undefined;
+    const state = Object.fromEntries(Object.entries(main.state).map(([name, value]) => [`STATE_${name}`, value]));
+    const { cancelWhen: _ignored, ...invocation } = main.invocation;
+    return this.runEntry(invocation, metadata, entry, state);
+  }
+
+  async close(): Promise<void> {
+    await rm(this.dir, { recursive: true, force: true });
+  }
+
+  private async runEntry(invocation: ActionInvocation, metadata: ActionMetadata, entry: string, stateEnv: Record<string, string>): Promise<ActionResult> {
+    const main = resolve(dirname(actionYmlPath(invocation.action)), entry);
+    const commands = new WorkflowCommandProcessor();
+    const given = invocation.with ?? {};
+    const undeclared = Object.keys(given).filter((name) => !(name in metadata.inputs));
+    if (undeclared.length > 0) {
+      commands.runnerWarning(`Unexpected input(s) '${undeclared.join("', '")}', valid inputs are ['${Object.keys(metadata.inputs).join("', '")}']`);
+    }
+    const inputEnv: Record<string, string> = {};
+    for (const [name, declared] of Object.entries(metadata.inputs)) {
+      const value = given[name] ?? evaluateDefault(String(declared.default ?? ''), invocation.githubToken);
+      inputEnv[`INPUT_${name.replace(/ /g, '_').toUpperCase()}`] = value;
+    }
+
+    const dir = join(this.dir, `step-${++this.stepCount}`);
+    await mkdir(dir);
     const files = {
       GITHUB_OUTPUT: join(dir, 'output'),
       GITHUB_STATE: join(dir, 'state'),
@@ -144,21 +237,17 @@ export async function runActionBundle(invocation: ActionInvocation): Promise<Act
     for (const file of Object.values(files)) await writeFile(file, '');
     const eventPath = join(dir, 'event.json');
     await writeFile(eventPath, JSON.stringify(invocation.event.payload, null, 2));
-    const runnerTemp = join(dir, 'runner-temp');
-    const home = join(dir, 'home');
-    await mkdir(runnerTemp);
-    await mkdir(home);
     const run = invocation.run;
     const env: NodeJS.ProcessEnv = {
-      PATH: process.env.PATH,
+      PATH: [...this.paths, process.env.PATH].join(':'),
       LANG: 'C.UTF-8',
-      HOME: home,
+      HOME: join(this.dir, 'home'),
       CI: 'true',
       GITHUB_ACTIONS: 'true',
       RUNNER_OS: 'Linux',
       RUNNER_ARCH: 'X64',
-      RUNNER_TEMP: runnerTemp,
-      RUNNER_TOOL_CACHE: join(dir, 'tool-cache'),
+      RUNNER_TEMP: this.runnerTemp,
+      RUNNER_TOOL_CACHE: join(this.dir, 'tool-cache'),
       GITHUB_WORKSPACE: invocation.workspace,
       GITHUB_REPOSITORY: run.repository,
       GITHUB_REPOSITORY_OWNER: run.repository.split('/')[0],
@@ -178,12 +267,15 @@ export async function runActionBundle(invocation: ActionInvocation): Promise<Act
       GITHUB_API_URL: invocation.githubUrl,
       GITHUB_SERVER_URL: invocation.githubUrl,
       GITHUB_GRAPHQL_URL: `${invocation.githubUrl}/graphql`,
+      ...this.exported,
       ...files,
       ...inputEnv,
+      ...stateEnv,
       ...invocation.env,
     };
     let command = [process.execPath, main];
     if (invocation.loopbackHostname) {
+      if (invocation.cancelWhen) throw new Error('the harness cannot cancel a step run behind a loopback host name (the launcher does not forward signals)');
       const hosts = join(dir, 'hosts');
       await writeFile(hosts, `${await readFile('/etc/hosts', 'utf8')}\n127.0.0.1 ${invocation.loopbackHostname}\n`);
       // unshare -m makes mounts private: the bind mount is seen by this step only and ends with it. No shell in
@@ -196,27 +288,159 @@ export async function runActionBundle(invocation: ActionInvocation): Promise<Act
       ].join('\n');
       command = ['unshare', '-m', '--', process.execPath, '-e', launcher, hosts, main];
     }
-    const { code, stdout, stderr } = await new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
-      const child = spawn(command[0]!, command.slice(1), { cwd: invocation.workspace, env, stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      let err = '';
-      child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
-      child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString('utf8')));
-      child.on('close', (exit, signal) => done({ code: exit ?? (signal ? 128 : 1), stdout: out, stderr: err }));
-    });
+    const { code, stdout, stderr, cancellation } = await spawnStep(command, invocation, env, commands);
+    commands.end();
     const contents: Record<string, string> = {};
     for (const [name, file] of Object.entries(files)) contents[name] = await readFile(file, 'utf8');
+    Object.assign(this.exported, parseCommandFile(contents.GITHUB_ENV ?? ''));
+    this.paths.unshift(...(contents.GITHUB_PATH ?? '').split('\n').filter((line) => line !== '').reverse());
     return {
       code,
       stdout,
       stderr,
-      outputs: parseCommandFile(contents.GITHUB_OUTPUT ?? ''),
+      log: commands.log,
+      annotations: commands.annotations,
+      masks: commands.masks,
+      outputs: { ...commands.outputs, ...parseCommandFile(contents.GITHUB_OUTPUT ?? '') },
+      state: { ...commands.state, ...parseCommandFile(contents.GITHUB_STATE ?? '') },
       summary: contents.GITHUB_STEP_SUMMARY ?? '',
       files: contents,
       env,
+      ...(cancellation ? { cancellation } : {}),
+      invocation,
     };
+  }
+}
+
+/** The runner's windows after "Cancel workflow" (ProcessInvoker: SIGINT, then SIGTERM, then the tree is killed). */
+export const CANCEL_SIGINT_WINDOW_MS = 7_500;
+export const CANCEL_SIGTERM_WINDOW_MS = 2_500;
+
+async function spawnStep(
+  command: string[],
+  invocation: ActionInvocation,
+  env: NodeJS.ProcessEnv,
+  commands: WorkflowCommandProcessor,
+): Promise<{ code: number; stdout: string; stderr: string; cancellation?: Cancellation }> {
+  const child = spawn(command[0]!, command.slice(1), { cwd: invocation.workspace, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise<{ exit: number | null; signal: NodeJS.Signals | null }>((done) => child.on('close', (exit, signal) => done({ exit, signal })));
+  let out = '';
+  let err = '';
+  let cancelled: Promise<CancelSignal[]> | undefined;
+  const seen = new Map<number, ProcessIdentity>();
+  let watcher: NodeJS.Timeout | undefined;
+  if (invocation.cancelWhen) {
+    // Every descendant ever seen, so the test can tell which ones outlived the step.
+    watcher = setInterval(() => void collectDescendants(child.pid!, seen), 100);
+  }
+  const check = () => {
+    if (cancelled || !invocation.cancelWhen?.(out + err)) return;
+    cancelled = (async () => {
+      await collectDescendants(child.pid!, seen);
+      const signals: CancelSignal[] = ['SIGINT'];
+      child.kill('SIGINT');
+      if (await settlesWithin(exited, CANCEL_SIGINT_WINDOW_MS)) return signals;
+      signals.push('SIGTERM');
+      child.kill('SIGTERM');
+      if (await settlesWithin(exited, CANCEL_SIGTERM_WINDOW_MS)) return signals;
+      signals.push('SIGKILL');
+      await collectDescendants(child.pid!, seen);
+      for (const pid of [child.pid!, ...seen.keys()]) killQuietly(pid);
+      return signals;
+    })();
+  };
+  child.stdout.on('data', (chunk: Buffer) => {
+    const text = chunk.toString('utf8');
+    out += text;
+    commands.write('stdout', text);
+    check();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    const text = chunk.toString('utf8');
+    err += text;
+    commands.write('stderr', text);
+    check();
+  });
+  const { exit, signal } = await exited;
+  if (watcher) clearInterval(watcher);
+  const code = exit ?? (signal ? 128 : 1);
+  if (!cancelled) return { code, stdout: out, stderr: err };
+  const signals = await cancelled;
+  const leftRunning: Cancellation['leftRunning'] = [];
+  for (const [pid, identity] of seen) {
+    const now = await processIdentity(pid);
+    if (now && now.startTime === identity.startTime) leftRunning.push({ pid, command: identity.command });
+  }
+  return { code, stdout: out, stderr: err, cancellation: { signals, leftRunning } };
+}
+
+function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  return new Promise((done) => {
+    const timer = setTimeout(() => done(false), ms);
+    void promise.then(() => {
+      clearTimeout(timer);
+      done(true);
+    });
+  });
+}
+
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    /* already gone */
+  }
+}
+
+interface ProcessIdentity {
+  ppid: number;
+  /** Start time in clock ticks since boot: tells a pid apart from a later process that reuses it. */
+  startTime: string;
+  command: string;
+}
+
+async function processIdentity(pid: number): Promise<ProcessIdentity | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // The command (field 2) is in parentheses and may itself hold spaces and parentheses.
+    const close = stat.lastIndexOf(')');
+    const fields = stat.slice(close + 2).split(' ');
+    if (fields[0] === 'Z') return undefined;
+    return { ppid: Number(fields[1]), startTime: fields[19] ?? '', command: stat.slice(stat.indexOf('(') + 1, close) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Adds every live descendant of `root` to `seen`. */
+async function collectDescendants(root: number, seen: Map<number, ProcessIdentity>): Promise<void> {
+  const table = new Map<number, ProcessIdentity>();
+  for (const name of await readdir('/proc').catch(() => [] as string[])) {
+    if (!/^\d+$/.test(name)) continue;
+    const identity = await processIdentity(Number(name));
+    if (identity) table.set(Number(name), identity);
+  }
+  const parents = new Set([root, ...seen.keys()]);
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const [pid, identity] of table) {
+      if (!parents.has(pid) && parents.has(identity.ppid)) {
+        parents.add(pid);
+        seen.set(pid, identity);
+        grew = true;
+      }
+    }
+  }
+}
+
+/** Runs one step as a job of its own. */
+export async function runActionBundle(invocation: ActionInvocation): Promise<ActionResult> {
+  const job = await RunnerJob.start();
+  try {
+    return await job.step(invocation);
   } finally {
-    await rm(dir, { recursive: true, force: true });
+    await job.close();
   }
 }
 

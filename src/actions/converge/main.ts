@@ -26,9 +26,11 @@ await runAction('converge', async (session) => {
     runSecrets: inputs.runSecrets,
     ...(passthrough.length > 0 ? { passthrough } : {}),
     secrets: inputs.secrets,
-    info: (message) => core.info(inputs.secrets.redact(message)),
-    onOutput: (line) => core.info(inputs.secrets.redact(line.trimEnd())),
+    info: (message) => session.progress.emit({ type: 'info', message: inputs.secrets.redact(message) }),
+    // The play's output (hosts' output in it) is text, never a workflow command.
+    onOutput: (line) => session.progress.emit({ type: 'info', message: inputs.secrets.redact(line.trimEnd()) }),
   });
+  session.progress.flush();
   core.setOutput('hosts', String(hostCount));
   core.setOutput('state', outcome.code === 0 ? 'converged' : 'failed');
   await core.summary

@@ -1,12 +1,28 @@
-/** The progress port on a runner: one log group per step, warnings as annotations. */
+/**
+ * The progress port on a runner: one log group per step, warnings as
+ * annotations, and every line of text (tool and host output among it) printed
+ * inside `::stop-commands::<token>` … `::<token>::`, so the runner never takes
+ * a line of it for a workflow command (`::error::`, `::add-mask::`,
+ * `::set-output`, the legacy `##[…]` anywhere in a line). The token is random
+ * per block: the output cannot guess it to resume processing early.
+ */
 import * as core from '@actions/core';
+import { randomBytes } from 'node:crypto';
+import { EOL } from 'node:os';
 import { formatDuration } from '../../domain/duration.js';
 import type { ProgressEvent, ProgressListener } from '../../app/progress.js';
 
 export class GitHubProgress implements ProgressListener {
   private open = false;
+  private readonly text = new CommandFreeText();
 
   emit(event: ProgressEvent): void {
+    if (event.type === 'info') {
+      this.text.write(event.message);
+      return;
+    }
+    // Our own commands (groups, annotations) must not land inside a stopped block.
+    this.text.flush();
     switch (event.type) {
       case 'step-started':
         this.close();
@@ -17,15 +33,14 @@ export class GitHubProgress implements ProgressListener {
         core.info(`${event.index}/${event.total} ${event.step}: skipped (${event.reason})`);
         return;
       case 'step-succeeded':
-        core.info(`✓ ${event.step} succeeded in ${formatDuration(event.durationMs)}${event.detail ? `: ${event.detail}` : ''}`);
+        // The detail names hosts from tofu outputs: text, like tool output.
+        this.text.write(`✓ ${event.step} succeeded in ${formatDuration(event.durationMs)}${event.detail ? `: ${event.detail}` : ''}`);
+        this.text.flush();
         this.close();
         return;
       case 'step-failed':
         this.close();
         core.error(`${event.step} failed after ${formatDuration(event.durationMs)}: ${event.summary}`);
-        return;
-      case 'info':
-        core.info(event.message);
         return;
       case 'warning':
         core.warning(event.message);
@@ -33,8 +48,39 @@ export class GitHubProgress implements ProgressListener {
     }
   }
 
+  /** Prints text that arrived but was not printed yet; call before the process ends. */
+  flush(): void {
+    this.text.flush();
+  }
+
   private close(): void {
     if (this.open) core.endGroup();
     this.open = false;
+  }
+}
+
+/**
+ * Lines gathered while they arrive in one turn of the event loop and printed
+ * as one stopped block, so a burst of tool output costs two marker lines, not
+ * two per line.
+ */
+export class CommandFreeText {
+  private pending: string[] = [];
+  private scheduled = false;
+
+  write(text: string): void {
+    this.pending.push(text);
+    if (this.scheduled) return;
+    this.scheduled = true;
+    setImmediate(() => this.flush());
+  }
+
+  flush(): void {
+    this.scheduled = false;
+    if (this.pending.length === 0) return;
+    const token = randomBytes(16).toString('hex');
+    const text = this.pending.join(EOL);
+    this.pending = [];
+    process.stdout.write(`::stop-commands::${token}${EOL}${text}${EOL}::${token}::${EOL}`);
   }
 }

@@ -42,6 +42,7 @@ const USER_AGENT = 'exocomp-provision';
 /** Runs an action body; any failure becomes the step's failure, with secrets redacted. */
 export async function runAction<N extends ActionName>(name: N, body: (session: Session<N>) => Promise<void>): Promise<void> {
   const secrets = new SecretRegistry((value) => core.setSecret(value));
+  const progress = new GitHubProgress();
   let scratch: string | undefined;
   try {
     const settings = readSettings(ACTION_INPUTS[name], (input) => core.getInput(input), (value) => secrets.add(value)) as Session<N>['settings'];
@@ -49,10 +50,12 @@ export async function runAction<N extends ActionName>(name: N, body: (session: S
     const token = (settings as { token?: string }).token ?? '';
     const github = createGitHub({ token, baseUrl: run.apiUrl, userAgent: USER_AGENT });
     scratch = await mkdtemp(join(run.runnerTemp, 'exocomp-'));
-    await body({ settings, run, secrets, github, progress: new GitHubProgress(), scratch, now: () => new Date() });
+    await body({ settings, run, secrets, github, progress, scratch, now: () => new Date() });
   } catch (error) {
+    progress.flush();
     core.setFailed(secrets.redact(describeError(error)));
   } finally {
+    progress.flush();
     if (scratch) await rm(scratch, { recursive: true, force: true });
   }
 }

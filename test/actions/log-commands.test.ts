@@ -1,0 +1,95 @@
+/**
+ * Output of hosts never becomes a workflow command (issue 10 item 2): a host
+ * prints `::error::`, `::set-output`, `::add-mask::` and the legacy `##[…]`
+ * form during a converge, and the runner emulation (which processes commands
+ * as the runner does) shows them as text only — no annotation, no output, no
+ * mask. The play uses the yaml result format (a common setting), which puts a
+ * host's multi-line output at the start of log lines.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { events, RunnerJob, type ActionResult } from '../support/action-runner.js';
+import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
+import { chainInputs, createActionFixture, describeRun, REPOSITORY, type ActionFixture } from './helpers.js';
+
+const SPOOF = ['::error::spoofed', '::set-output name=state::provisioned', '::set-output name=spoofed::yes', '::add-mask::converged', 'legacy ##[warning]spoofed too'];
+
+const spoofPlaybook = `- hosts: all
+  gather_facts: false
+  tasks:
+    - name: the host prints workflow commands
+      ansible.builtin.command:
+        argv: ${JSON.stringify(['printf', '%s\n', ...SPOOF])}
+      register: banner
+      changed_when: false
+    - name: show what the host printed
+      ansible.builtin.debug:
+        msg: "{{ banner.stdout }}"
+`;
+
+describe('host output is never a workflow command', () => {
+  let fx: ActionFixture;
+  let host: LoopbackHost;
+  let job: RunnerJob;
+  let chain: ActionResult;
+  let converge: ActionResult;
+
+  beforeAll(async () => {
+    fx = await createActionFixture('edge');
+    host = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey, port: 2222 });
+    await host.start();
+    await writeFile(
+      join(fx.workspace, 'exocomp.auto.tfvars.json'),
+      JSON.stringify({ ansible_inventory: { all: { hosts: { web: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } } } }),
+    );
+    await writeFile(join(fx.checkout, 'spoof.yml'), spoofPlaybook);
+    job = await RunnerJob.start();
+    chain = await fx.run('provision', { runId: 7100, runnerJob: job, with: await chainInputs(fx, { 'ssh-wait': '30s', comment: 'false' }) });
+    converge = await fx.run('converge', {
+      runId: 7100,
+      runnerJob: job,
+      event: events.schedule(REPOSITORY),
+      env: { ANSIBLE_CALLBACK_RESULT_FORMAT: 'yaml' },
+      with: { target: 'tf:edge', playbook: 'spoof.yml', 'fleet-private-key': await readFile(fx.fleet.privateKeyPath, 'utf8'), 'bogus-input': 'dropped' },
+    });
+  });
+
+  afterAll(async () => {
+    await job?.close();
+    await host?.destroy();
+    await fx?.cleanup();
+  });
+
+  it('provisions, then converges the host with the spoofing play', () => {
+    expect(chain.code, describeRun(chain)).toBe(0);
+    expect(converge.code, describeRun(converge)).toBe(0);
+  });
+
+  it('prints the spoofed lines as text, each at the start of a log line after indentation', () => {
+    for (const line of SPOOF) expect(converge.log.split('\n').map((l) => l.trim())).toContain(line);
+  });
+
+  it('raises no annotation, sets no output and adds no mask from them', () => {
+    expect(converge.annotations.filter((a) => a.message.includes('spoofed'))).toEqual([]);
+    expect(converge.outputs.state).toBe('converged');
+    expect(converge.outputs).not.toHaveProperty('spoofed');
+    expect(converge.masks).not.toContain('converged');
+    expect(converge.log).toContain('converged');
+  });
+
+  it('keeps our own commands working: the fleet key is masked, the step group is shown', () => {
+    expect(converge.masks.length).toBeGreaterThan(0);
+    expect(chain.log).toMatch(/##\[group\]1\/4 apply/);
+  });
+
+  it('warns about and drops an input the action does not declare, as the runner does', () => {
+    expect(converge.annotations).toContainEqual(expect.objectContaining({ level: 'warning', message: expect.stringContaining("Unexpected input(s) 'bogus-input'") }));
+    expect(converge.env).not.toHaveProperty('INPUT_BOGUS-INPUT');
+  });
+
+  it('gives the steps of one job the same RUNNER_TEMP', () => {
+    expect(converge.env.RUNNER_TEMP).toBe(chain.env.RUNNER_TEMP);
+    expect(converge.env.RUNNER_TEMP).toBe(job.runnerTemp);
+  });
+});
