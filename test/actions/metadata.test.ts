@@ -89,6 +89,7 @@ describe('workflow files', () => {
       '.github/workflows/check-dist.yml',
       '.github/workflows/e2e.yml',
       '.github/workflows/provision-reusable.yml',
+      '.github/workflows/release.yml',
       '.github/workflows/test.yml',
       'examples/github/converge-nightly.yml',
       'examples/github/exocomp-approve.yml',

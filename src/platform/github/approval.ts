@@ -15,7 +15,8 @@ import { workflowFileOf, type RunContext } from './run-context.js';
 
 const CONFIGURE_HELP = (env: string, slug: string) =>
   `in ${slug}: Settings → Environments → ${env} → Required reviewers, and run the apply job with \`environment: ${env}\`; ` +
-  'where environments with reviewers are unavailable (private repositories on free plans), use `approval-mode: dispatch`';
+  'required reviewers work in public repositories on every plan, but in private and internal repositories only on GitHub Enterprise ' +
+  '(on Free, Pro and Team they are public-only); where they are unavailable, use `approval-mode: dispatch`';
 
 export interface EnvironmentApproval {
   by: string;

