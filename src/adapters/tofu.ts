@@ -75,6 +75,8 @@ export interface TofuPort {
   validate(): Promise<void>;
   /** Plans into `planFile` (absolute, or relative to the workspace) and reads the saved plan back. */
   plan(planFile: string): Promise<PlanResult>;
+  /** `plan -detailed-exitcode` into `planFile`: exit 2 (changes) is an answer, not a failure. */
+  planDetailed(planFile: string): Promise<PlanResult & { changes: boolean }>;
   showPlan(planFile: string): Promise<PlanJson>;
   /** Applies a saved plan (a saved plan needs no approval flag). */
   apply(planFile: string): Promise<void>;
@@ -134,6 +136,12 @@ export class TofuDriver implements TofuPort {
     return { summary: summarizePlan(plan), fingerprint: planFingerprint(plan), plan };
   }
 
+  async planDetailed(planFile: string): Promise<PlanResult & { changes: boolean }> {
+    const { code } = await this.runWithCode(['plan', '-input=false', '-no-color', '-detailed-exitcode', `-out=${planFile}`], [0, 2]);
+    const plan = await this.showPlan(planFile);
+    return { summary: summarizePlan(plan), fingerprint: planFingerprint(plan), plan, changes: code === 2 };
+  }
+
   async showPlan(planFile: string): Promise<PlanJson> {
     const stdout = await this.run(['show', '-json', planFile], { machineOutput: true });
     const plan = this.parseJson('show', stdout, planJsonSchema);
@@ -167,6 +175,11 @@ export class TofuDriver implements TofuPort {
    * line, so a secret split across output chunks is still caught.
    */
   private async run(args: string[], { machineOutput = false } = {}): Promise<string> {
+    return (await this.runWithCode(args, [0], { machineOutput })).stdout;
+  }
+
+  /** Runs one command; an exit code outside `okCodes` is a failure. */
+  private async runWithCode(args: string[], okCodes: readonly number[], { machineOutput = false } = {}): Promise<{ stdout: string; code: number }> {
     const command = `${this.toolName} ${args[0]}`;
     const splitters = machineOutput ? undefined : { stdout: this.lineSplitter('stdout'), stderr: this.lineSplitter('stderr') };
     this.signal?.throwIfAborted();
@@ -185,14 +198,14 @@ export class TofuDriver implements TofuPort {
     splitters?.stderr.flush();
     // Stopped on purpose: the reason is the error, not the exit code of the interrupted command.
     this.signal?.throwIfAborted();
-    if (result.code !== 0 || result.signal !== null) {
+    if (!okCodes.includes(result.code) || result.signal !== null) {
       const how = result.signal !== null ? `was ended by signal ${result.signal}` : `failed with exit code ${result.code}`;
       const tail = this.tailOf(result.stderr.trim() === '' ? result.stdout : result.stderr);
       throw new ExocompError('tool-failed', `${command} ${how}${tail === '' ? '' : `:\n${tail}`}`, {
         help: `fix the workspace or its inputs and run again; the full output of ${command} is in the log above`,
       });
     }
-    return result.stdout;
+    return { stdout: result.stdout, code: result.code };
   }
 
   private parseJson<T>(subcommand: string, stdout: string, schema: z.ZodType<T>): T {

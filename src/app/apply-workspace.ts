@@ -99,12 +99,20 @@ function tofuEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return next;
 }
 
-/** The plan sequence every path shares: vars, `init`, `validate`, `plan -out`. */
-export async function planWorkspace(tofu: TofuPort, vars: Record<string, unknown> | undefined, planFile: string): Promise<PlanResult> {
+/**
+ * The plan sequence every path shares: vars, `init`, `validate`, `plan -out`
+ * (with `-detailed-exitcode` for a drift check, where "changes" is an answer).
+ */
+export async function planWorkspace(
+  tofu: TofuPort,
+  vars: Record<string, unknown> | undefined,
+  planFile: string,
+  options: { detailed?: boolean } = {},
+): Promise<PlanResult> {
   if (vars && Object.keys(vars).length > 0) await tofu.writeVars(vars);
   await tofu.init();
   await tofu.validate();
-  return tofu.plan(planFile);
+  return options.detailed ? tofu.planDetailed(planFile) : tofu.plan(planFile);
 }
 
 export async function applyWorkspace(app: AppContext, request: ApplyRequest): Promise<ApplyOutcome> {

@@ -8,6 +8,8 @@ import { resolve } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
 import type { InventoryRef } from '../domain/names.js';
 import { unsealOutputs } from '../domain/seal.js';
+import { restrictInventory } from '../domain/shard.js';
+import { renderInventoryFile } from '../domain/standing-inventory.js';
 import { readKnownHostsText, readSealedOutputs } from '../ledger/records.js';
 import type { LedgerSnapshot } from '../ledger/store.js';
 import type { AppContext } from './context.js';
@@ -27,6 +29,10 @@ export interface StandingPlayRequest {
   /** Extra vars for the play (passed as data, -e @file.json). */
   extraVars?: Record<string, unknown>;
   check?: boolean;
+  /** --diff: changed tasks report their diffs (in the outcome's events). */
+  diff?: boolean;
+  /** Run against only these hosts of the inventory (a shard, or the hosts a check can reach). */
+  onlyHosts?: ReadonlySet<string>;
   limit?: string;
   tags?: string;
   passthrough?: string[];
@@ -69,6 +75,7 @@ function playRequest(
     envAdditions,
     ...(request.extraVars ? { extraVars: request.extraVars } : {}),
     check: request.check ?? false,
+    ...(request.diff ? { diff: true } : {}),
     ...(request.limit ? { limit: request.limit } : {}),
     ...(request.tags ? { tags: request.tags } : {}),
     ...(request.passthrough ? { passthrough: request.passthrough } : {}),
@@ -83,8 +90,17 @@ export async function runStandingPlay(app: AppContext, request: StandingPlayRequ
   const inventory = loadStandingInventory(snapshot, request.name);
   const sealed = unsealedFor(snapshot, request.name, request);
   const knownHosts = readKnownHostsText(snapshot);
-  const outcome = await runPlay(playRequest(app, request, inventory.text, knownHosts, { ...sealed, ...request.runSecrets }));
-  return { outcome, hostCount: inventory.hosts.length };
+  const only = request.onlyHosts;
+  const text = only === undefined ? inventory.text : renderInventoryFile(restrictInventory(inventory.inventory, only));
+  const hostCount = only === undefined ? inventory.hosts.length : inventory.hosts.filter((h) => only.has(h.name)).length;
+  // Closed by default: a selection that names nobody runs no play (callers decide what an empty selection means).
+  if (hostCount === 0) {
+    throw new ExocompError('inventory', `the hosts selected from tf:${request.name} are none of its hosts: no play runs`, {
+      help: 'select hosts the inventory names',
+    });
+  }
+  const outcome = await runPlay(playRequest(app, request, text, knownHosts, { ...sealed, ...request.runSecrets }));
+  return { outcome, hostCount };
 }
 
 /** The same boundary for a plain inventory file: sealed outputs reach only runs that name tf:<name>. */

@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { describeError, ExocompError } from '../domain/errors.js';
 import { processIo, type Io } from './common.js';
 import { registerApproval } from './commands/approval.js';
+import { registerDrift } from './commands/drift.js';
 import { registerHost } from './commands/host.js';
 import { registerInventory } from './commands/inventory.js';
 import { registerPlaybook } from './commands/playbook.js';
@@ -28,6 +29,7 @@ export function buildProgram(io: Io): Command {
   registerInventory(program, io);
   registerHost(program, io);
   registerSchedule(program, io);
+  registerDrift(program, io);
   // Every subcommand inherits the error handling of the root.
   const harden = (command: Command) => {
     command.exitOverride().showHelpAfterError('(run the command with --help for usage)');

@@ -9,6 +9,14 @@
 import { z } from 'zod';
 import { ExocompError } from '../domain/errors.js';
 import { parseKnownHosts, type Pin } from '../domain/known-hosts.js';
+import {
+  DRIFT_HISTORY_SCHEMA_VERSION,
+  driftHistorySchema,
+  SCHEDULE_FIRES_SCHEMA_VERSION,
+  scheduleFiresSchema,
+  type DriftHistory,
+  type ScheduleFires,
+} from '../domain/drift-history.js';
 import { LOCK_SCHEMA_VERSION, lockRecordSchema, type LockRecord } from '../domain/lock.js';
 import { SEALED_SCHEMA_VERSION, sealedRecordSchema, type SealedRecord } from '../domain/seal.js';
 import { INVENTORY_SCHEMA_VERSION, inventoryRecordSchema, type InventoryRecord } from '../domain/standing-inventory.js';
@@ -16,7 +24,7 @@ import { WORKFLOW_SCHEMA_VERSION, workflowSchema, type Workflow } from '../domai
 import type { LedgerSnapshot } from './store.js';
 
 /** The kinds of named records, as they appear in messages. */
-export type RecordKind = 'workflow' | 'inventory' | 'sealed outputs' | 'lock';
+export type RecordKind = 'workflow' | 'inventory' | 'sealed outputs' | 'lock' | 'drift history' | 'schedule';
 
 /** Names that may become a path component (and a git ref component): what every validator in src/domain allows, and no more. */
 const RECORD_NAME = /^[a-z0-9][a-z0-9._-]*$/;
@@ -53,6 +61,8 @@ export const LEDGER_PATHS = {
   knownHosts: 'known_hosts',
   sealed: (name: string) => `sealed/${checkRecordName('sealed outputs', name)}.json`,
   lock: (key: string) => `locks/${checkRecordName('lock', key)}.json`,
+  driftHistory: (name: string) => `drift/${checkRecordName('drift history', name)}.json`,
+  scheduleFires: (name: string) => `schedules/${checkRecordName('schedule', name)}.json`,
 } as const;
 
 export class LedgerRecordError extends ExocompError {
@@ -226,6 +236,44 @@ export function readLock(snapshot: LedgerSnapshot, key: string): LockRecord | un
   return record;
 }
 
+// ---- drift checks and scheduled runs
+
+export function readDriftHistory(snapshot: LedgerSnapshot, name: string): DriftHistory | undefined {
+  const file = LEDGER_PATHS.driftHistory(name);
+  const text = snapshot.read(file);
+  if (text === undefined) return undefined;
+  const record = parseRecord(file, text, driftHistorySchema, DRIFT_HISTORY_SCHEMA_VERSION);
+  checkNamedAs(file, 'name', record.name, name);
+  return record;
+}
+
+/** Every workspace's drift history; malformed records are returned as errors, not dropped. */
+export function listDriftHistories(snapshot: LedgerSnapshot): { histories: DriftHistory[]; errors: LedgerRecordError[] } {
+  const histories: DriftHistory[] = [];
+  const errors: LedgerRecordError[] = [];
+  for (const file of snapshot.list('drift/')) {
+    const name = /^drift\/(.+)\.json$/.exec(file)?.[1];
+    if (name === undefined || recordNameProblem(name) !== undefined) continue;
+    try {
+      const history = readDriftHistory(snapshot, name);
+      if (history) histories.push(history);
+    } catch (error) {
+      if (error instanceof LedgerRecordError) errors.push(error);
+      else throw error;
+    }
+  }
+  return { histories: histories.sort((a, b) => a.name.localeCompare(b.name)), errors };
+}
+
+export function readScheduleFires(snapshot: LedgerSnapshot, name: string): ScheduleFires | undefined {
+  const file = LEDGER_PATHS.scheduleFires(name);
+  const text = snapshot.read(file);
+  if (text === undefined) return undefined;
+  const record = parseRecord(file, text, scheduleFiresSchema, SCHEDULE_FIRES_SCHEMA_VERSION);
+  checkNamedAs(file, 'name', record.name, name);
+  return record;
+}
+
 // ---- writes
 
 /**
@@ -251,6 +299,14 @@ export class RecordWrites extends Map<string, string | null> {
 
   knownHosts(text: string): this {
     return this.set(LEDGER_PATHS.knownHosts, text);
+  }
+
+  driftHistory(record: DriftHistory): this {
+    return this.set(LEDGER_PATHS.driftHistory(record.name), serializeRecord(record));
+  }
+
+  scheduleFires(record: ScheduleFires): this {
+    return this.set(LEDGER_PATHS.scheduleFires(record.name), serializeRecord(record));
   }
 
   lock(key: string, record: LockRecord | null): this {

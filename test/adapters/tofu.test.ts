@@ -212,6 +212,23 @@ describe('TofuDriver against the OpenTofu stand-in', () => {
     return tofu.plan(planFile);
   }
 
+  it('plan -detailed-exitcode: exit 2 is "changes", exit 0 "none", neither is a failure; nothing is applied', async () => {
+    const tofu = driver();
+    await tofu.writeVars({ ansible_inventory: INVENTORY });
+    await tofu.init();
+    const first = await tofu.planDetailed('drift.tfplan');
+    expect(first.changes).toBe(true);
+    expect(first.summary.add).toBe(1);
+    await tofu.apply('drift.tfplan');
+    const again = await tofu.planDetailed('drift2.tfplan');
+    expect(again.changes).toBe(false);
+    expect(planHasChanges(again.plan)).toBe(false);
+    const plans = invocationsOf(await readStandinLog(logFile), 'plan');
+    expect(plans.map((entry) => entry.argv.includes('-detailed-exitcode'))).toEqual([true, true]);
+    const failing = driver({ extraEnv: { EXOCOMP_TOFU_STANDIN_FAIL: 'plan' } });
+    expect((await rejection(failing.planDetailed('drift3.tfplan'))).kind).toBe('tool-failed');
+  });
+
   it('inits, validates, plans, applies the saved plan once and reads the outputs', async () => {
     const lines: string[] = [];
     const tofu = driver({ onOutput: (line) => lines.push(line) });

@@ -2,7 +2,8 @@ import { Option, type Command } from 'commander';
 import { parseDuration } from '../../domain/duration.js';
 import { renderText, viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
-import { hasWorkflow, listWorkflows, requireWorkflow } from '../../ledger/records.js';
+import { renderDriftHistory } from '../../domain/drift-history.js';
+import { hasWorkflow, listDriftHistories, listWorkflows, requireWorkflow } from '../../ledger/records.js';
 import { continueProvision, createProvision, type ProvisionOutcome } from '../../app/provision.js';
 import type { AppContext } from '../../app/context.js';
 import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
@@ -124,12 +125,22 @@ export function registerProvision(program: Command, io: Io): void {
       io.out(settings.json ? JSON.stringify(view) : renderText(view));
       return;
     }
-    const { workflows, errors } = listWorkflows(snapshot);
+    const listed = listWorkflows(snapshot);
+    const { workflows } = listed;
+    const drift = listDriftHistories(snapshot);
+    const errors = [...listed.errors, ...drift.errors];
     if (settings.json) {
-      io.out(JSON.stringify({ workflows: workflows.map((w) => viewWorkflow(w, now)), errors: errors.map((e) => ({ file: e.file, reason: e.reason })) }));
+      io.out(
+        JSON.stringify({
+          workflows: workflows.map((w) => viewWorkflow(w, now)),
+          drift: drift.histories,
+          errors: errors.map((e) => ({ file: e.file, reason: e.reason })),
+        }),
+      );
     } else {
       if (workflows.length === 0) io.out(`no workflows in ${context.store.description}`);
       for (const w of workflows) io.out(`${w.id}  ${w.state.padEnd(17)} ${w.workspace.name}  ${w.playbook}  ${w.createdAt}`);
+      for (const history of drift.histories) io.out(`\n${renderDriftHistory(history)}`);
       for (const e of errors) io.err(e.message);
     }
     if (errors.length > 0) process.exitCode = 1;

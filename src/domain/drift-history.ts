@@ -1,0 +1,88 @@
+/**
+ * What the ledger keeps of drift checks and scheduled runs: a bounded history
+ * per workspace (git history keeps the rest), and the recorded fire times of
+ * each schedule, from which missed ticks are computed.
+ */
+import { z } from 'zod';
+import { missedTicks } from './cron.js';
+import { driftHeadline, driftVerdict, type DriftReport } from './drift.js';
+
+export const DRIFT_HISTORY_SCHEMA_VERSION = 1;
+/** Runs kept in the record; older ones stay in the branch history. */
+export const DRIFT_HISTORY_LIMIT = 50;
+
+export const driftRunSchema = z.object({
+  at: z.string(),
+  verdict: z.enum(['clean', 'drift', 'failed']),
+  headline: z.string(),
+  infrastructureFingerprint: z.string().optional(),
+  configurationFingerprint: z.string().optional(),
+  runUrl: z.string().optional(),
+  schedule: z.string().optional(),
+});
+export type DriftRun = z.infer<typeof driftRunSchema>;
+
+export const driftHistorySchema = z.object({
+  schemaVersion: z.literal(DRIFT_HISTORY_SCHEMA_VERSION),
+  name: z.string(),
+  runs: z.array(driftRunSchema),
+});
+export type DriftHistory = z.infer<typeof driftHistorySchema>;
+
+export function driftRunOf(report: DriftReport, extra: { runUrl?: string; schedule?: string } = {}): DriftRun {
+  return {
+    at: report.checkedAt,
+    verdict: driftVerdict(report),
+    headline: driftHeadline(report),
+    ...(report.infrastructure.ok ? { infrastructureFingerprint: report.infrastructure.value.fingerprint } : {}),
+    ...(report.configuration.ok ? { configurationFingerprint: report.configuration.value.fingerprint } : {}),
+    ...(extra.runUrl ? { runUrl: extra.runUrl } : {}),
+    ...(extra.schedule ? { schedule: extra.schedule } : {}),
+  };
+}
+
+export function appendDriftRun(previous: DriftHistory | undefined, name: string, run: DriftRun): DriftHistory {
+  const runs = [...(previous?.runs ?? []), run].slice(-DRIFT_HISTORY_LIMIT);
+  return { schemaVersion: DRIFT_HISTORY_SCHEMA_VERSION, name, runs };
+}
+
+export const SCHEDULE_FIRES_SCHEMA_VERSION = 1;
+/** Fire times kept per schedule: enough to judge weeks of a 5-minute schedule's recent past. */
+export const SCHEDULE_FIRES_LIMIT = 500;
+
+export const scheduleFiresSchema = z.object({
+  schemaVersion: z.literal(SCHEDULE_FIRES_SCHEMA_VERSION),
+  name: z.string(),
+  /** The five-field CI cron the runs reported. */
+  cron: z.string(),
+  fires: z.array(z.string()),
+});
+export type ScheduleFires = z.infer<typeof scheduleFiresSchema>;
+
+/** Records one fire; a changed cron starts a new record (old fires belong to another timetable). */
+export function recordFire(previous: ScheduleFires | undefined, name: string, cron: string, firedAt: Date): ScheduleFires {
+  const fires = previous !== undefined && previous.cron === cron ? previous.fires : [];
+  return {
+    schemaVersion: SCHEDULE_FIRES_SCHEMA_VERSION,
+    name,
+    cron,
+    fires: [...fires, firedAt.toISOString()].slice(-SCHEDULE_FIRES_LIMIT),
+  };
+}
+
+export function missedTicksOf(record: ScheduleFires | undefined, now: Date): Date[] {
+  if (record === undefined) return [];
+  return missedTicks(record.cron, record.fires.map((f) => new Date(f)), now);
+}
+
+export function renderDriftHistory(history: DriftHistory | undefined, missed: ReadonlyMap<string, readonly Date[]> = new Map()): string {
+  if (history === undefined || history.runs.length === 0) return 'no drift checks recorded';
+  const lines = history.runs
+    .slice(-10)
+    .reverse()
+    .map((run) => `  ${run.at}  ${run.verdict.padEnd(7)} ${run.headline}${run.schedule ? `  (schedule ${run.schedule})` : ''}`);
+  for (const [schedule, ticks] of missed) {
+    if (ticks.length > 0) lines.push(`  schedule ${schedule}: ${ticks.length} missed tick(s): ${ticks.map((t) => t.toISOString()).join(', ')}`);
+  }
+  return [`drift checks of tf:${history.name} (latest first, ${history.runs.length} recorded):`, ...lines].join('\n');
+}
