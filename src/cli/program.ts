@@ -8,6 +8,7 @@ import { describeError, ExocompError } from '../domain/errors.js';
 import { processIo, type Io } from './common.js';
 import { registerApproval } from './commands/approval.js';
 import { registerDrift } from './commands/drift.js';
+import { registerGitLab } from './commands/gitlab.js';
 import { registerHost } from './commands/host.js';
 import { registerInventory } from './commands/inventory.js';
 import { registerPlaybook } from './commands/playbook.js';
@@ -30,6 +31,7 @@ export function buildProgram(io: Io): Command {
   registerHost(program, io);
   registerSchedule(program, io);
   registerDrift(program, io);
+  registerGitLab(program, io);
   // Every subcommand inherits the error handling of the root.
   const harden = (command: Command) => {
     command.exitOverride().showHelpAfterError('(run the command with --help for usage)');

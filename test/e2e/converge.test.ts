@@ -466,10 +466,10 @@ describe('schedule list / remove / refusals', () => {
     expect(r.stderr).toMatch(message);
   });
 
-  it('--gitlab prints the job and the pipeline-schedule settings without writing a file', async () => {
+  it('--gitlab --print prints the include and the pipeline-schedule settings without writing a file', async () => {
     const dir = await newDir('gitlab');
-    const r = await expectExit(add('nightly', ['--dir', dir, '--gitlab']), 0);
-    expect(r.stdout).toContain('resource_group:');
+    const r = await expectExit(add('nightly', ['--dir', dir, '--gitlab', '--print']), 0);
+    expect(r.stdout).toContain('component:');
     expect(r.stdout).toContain('Cron timezone:     UTC');
     expect(await readdir(dir)).toEqual([]);
   });

@@ -8,6 +8,10 @@ import {
   readGitHubSchedule,
   renderGitHubSchedule,
   renderGitLabSchedule,
+  GITLAB_CONVERGE_COMPONENT,
+  gitlabScheduleDescription,
+  scheduleNameOfDescription,
+  describeGitLabIntervalWarning,
   scheduleFileName,
   validateScheduleSpec,
   type ScheduleSpec,
@@ -140,19 +144,46 @@ describe('validateScheduleSpec', () => {
 });
 
 describe('renderGitLabSchedule', () => {
-  it('renders a schedule-only job with a resource group and the CLI command, plus the schedule settings', () => {
-    const { job, settings } = renderGitLabSchedule({ ...base, args: ['--check', '--limit', "it's"] });
-    const doc = parseYaml(job) as Record<string, any>;
-    expect(doc['exocomp-fleet-converge']).toEqual({
-      rules: [{ if: '$CI_PIPELINE_SOURCE == "schedule" && $EXOCOMP_SCHEDULE == "fleet-converge"' }],
-      resource_group: 'fleet-converge',
-      script: [
-        `npx --yes --package=@exocomp/provision exocomp playbook run playbooks/converge.yml --inventory tf:edge --concurrency-key fleet-converge --ledger "$EXOCOMP_LEDGER" --ledger-branch exocomp-ledger --fleet-key "$EXOCOMP_FLEET_KEY" --check --limit 'it'\\''s'`,
+  it('renders an include of the converge template with the schedule as inputs, plus the schedule settings', () => {
+    const { file, settings } = renderGitLabSchedule({ ...base, args: ['--check', '--limit', "it's"] });
+    expect(parseYaml(file)).toEqual({
+      include: [
+        {
+          component: GITLAB_CONVERGE_COMPONENT,
+          inputs: {
+            name: 'fleet-converge',
+            target: 'tf:edge',
+            playbook: 'playbooks/converge.yml',
+            check: true,
+            limit: "it's",
+            'concurrency-key': 'fleet-converge',
+            'ledger-branch': 'exocomp-ledger',
+          },
+        },
       ],
     });
+    expect(settings).toContain('Description:       exocomp fleet-converge');
     expect(settings).toContain('Interval pattern:  17 3 * * *');
     expect(settings).toContain('Cron timezone:     UTC');
     expect(settings).toContain('EXOCOMP_SCHEDULE = fleet-converge');
     expect(renderGitLabSchedule(base)).toEqual(renderGitLabSchedule({ ...base }));
+  });
+
+  it('includes a template path in the project locally', () => {
+    const doc = parseYaml(renderGitLabSchedule({ ...base, args: ['--tags', 'web'] }, 'templates/converge.yml').file) as { include: Record<string, unknown>[] };
+    expect(doc.include[0]).toMatchObject({ local: 'templates/converge.yml', inputs: { tags: 'web' } });
+    expect(doc.include[0]?.inputs).not.toHaveProperty('check');
+  });
+
+  it('finds its schedules back by description', () => {
+    expect(scheduleNameOfDescription(gitlabScheduleDescription('fleet-converge'))).toBe('fleet-converge');
+    expect(scheduleNameOfDescription('nightly build')).toBeUndefined();
+    expect(scheduleNameOfDescription('exocomp Bad Name')).toBeUndefined();
+  });
+
+  it('warns when the cron fires more often than GitLab runs schedules', () => {
+    expect(describeGitLabIntervalWarning('17 3 * * *')).toBeUndefined();
+    expect(describeGitLabIntervalWarning('*/15 * * * *')).toMatch(/at most hourly.*pipeline_schedule_worker_cron/);
+    expect(describeGitLabIntervalWarning('7,37 * * * *')).toBeDefined();
   });
 });

@@ -34,6 +34,8 @@ export interface GitLabLedger {
   store: GitLedgerStore;
   credential: LedgerCredential;
   project: string;
+  /** How git reaches the ledger, for another process (the CLI in a later script line): remote, config and environment. */
+  access: { remote: string; gitConfig: readonly GitConfigEntry[]; extraEnv: Readonly<Record<string, string>> };
   /** Fails, before anything was written anywhere, when the credential may not push to the ledger project. */
   preflight(): Promise<void>;
 }
@@ -82,7 +84,7 @@ export function openGitLabLedger(options: GitLabLedgerOptions): GitLabLedger {
     const probe = await probePushAccess({ remote, scratchRoot: job.tempDir, config, extraEnv, secrets: secrets.list() });
     if (!probe.ok) throw pushRefused(credential, project, probe.said);
   };
-  return { store, credential, project, preflight };
+  return { store, credential, project, access: { remote, gitConfig: config, extraEnv }, preflight };
 }
 
 function pushRefused(credential: LedgerCredential, project: string, said: string): ExocompError {

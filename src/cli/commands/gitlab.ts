@@ -1,0 +1,46 @@
+import { Option, type Command } from 'commander';
+import { z } from 'zod';
+import { UsageError } from '../../domain/errors.js';
+import { SecretRegistry } from '../../app/secrets.js';
+import { DEFAULT_LEDGER_BRANCH } from '../../ledger/git-store.js';
+import { gitlabJobEnv, shellExports } from '../../platform/gitlab/job-env.js';
+import { readGitLabJob } from '../../platform/gitlab/job.js';
+import type { Io } from '../common.js';
+
+const envOptions = z.object({
+  ledgerProject: z.string().optional(),
+  ledgerBranch: z.string().min(1),
+  state: z.enum(['local', 'gitlab']),
+  stateName: z.string().optional(),
+});
+
+export function registerGitLab(program: Command, io: Io): void {
+  const gitlab = program.command('gitlab').description('the GitLab CI face: what the templates in templates/ run inside a job');
+
+  gitlab
+    .command('env')
+    .description('check that the job may push to the ledger (a dry run), then print `export` lines for eval: EXOCOMP_LEDGER, the git credentials, and TF_HTTP_* with --state gitlab')
+    .addOption(new Option('--ledger-project <group/project>', "project holding the ledger branch (default: the job's project)"))
+    .addOption(new Option('--ledger-branch <name>', 'ledger branch').default(DEFAULT_LEDGER_BRANCH))
+    .addOption(new Option('--state <kind>', '`gitlab`: the project’s GitLab-managed OpenTofu state (http backend)').choices(['local', 'gitlab']).default('local'))
+    .addOption(new Option('--state-name <name>', 'name of the GitLab-managed state (default: the workspace name)'))
+    .addOption(new Option('--json', 'print {"result":{"variables":{…}}} instead of export lines').default(false))
+    .action(async (raw: Record<string, unknown>) => {
+      const { json, ...rest } = raw;
+      const blankless = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== ''));
+      const parsed = envOptions.safeParse(blankless);
+      if (!parsed.success) throw new UsageError(`invalid option: ${parsed.error.issues[0]?.message ?? 'bad value'}`);
+      const options = parsed.data;
+      if (options.state === 'gitlab' && options.stateName === undefined) throw new UsageError('--state gitlab needs --state-name', 'pass the workspace name, as GitLab’s OpenTofu component does');
+      const vars = await gitlabJobEnv({
+        job: readGitLabJob(process.env),
+        branch: options.ledgerBranch,
+        ledgerProject: options.ledgerProject,
+        env: process.env,
+        secrets: new SecretRegistry(),
+        state: options.state,
+        stateName: options.stateName,
+      });
+      io.out(json === true ? JSON.stringify({ result: { variables: vars } }) : shellExports(vars));
+    });
+}
