@@ -1,12 +1,9 @@
 /**
- * The provision chain (DESIGN.md §2): four steps, each released only by the
+ * The provision chain (docs/architecture.md, "The chain"): four steps, each released only by the
  * success of the one before, each armed in the ledger (write-ahead, with a
  * lease) before it does anything, and never run again once it succeeded.
  */
-import { hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
 import { describeError, ExocompError } from '../domain/errors.js';
-import { isProcessAlive } from '../adapters/process.js';
 import {
   failStep,
   heartbeat,
@@ -16,13 +13,13 @@ import {
   STEP_NAMES,
   stepOf,
   succeedStep,
-  type Lease,
   type Step,
   type StepName,
   type Workflow,
 } from '../domain/workflow.js';
 import { requireWorkflow } from '../ledger/records.js';
 import type { AppContext } from './context.js';
+import { keepLeaseAlive, LEASE_TTL_MS, localHolder, probeLocalHolder, type Holder, type HolderProbe } from './lease.js';
 import { saveWorkflow } from './workflows.js';
 import type { RunInputs } from './run-inputs.js';
 import { applyStep } from './steps/apply.js';
@@ -46,42 +43,12 @@ export interface StepContext {
 /** A step returns the detail line recorded in the ledger, or throws an ExocompError. */
 export type StepAction = (context: StepContext) => Promise<string>;
 
-export const CHAIN: ReadonlyArray<{ name: StepName; run: StepAction }> = [
-  { name: 'apply', run: applyStep },
-  { name: 'ssh-wait', run: sshWaitStep },
-  { name: 'onboard', run: onboardStep },
-  { name: 'configure', run: configureStep },
-];
-
-export const LEASE_TTL_MS = 60_000;
-const HEARTBEAT_EVERY_MS = 15_000;
-
-export interface Holder {
-  id: string;
-  lease(now: Date): Lease;
-}
-
-export function localHolder(): Holder {
-  const host = hostname();
-  const id = `local:${host}:${process.pid}:${randomBytes(4).toString('hex')}`;
-  return {
-    id,
-    lease: (now) => ({
-      holder: id,
-      origin: { kind: 'local', hostname: host, pid: process.pid },
-      acquiredAt: now.toISOString(),
-      heartbeatAt: now.toISOString(),
-      ttlMs: LEASE_TTL_MS,
-    }),
-  };
-}
-
-/** Whether a lease's holder is known to be gone; CI holders are judged by the GitHub layer. */
-export type HolderProbe = (lease: Lease) => Promise<boolean | undefined>;
-
-export const probeLocalHolder: HolderProbe = async (lease) => {
-  if (lease.origin.kind !== 'local' || lease.origin.hostname !== hostname()) return undefined;
-  return !isProcessAlive(lease.origin.pid);
+/** The steps, walked in STEP_NAMES order; the compiler refuses a chain that misses or adds one. */
+export const CHAIN: Readonly<Record<StepName, StepAction>> = {
+  apply: applyStep,
+  'ssh-wait': sshWaitStep,
+  onboard: onboardStep,
+  configure: configureStep,
 };
 
 export interface ChainResult {
@@ -98,7 +65,7 @@ export async function runChain(
   app: AppContext,
   workflowId: string,
   inputs: RunInputs,
-  options: { holder?: Holder; probe?: HolderProbe; steps?: typeof CHAIN; only?: StepName; heartbeatMs?: number } = {},
+  options: { holder?: Holder; probe?: HolderProbe; steps?: Readonly<Record<StepName, StepAction>>; only?: StepName; heartbeatMs?: number } = {},
 ): Promise<ChainResult> {
   const holder = options.holder ?? localHolder();
   const probe = options.probe ?? probeLocalHolder;
@@ -107,8 +74,9 @@ export async function runChain(
   if (workflow.state === 'provision-failed') {
     workflow = await saveWorkflow(app, workflowId, (w) => resumeWorkflow(w, app.now()), `resume ${workflowId} from ${workflow.failure?.step ?? 'its failed step'}`);
   }
-  const total = chain.length;
-  for (const [i, step] of chain.entries()) {
+  const total = STEP_NAMES.length;
+  for (const [i, name] of STEP_NAMES.entries()) {
+    const step = { name, run: chain[name] };
     const index = i + 1;
     if (stepOf(workflow, step.name).state === 'succeeded') {
       app.progress.emit({ type: 'step-skipped', step: step.name, index, total, reason: 'already succeeded' });
@@ -122,8 +90,8 @@ export async function runChain(
     workflow = await arm(app, workflowId, step.name, holder, probe);
     const attempt = stepOf(workflow, step.name).attempts;
     app.progress.emit({ type: 'step-started', step: step.name, index, total, attempt });
-    const started = Date.now();
-    const beat = keepAlive(app, workflowId, step.name, holder.id, inputs, options.heartbeatMs ?? HEARTBEAT_EVERY_MS);
+    const started = app.now().getTime();
+    const beat = keepStepAlive(app, workflowId, step.name, holder.id, inputs, options.heartbeatMs);
     let outcome: { ok: true; detail: string } | { ok: false; error: unknown };
     try {
       const detail = await step.run({
@@ -150,7 +118,7 @@ export async function runChain(
         (w) => succeedStep(w, step.name, holder.id, app.now(), safeDetail),
         `${workflowId}: ${step.name} succeeded`,
       );
-      app.progress.emit({ type: 'step-succeeded', step: step.name, index, total, durationMs: Date.now() - started, detail: safeDetail });
+      app.progress.emit({ type: 'step-succeeded', step: step.name, index, total, durationMs: app.now().getTime() - started, detail: safeDetail });
     } else {
       const { error } = outcome;
       const summary = inputs.secrets.redact(describeError(error).split('\n')[0] ?? 'failed');
@@ -162,7 +130,7 @@ export async function runChain(
         (w) => failStep(w, step.name, holder.id, app.now(), { kind, summary }),
         `${workflowId}: ${step.name} failed (${kind})`,
       );
-      app.progress.emit({ type: 'step-failed', step: step.name, index, total, durationMs: Date.now() - started, summary });
+      app.progress.emit({ type: 'step-failed', step: step.name, index, total, durationMs: app.now().getTime() - started, summary });
       return { workflow, ok: false };
     }
   }
@@ -195,41 +163,16 @@ async function arm(app: AppContext, id: string, name: StepName, holder: Holder, 
  * error. A ledger that cannot be reached is only a warning: the lease stays
  * ours until someone else takes it.
  */
-function keepAlive(
-  app: AppContext,
-  id: string,
-  name: StepName,
-  holderId: string,
-  inputs: RunInputs,
-  everyMs: number,
-): { signal: AbortSignal; stop(): Promise<void> } {
-  const controller = new AbortController();
-  let inFlight: Promise<void> = Promise.resolve();
-  const beat = async () => {
-    try {
+function keepStepAlive(app: AppContext, id: string, name: StepName, holderId: string, inputs: RunInputs, everyMs: number | undefined) {
+  return keepLeaseAlive({
+    ...(everyMs === undefined ? {} : { everyMs }),
+    renew: async () => {
       await saveOwnStep(app, id, name, (w) => heartbeat(w, name, holderId, app.now()), `${id}: ${name} heartbeat`);
-    } catch (error) {
-      if (error instanceof ExocompError && error.kind === 'lease-held') {
-        clearInterval(timer);
-        controller.abort(error);
-        return;
-      }
-      app.progress.emit({ type: 'warning', message: inputs.secrets.redact(`heartbeat failed: ${describeError(error)}`), step: name });
-    }
-  };
-  const timer = setInterval(() => {
-    // One heartbeat at a time: a slow ledger must not pile up writes.
-    inFlight = inFlight.then(beat);
-  }, everyMs);
-  timer.unref();
-  return {
-    signal: controller.signal,
-    // Waits for a heartbeat in flight, so its verdict on the lease is in before the step is recorded.
-    stop: async () => {
-      clearInterval(timer);
-      await inFlight;
+      return true;
     },
-  };
+    lost: () => new ExocompError('lease-held', `lost the lease of step ${name} of ${id}`),
+    onError: (error) => app.progress.emit({ type: 'warning', message: inputs.secrets.redact(`heartbeat failed: ${describeError(error)}`), step: name }),
+  });
 }
 
 /**

@@ -16,10 +16,9 @@ import {
   type LockRecord,
 } from '../domain/lock.js';
 import { readLock, RecordWrites } from '../ledger/records.js';
-import { localHolder, probeLocalHolder, type Holder, type HolderProbe } from './chain.js';
+import { keepLeaseAlive, localHolder, probeLocalHolder, type Holder, type HolderProbe } from './lease.js';
 import type { AppContext } from './context.js';
 
-const HEARTBEAT_EVERY_MS = 15_000;
 const POLL_FIRST_MS = 250;
 const POLL_MAX_MS = 5_000;
 
@@ -66,24 +65,23 @@ async function release(app: AppContext, key: string, holderId: string): Promise<
   });
 }
 
-function keepAlive(app: AppContext, request: LockRequest, holderId: string): { stop(): void } {
-  const timer = setInterval(() => {
-    app.store
-      .update((snapshot) => {
+/** Renews the lock while the work runs; a takeover is warned about once (the work is already under way). */
+function keepAlive(app: AppContext, request: LockRequest, holderId: string): { stop(): Promise<void> } {
+  const beat = keepLeaseAlive({
+    renew: () =>
+      app.store.update((snapshot) => {
         const renewed = renewLock(readLock(snapshot, request.key), holderId, app.now());
         return {
           writes: renewed ? new RecordWrites().lock(request.key, renewed) : new RecordWrites(),
           message: `lock ${request.key}: heartbeat ${holderId}`,
           result: renewed !== undefined,
         };
-      })
-      .then((still) => {
-        if (!still) request.warn(`lock ${request.key} was taken over by another run while this one was still running`);
-      })
-      .catch((error: unknown) => request.warn(`lock ${request.key}: heartbeat failed: ${describeError(error)}`));
-  }, HEARTBEAT_EVERY_MS);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+      }),
+    lost: () => new Error(`lock ${request.key} was taken over by another run while this one was still running`),
+    onError: (error) => request.warn(`lock ${request.key}: heartbeat failed: ${describeError(error)}`),
+  });
+  beat.signal.addEventListener('abort', () => request.warn((beat.signal.reason as Error).message), { once: true });
+  return beat;
 }
 
 /** Runs `work` while holding the lock `request.key`; the lock is released whatever `work` does. */
@@ -111,7 +109,7 @@ export async function withConcurrencyLock<T>(app: AppContext, request: LockReque
   try {
     return await work();
   } finally {
-    beat.stop();
+    await beat.stop();
     try {
       await release(app, request.key, holder.id);
     } catch (error) {

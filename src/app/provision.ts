@@ -1,7 +1,7 @@
 /**
- * The provision use cases: start a workflow (recording it, and when approval is
- * required planning and waiting for a decision instead of applying), decide an
- * approval, wait for one, and continue a workflow from the ledger.
+ * Starting a workflow (recorded with its standing inventory in one commit) and
+ * planning for approval. continueWorkflow (continue-workflow.ts) decides when
+ * either happens.
  */
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
@@ -10,20 +10,12 @@ import { join } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
 import { summarizePlan } from '../domain/plan.js';
 import { INVENTORY_SCHEMA_VERSION, type InventoryRecord } from '../domain/standing-inventory.js';
-import {
-  awaitApproval,
-  createWorkflow,
-  decideApproval,
-  type ChainOptions,
-  type Trigger,
-  type Workflow,
-} from '../domain/workflow.js';
-import { listWorkflows, readInventoryRecord, readWorkflow, RecordWrites, requireWorkflow } from '../ledger/records.js';
+import { awaitApproval, createWorkflow, type ChainOptions, type Trigger, type Workflow } from '../domain/workflow.js';
+import { readInventoryRecord, readWorkflow, RecordWrites, requireWorkflow } from '../ledger/records.js';
 import { makePrivateDir } from '../adapters/private-dir.js';
 import { locateTofu } from '../adapters/tofu.js';
 import type { AppContext } from './context.js';
 import { formatPlanSummary, openTofu, planWorkspace, requireWorkspaceDir } from './apply-workspace.js';
-import { runChain, type ChainResult, type Holder, type HolderProbe } from './chain.js';
 import type { RunInputs } from './run-inputs.js';
 import { saveWorkflow } from './workflows.js';
 
@@ -100,69 +92,4 @@ export async function planForApproval(app: AppContext, workflowId: string, input
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
-}
-
-export async function decide(
-  app: AppContext,
-  workflowId: string,
-  decision: { approve: boolean; by: string; via: string; comment?: string },
-): Promise<Workflow> {
-  return saveWorkflow(
-    app,
-    workflowId,
-    (w) => decideApproval(w, { ...decision, now: app.now() }),
-    `${workflowId}: ${decision.approve ? 'approved' : 'rejected'} by ${decision.by} via ${decision.via}`,
-  );
-}
-
-/** Workflows waiting for a decision. */
-export async function pendingApprovals(app: AppContext): Promise<Workflow[]> {
-  const { workflows } = listWorkflows(await app.store.read());
-  return workflows.filter((w) => w.state === 'awaiting-approval');
-}
-
-/** Blocks until the workflow's approval is decided (polling the ledger), bounded by timeoutMs. */
-export async function waitForDecision(app: AppContext, workflowId: string, options: { pollMs?: number; timeoutMs?: number } = {}): Promise<Workflow> {
-  const pollMs = options.pollMs ?? 1000;
-  const deadline = options.timeoutMs === undefined ? Infinity : Date.now() + options.timeoutMs;
-  for (;;) {
-    const workflow = requireWorkflow(await app.store.read(), workflowId);
-    if (workflow.approval.state === 'approved' || workflow.approval.state === 'rejected') return workflow;
-    if (Date.now() >= deadline) {
-      throw new ExocompError('approval', `no decision on ${workflowId} within the wait`, { help: `decide with: exocomp approval decide ${workflowId} --approve|--reject` });
-    }
-    await new Promise((r) => setTimeout(r, pollMs));
-  }
-}
-
-export type ProvisionOutcome =
-  | { kind: 'awaiting-approval'; workflow: Workflow }
-  | { kind: 'rejected'; workflow: Workflow }
-  | { kind: 'ran'; result: ChainResult };
-
-/**
- * Continues a workflow from where the ledger says it stands: plans for approval
- * when a decision is still needed (or waits for it with `wait`), and otherwise
- * runs the chain.
- */
-export async function continueProvision(
-  app: AppContext,
-  workflowId: string,
-  inputs: RunInputs,
-  options: { wait?: boolean; pollMs?: number; holder?: Holder; probe?: HolderProbe } = {},
-): Promise<ProvisionOutcome> {
-  let workflow = requireWorkflow(await app.store.read(), workflowId);
-  if (workflow.state === 'rejected') return { kind: 'rejected', workflow };
-  if (workflow.approval.required && workflow.approval.state === 'pending') {
-    if (workflow.state === 'created') workflow = await planForApproval(app, workflowId, inputs);
-    app.progress.emit({ type: 'info', message: `awaiting approval: exocomp approval decide ${workflowId} --approve (or --reject)` });
-    if (!options.wait) return { kind: 'awaiting-approval', workflow };
-    workflow = await waitForDecision(app, workflowId, options.pollMs === undefined ? {} : { pollMs: options.pollMs });
-    if (workflow.state === 'rejected') return { kind: 'rejected', workflow };
-  }
-  const result = await runChain(app, workflowId, inputs, {
-    ...(options.holder ? { holder: options.holder } : {}),
-    ...(options.probe ? { probe: options.probe } : {}),
-  });
-  return { kind: 'ran', result };
 }

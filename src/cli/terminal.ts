@@ -7,6 +7,9 @@ export class TerminalProgress implements ProgressListener {
 
   emit(event: ProgressEvent): void {
     switch (event.type) {
+      case 'workflow-created':
+        this.write(`workflow ${event.id} created in ${event.where}`);
+        break;
       case 'step-started':
         this.write(`[${event.index}/${event.total}] ${event.step} …${event.attempt > 1 ? ` (attempt ${event.attempt})` : ''}`);
         break;

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
-import { planArtifactName, sealPlan } from '../../src/platform/github/plan-artifact.js';
+import { planArtifactName, sealPlan } from '../../src/app/sealed-plan.js';
 import { events } from '../support/action-runner.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
 import { ResultsDouble } from '../support/results-double.js';

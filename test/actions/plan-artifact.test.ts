@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
-import { planArtifactName, sealPlan, unsealPlan } from '../../src/platform/github/plan-artifact.js';
+import { planArtifactName, sealPlan, unsealPlan } from '../../src/app/sealed-plan.js';
 import { ResultsDouble } from '../support/results-double.js';
 import { invocationsOf, readStandinLog, standinPath } from '../support/tofu-standin.js';
 import { createActionFixture, describeRun, planInputs, type ActionFixture } from './helpers.js';

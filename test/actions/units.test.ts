@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { createWorkflow } from '../../src/domain/workflow.js';
 import { ACTION_INPUTS, readSettings } from '../../src/platform/github/inputs.js';
-import { sealPlan, unsealPlan } from '../../src/platform/github/plan-artifact.js';
+import { sealPlan, unsealPlan } from '../../src/app/sealed-plan.js';
 import { providerCacheKey } from '../../src/platform/github/provider-cache.js';
 import { readRunContext, workflowFileOf } from '../../src/platform/github/run-context.js';
 import { COMMENT_LIMIT, commentMarker, statusMarkdown } from '../../src/platform/github/status.js';

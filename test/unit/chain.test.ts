@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { CHAIN, runChain, type Holder, type StepAction } from '../../src/app/chain.js';
+import { runChain, type StepAction } from '../../src/app/chain.js';
+import type { Holder } from '../../src/app/lease.js';
 import type { AppContext } from '../../src/app/context.js';
 import { RecordingProgress } from '../../src/app/progress.js';
 import { SecretRegistry } from '../../src/app/secrets.js';
 import { ExocompError } from '../../src/domain/errors.js';
-import { LeaseHeldError, startStep, stepOf, type Workflow } from '../../src/domain/workflow.js';
+import { LeaseHeldError, startStep, STEP_NAMES, stepOf, type StepName, type Workflow } from '../../src/domain/workflow.js';
 import { sampleWorkflow } from '../support/workflows.js';
 import { LEDGER_PATHS, requireWorkflow, serializeRecord } from '../../src/ledger/records.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
@@ -29,17 +30,15 @@ function holder(id: string): Holder {
   };
 }
 
-function steps(calls: string[], behaviour: Partial<Record<string, StepAction>> = {}) {
-  return CHAIN.map((s) => ({
-    name: s.name,
-    run: async (context: Parameters<StepAction>[0]) => {
-      calls.push(s.name);
-      // Write-ahead: when a step runs, the ledger already says it is running under our lease.
-      const recorded = stepOf(requireWorkflow(await context.app.store.read(), context.workflow.id), s.name);
-      expect(recorded.state).toBe('running');
-      return (await behaviour[s.name]?.(context)) ?? `${s.name} done`;
-    },
-  }));
+function steps(calls: string[], behaviour: Partial<Record<string, StepAction>> = {}): Record<StepName, StepAction> {
+  const step = (name: StepName): StepAction => async (context) => {
+    calls.push(name);
+    // Write-ahead: when a step runs, the ledger already says it is running under our lease.
+    const recorded = stepOf(requireWorkflow(await context.app.store.read(), context.workflow.id), name);
+    expect(recorded.state).toBe('running');
+    return (await behaviour[name]?.(context)) ?? `${name} done`;
+  };
+  return Object.fromEntries(STEP_NAMES.map((name) => [name, step(name)])) as Record<StepName, StepAction>;
 }
 
 describe('chain runner', () => {

@@ -1,5 +1,5 @@
 /** One step of the chain as its own job: runs only onboard, after the step before it succeeded. */
-import { runOneStep } from '../../platform/github/chain-actions.js';
+import { runOneStep } from '../../platform/github/chain-job.js';
 import { runAction } from '../../platform/github/session.js';
 
-await runAction('onboard', (session) => runOneStep(session, session.settings, 'onboard'));
+await runAction('onboard', (session) => runOneStep(session, 'onboard'));

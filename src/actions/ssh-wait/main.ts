@@ -1,5 +1,5 @@
 /** One step of the chain as its own job: runs only ssh-wait, after the step before it succeeded. */
-import { runOneStep } from '../../platform/github/chain-actions.js';
+import { runOneStep } from '../../platform/github/chain-job.js';
 import { runAction } from '../../platform/github/session.js';
 
-await runAction('ssh-wait', (session) => runOneStep(session, session.settings, 'ssh-wait'));
+await runAction('ssh-wait', (session) => runOneStep(session, 'ssh-wait'));

@@ -8,7 +8,7 @@ await runAction('status', async (session) => {
   const app = await openLedger(session, s, { write: false });
   const snapshot = await app.store.read();
   if (s['workflow-id'] !== undefined) {
-    await publishWorkflow(session, app, requireWorkflow(snapshot, s['workflow-id']), { comment: s.comment, commentAuthor: s['comment-author'] });
+    await publishWorkflow(session, app, requireWorkflow(snapshot, s['workflow-id']), { comment: s.comment });
     return;
   }
   const { workflows, errors } = listWorkflows(snapshot);

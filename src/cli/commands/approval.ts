@@ -2,7 +2,7 @@ import { Option, type Command } from 'commander';
 import { userInfo } from 'node:os';
 import { UsageError } from '../../domain/errors.js';
 import { renderText, viewWorkflow } from '../../domain/render.js';
-import { decide, pendingApprovals } from '../../app/provision.js';
+import { decide, pendingApprovals } from '../../app/approvals.js';
 import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
 
 export function registerApproval(program: Command, io: Io): void {

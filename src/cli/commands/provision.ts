@@ -3,8 +3,10 @@ import { parseDuration } from '../../domain/duration.js';
 import { renderText, viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
 import { renderDriftHistory } from '../../domain/drift-history.js';
-import { hasWorkflow, listDriftHistories, listWorkflows, requireWorkflow } from '../../ledger/records.js';
-import { continueProvision, createProvision, type ProvisionOutcome } from '../../app/provision.js';
+import { listDriftHistories, listWorkflows, requireWorkflow } from '../../ledger/records.js';
+import { localGate } from '../../app/approval-gates/local.js';
+import { continueWorkflow, type ContinueOutcome } from '../../app/continue-workflow.js';
+import { newWorkflowId } from '../../app/provision.js';
 import type { AppContext } from '../../app/context.js';
 import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
 import { addKeyOptions, addPlayOptions, addTofuOptions, readVars, runInputs, workspaceNameFor } from '../run-options.js';
@@ -13,8 +15,8 @@ function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
-function report(io: Io, json: boolean, context: AppContext, outcome: ProvisionOutcome): number {
-  const workflow: Workflow = outcome.kind === 'ran' ? outcome.result.workflow : outcome.workflow;
+function report(io: Io, json: boolean, context: AppContext, outcome: ContinueOutcome): number {
+  const workflow: Workflow = outcome.workflow;
   const view = viewWorkflow(workflow, context.now());
   if (json) io.out(JSON.stringify({ result: view }));
   else {
@@ -25,7 +27,7 @@ function report(io: Io, json: boolean, context: AppContext, outcome: ProvisionOu
   }
   if (outcome.kind === 'awaiting-approval') return 0;
   if (outcome.kind === 'rejected') return 1;
-  return outcome.result.ok ? 0 : 1;
+  return outcome.kind === 'ran' && outcome.ok ? 0 : 1;
 }
 
 export function registerProvision(program: Command, io: Io): void {
@@ -59,35 +61,28 @@ export function registerProvision(program: Command, io: Io): void {
     const vars = readVars(options.varsFile as string | undefined);
     const inputs = runInputs(options, process.env, options.rotateHostKey as string[]);
     const context = await buildContext(settings, io);
-    let id = typeof options.id === 'string' ? options.id : undefined;
-    if (id === undefined || !hasWorkflow(await context.store.read(), id)) {
-      const workflow = await createProvision(
-        context,
-        {
-          workspacePath: workspace,
-          workspaceName: name,
-          playbook,
-          requireApproval: options.requireApproval === true,
-          trigger: { kind: 'local' },
-          options: {
-            sshWaitMs,
-            onboardUser: String(options.onboardUser),
-            ...(typeof options.onboardPlaybook === 'string' ? { onboardPlaybook: options.onboardPlaybook } : {}),
-            ...(typeof options.remoteUser === 'string' ? { remoteUser: options.remoteUser } : {}),
-            ...(vars ? { vars } : {}),
-            check: options.check === true,
-            ...(typeof options.limit === 'string' ? { limit: options.limit } : {}),
-            ...(typeof options.tags === 'string' ? { tags: options.tags } : {}),
-          },
+    const outcome = await continueWorkflow(context, {
+      workflowId: typeof options.id === 'string' ? options.id : newWorkflowId(name),
+      create: () => ({
+        workspacePath: workspace,
+        workspaceName: name,
+        playbook,
+        requireApproval: options.requireApproval === true,
+        trigger: { kind: 'local' },
+        options: {
+          sshWaitMs,
+          onboardUser: String(options.onboardUser),
+          ...(typeof options.onboardPlaybook === 'string' ? { onboardPlaybook: options.onboardPlaybook } : {}),
+          ...(typeof options.remoteUser === 'string' ? { remoteUser: options.remoteUser } : {}),
+          ...(vars ? { vars } : {}),
+          check: options.check === true,
+          ...(typeof options.limit === 'string' ? { limit: options.limit } : {}),
+          ...(typeof options.tags === 'string' ? { tags: options.tags } : {}),
         },
-        inputs,
-        id,
-      );
-      id = workflow.id;
-      if (settings.json) io.out(JSON.stringify({ event: 'workflow-created', id }));
-      else io.err(`workflow ${id} created in ${context.store.description}`);
-    }
-    const outcome = await continueProvision(context, id, inputs, { wait: options.wait === true });
+      }),
+      inputs,
+      gate: localGate({ wait: options.wait === true }),
+    });
     process.exitCode = report(io, settings.json, context, outcome);
   });
 
@@ -105,8 +100,7 @@ export function registerProvision(program: Command, io: Io): void {
     const settings = globalSettings(options);
     const context = await buildContext(settings, io);
     const inputs = runInputs(options, context.env, options.rotateHostKey as string[]);
-    requireWorkflow(await context.store.read(), id);
-    const outcome = await continueProvision(context, id, inputs, { wait: options.wait === true });
+    const outcome = await continueWorkflow(context, { workflowId: id, inputs, gate: localGate({ wait: options.wait === true }) });
     process.exitCode = report(io, settings.json, context, outcome);
   });
 

@@ -1,15 +1,12 @@
 /**
- * The approval gates on GitHub (DESIGN.md §5). Environment mode trusts only a
+ * What the approval gates need from GitHub. Environment mode trusts only a
  * recorded review of the job's environment, and only when that environment
- * has required reviewers; dispatch mode takes the decision from a
- * `workflow_dispatch` run by someone with write access, then dispatches the
- * chain's continuation.
+ * has required reviewers; dispatch mode needs the decider's permission and
+ * dispatches the chain's continuation (a workflow_dispatch run).
  */
 import { ExocompError, UsageError } from '../../domain/errors.js';
 import type { Workflow } from '../../domain/workflow.js';
-import { requireWorkflow } from '../../ledger/records.js';
-import type { AppContext } from '../../app/context.js';
-import { decide } from '../../app/provision.js';
+import type { GateApproval } from '../../app/ports/ci-platform.js';
 import type { GitHubPort, RepoPermission } from './port.js';
 import { workflowFileOf, type RunContext } from './run-context.js';
 
@@ -18,14 +15,8 @@ const CONFIGURE_HELP = (env: string, slug: string) =>
   'required reviewers work in public repositories on every plan, but in private and internal repositories only on GitHub Enterprise ' +
   '(on Free, Pro and Team they are public-only); where they are unavailable, use `approval-mode: dispatch`';
 
-export interface EnvironmentApproval {
-  by: string;
-  via: string;
-  comment: string;
-}
-
 /** The approval of this run for `environment`, or a refusal saying how to configure one. */
-export async function requireEnvironmentApproval(github: GitHubPort, run: RunContext, environment: string | undefined): Promise<EnvironmentApproval> {
+export async function requireEnvironmentApproval(github: GitHubPort, run: RunContext, environment: string | undefined): Promise<GateApproval> {
   if (!environment) {
     throw new UsageError(
       'approval-mode environment needs the `environment` input: GitHub exposes no variable naming the job’s environment',
@@ -57,59 +48,25 @@ export async function requireEnvironmentApproval(github: GitHubPort, run: RunCon
   return { by: approved.user, via: `environment ${environment} (run ${run.runId})`, comment: approved.comment };
 }
 
-/** Records an environment approval on a workflow still waiting for one. */
-export async function recordEnvironmentApproval(app: AppContext, workflow: Workflow, approval: EnvironmentApproval): Promise<Workflow> {
-  if (!workflow.approval.required || workflow.approval.state !== 'pending') return workflow;
-  return decide(app, workflow.id, { approve: true, by: approval.by, via: approval.via, ...(approval.comment ? { comment: approval.comment } : {}) });
-}
-
 const RANK: Record<RepoPermission, number> = { none: 0, read: 1, triage: 2, write: 3, maintain: 4, admin: 5 };
 
-export interface DispatchDecision {
-  workflowId: string;
-  approve: boolean;
-  reason: string | undefined;
-  allowSelfApproval: boolean;
-  /** The workflow file to dispatch; default: the one that started the chain. */
-  continueWorkflow: string | undefined;
-}
-
-export interface DispatchOutcome {
-  workflow: Workflow;
-  dispatched: { workflow: string; ref: string } | undefined;
-}
-
-/** The approve action: permission check, the decision in the ledger, then the continuation. */
-export async function decideFromDispatch(app: AppContext, github: GitHubPort, run: RunContext, request: DispatchDecision): Promise<DispatchOutcome> {
-  const actor = run.triggeringActor;
+/** Deciding an approval needs write access or above. */
+export async function mayDecide(github: GitHubPort, run: RunContext, actor: string): Promise<{ allowed: boolean; reason: string }> {
   const permission = await github.collaboratorPermission(run.repository, actor);
-  if (RANK[permission] < RANK.write) {
-    throw new ExocompError('permission', `${actor} has ${permission} access to ${run.slug}; deciding an approval needs write access or above`, {
-      help: 'ask someone with write access to run the approve workflow',
-    });
-  }
-  const current = requireWorkflow(await app.store.read(), request.workflowId);
-  if (!request.allowSelfApproval && current.requester === actor) {
-    throw new ExocompError('approval', `${actor} requested workflow ${current.id} and may not decide it (self-review is refused)`, {
-      help: 'another person with write access decides; set `allow-self-approval: true` only where one person runs everything',
-    });
-  }
-  const workflow = await decide(app, request.workflowId, {
-    approve: request.approve,
-    by: actor,
-    via: `workflow_dispatch run ${run.runId}`,
-    ...(request.reason ? { comment: request.reason } : {}),
-  });
-  if (!request.approve) return { workflow, dispatched: undefined };
-  const target = request.continueWorkflow ?? workflowFileOf(workflow.trigger.workflowRef);
-  if (!target) {
+  return { allowed: RANK[permission] >= RANK.write, reason: `${actor} has ${permission} access to ${run.slug}` };
+}
+
+/** Dispatches `target` (default: the workflow file that started the chain) on the chain's branch with the workflow id. */
+export async function dispatchContinuation(github: GitHubPort, run: RunContext, workflow: Workflow, target: string | undefined): Promise<{ target: string; ref: string }> {
+  const file = target ?? workflowFileOf(workflow.trigger.workflowRef);
+  if (!file) {
     throw new ExocompError('usage', `workflow ${workflow.id} does not record which workflow started it, so its continuation cannot be dispatched`, {
       help: 'pass `continue-workflow:` naming the workflow file that runs the chain (it must declare workflow_dispatch with a workflow-id input)',
     });
   }
   const ref = continuationRef(workflow, run);
-  await github.dispatchWorkflow(run.repository, target, ref, { 'workflow-id': workflow.id });
-  return { workflow, dispatched: { workflow: target, ref } };
+  await github.dispatchWorkflow(run.repository, file, ref, { 'workflow-id': workflow.id });
+  return { target: file, ref };
 }
 
 /** The branch the chain ran on, else the branch the deciding run is on. */

@@ -24,6 +24,9 @@ export class GitHubProgress implements ProgressListener {
     // Our own commands (groups, annotations) must not land inside a stopped block.
     this.text.flush();
     switch (event.type) {
+      case 'workflow-created':
+        core.info(`workflow ${event.id} created in ${event.where}`);
+        return;
       case 'step-started':
         this.close();
         core.startGroup(`${event.index}/${event.total} ${event.step}${event.attempt > 1 ? ` (attempt ${event.attempt})` : ''}`);

@@ -6,7 +6,12 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+import type { Workflow } from '../../domain/workflow.js';
+import type { AppContext } from '../../app/context.js';
+import type { ToolCache } from '../../app/continue-workflow.js';
+import type { ActionName } from './inputs.js';
+import type { Session } from './session.js';
 
 export const LOCK_FILE = '.terraform.lock.hcl';
 
@@ -63,5 +68,14 @@ export async function restoreProviderCache(port: CachePort, workspaceDir: string
       });
       if (saved !== undefined) info(saved ? `provider cache saved (${key})` : `provider cache not saved (${key})`);
     },
+  };
+}
+
+/** The provider plugin cache around the apply (@actions/cache), keyed by the workspace's lock file. */
+export function providerCache(session: Session<ActionName>, app: AppContext): (workflow: Workflow) => Promise<ToolCache | undefined> {
+  return async (workflow) => {
+    const workspaceDir = resolve(app.cwd, workflow.workspace.path);
+    const cache = await restoreProviderCache(actionsCache(), workspaceDir, join(session.run.runnerTemp, 'exocomp-tofu-plugins'), (message) => session.platform.log.info(message));
+    return cache && { env: { TF_PLUGIN_CACHE_DIR: cache.dir }, save: () => cache.save() };
   };
 }

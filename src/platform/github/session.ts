@@ -16,12 +16,14 @@ import { parseRunSecrets } from '../../app/mappings.js';
 import { loadStandingInventory } from '../../app/inventories.js';
 import type { RunInputs } from '../../app/run-inputs.js';
 import { SecretRegistry } from '../../app/secrets.js';
+import type { ArtifactPort, CiPlatform } from '../../app/ports/ci-platform.js';
 import type { LedgerStore } from '../../ledger/store.js';
-import { upsertStickyComment } from './comment.js';
+import { MemoryLedgerStore } from '../../ledger/memory-store.js';
 import { ACTION_INPUTS, readSettings, type ActionName, type Settings } from './inputs.js';
 import { openGitHubLedger } from './ledger.js';
 import { createGitHub } from './octokit.js';
 import type { GitHubPort } from './port.js';
+import { githubPlatform } from './platform.js';
 import { GitHubProgress } from './progress.js';
 import { readRunContext, type RunContext } from './run-context.js';
 import { statusMarkdown, type StatusOptions } from './status.js';
@@ -31,6 +33,8 @@ export interface Session<N extends ActionName> {
   run: RunContext;
   secrets: SecretRegistry;
   github: GitHubPort;
+  /** The CI-platform port the use cases see. */
+  platform: CiPlatform;
   progress: GitHubProgress;
   /** A private directory under RUNNER_TEMP, removed when the action ends. */
   scratch: string;
@@ -39,18 +43,28 @@ export interface Session<N extends ActionName> {
 
 const USER_AGENT = 'exocomp-provision';
 
-/** Runs an action body; any failure becomes the step's failure, with secrets redacted. */
-export async function runAction<N extends ActionName>(name: N, body: (session: Session<N>) => Promise<void>): Promise<void> {
+/**
+ * Runs an action body; any failure becomes the step's failure, with secrets
+ * redacted. `artifacts` is passed only by the entries that move plans, so the
+ * others' bundles never carry the artifact client.
+ */
+export async function runAction<N extends ActionName>(
+  name: N,
+  body: (session: Session<N>) => Promise<void>,
+  options: { artifacts?: (run: RunContext, token: string) => ArtifactPort } = {},
+): Promise<void> {
   const secrets = new SecretRegistry((value) => core.setSecret(value));
   const progress = new GitHubProgress();
   let scratch: string | undefined;
   try {
     const settings = readSettings(ACTION_INPUTS[name], (input) => core.getInput(input), (value) => secrets.add(value)) as Session<N>['settings'];
     const run = readRunContext(process.env, process.cwd());
-    const token = (settings as { token?: string }).token ?? '';
+    const { token = '', 'comment-author': commentAuthor } = settings as { token?: string; 'comment-author'?: string };
     const github = createGitHub({ token, baseUrl: run.apiUrl, userAgent: USER_AGENT });
+    const artifacts = options.artifacts?.(run, token);
+    const platform = githubPlatform({ run, github, ...(commentAuthor ? { commentAuthor } : {}), ...(artifacts ? { artifacts } : {}) });
     scratch = await mkdtemp(join(run.runnerTemp, 'exocomp-'));
-    await body({ settings, run, secrets, github, progress, scratch, now: () => new Date() });
+    await body({ settings, run, secrets, github, platform, progress, scratch, now: () => new Date() });
   } catch (error) {
     progress.flush();
     core.setFailed(secrets.redact(describeError(error)));
@@ -81,6 +95,11 @@ export async function openLedger(
   return contextFor(session, ledger.store, settings['ledger-branch']);
 }
 
+/** A context whose ledger is an empty in-memory one: a plan-only preview records nothing. */
+export function previewContext(session: Session<ActionName>, ledgerBranch: string): AppContext {
+  return contextFor(session, new MemoryLedgerStore(), ledgerBranch);
+}
+
 function contextFor(session: Session<ActionName>, store: LedgerStore, ledgerBranch: string): AppContext {
   return { store, ledgerBranch, now: session.now, cwd: session.run.workspace, env: childEnvironment(process.env), progress: session.progress };
 }
@@ -107,7 +126,7 @@ export interface RunInputSettings {
 }
 
 /** The run's secrets as files and values: key files are 0600 in the scratch directory, removed at the end. */
-export async function githubRunInputs(session: Session<ActionName>, settings: RunInputSettings): Promise<RunInputs> {
+export async function githubRunInputs(session: Session<ActionName>, settings: RunInputSettings & { token: string }): Promise<RunInputs> {
   const sealKey = settings['seal-key'] === undefined ? undefined : parseSealKey(settings['seal-key']);
   session.secrets.add(sealKey);
   const runSecrets = settings['run-secrets'] === undefined ? {} : parseRunSecrets(settings['run-secrets'], 'the run-secrets input');
@@ -133,39 +152,35 @@ async function writeKey(dir: string, name: string, contents: string | undefined)
   return path;
 }
 
-export interface PublishOptions extends Omit<StatusOptions, 'run' | 'now'> {
-  comment: boolean;
-  commentAuthor: string;
-}
+export type PublishOptions = Omit<StatusOptions, 'run' | 'now'> & { comment: boolean };
 
 /**
  * Sets the workflow outputs and writes its status to the job summary and the
  * sticky comment of its pull request. Commenting never fails the job.
  */
 export async function publishWorkflow(session: Session<ActionName>, app: AppContext, workflow: Workflow, options: PublishOptions): Promise<void> {
+  const { platform } = session;
   const view = viewWorkflow(workflow, session.now());
-  core.setOutput('workflow-id', workflow.id);
-  core.setOutput('state', workflow.state);
-  core.setOutput('steps', JSON.stringify(view.steps));
-  core.setOutput('inventory', `tf:${workflow.workspace.name}`);
-  core.setOutput('hosts', JSON.stringify(await hostsOf(app, workflow.workspace.name)));
+  platform.setOutput('workflow-id', workflow.id);
+  platform.setOutput('state', workflow.state);
+  platform.setOutput('steps', JSON.stringify(view.steps));
+  platform.setOutput('inventory', `tf:${workflow.workspace.name}`);
+  platform.setOutput('hosts', JSON.stringify(await hostsOf(app, workflow.workspace.name)));
   const body = session.secrets.redact(statusMarkdown(workflow, { ...options, run: session.run, now: session.now() }));
-  await core.summary.addRaw(body, true).write();
-  const issue = session.run.pullRequest ?? workflow.trigger.pullRequest;
-  if (!options.comment || issue === undefined) return;
+  await platform.writeSummary(body);
+  await postStatusComment(session, options.comment ? (session.run.pullRequest ?? workflow.trigger.pullRequest) : undefined, workflow.id, body, 'status');
+}
+
+/** Creates or updates the sticky comment `key` on `issue`; a refusal or an API failure is only reported. */
+export async function postStatusComment(session: Session<ActionName>, issue: number | undefined, key: string, body: string, what: 'status' | 'plan'): Promise<void> {
+  if (issue === undefined) return;
   try {
-    const outcome = await upsertStickyComment(session.github, {
-      repo: session.run.repository,
-      issue,
-      workflowId: workflow.id,
-      author: options.commentAuthor,
-      body,
-    });
+    const outcome = await session.platform.upsertStatusComment(issue, key, body);
     if (outcome.kind === 'refused') {
-      core.notice(`${outcome.reason} — the status is in the job summary instead (pull requests from forks get a read-only token)`);
-    } else core.info(`${outcome.kind} the status comment on #${issue}`);
+      core.notice(`${session.secrets.redact(outcome.reason)} — the ${what} is in the job summary instead (pull requests from forks get a read-only token)`);
+    } else core.info(`${outcome.kind} the ${what} comment on #${issue}`);
   } catch (error) {
-    core.warning(`could not update the status comment on #${issue}: ${session.secrets.redact(describeError(error))}`);
+    core.warning(`could not update the ${what} comment on #${issue}: ${session.secrets.redact(describeError(error))}`);
   }
 }
 

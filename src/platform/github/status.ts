@@ -69,3 +69,15 @@ export function statusMarkdown(workflow: Workflow, options: StatusOptions): stri
   const cut = '\n\n…(shortened to fit GitHub’s comment size limit)';
   return render(workflow, options, 20).slice(0, COMMENT_LIMIT - cut.length) + cut;
 }
+
+/** The sticky comment of a plan-only preview. */
+export function planPreviewMarkdown(workspaceName: string, summary: string, run: RunContext): string {
+  return [
+    commentMarker(`plan-${workspaceName}`),
+    `### exocomp plan for \`${workspaceName}\``,
+    '',
+    `Plan: ${describePlanSummary(summary)}`,
+    '',
+    `<sub>[run ${run.runId}](${run.runUrl}) · plan only, nothing recorded or applied</sub>`,
+  ].join('\n');
+}

@@ -6,7 +6,7 @@
  */
 import { listWorkflows } from '../../ledger/records.js';
 import type { AppContext } from '../../app/context.js';
-import type { HolderProbe } from '../../app/chain.js';
+import type { HolderProbe } from '../../app/lease.js';
 import type { Workflow } from '../../domain/workflow.js';
 import { continuationRef } from './approval.js';
 import type { GitHubPort } from './port.js';

@@ -5,7 +5,7 @@
  * job cannot be looked up (the job token reaches only its own job), and the lease
  * is judged by its heartbeat alone.
  */
-import { LEASE_TTL_MS, probeLocalHolder, type Holder, type HolderProbe } from '../../app/chain.js';
+import { LEASE_TTL_MS, probeLocalHolder, type Holder, type HolderProbe } from '../../app/lease.js';
 import type { GitLabApi } from './api.js';
 import { gitlabHolderId, type GitLabJob } from './job.js';
 

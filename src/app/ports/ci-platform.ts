@@ -1,0 +1,98 @@
+/**
+ * The CI-platform port: only what differs between GitHub Actions and GitLab
+ * CI. A CI face implements it once (src/platform/<name>/) and calls the use
+ * cases in src/app; every decision (approval, which plan is applied, when the
+ * chain runs) stays in the core. See docs/architecture.md.
+ */
+import type { Trigger, Workflow } from '../../domain/workflow.js';
+import type { Holder, HolderProbe } from '../lease.js';
+
+/** The run (GitHub workflow run / GitLab pipeline job) this process executes in. */
+export interface CiRun {
+  /** Numeric id of the run; recorded in the ledger (e.g. where a sealed plan was uploaded). */
+  id: number;
+  /** A link a person can open. */
+  url: string;
+  /** Who started this run (on a re-run, who re-ran it): the requester of a workflow it creates. */
+  actor: string;
+  /** The pull/merge request the run is about, when any. */
+  changeRequest: number | undefined;
+  /** What a workflow created here records as its trigger. */
+  trigger: Trigger;
+  /** How an approval decided in this run is recorded: e.g. `workflow_dispatch run 42`. */
+  decisionVia: string;
+}
+
+/** Log lines and collapsible groups in the job log. Messages are already redacted. */
+export interface CiLog {
+  info(message: string): void;
+  /** An annotation a person should see without opening the log. */
+  notice(message: string): void;
+  warning(message: string): void;
+  error(message: string): void;
+  startGroup(title: string): void;
+  endGroup(): void;
+}
+
+/** Who approved the gated job this run executes in (a protected environment, a manual job). */
+export interface GateApproval {
+  by: string;
+  /** Where the decision was made, recorded in the ledger: e.g. `environment production (run 42)`. */
+  via: string;
+  comment: string;
+}
+
+export type StatusCommentOutcome = { kind: 'created' | 'updated'; id: number } | { kind: 'refused'; reason: string };
+
+/** Files kept with a run, for a later job or run (the sealed plan). */
+export interface ArtifactPort {
+  /** Uploads one file as an artifact of this run, named after the file. */
+  upload(file: string): Promise<void>;
+  /** Downloads artifact `name` of run `runId` (this run or an earlier one) into `dir`; its path, or undefined when there is none. */
+  download(name: string, runId: number, dir: string): Promise<string | undefined>;
+}
+
+export interface CiPlatform {
+  /** 'github', 'gitlab': for messages. */
+  readonly name: string;
+  readonly run: CiRun;
+  readonly log: CiLog;
+
+  /** The raw text of an input ('' when not given). Entries mask secret inputs with maskSecret before parsing them. */
+  input(name: string): string;
+  /** Keeps a value out of every log line from now on. */
+  maskSecret(value: string): void;
+  /** A named output of the job (step outputs on GitHub, a dotenv report on GitLab). */
+  setOutput(name: string, value: string): void;
+  /** Appends markdown to the run's summary page. */
+  writeSummary(markdown: string): Promise<void>;
+  /**
+   * Creates or edits in place the one status comment `key` on pull/merge
+   * request `changeRequest`. A token that may not comment is a `refused`
+   * outcome, never an error.
+   */
+  upsertStatusComment(changeRequest: number, key: string, body: string): Promise<StatusCommentOutcome>;
+
+  /** Plan upload/download; only the jobs that move plans load it (it is large), so it is optional. */
+  readonly artifacts?: ArtifactPort;
+
+  /**
+   * Who approved this gated job (`gate`: the environment name); throws an
+   * `approval` ExocompError when nobody did or the gate cannot approve
+   * anything (no reviewers configured). Used by the environment gate.
+   */
+  gatedJobApproval(gate: string | undefined): Promise<GateApproval>;
+  /** Whether `actor` may decide approvals in this project (write access or above); `reason` says why not, e.g. `bob has read access to o/r`. */
+  mayDecide(actor: string): Promise<{ allowed: boolean; reason: string }>;
+  /**
+   * Starts the run that continues `workflow` (dispatch-mode approval, the
+   * resume sweeper). `target` overrides the pipeline/workflow file recorded in
+   * its trigger. Returns what was started.
+   */
+  dispatchContinuation(workflow: Workflow, target: string | undefined): Promise<{ target: string; ref: string }>;
+
+  /** The lease holder for steps this job runs. */
+  holder(): Holder;
+  /** Judges whether another lease holder (a CI run, or a local process here) is gone. */
+  readonly probeHolder: HolderProbe;
+}

@@ -1,0 +1,93 @@
+/**
+ * What the chain's jobs (the root action, plan, apply and the per-step
+ * actions) hand to continueWorkflow, and how its outcome is rendered: the
+ * request from the action's inputs, the gate for the approval mode, the
+ * status published, and the job failed when the workflow did not get through.
+ */
+import { UsageError } from '../../domain/errors.js';
+import { defaultWorkspaceName, parseWorkspaceName } from '../../domain/names.js';
+import { environmentGate } from '../../app/approval-gates/environment.js';
+import { dispatchGate } from '../../app/approval-gates/dispatch.js';
+import { continueWorkflow, failureOf, type ContinueOutcome, type ContinueRequest } from '../../app/continue-workflow.js';
+import type { AppContext } from '../../app/context.js';
+import { parseMapping } from '../../app/mappings.js';
+import type { ApprovalGate } from '../../app/ports/approval-gate.js';
+import type { ProvisionRequest } from '../../app/provision.js';
+import type { RunContext } from './run-context.js';
+import type { ActionName } from './inputs.js';
+import { githubRunInputs, openLedger, publishWorkflow, type PublishOptions, type Session } from './session.js';
+
+/** Stable across re-runs of the same run, so a re-run finds and resumes its workflow. */
+export function defaultWorkflowId(workspaceName: string, run: RunContext): string {
+  return `${workspaceName}-${run.runId}`;
+}
+
+export interface NewWorkflowSettings {
+  workspace: string;
+  playbook: string | undefined;
+  'workspace-name': string | undefined;
+  'ssh-wait': number;
+  'onboard-playbook': string | undefined;
+  'onboard-user': string;
+  vars: string | undefined;
+}
+
+export function workspaceNameOf(settings: Pick<NewWorkflowSettings, 'workspace' | 'workspace-name'>): string {
+  return settings['workspace-name'] === undefined ? defaultWorkspaceName(settings.workspace) : parseWorkspaceName(settings['workspace-name']);
+}
+
+/** The workflow a job starts when the ledger does not hold it yet; the playbook is required only then. */
+export function newWorkflowRequest(session: Session<ActionName>, settings: NewWorkflowSettings, requireApproval: boolean): () => ProvisionRequest {
+  return () => newWorkflow(session, settings, requireApproval);
+}
+
+function newWorkflow(session: Session<ActionName>, settings: NewWorkflowSettings, requireApproval: boolean): ProvisionRequest {
+  if (settings.playbook === undefined) throw new UsageError('the playbook input is required to start a workflow', 'pass `playbook:` (the configure playbook)');
+  const vars = settings.vars === undefined ? {} : parseMapping(settings.vars, 'the vars input');
+  return {
+    workspacePath: settings.workspace,
+    workspaceName: workspaceNameOf(settings),
+    playbook: settings.playbook,
+    requireApproval,
+    trigger: session.platform.run.trigger,
+    requester: session.platform.run.actor,
+    options: {
+      sshWaitMs: settings['ssh-wait'],
+      onboardUser: settings['onboard-user'],
+      ...(settings['onboard-playbook'] ? { onboardPlaybook: settings['onboard-playbook'] } : {}),
+      ...(Object.keys(vars).length > 0 ? { vars } : {}),
+      check: false,
+    },
+  };
+}
+
+export function approvalGate(session: Session<ActionName>, mode: 'environment' | 'dispatch', environment: string | undefined): ApprovalGate {
+  return mode === 'environment' ? environmentGate(session.platform, environment) : dispatchGate();
+}
+
+/** The parts of a continueWorkflow request every chain job shares: its CI run, and the status it publishes. */
+export function jobRequest(session: Session<ActionName>, app: AppContext, publish: PublishOptions): Pick<ContinueRequest, 'ci' | 'publish'> {
+  return {
+    ci: { platform: session.platform, scratch: session.scratch },
+    publish: (workflow) => publishWorkflow(session, app, workflow, publish),
+  };
+}
+
+/** Renders the outcome (the status is published already): a notice while awaiting approval; a failed job when it did not get through. */
+export function renderOutcome(session: Session<ActionName>, outcome: ContinueOutcome): void {
+  if (outcome.kind === 'awaiting-approval') session.platform.log.notice(`workflow ${outcome.workflow.id} is awaiting approval; nothing was applied`);
+  const failure = failureOf(outcome);
+  if (failure) throw failure;
+}
+
+/** A per-step job (ssh-wait, onboard, configure): runs only `step`, after the step before it succeeded, and publishes. */
+export async function runOneStep(
+  session: Session<'ssh-wait' | 'onboard' | 'configure'>,
+  step: 'ssh-wait' | 'onboard' | 'configure',
+): Promise<void> {
+  const s = session.settings;
+  const app = await openLedger(session, s, { write: true });
+  const inputs = await githubRunInputs(session, s);
+  const outcome = await continueWorkflow(app, { workflowId: s['workflow-id'], inputs, scope: step, ...jobRequest(session, app, { comment: s.comment }) });
+  renderOutcome(session, outcome);
+}

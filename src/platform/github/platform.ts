@@ -1,0 +1,50 @@
+/**
+ * The CI-platform port on GitHub Actions: @actions/core for inputs, masking,
+ * log groups, outputs and the summary; the REST API (GitHubPort) for the
+ * sticky comment, environment approvals, permissions, dispatch and run
+ * liveness.
+ */
+import * as core from '@actions/core';
+import type { ArtifactPort, CiPlatform } from '../../app/ports/ci-platform.js';
+import { dispatchContinuation, mayDecide, requireEnvironmentApproval } from './approval.js';
+import { upsertStickyComment } from './comment.js';
+import { ciHolder, ciHolderProbe } from './holder.js';
+import type { GitHubPort } from './port.js';
+import { githubTrigger, type RunContext } from './run-context.js';
+
+export function githubPlatform(options: { run: RunContext; github: GitHubPort; commentAuthor?: string; artifacts?: ArtifactPort }): CiPlatform {
+  const { run, github } = options;
+  return {
+    name: 'github',
+    run: {
+      id: run.runId,
+      url: run.runUrl,
+      actor: run.triggeringActor,
+      changeRequest: run.pullRequest,
+      trigger: githubTrigger(run),
+      decisionVia: `workflow_dispatch run ${run.runId}`,
+    },
+    log: {
+      info: (message) => core.info(message),
+      notice: (message) => core.notice(message),
+      warning: (message) => core.warning(message),
+      error: (message) => core.error(message),
+      startGroup: (title) => core.startGroup(title),
+      endGroup: () => core.endGroup(),
+    },
+    input: (name) => core.getInput(name),
+    maskSecret: (value) => core.setSecret(value),
+    setOutput: (name, value) => core.setOutput(name, value),
+    writeSummary: async (markdown) => {
+      await core.summary.addRaw(markdown, true).write();
+    },
+    upsertStatusComment: (changeRequest, key, body) =>
+      upsertStickyComment(github, { repo: run.repository, issue: changeRequest, workflowId: key, author: options.commentAuthor ?? 'github-actions[bot]', body }),
+    ...(options.artifacts ? { artifacts: options.artifacts } : {}),
+    gatedJobApproval: (environment) => requireEnvironmentApproval(github, run, environment),
+    mayDecide: (actor) => mayDecide(github, run, actor),
+    dispatchContinuation: (workflow, target) => dispatchContinuation(github, run, workflow, target),
+    holder: () => ciHolder(run),
+    probeHolder: ciHolderProbe(github, run),
+  };
+}
