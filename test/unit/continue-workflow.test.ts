@@ -1,0 +1,142 @@
+import { describe, expect, it } from 'vitest';
+import { localGate } from '../../src/app/approval-gates/local.js';
+import { environmentGate } from '../../src/app/approval-gates/environment.js';
+import { dispatchGate } from '../../src/app/approval-gates/dispatch.js';
+import { decide, decideByDispatch } from '../../src/app/approvals.js';
+import { continueWorkflow, failureOf } from '../../src/app/continue-workflow.js';
+import type { AppContext } from '../../src/app/context.js';
+import type { ApprovalGate } from '../../src/app/ports/approval-gate.js';
+import { RecordingProgress } from '../../src/app/progress.js';
+import { SecretRegistry } from '../../src/app/secrets.js';
+import { awaitApproval, decideApproval, type Workflow } from '../../src/domain/workflow.js';
+import { LEDGER_PATHS, requireWorkflow, serializeRecord } from '../../src/ledger/records.js';
+import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
+import { fakeCiPlatform } from '../support/fake-ci-platform.js';
+import { sampleWorkflow, T0 } from '../support/workflows.js';
+
+function setup(workflow: Workflow) {
+  const store = new MemoryLedgerStore({ files: { [LEDGER_PATHS.workflow(workflow.id)]: serializeRecord(workflow) } });
+  const app: AppContext = { store, ledgerBranch: 'exocomp-ledger', now: () => T0, cwd: '/nonexistent', env: {}, progress: new RecordingProgress() };
+  const published: string[] = [];
+  const publish = async (w: Workflow) => {
+    published.push(`${w.id}:${w.state}`);
+  };
+  return { store, app, published, publish, inputs: { runSecrets: {}, rotateHostKeys: [], secrets: new SecretRegistry() } };
+}
+
+const awaiting = () => awaitApproval(sampleWorkflow('edge-1', { requireApproval: true }), T0, { fingerprint: 'f1', summary: '+1 ~0 -0' });
+
+/** A gate that records whether the core asked it. */
+function spyGate(): ApprovalGate & { asked: string[] } {
+  const asked: string[] = [];
+  return {
+    asked,
+    mode: 'spy',
+    decideNow: async () => (asked.push('decideNow'), undefined),
+    awaitDecision: async () => (asked.push('awaitDecision'), undefined),
+    howToDecide: () => 'ask someone',
+  };
+}
+
+describe('continueWorkflow', () => {
+  it('refuses a rejected workflow: publishes it, runs nothing, and the face fails with an approval error', async () => {
+    const rejected = decideApproval(awaiting(), { approve: false, by: 'carol', via: 'cli', now: T0 });
+    const { app, store, published, publish, inputs } = setup(rejected);
+    const before = store.history().length;
+    const outcome = await continueWorkflow(app, { workflowId: 'edge-1', inputs, gate: localGate({ wait: false }), publish });
+    expect(outcome.kind).toBe('rejected');
+    expect(published).toEqual(['edge-1:rejected']);
+    expect(store.history().length).toBe(before);
+    expect(failureOf(outcome)).toMatchObject({ kind: 'approval', message: 'workflow edge-1 was rejected by carol; nothing is applied' });
+  });
+
+  it('a pending approval in dispatch mode ends the apply job awaiting it, with nothing planned or applied', async () => {
+    const { app, store, published, publish, inputs } = setup(awaiting());
+    const before = store.history().length;
+    const outcome = await continueWorkflow(app, { workflowId: 'edge-1', inputs, gate: dispatchGate(), scope: 'apply', publish });
+    expect(outcome).toMatchObject({ kind: 'awaiting-approval', workflow: { state: 'awaiting-approval' } });
+    expect(store.history().length).toBe(before);
+    expect(published).toEqual(['edge-1:awaiting-approval']);
+    expect(failureOf(outcome)).toBeUndefined();
+  });
+
+  it('an environment gate that finds no approval refuses: the workflow is published as it stands and the ledger is unchanged', async () => {
+    const { app, store, published, publish, inputs } = setup(awaiting());
+    const platform = fakeCiPlatform();
+    const before = store.history().length;
+    await expect(continueWorkflow(app, { workflowId: 'edge-1', inputs, gate: environmentGate(platform, 'production'), scope: 'apply', publish })).rejects.toMatchObject({
+      kind: 'approval',
+      message: 'nobody approved production',
+    });
+    expect(platform.calls).toEqual(['gatedJobApproval production']);
+    expect(published).toEqual(['edge-1:awaiting-approval']);
+    expect(store.history().length).toBe(before);
+  });
+
+  it('the environment gate records who approved the gated job', async () => {
+    const { app } = setup(awaiting());
+    const platform = fakeCiPlatform({ approval: { by: 'bob', via: 'environment production (run 9001)', comment: 'lgtm' } });
+    const decided = await environmentGate(platform, 'production').decideNow(app, awaiting());
+    expect(decided?.approval).toMatchObject({ state: 'approved', by: 'bob', via: 'environment production (run 9001)', comment: 'lgtm' });
+    expect(requireWorkflow(await app.store.read(), 'edge-1').approval.state).toBe('approved');
+  });
+
+  it('a later step’s job never asks the gate: the chain refuses it until apply succeeded', async () => {
+    const { app, inputs } = setup(awaiting());
+    const gate = spyGate();
+    await expect(continueWorkflow(app, { workflowId: 'edge-1', inputs, gate, scope: 'ssh-wait' })).rejects.toMatchObject({ kind: 'illegal-transition' });
+    expect(gate.asked).toEqual([]);
+  });
+
+  it('local mode with wait: blocks until the decision is in the ledger, and a rejection ends it', async () => {
+    const { app, inputs } = setup(awaiting());
+    const running = continueWorkflow(app, { workflowId: 'edge-1', inputs, gate: localGate({ wait: true, pollMs: 5 }) });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    await decide(app, 'edge-1', { approve: false, by: 'carol', via: 'cli' });
+    expect((await running).kind).toBe('rejected');
+  });
+
+  it('a workflow the ledger does not hold, with nothing to create it from, is an error', async () => {
+    const { app, inputs } = setup(awaiting());
+    await expect(continueWorkflow(app, { workflowId: 'nope', inputs })).rejects.toMatchObject({ kind: 'usage', message: 'no workflow nope in the ledger' });
+  });
+});
+
+describe('decideByDispatch', () => {
+  it('refuses a decider without the right to decide: nothing recorded, nothing dispatched', async () => {
+    const { app, store } = setup(awaiting());
+    const platform = fakeCiPlatform({ mayDecide: false });
+    const before = store.history().length;
+    await expect(
+      decideByDispatch(app, platform, { workflowId: 'edge-1', approve: true, reason: undefined, allowSelfApproval: false, continueWith: undefined }),
+    ).rejects.toMatchObject({ kind: 'permission', message: 'bob has read access; deciding an approval needs write access or above' });
+    expect(store.history().length).toBe(before);
+    expect(platform.dispatched).toEqual([]);
+  });
+
+  it('refuses the requester deciding their own workflow', async () => {
+    const { app } = setup(awaiting());
+    const platform = fakeCiPlatform({ actor: 'alice' });
+    await expect(
+      decideByDispatch(app, platform, { workflowId: 'edge-1', approve: true, reason: undefined, allowSelfApproval: false, continueWith: undefined }),
+    ).rejects.toMatchObject({ kind: 'approval' });
+    expect(platform.dispatched).toEqual([]);
+  });
+
+  it('records the approval with the run it was decided in, then dispatches the continuation', async () => {
+    const { app } = setup(awaiting());
+    const platform = fakeCiPlatform();
+    const outcome = await decideByDispatch(app, platform, { workflowId: 'edge-1', approve: true, reason: 'ok', allowSelfApproval: false, continueWith: 'chain.yml' });
+    expect(outcome.workflow.approval).toMatchObject({ state: 'approved', by: 'bob', via: 'fake run 9001', comment: 'ok' });
+    expect(outcome.dispatched).toEqual({ target: 'chain.yml', ref: 'main' });
+    expect(platform.dispatched).toEqual([{ workflow: 'edge-1', target: 'chain.yml' }]);
+  });
+
+  it('a rejection is recorded and dispatches nothing', async () => {
+    const { app } = setup(awaiting());
+    const platform = fakeCiPlatform();
+    const outcome = await decideByDispatch(app, platform, { workflowId: 'edge-1', approve: false, reason: undefined, allowSelfApproval: false, continueWith: undefined });
+    expect(outcome).toMatchObject({ workflow: { state: 'rejected' }, dispatched: undefined });
+    expect(platform.dispatched).toEqual([]);
+  });
+});
