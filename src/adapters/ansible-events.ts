@@ -1,18 +1,23 @@
 /**
- * Structured task results from ansible-playbook. The default callback's text is
- * for people; this small callback plugin (ours, enabled beside the stdout
- * callback) writes one JSON line per play, task and host result to a file the
- * adapter names, so callers read per-host status, messages and diffs without
- * parsing prose. Diffs are rendered by ansible's own CallbackBase._get_diff, so
+ * Structured task results from ansible-playbook, as they happen. The default
+ * callback's text is for people; this small callback plugin (ours, enabled
+ * beside the stdout callback) writes one JSON line per play, task and host
+ * result to file descriptor 3 of ansible-playbook, a pipe the adapter reads
+ * while the play runs, so callers show progress and read per-host status,
+ * messages, output and diffs without parsing prose (schema: domain/play-events.ts). Diffs are rendered by ansible's own CallbackBase._get_diff, so
  * they read exactly as `--diff` prints them. Results of `no_log` tasks reach
  * callbacks already censored by ansible.
  */
-import { z } from 'zod';
+import { ansibleEventSchema, type AnsibleEvent } from '../domain/play-events.js';
 import { redact } from './process.js';
 
+export type { AnsibleEvent, TaskResultEvent } from '../domain/play-events.js';
+
 export const EVENTS_CALLBACK_NAME = 'exocomp_events';
-/** The file the plugin appends to; set by the adapter for each run. */
-export const EVENTS_FILE_ENV = 'EXOCOMP_ANSIBLE_EVENTS';
+/** Names the file descriptor the plugin writes to; the adapter opens it as a pipe. */
+export const EVENTS_FD_ENV = 'EXOCOMP_ANSIBLE_EVENTS_FD';
+/** A failure's stdout and stderr are kept up to this many characters each. */
+const OUTPUT_LIMIT = 4000;
 
 export const EVENTS_CALLBACK_SOURCE = `# Written by exocomp for one ansible-playbook run; see src/adapters/ansible-events.ts.
 from __future__ import absolute_import, division, print_function
@@ -22,13 +27,34 @@ DOCUMENTATION = '''
 name: ${EVENTS_CALLBACK_NAME}
 type: aggregate
 short_description: task results as JSON lines for exocomp
-description: Appends one JSON object per play, task and host result to the file named by ${EVENTS_FILE_ENV}.
+description: Writes one JSON object per play, task and host result to the file descriptor named by ${EVENTS_FD_ENV}.
 '''
 
 import json
 import os
+import time
 
+from ansible.playbook.block import Block
 from ansible.plugins.callback import CallbackBase
+
+
+def _count_tasks(blocks):
+    count = 0
+    for block in blocks:
+        for item in block.block:
+            if isinstance(item, Block):
+                count += _count_tasks([item])
+            elif getattr(item, 'action', None) not in ('meta', 'ansible.builtin.meta'):
+                count += 1
+    return count
+
+
+def _text(value):
+    if value is None or value == '':
+        return None
+    if not isinstance(value, str):
+        value = json.dumps(value, default=str)
+    return value[:${OUTPUT_LIMIT}]
 
 
 class CallbackModule(CallbackBase):
@@ -39,19 +65,39 @@ class CallbackModule(CallbackBase):
 
     def __init__(self, *args, **kwargs):
         super(CallbackModule, self).__init__(*args, **kwargs)
-        path = os.environ.get('${EVENTS_FILE_ENV}')
-        self._out = open(path, 'a', encoding='utf-8') if path else None
+        fd = os.environ.get('${EVENTS_FD_ENV}')
+        self._out = os.fdopen(int(fd), 'w', encoding='utf-8', closefd=False) if fd else None
+        self._started = time.monotonic()
+        self._index = 0
+        self._total = 0
 
     def _emit(self, event):
-        if self._out is not None:
+        if self._out is None:
+            return
+        event['elapsedMs'] = int((time.monotonic() - self._started) * 1000)
+        try:
             self._out.write(json.dumps(event, default=str, sort_keys=True) + '\\n')
             self._out.flush()
+        except (OSError, ValueError):
+            self._out = None
+
+    def _is_meta(self, task):
+        return task.action in ('meta', 'ansible.builtin.meta')
 
     def v2_playbook_on_play_start(self, play):
-        self._emit({'event': 'play', 'play': play.get_name().strip()})
+        self._index = 0
+        try:
+            self._total = _count_tasks(play.compile())
+        except Exception:  # the count is a courtesy; never fail a play for it
+            self._total = 0
+        self._emit({'event': 'play', 'play': play.get_name().strip(), 'tasks': self._total})
 
     def v2_playbook_on_task_start(self, task, is_conditional):
-        self._emit({'event': 'task', 'task': task.get_name().strip(), 'action': task.action})
+        if self._is_meta(task):
+            return
+        self._index += 1
+        self._total = max(self._total, self._index)
+        self._emit({'event': 'task', 'task': task.get_name().strip(), 'action': task.action, 'index': self._index, 'total': self._total})
 
     def v2_playbook_on_handler_task_start(self, task):
         self._emit({'event': 'task', 'task': task.get_name().strip(), 'action': task.action, 'handler': True})
@@ -68,6 +114,8 @@ class CallbackModule(CallbackBase):
         return ''.join(t for t in texts if t)
 
     def _result(self, status, result, **extra):
+        if self._is_meta(result._task):
+            return
         res = result._result
         event = {
             'event': 'result',
@@ -79,6 +127,14 @@ class CallbackModule(CallbackBase):
         if status in ('failed', 'unreachable'):
             msg = res.get('msg') or res.get('stderr') or res.get('module_stderr') or ''
             event['msg'] = msg if isinstance(msg, str) else json.dumps(msg, default=str)
+            for key in ('stderr', 'stdout'):
+                text = _text(res.get(key))
+                if text:
+                    event[key] = text
+            if isinstance(res.get('rc'), int):
+                event['rc'] = res['rc']
+        event['index'] = self._index
+        event['total'] = self._total
         diff = self._diff_of(result)
         if diff:
             event['diff'] = diff
@@ -104,46 +160,57 @@ class CallbackModule(CallbackBase):
             self._out = None
 `;
 
-const resultEventSchema = z.object({
-  event: z.literal('result'),
-  status: z.enum(['ok', 'changed', 'failed', 'unreachable', 'skipped']),
-  host: z.string(),
-  task: z.string(),
-  action: z.string(),
-  msg: z.string().optional(),
-  diff: z.string().optional(),
-  ignored: z.boolean().optional(),
-});
-
-export const ansibleEventSchema = z.discriminatedUnion('event', [
-  z.object({ event: z.literal('play'), play: z.string() }),
-  z.object({ event: z.literal('task'), task: z.string(), action: z.string(), handler: z.boolean().optional() }),
-  resultEventSchema,
-  z.object({ event: z.literal('stats'), hosts: z.record(z.string(), z.record(z.string(), z.number())) }),
-]);
-
-export type AnsibleEvent = z.infer<typeof ansibleEventSchema>;
-export type TaskResultEvent = z.infer<typeof resultEventSchema>;
-
 /**
  * Reads the plugin's JSON lines, redacting every string first. A line that is
  * cut short (ansible killed mid-write) or of an unknown shape is skipped: the
  * exit code and the recap still tell the caller the run did not complete.
  */
 export function parseAnsibleEvents(text: string, secrets: readonly string[] = []): AnsibleEvent[] {
-  const events: AnsibleEvent[] = [];
-  for (const line of text.split('\n')) {
-    if (line.trim() === '') continue;
-    let data: unknown;
-    try {
-      data = JSON.parse(line);
-    } catch {
-      continue;
-    }
-    const parsed = ansibleEventSchema.safeParse(redactStrings(data, secrets));
-    if (parsed.success) events.push(parsed.data);
+  return text.split('\n').flatMap((line) => {
+    const event = parseEventLine(line, secrets);
+    return event ? [event] : [];
+  });
+}
+
+function parseEventLine(line: string, secrets: readonly string[]): AnsibleEvent | undefined {
+  if (line.trim() === '') return undefined;
+  let data: unknown;
+  try {
+    data = JSON.parse(line);
+  } catch {
+    return undefined;
   }
-  return events;
+  const parsed = ansibleEventSchema.safeParse(redactStrings(data, secrets));
+  return parsed.success ? parsed.data : undefined;
+}
+
+/** Reads the pipe as it fills: whole lines become events (redacted), handed on at once. */
+export class AnsibleEventStream {
+  readonly events: AnsibleEvent[] = [];
+  private pending = '';
+
+  constructor(
+    private readonly secrets: readonly string[],
+    private readonly onEvent?: (event: AnsibleEvent) => void,
+  ) {}
+
+  push(chunk: string): void {
+    const lines = (this.pending + chunk).split('\n');
+    this.pending = lines.pop() ?? '';
+    for (const line of lines) this.take(line);
+  }
+
+  end(): void {
+    this.take(this.pending);
+    this.pending = '';
+  }
+
+  private take(line: string): void {
+    const event = parseEventLine(line, this.secrets);
+    if (!event) return;
+    this.events.push(event);
+    this.onEvent?.(event);
+  }
 }
 
 function redactStrings(value: unknown, secrets: readonly string[]): unknown {

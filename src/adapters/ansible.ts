@@ -1,11 +1,12 @@
 import { constants } from 'node:fs';
-import { access, chmod, mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { access, chmod, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { ExocompError, UsageError } from '../domain/errors.js';
 import { redact, runProcess } from './process.js';
 import { makePrivateDir } from './private-dir.js';
-import { EVENTS_CALLBACK_NAME, EVENTS_CALLBACK_SOURCE, EVENTS_FILE_ENV, parseAnsibleEvents, type AnsibleEvent } from './ansible-events.js';
+import { isFailure, type TaskResultEvent } from '../domain/play-events.js';
+import { AnsibleEventStream, EVENTS_CALLBACK_NAME, EVENTS_CALLBACK_SOURCE, EVENTS_FD_ENV, type AnsibleEvent } from './ansible-events.js';
 
 export interface PlaybookRun {
   playbook: string;
@@ -33,6 +34,8 @@ export interface PlaybookRun {
   secrets?: string[];
   /** Each complete line of output, already redacted. */
   onOutput?(line: string): void;
+  /** Each play, task and host result as it happens, already redacted. */
+  onEvent?(event: AnsibleEvent): void;
   collectionsPath?: string;
   /** Stops ansible-playbook when aborted; the run then rejects with the signal's reason. */
   signal?: AbortSignal;
@@ -59,6 +62,8 @@ export interface PlaybookResult {
   recap: Record<string, HostRecap>;
   /** Every play, task and host result, redacted (see ansible-events.ts). */
   events: AnsibleEvent[];
+  /** The results that stopped a host (failed and not ignored, or unreachable), in order. */
+  failures: TaskResultEvent[];
 }
 
 /** The seam use cases depend on, so they can be tested with a double. */
@@ -91,7 +96,6 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
       const callbackDir = join(workDir, 'callbacks');
       await mkdir(callbackDir, { mode: 0o700 });
       await writeFile(join(callbackDir, `${EVENTS_CALLBACK_NAME}.py`), EVENTS_CALLBACK_SOURCE, { mode: 0o600 });
-      const eventsFile = join(workDir, 'events.jsonl');
       const sshArgs = [
         '-C',
         '-o ControlMaster=auto',
@@ -121,7 +125,8 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
         // Our events callback beside any the user enabled.
         ANSIBLE_CALLBACK_PLUGINS: [callbackDir, run.env.ANSIBLE_CALLBACK_PLUGINS].filter(Boolean).join(':'),
         ANSIBLE_CALLBACKS_ENABLED: [run.env.ANSIBLE_CALLBACKS_ENABLED, EVENTS_CALLBACK_NAME].filter(Boolean).join(','),
-        [EVENTS_FILE_ENV]: eventsFile,
+        // The callback writes to fd 3, a pipe read while the play runs (progress as it happens).
+        [EVENTS_FD_ENV]: '3',
       };
       delete env.ANSIBLE_CONFIG;
       delete env.ANSIBLE_FORCE_COLOR;
@@ -153,20 +158,23 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
       args.push('-e', `@${extraVarsFile}`, run.playbook);
 
       const lines = new LineSplitter(secrets, run.onOutput);
+      const events = new AnsibleEventStream(secrets, run.onEvent);
       const result = await runProcess(executable, args, {
         cwd: run.cwd,
         env,
         secrets,
         onOutput: (chunk, stream) => lines.push(chunk, stream),
+        onEvents: (chunk) => events.push(chunk),
         signal: run.signal,
       });
       lines.flush();
+      events.end();
       // Stopped on purpose: the reason is the error, not the recap of the interrupted play.
       run.signal?.throwIfAborted();
       const stdout = redact(result.stdout, secrets);
       const stderr = redact(result.stderr, secrets);
-      const events = parseAnsibleEvents(await readFile(eventsFile, 'utf8').catch(() => ''), secrets);
-      return { code: result.code, stdout, stderr, tail: tailOf(stdout, stderr), recap: parseRecap(stdout), events };
+      const failures = events.events.flatMap((e) => (e.event === 'result' && isFailure(e) ? [e] : []));
+      return { code: result.code, stdout, stderr, tail: tailOf(stdout, stderr), recap: parseRecap(stdout), events: events.events, failures };
     } finally {
       await stopControlMasters(controlDir, run.env);
     }

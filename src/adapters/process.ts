@@ -15,6 +15,12 @@ export interface RunOptions {
    * The result is the usual one (code/signal); callers see the abort on the signal.
    */
   signal?: AbortSignal;
+  /**
+   * A pipe on the child's file descriptor 3, for a tool that reports structured
+   * events there (see ansible-events-plugin.ts). Chunks arrive as written: the
+   * caller parses and redacts them (a secret can span chunks).
+   */
+  onEvents?: (chunk: string) => void;
 }
 
 export interface RunResult {
@@ -63,8 +69,11 @@ export function runProcess(command: string, args: readonly string[], options: Ru
     const child = spawn(command, [...args], {
       cwd: options.cwd,
       env: options.env ?? process.env,
-      stdio: ['pipe', 'pipe', 'pipe'],
+      stdio: options.onEvents ? ['pipe', 'pipe', 'pipe', 'pipe'] : ['pipe', 'pipe', 'pipe'],
     });
+    const events = child.stdio[3] as NodeJS.ReadableStream | null | undefined;
+    events?.setEncoding('utf8');
+    events?.on('data', (chunk: string) => options.onEvents?.(chunk));
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     let timer: NodeJS.Timeout | undefined;

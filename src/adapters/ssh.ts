@@ -147,7 +147,8 @@ export interface WaitForSshOptions {
   waitingReportEveryMs?: number;
   signal?: AbortSignal;
   onReady?(host: SshTarget, elapsedMs: number): void;
-  onWaiting?(pendingNames: string[]): void;
+  /** The hosts still without a banner (with the last reason seen), and the time spent so far. */
+  onWaiting?(pending: { name: string; lastReason?: string }[], elapsedMs: number): void;
 }
 
 export interface WaitForSshResult {
@@ -258,7 +259,10 @@ export async function waitForSsh(hosts: readonly SshTarget[], options: WaitForSs
     onWaiting === undefined
       ? undefined
       : setInterval(() => {
-          if (pending.size > 0) onWaiting([...pending]);
+          if (pending.size > 0) {
+            const names = [...pending].map((name) => ({ name, ...(lastReasons.has(name) ? { lastReason: lastReasons.get(name)! } : {}) }));
+            onWaiting(names, Math.round(performance.now() - started));
+          }
         }, waitingReportEveryMs);
   try {
     await Promise.all(hosts.map(watch));

@@ -123,11 +123,12 @@ export async function runChain(
       const { error } = outcome;
       const summary = inputs.secrets.redact(describeError(error).split('\n')[0] ?? 'failed');
       const kind = error instanceof ExocompError ? error.kind : 'internal';
+      const detail = error instanceof ExocompError && error.detail ? { detail: inputs.secrets.redact(error.detail) } : {};
       workflow = await saveOwnStep(
         app,
         workflowId,
         step.name,
-        (w) => failStep(w, step.name, holder.id, app.now(), { kind, summary }),
+        (w) => failStep(w, step.name, holder.id, app.now(), { kind, summary, ...detail }),
         `${workflowId}: ${step.name} failed (${kind})`,
       );
       app.progress.emit({ type: 'step-failed', step: step.name, index, total, durationMs: app.now().getTime() - started, summary });

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { chmod, copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
+import { failureDetail, failureSummary, type TaskResultEvent } from '../domain/play-events.js';
 import { scrubEnvironment } from '../domain/run-environment.js';
 import { runPlaybook } from '../adapters/ansible.js';
 import type { AnsibleEvent } from '../adapters/ansible-events.js';
@@ -37,6 +38,8 @@ export interface PlayRequest {
   passthrough?: string[];
   secrets: SecretRegistry;
   onOutput?(line: string): void;
+  /** Each play, task and host result as the play runs (see app/progress.ts playProgress). */
+  onEvent?(event: AnsibleEvent): void;
   /** Stops the play when aborted; runPlay then rejects with the signal's reason. */
   signal?: AbortSignal;
 }
@@ -47,6 +50,8 @@ export interface PlayOutcome {
   stderr: string;
   /** Per-task, per-host results, redacted. */
   events: AnsibleEvent[];
+  /** The results that stopped a host, redacted. */
+  failures: TaskResultEvent[];
 }
 
 /** Collections vendored by `exocomp playbook vendor` (so no run depends on Galaxy). */
@@ -99,20 +104,35 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
       ...(existsSync(collectionsPath) ? { collectionsPath } : {}),
       secrets: request.secrets.list(),
       ...(request.onOutput ? { onOutput: request.onOutput } : {}),
+      ...(request.onEvent ? { onEvent: request.onEvent } : {}),
       signal: request.signal,
     });
-    return { code: result.code, stdout: result.stdout, stderr: result.stderr, events: result.events };
+    return { code: result.code, stdout: result.stdout, stderr: result.stderr, events: result.events, failures: result.failures };
   } finally {
     await agent?.stop();
     await rm(privateDir, { recursive: true, force: true });
   }
 }
 
-/** The last lines of a failed play, for the failure summary. */
-export function playFailureSummary(outcome: PlayOutcome, max = 3): string {
+/**
+ * One line for a failed play: the first failed host and task with the reason,
+ * or, when ansible stopped before any task failed (a syntax error, a missing
+ * role), its own error lines.
+ */
+export function playFailureSummary(outcome: Pick<PlayOutcome, 'code' | 'stdout' | 'stderr' | 'failures'>, max = 3): string {
+  if (outcome.failures.length > 0) return failureSummary(outcome.failures);
   const lines = `${outcome.stdout}\n${outcome.stderr}`
     .split('\n')
     .map((l) => l.trim())
     .filter((l) => /^(fatal|failed|ERROR!|UNREACHABLE)|unreachable=[1-9]|failed=[1-9]/.test(l));
   return lines.slice(-max).join(' | ') || `ansible-playbook exited ${outcome.code}`;
+}
+
+/** The error a failed play becomes: one line to show, everything (redacted) for the ledger's failure context. */
+export function playFailedError(what: string, outcome: PlayOutcome, help: string): ExocompError {
+  const detail =
+    outcome.failures.length > 0
+      ? failureDetail(outcome.failures)
+      : `${outcome.stdout}\n${outcome.stderr}`.trim().split('\n').slice(-60).join('\n');
+  return new ExocompError('play-failed', `${what} failed: ${playFailureSummary(outcome)}`, { help, detail });
 }

@@ -15,6 +15,7 @@ import type { LedgerSnapshot } from '../ledger/store.js';
 import type { AppContext } from './context.js';
 import { loadStandingInventory } from './inventories.js';
 import { runPlay, type PlayOutcome, type PlayRequest } from './play.js';
+import type { AnsibleEvent } from '../domain/play-events.js';
 import type { SecretRegistry } from './secrets.js';
 
 export interface StandingPlayRequest {
@@ -39,6 +40,7 @@ export interface StandingPlayRequest {
   secrets: SecretRegistry;
   info(message: string): void;
   onOutput?(line: string): void;
+  onEvent?(event: AnsibleEvent): void;
   /** Stops the play when aborted; the run then rejects with the signal's reason. */
   signal?: AbortSignal;
 }
@@ -81,6 +83,7 @@ function playRequest(
     ...(request.passthrough ? { passthrough: request.passthrough } : {}),
     secrets: request.secrets,
     ...(request.onOutput ? { onOutput: request.onOutput } : {}),
+    ...(request.onEvent ? { onEvent: request.onEvent } : {}),
     signal: request.signal,
   };
 }

@@ -1,8 +1,12 @@
 /** Renders progress events for a person (lines) or a program (one JSON object per line). */
 import { formatDuration } from '../domain/duration.js';
+import { failureReason, formatFailure, formatHostResult, isFailure } from '../domain/play-events.js';
 import type { ProgressEvent, ProgressListener } from '../app/progress.js';
 
 export class TerminalProgress implements ProgressListener {
+  /** `[3/4] onboard`: the step a play's lines belong to. */
+  private stepLabel = '';
+
   constructor(private readonly write: (line: string) => void) {}
 
   emit(event: ProgressEvent): void {
@@ -11,6 +15,7 @@ export class TerminalProgress implements ProgressListener {
         this.write(`workflow ${event.id} created in ${event.where}`);
         break;
       case 'step-started':
+        this.stepLabel = `[${event.index}/${event.total}] ${event.step} `;
         this.write(`[${event.index}/${event.total}] ${event.step} …${event.attempt > 1 ? ` (attempt ${event.attempt})` : ''}`);
         break;
       case 'step-skipped':
@@ -22,6 +27,19 @@ export class TerminalProgress implements ProgressListener {
       case 'step-failed':
         this.write(`[${event.index}/${event.total}] ${event.step} … ${formatDuration(event.durationMs)} ✗  ${event.summary}`);
         break;
+      case 'play-started':
+        this.write(`${this.stepLabel}play ${event.play}: ${event.tasks} task(s)`);
+        break;
+      case 'task-result': {
+        const result = { ...event, event: 'result' as const };
+        this.write(`${event.step ? this.stepLabel : ''}${formatHostResult(result)} ${formatDuration(event.elapsedMs ?? 0)}`);
+        // The failure, readably and once: the step's summary and the status table keep one line.
+        if (isFailure(result)) {
+          this.write(`      ${failureReason(result)}`);
+          for (const line of formatFailure(result).slice(1)) this.write(`    ${line}`);
+        }
+        break;
+      }
       case 'info':
         this.write(`    ${event.message}`);
         break;

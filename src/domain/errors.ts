@@ -24,12 +24,15 @@ export type ErrorKind =
 export class ExocompError extends Error {
   readonly kind: ErrorKind;
   readonly help: string | undefined;
+  /** Everything known about the failure, beyond the one-line message (kept in the ledger's failure context). */
+  readonly detail: string | undefined;
 
-  constructor(kind: ErrorKind, message: string, options: { help?: string; cause?: unknown } = {}) {
+  constructor(kind: ErrorKind, message: string, options: { help?: string; cause?: unknown; detail?: string } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ExocompError';
     this.kind = kind;
     this.help = options.help;
+    this.detail = options.detail;
   }
 
   get exitCode(): 1 | 2 {

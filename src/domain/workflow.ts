@@ -63,6 +63,8 @@ export const failureSchema = z.object({
   step: z.enum(STEP_NAMES),
   kind: z.string(),
   summary: z.string(),
+  /** Everything known beyond the summary (a play's failed hosts with message and output), redacted. */
+  detail: z.string().optional(),
   at: z.string(),
 });
 export type Failure = z.infer<typeof failureSchema>;
@@ -383,7 +385,7 @@ export function failStep(
   name: StepName,
   holder: string,
   now: Date,
-  failure: { kind: string; summary: string },
+  failure: { kind: string; summary: string; detail?: string },
 ): Workflow {
   requireHolder(workflow, name, holder);
   const at = now.toISOString();
@@ -392,7 +394,7 @@ export function failStep(
     ...workflow,
     updatedAt: at,
     state: 'provision-failed',
-    failure: { step: name, kind: failure.kind, summary: failure.summary, at },
+    failure: { step: name, kind: failure.kind, summary: failure.summary, ...(failure.detail ? { detail: failure.detail } : {}), at },
     steps: workflow.steps.map((s, i) => {
       if (s.name === name) {
         const failed: Step = { ...s, state: 'failed', finishedAt: at, detail: failure.summary };

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runPlaybook } from '../../src/adapters/ansible.js';
-import { parseAnsibleEvents, type TaskResultEvent } from '../../src/adapters/ansible-events.js';
+import { parseAnsibleEvents, type AnsibleEvent, type TaskResultEvent } from '../../src/adapters/ansible-events.js';
 import { scrubEnvironment } from '../../src/domain/run-environment.js';
 
 let root: string;
@@ -88,6 +88,92 @@ describe('the events callback', () => {
       'Hidden',
       'Refuses',
     ]);
+  });
+});
+
+const STREAM_SECRET = 'hunter2-very-secret';
+/** Seven tasks on two hosts that run on the control machine (no SSH needed to see the events). */
+const PLAY = `
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: First
+      ansible.builtin.command: "true"
+      changed_when: false
+    - name: Second changes
+      ansible.builtin.command: "true"
+    - name: Skipped
+      ansible.builtin.command: "true"
+      when: false
+    - block:
+        - name: Inside a block
+          ansible.builtin.debug: { msg: hello }
+    - name: A loop
+      ansible.builtin.command: "echo {{ item }}"
+      loop: [a, b]
+    - name: Ignored failure
+      ansible.builtin.command: "false"
+      ignore_errors: true
+    - name: Fails on two
+      ansible.builtin.shell: "[ {{ inventory_hostname }} = one ] || { echo 'line 1 ${STREAM_SECRET}' >&2; echo 'line 2' >&2; exit 3; }"
+`;
+
+describe('events as the play runs', () => {
+  it('reports each task start and each host result as they happen, failures redacted', async () => {
+    const playbook = join(root, 'seven.yml');
+    await writeFile(playbook, PLAY);
+    const inventoryPath = join(root, 'two-hosts.json');
+    const local = { ansible_connection: 'local' };
+    await writeFile(inventoryPath, JSON.stringify({ all: { hosts: { one: local, two: local } } }));
+    const knownHostsFile = join(root, 'empty_known_hosts');
+    await writeFile(knownHostsFile, '');
+
+    const events: AnsibleEvent[] = [];
+    /** Output lines and events in the order they reached us. */
+    const arrivals: string[] = [];
+    const result = await runPlaybook({
+      playbook,
+      inventoryPath,
+      knownHostsFile,
+      cwd: root,
+      env: { ...scrubEnvironment(process.env, {}), TMPDIR: root },
+      secrets: [STREAM_SECRET],
+      onEvent: (event) => {
+        events.push(event);
+        arrivals.push(`event ${event.event}`);
+      },
+      onOutput: (line) => arrivals.push(line),
+    });
+
+    expect(result.code).toBe(2);
+    // As they happen: the first host result arrived before ansible printed its recap, not read after the run.
+    expect(arrivals.indexOf('event result')).toBeGreaterThanOrEqual(0);
+    expect(arrivals.indexOf('event result')).toBeLessThan(arrivals.findIndex((l) => l.startsWith('PLAY RECAP')));
+    expect(events.length).toBe(result.events.length);
+    expect(events[0]).toMatchObject({ event: 'play', tasks: 7 });
+    const starts = events.filter((e) => e.event === 'task');
+    expect(starts.map((e) => [e.index, e.total])).toEqual([1, 2, 3, 4, 5, 6, 7].map((i) => [i, 7]));
+    const results = events.flatMap((e) => (e.event === 'result' ? [e] : []));
+    expect(results).toHaveLength(14);
+    const statusOf = (host: string, task: string) => results.find((r) => r.host === host && r.task === task)?.status;
+    expect(statusOf('one', 'First')).toBe('ok');
+    expect(statusOf('two', 'Second changes')).toBe('changed');
+    expect(statusOf('one', 'Skipped')).toBe('skipped');
+    expect(statusOf('two', 'Inside a block')).toBe('ok');
+    expect(statusOf('one', 'A loop')).toBe('changed');
+    expect(results.find((r) => r.host === 'two' && r.task === 'Ignored failure')).toMatchObject({ status: 'failed', ignored: true });
+    expect(statusOf('one', 'Fails on two')).toBe('changed');
+    expect(statusOf('two', 'Fails on two')).toBe('failed');
+    // Every result of a task comes after its start.
+    for (const r of results) {
+      expect(events.indexOf(r)).toBeGreaterThan(events.findIndex((e) => e.event === 'task' && e.task === r.task));
+    }
+
+    expect(result.failures).toHaveLength(1);
+    const [failure] = result.failures;
+    expect(failure).toMatchObject({ host: 'two', task: 'Fails on two', status: 'failed', rc: 3 });
+    expect(failure!.stderr).toBe('line 1 ***\nline 2');
+    expect(JSON.stringify(events)).not.toContain(STREAM_SECRET);
   });
 });
 

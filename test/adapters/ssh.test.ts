@@ -122,7 +122,7 @@ describe('waitForSsh', () => {
     const result = await waitForSsh([{ name: 'late', address: late.address, port: late.port }], {
       timeoutMs: 60_000,
       waitingReportEveryMs: 100,
-      onWaiting: (names) => waiting.push(names),
+      onWaiting: (pending) => waiting.push(pending.map((p) => p.name)),
       onReady: (host) => readyCalls.push(host.name),
     });
     expect(result.missing).toEqual([]);

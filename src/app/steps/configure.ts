@@ -1,7 +1,8 @@
 /** Step 4: the user's playbook against tf:<name>, as the fleet user, inside the run boundary. */
-import { ExocompError, UsageError } from '../../domain/errors.js';
+import { UsageError } from '../../domain/errors.js';
 import type { StepContext } from '../chain.js';
-import { playFailureSummary } from '../play.js';
+import { playFailedError } from '../play.js';
+import { playProgress } from '../progress.js';
 import { runStandingPlay } from '../standing-play.js';
 
 export async function configureStep({ app, workflow, inputs, info, signal }: StepContext): Promise<string> {
@@ -18,12 +19,11 @@ export async function configureStep({ app, workflow, inputs, info, signal }: Ste
     tags: workflow.options.tags,
     secrets: inputs.secrets,
     info,
+    onEvent: playProgress(app.progress, 'configure'),
     signal,
   });
   if (outcome.code !== 0) {
-    throw new ExocompError('play-failed', `configure play failed: ${playFailureSummary(outcome)}`, {
-      help: 'fix the playbook or the host, then exocomp provision resume <id>',
-    });
+    throw playFailedError('configure play', outcome, 'fix the playbook or the host, then exocomp provision resume <id>');
   }
   return `${workflow.playbook} converged ${hostCount} host(s)`;
 }

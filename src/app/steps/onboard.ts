@@ -10,7 +10,8 @@ import { publicKeyOf } from '../../adapters/ssh-keys.js';
 import type { StepContext } from '../chain.js';
 import { loadStandingInventory } from '../inventories.js';
 import { pinHostKeys } from '../pins.js';
-import { playFailureSummary, runPlay } from '../play.js';
+import { playFailedError, runPlay } from '../play.js';
+import { playProgress } from '../progress.js';
 
 /** The seeded playbook sits at the repository root, above dist/cli.js, dist/<action>/ and src/app/steps/. */
 export function seededOnboardPlaybook(): string {
@@ -47,12 +48,11 @@ export async function onboardStep({ app, workflow, inputs, info, signal }: StepC
     extraVars: { exocomp_fleet_pubkey: fleetPublicKey, exocomp_onboard_user: workflow.options.onboardUser },
     limit: hosts.map((h) => h.name).join(','),
     secrets: inputs.secrets,
+    onEvent: playProgress(app.progress, 'onboard'),
     signal,
   });
   if (outcome.code !== 0) {
-    throw new ExocompError('play-failed', `onboarding play failed: ${playFailureSummary(outcome)}`, {
-      help: 'fix the cause, then exocomp provision resume <id>; a host-key mismatch is never re-pinned silently',
-    });
+    throw playFailedError('onboarding play', outcome, 'fix the cause, then exocomp provision resume <id>; a host-key mismatch is never re-pinned silently');
   }
   return `${hosts.length} host(s) onboarded as ${workflow.options.onboardUser}; ${pins.added.length} key(s) pinned`;
 }

@@ -16,7 +16,9 @@ export async function sshWaitStep({ app, workflow, info, signal }: StepContext):
     {
       timeoutMs: workflow.options.sshWaitMs,
       onReady: (host, elapsedMs) => info(`${host.name} answered after ${formatDuration(elapsedMs)}`),
-      onWaiting: (pending) => info(`still waiting for ${pending.join(', ')}`),
+      onWaiting: (pending, elapsedMs) => {
+        for (const line of stillWaitingLines(pending, elapsedMs, workflow.options.sshWaitMs)) info(line);
+      },
       signal,
     },
   );
@@ -27,4 +29,16 @@ export async function sshWaitStep({ app, workflow, info, signal }: StepContext):
     });
   }
   return `${hosts.length} host(s) answered${skipped > 0 ? `, ${skipped} local skipped` : ''}`;
+}
+
+const LISTED_SEPARATELY = 5;
+
+/** `web1: no banner yet (connection refused), 40s of 5m` per host; one line for many. */
+export function stillWaitingLines(pending: { name: string; lastReason?: string }[], elapsedMs: number, boundMs: number): string[] {
+  const clock = `${formatDuration(elapsedMs)} of ${formatDuration(boundMs)}`;
+  if (pending.length > LISTED_SEPARATELY) {
+    const shown = pending.slice(0, LISTED_SEPARATELY).map((p) => p.name).join(', ');
+    return [`${pending.length} hosts without a banner yet (${shown}, …), ${clock}`];
+  }
+  return pending.map((p) => `${p.name}: no banner yet${p.lastReason ? ` (${p.lastReason})` : ''}, ${clock}`);
 }

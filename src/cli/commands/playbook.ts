@@ -7,6 +7,7 @@ import { parseConcurrencyKey } from '../../domain/lock.js';
 import { withConcurrencyLock } from '../../app/concurrency.js';
 import { grantIdentityFile } from '../../app/identity.js';
 import { playFailureSummary } from '../../app/play.js';
+import { playProgress } from '../../app/progress.js';
 import { runFilePlay, runStandingPlay } from '../../app/standing-play.js';
 import { vendorCollections } from '../../app/vendor.js';
 import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
@@ -59,7 +60,9 @@ export function registerPlaybook(program: Command, io: Io): void {
       ...(passthrough.length > 0 ? { passthrough } : {}),
       secrets: inputs.secrets,
       info,
+      // A person reads ansible's own output; a program reads the same events the chain reports.
       onOutput: settings.json ? undefined : (line: string) => io.err(line.trimEnd()),
+      onEvent: settings.json ? playProgress(context.progress) : undefined,
     };
     if (egressPorts.length > 1) info(`declared egress ports ${egressPorts.join(', ')} (passed to the play as ${EGRESS_EXTRA_VAR}; nothing here enforces them)`);
     const play = () =>

@@ -10,6 +10,7 @@ import * as core from '@actions/core';
 import { randomBytes } from 'node:crypto';
 import { EOL } from 'node:os';
 import { formatDuration } from '../../domain/duration.js';
+import { failureReason, formatFailure, formatHostResult, isFailure } from '../../domain/play-events.js';
 import type { ProgressEvent, ProgressListener } from '../../app/progress.js';
 
 export class GitHubProgress implements ProgressListener {
@@ -19,6 +20,20 @@ export class GitHubProgress implements ProgressListener {
   emit(event: ProgressEvent): void {
     if (event.type === 'info') {
       this.text.write(event.message);
+      return;
+    }
+    if (event.type === 'play-started') {
+      this.text.write(`play ${event.play}: ${event.tasks} task(s)`);
+      return;
+    }
+    if (event.type === 'task-result') {
+      // Inside the step's group: one line per host and task, a failure readably and once.
+      const result = { ...event, event: 'result' as const };
+      this.text.write(`${formatHostResult(result)} ${formatDuration(event.elapsedMs ?? 0)}`);
+      if (isFailure(result)) {
+        this.text.write(`    ${failureReason(result)}`);
+        for (const line of formatFailure(result).slice(1)) this.text.write(`  ${line}`);
+      }
       return;
     }
     // Our own commands (groups, annotations) must not land inside a stopped block.
