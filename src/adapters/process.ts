@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { InterruptedError } from '../domain/errors.js';
 
 export interface RunOptions {
   cwd?: string;
@@ -11,8 +12,9 @@ export interface RunOptions {
   /** Values that must never leave this function in clear (replaced by ***). */
   secrets?: readonly string[];
   /**
-   * Stops the child when aborted: SIGTERM, then SIGKILL after a short grace.
-   * The result is the usual one (code/signal); callers see the abort on the signal.
+   * Stops the child when aborted: SIGTERM (for an interruption, the signal it
+   * forwards, if any), then SIGKILL after a short grace. The result is the
+   * usual one (code/signal); callers see the abort on the signal.
    */
   signal?: AbortSignal;
   /**
@@ -81,9 +83,12 @@ export function runProcess(command: string, args: readonly string[], options: Ru
       timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
     }
     let killTimer: NodeJS.Timeout | undefined;
-    // tofu and ansible get SIGTERM first so they can stop their own children and release state locks.
+    // tofu and ansible get a signal they handle first, so they can stop their own children and release state locks.
     const stop = () => {
-      child.kill('SIGTERM');
+      const reason: unknown = signal?.reason;
+      if (reason instanceof InterruptedError) {
+        if (reason.forward) child.kill(reason.forward);
+      } else child.kill('SIGTERM');
       killTimer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
     };
     const settle = () => {

@@ -3,7 +3,7 @@
  * success of the one before, each armed in the ledger (write-ahead, with a
  * lease) before it does anything, and never run again once it succeeded.
  */
-import { describeError, ExocompError } from '../domain/errors.js';
+import { describeError, ExocompError, InterruptedError } from '../domain/errors.js';
 import {
   failStep,
   heartbeat,
@@ -34,8 +34,9 @@ export interface StepContext {
   info(message: string): void;
   warn(message: string): void;
   /**
-   * Aborted when this runner lost the step's lease to another runner: the step
-   * must stop its work (child processes are killed) and record nothing more.
+   * Aborted when this runner lost the step's lease to another runner (the step
+   * must stop its work and record nothing more), or when the run was
+   * interrupted (the step stops and is recorded as interrupted).
    */
   signal: AbortSignal;
 }
@@ -87,6 +88,8 @@ export async function runChain(
       if (STEP_NAMES.indexOf(step.name) < STEP_NAMES.indexOf(options.only)) continue;
       break;
     }
+    // Interrupted between steps: the next one is not started, so nothing of it needs recording.
+    if (app.interrupt?.aborted) return { workflow, ok: false };
     workflow = await arm(app, workflowId, step.name, holder, probe);
     const attempt = stepOf(workflow, step.name).attempts;
     app.progress.emit({ type: 'step-started', step: step.name, index, total, attempt });
@@ -100,7 +103,7 @@ export async function runChain(
         inputs,
         info: (message) => app.progress.emit({ type: 'info', message: inputs.secrets.redact(message), step: step.name }),
         warn: (message) => app.progress.emit({ type: 'warning', message: inputs.secrets.redact(message), step: step.name }),
-        signal: beat.signal,
+        signal: app.interrupt ? AbortSignal.any([beat.signal, app.interrupt]) : beat.signal,
       });
       outcome = { ok: true, detail };
     } catch (error) {
@@ -120,8 +123,12 @@ export async function runChain(
       );
       app.progress.emit({ type: 'step-succeeded', step: step.name, index, total, durationMs: app.now().getTime() - started, detail: safeDetail });
     } else {
-      const { error } = outcome;
-      const summary = inputs.secrets.redact(describeError(error).split('\n')[0] ?? 'failed');
+      // An interrupted step failed because it was told to stop: the interruption is its failure context.
+      const interruption: unknown = app.interrupt?.aborted ? app.interrupt.reason : undefined;
+      const error = interruption instanceof InterruptedError ? interruption : outcome.error;
+      const summary = inputs.secrets.redact(
+        error instanceof InterruptedError ? `${step.name} interrupted by ${error.received}; its tool was stopped` : (describeError(error).split('\n')[0] ?? 'failed'),
+      );
       const kind = error instanceof ExocompError ? error.kind : 'internal';
       const detail = error instanceof ExocompError && error.detail ? { detail: inputs.secrets.redact(error.detail) } : {};
       workflow = await saveOwnStep(

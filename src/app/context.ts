@@ -14,4 +14,6 @@ export interface AppContext {
   cwd: string;
   env: NodeJS.ProcessEnv;
   progress: ProgressListener;
+  /** Aborted (with an InterruptedError) when the run is told to stop: the running step stops and is recorded as interrupted. */
+  interrupt?: AbortSignal;
 }

@@ -8,6 +8,7 @@ import { resolveLedgerLocation } from '../ledger/location.js';
 import type { AppContext } from '../app/context.js';
 import type { ProgressListener } from '../app/progress.js';
 import { JsonProgress, TerminalProgress } from './terminal.js';
+import { interruptOnSignals } from '../adapters/signals.js';
 
 
 export interface GlobalSettings {
@@ -53,5 +54,19 @@ export async function buildContext(settings: GlobalSettings, io: Io): Promise<Ap
     cwd,
     env: process.env,
     progress,
+    interrupt: cliInterrupt(),
   };
+}
+
+let interrupt: AbortSignal | undefined;
+
+/**
+ * Ctrl-C and SIGTERM stop the running step, which is recorded as interrupted.
+ * Ctrl-C in a terminal already reached the tool (the terminal signals the whole
+ * foreground process group), so it is not sent twice: a second SIGINT makes
+ * tofu abandon its work. A signal from elsewhere is forwarded as SIGINT.
+ */
+function cliInterrupt(): AbortSignal {
+  interrupt ??= interruptOnSignals((received) => (received === 'SIGINT' && process.stdin.isTTY ? undefined : 'SIGINT'));
+  return interrupt;
 }

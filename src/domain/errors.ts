@@ -19,6 +19,7 @@ export type ErrorKind =
   | 'approval'
   | 'seal'
   | 'permission'
+  | 'interrupted'
   | 'internal';
 
 export class ExocompError extends Error {
@@ -44,6 +45,22 @@ export class UsageError extends ExocompError {
   constructor(message: string, help?: string) {
     super('usage', message, help === undefined ? {} : { help });
     this.name = 'UsageError';
+  }
+}
+
+/**
+ * The run was told to stop (Ctrl-C, "Cancel workflow"): the running step
+ * stops its tool and is recorded as interrupted. `forward` is the signal the
+ * tool gets (tofu and ansible stop cleanly on SIGINT); undefined when the tool
+ * received the signal itself (a terminal signals the whole process group).
+ */
+export class InterruptedError extends ExocompError {
+  constructor(
+    readonly received: 'SIGINT' | 'SIGTERM',
+    readonly forward: 'SIGINT' | undefined,
+  ) {
+    super('interrupted', `interrupted by ${received}`, { help: 'nothing more was started; resume continues from the interrupted step' });
+    this.name = 'InterruptedError';
   }
 }
 

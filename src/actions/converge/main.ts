@@ -26,6 +26,7 @@ await runAction('converge', async (session) => {
     runSecrets: inputs.runSecrets,
     ...(passthrough.length > 0 ? { passthrough } : {}),
     secrets: inputs.secrets,
+    signal: session.interrupt,
     info: (message) => session.progress.emit({ type: 'info', message: inputs.secrets.redact(message) }),
     // The play's output (hosts' output in it) is text, never a workflow command.
     onOutput: (line) => session.progress.emit({ type: 'info', message: inputs.secrets.redact(line.trimEnd()) }),

@@ -8,6 +8,7 @@ import * as core from '@actions/core';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describeError } from '../../domain/errors.js';
+import { interruptOnSignals } from '../../adapters/signals.js';
 import { parseSealKey } from '../../domain/seal.js';
 import { viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
@@ -39,6 +40,8 @@ export interface Session<N extends ActionName> {
   /** A private directory under RUNNER_TEMP, removed when the action ends. */
   scratch: string;
   now: () => Date;
+  /** Aborted on "Cancel workflow" (the runner's SIGINT, then SIGTERM). */
+  interrupt: AbortSignal;
 }
 
 const USER_AGENT = 'exocomp-provision';
@@ -55,6 +58,8 @@ export async function runAction<N extends ActionName>(
 ): Promise<void> {
   const secrets = new SecretRegistry((value) => core.setSecret(value));
   const progress = new GitHubProgress();
+  // The runner signals only this process, so the running tool gets the SIGINT forwarded.
+  const interrupt = interruptOnSignals(() => 'SIGINT', (error) => progress.emit({ type: 'warning', message: `${error.message} (the run was cancelled): stopping the running step` }));
   let scratch: string | undefined;
   try {
     const settings = readSettings(ACTION_INPUTS[name], (input) => core.getInput(input), (value) => secrets.add(value)) as Session<N>['settings'];
@@ -64,7 +69,7 @@ export async function runAction<N extends ActionName>(
     const artifacts = options.artifacts?.(run, token);
     const platform = githubPlatform({ run, github, ...(commentAuthor ? { commentAuthor } : {}), ...(artifacts ? { artifacts } : {}) });
     scratch = await mkdtemp(join(run.runnerTemp, 'exocomp-'));
-    await body({ settings, run, secrets, github, platform, progress, scratch, now: () => new Date() });
+    await body({ settings, run, secrets, github, platform, progress, scratch, now: () => new Date(), interrupt });
   } catch (error) {
     progress.flush();
     core.setFailed(secrets.redact(describeError(error)));
@@ -101,7 +106,7 @@ export function previewContext(session: Session<ActionName>, ledgerBranch: strin
 }
 
 function contextFor(session: Session<ActionName>, store: LedgerStore, ledgerBranch: string): AppContext {
-  return { store, ledgerBranch, now: session.now, cwd: session.run.workspace, env: childEnvironment(process.env), progress: session.progress };
+  return { store, ledgerBranch, now: session.now, cwd: session.run.workspace, env: childEnvironment(process.env), progress: session.progress, interrupt: session.interrupt };
 }
 
 /** The runner's own credentials for its artifact and cache services; no child process needs them. */
