@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { describeError, ExocompError } from '../domain/errors.js';
 import { processIo, type Io } from './common.js';
 import { registerApproval } from './commands/approval.js';
+import { registerConverge } from './commands/converge.js';
 import { registerDrift } from './commands/drift.js';
 import { registerGitLab } from './commands/gitlab.js';
 import { registerHost } from './commands/host.js';
@@ -32,6 +33,7 @@ export function buildProgram(io: Io): Command {
   registerSchedule(program, io);
   registerDrift(program, io);
   registerGitLab(program, io);
+  registerConverge(program, io);
   // Every subcommand inherits the error handling of the root.
   const harden = (command: Command) => {
     command.exitOverride().showHelpAfterError('(run the command with --help for usage)');

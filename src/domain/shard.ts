@@ -58,6 +58,14 @@ export function formatShard(spec: ShardSpec): string {
   return `${spec.index}/${spec.total}`;
 }
 
+/**
+ * The lease a shard holds: `<key>/<i>` is the CI concurrency group of shard i;
+ * ledger lock names cannot hold '/', so a CLI run's ledger lock is `<key>.<i>`.
+ */
+export function shardLease(key: string, spec: ShardSpec): { group: string; ledgerKey: string } {
+  return { group: `${key}/${spec.index}`, ledgerKey: `${key}.${spec.index}` };
+}
+
 function score(host: string, shard: number): bigint {
   const digest = createHash('sha256').update(`${shard}\0${host}`).digest();
   return digest.readBigUInt64BE(0);

@@ -10,6 +10,14 @@ import { z } from 'zod';
 import { ExocompError } from '../domain/errors.js';
 import { parseKnownHosts, type Pin } from '../domain/known-hosts.js';
 import {
+  CONVERGE_HISTORY_SCHEMA_VERSION,
+  convergeHistorySchema,
+  SHARD_RESULT_SCHEMA_VERSION,
+  shardResultSchema,
+  type ConvergeHistory,
+  type ShardResult,
+} from '../domain/converge-record.js';
+import {
   DRIFT_HISTORY_SCHEMA_VERSION,
   driftHistorySchema,
   SCHEDULE_FIRES_SCHEMA_VERSION,
@@ -24,7 +32,12 @@ import { WORKFLOW_SCHEMA_VERSION, workflowSchema, type Workflow } from '../domai
 import type { LedgerSnapshot } from './store.js';
 
 /** The kinds of named records, as they appear in messages. */
-export type RecordKind = 'workflow' | 'inventory' | 'sealed outputs' | 'lock' | 'drift history' | 'schedule';
+export type RecordKind = 'workflow' | 'inventory' | 'sealed outputs' | 'lock' | 'drift history' | 'schedule' | 'converge run';
+
+function shardIndex(index: number): number {
+  if (!Number.isInteger(index) || index < 1) throw new ExocompError('internal', `shard index ${index} is not a positive whole number`);
+  return index;
+}
 
 /** Names that may become a path component (and a git ref component): what every validator in src/domain allows, and no more. */
 const RECORD_NAME = /^[a-z0-9][a-z0-9._-]*$/;
@@ -63,6 +76,9 @@ export const LEDGER_PATHS = {
   lock: (key: string) => `locks/${checkRecordName('lock', key)}.json`,
   driftHistory: (name: string) => `drift/${checkRecordName('drift history', name)}.json`,
   scheduleFires: (name: string) => `schedules/${checkRecordName('schedule', name)}.json`,
+  convergeHistory: (name: string) => `converges/${checkRecordName('inventory', name)}/history.json`,
+  shardResultsDir: (name: string, runId: string) => `converges/${checkRecordName('inventory', name)}/shards/${checkRecordName('converge run', runId)}/`,
+  shardResult: (name: string, runId: string, index: number) => `${LEDGER_PATHS.shardResultsDir(name, runId)}${shardIndex(index)}.json`,
 } as const;
 
 export class LedgerRecordError extends ExocompError {
@@ -265,6 +281,30 @@ export function listDriftHistories(snapshot: LedgerSnapshot): { histories: Drift
   return { histories: histories.sort((a, b) => a.name.localeCompare(b.name)), errors };
 }
 
+export function readConvergeHistory(snapshot: LedgerSnapshot, name: string): ConvergeHistory | undefined {
+  const file = LEDGER_PATHS.convergeHistory(name);
+  const text = snapshot.read(file);
+  if (text === undefined) return undefined;
+  const record = parseRecord(file, text, convergeHistorySchema, CONVERGE_HISTORY_SCHEMA_VERSION);
+  checkNamedAs(file, 'name', record.name, name);
+  return record;
+}
+
+/** The shard results one converge run recorded so far (a malformed one is an error: the fold must not guess). */
+export function readShardResults(snapshot: LedgerSnapshot, name: string, runId: string): ShardResult[] {
+  const dir = LEDGER_PATHS.shardResultsDir(name, runId);
+  const results: ShardResult[] = [];
+  for (const file of snapshot.list(dir)) {
+    const index = file.startsWith(dir) ? /^([1-9]\d*)\.json$/.exec(file.slice(dir.length))?.[1] : undefined;
+    if (index === undefined) continue;
+    const record = parseRecord(file, snapshot.read(file) ?? '', shardResultSchema, SHARD_RESULT_SCHEMA_VERSION);
+    checkNamedAs(file, 'shard', String(record.shard.index), index);
+    checkNamedAs(file, 'run id', record.runId, runId);
+    results.push(record);
+  }
+  return results;
+}
+
 export function readScheduleFires(snapshot: LedgerSnapshot, name: string): ScheduleFires | undefined {
   const file = LEDGER_PATHS.scheduleFires(name);
   const text = snapshot.read(file);
@@ -303,6 +343,19 @@ export class RecordWrites extends Map<string, string | null> {
 
   driftHistory(record: DriftHistory): this {
     return this.set(LEDGER_PATHS.driftHistory(record.name), serializeRecord(record));
+  }
+
+  convergeHistory(record: ConvergeHistory): this {
+    return this.set(LEDGER_PATHS.convergeHistory(record.name), serializeRecord(record));
+  }
+
+  shardResult(record: ShardResult): this {
+    return this.set(LEDGER_PATHS.shardResult(record.name, record.runId, record.shard.index), serializeRecord(record));
+  }
+
+  /** Removes a folded shard result (the branch history keeps it). */
+  foldedShardResult(record: ShardResult): this {
+    return this.set(LEDGER_PATHS.shardResult(record.name, record.runId, record.shard.index), null);
   }
 
   scheduleFires(record: ScheduleFires): this {

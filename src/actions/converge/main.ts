@@ -1,11 +1,18 @@
 /**
  * A play against a standing inventory (the scheduled converge): fails closed
  * when tf:<name> is unusable, hands the workspace's sealed outputs to the play
- * only because the target names it. Reads the ledger, never writes it.
+ * only because the target names it. Without `shard` it reads the ledger and
+ * never writes it. With `shard: i/N` it converges that shard and records its
+ * result; with `fold-shards: N` (the final job of a matrix) it folds the run's
+ * shard results into one converge record and summary.
  */
 import * as core from '@actions/core';
+import { renderConvergeRunMarkdown, renderConvergeRunText } from '../../domain/converge-record.js';
+import { escapeMarkdown } from '../../domain/drift-render.js';
 import { ExocompError, UsageError } from '../../domain/errors.js';
 import { parseInventoryRef } from '../../domain/names.js';
+import { parseShardNumber, parseShardSpec } from '../../domain/shard.js';
+import { convergeShard, foldConvergeShards } from '../../app/converge-shards.js';
 import { playFailureSummary } from '../../app/play.js';
 import { runStandingPlay } from '../../app/standing-play.js';
 import { githubRunInputs, openLedger, runAction } from '../../platform/github/session.js';
@@ -14,10 +21,29 @@ await runAction('converge', async (session) => {
   const s = session.settings;
   const ref = parseInventoryRef(s.target);
   if (ref.kind !== 'standing') throw new UsageError(`target ${JSON.stringify(s.target)} is not a standing inventory`, 'write target: tf:<workspace name>');
-  const app = await openLedger(session, s, { write: false });
+  const shard = s.shard === undefined ? undefined : parseShardSpec(s.shard);
+  const foldShards = s['fold-shards'] === undefined ? undefined : parseShardNumber(s['fold-shards'], 'fold-shards');
+  if (shard && foldShards) throw new UsageError('shard and fold-shards go in different jobs', 'give shard to each matrix job, fold-shards to the final job');
+  // Shards of one run share the run id; a re-run attempt of one shard replaces its own result.
+  const runId = String(session.run.runId);
+  const info = (message: string) => session.progress.emit({ type: 'info', message: session.secrets.redact(message) });
+
+  if (foldShards !== undefined) {
+    const app = await openLedger(session, s, { write: true });
+    const run = await foldConvergeShards(app, { name: ref.name, runId, shards: foldShards });
+    info(renderConvergeRunText(ref.name, run));
+    session.progress.flush();
+    core.setOutput('hosts', String(run.hosts.length));
+    core.setOutput('state', run.ok ? 'converged' : 'failed');
+    await core.summary.addRaw(renderConvergeRunMarkdown(ref.name, run, escapeMarkdown), true).write();
+    if (!run.ok) throw new ExocompError('play-failed', renderConvergeRunText(ref.name, run), { help: 'each shard job’s log shows its play' });
+    return;
+  }
+
+  const app = await openLedger(session, s, { write: shard !== undefined });
   const inputs = await githubRunInputs(session, s);
   const passthrough = s.args === undefined ? [] : s.args.split(/\s+/).filter((arg) => arg !== '');
-  const { outcome, hostCount } = await runStandingPlay(app, {
+  const request = {
     name: ref.name,
     playbook: s.playbook,
     remoteUser: s['remote-user'],
@@ -27,15 +53,19 @@ await runAction('converge', async (session) => {
     ...(passthrough.length > 0 ? { passthrough } : {}),
     secrets: inputs.secrets,
     signal: session.interrupt,
-    info: (message) => session.progress.emit({ type: 'info', message: inputs.secrets.redact(message) }),
+    info: (message: string) => session.progress.emit({ type: 'info', message: inputs.secrets.redact(message) }),
     // The play's output (hosts' output in it) is text, never a workflow command.
-    onOutput: (line) => session.progress.emit({ type: 'info', message: inputs.secrets.redact(line.trimEnd()) }),
-  });
+    onOutput: (line: string) => session.progress.emit({ type: 'info', message: inputs.secrets.redact(line.trimEnd()) }),
+  };
+  const { outcome, hostCount } = shard
+    ? await convergeShard(app, { ...request, shard, runId, runUrl: session.run.runUrl }).then(({ outcome: o, result }) => ({ outcome: o, hostCount: result.hosts.length }))
+    : await runStandingPlay(app, request);
   session.progress.flush();
+  const where = shard ? ` (shard ${s.shard})` : '';
   core.setOutput('hosts', String(hostCount));
   core.setOutput('state', outcome.code === 0 ? 'converged' : 'failed');
   await core.summary
-    .addRaw(`### exocomp converge \`${s.playbook}\` on \`${s.target}\`\n\n${outcome.code === 0 ? '✓ converged' : `✗ ${inputs.secrets.redact(playFailureSummary(outcome))}`} · ${hostCount} host(s)`, true)
+    .addRaw(`### exocomp converge \`${s.playbook}\` on \`${s.target}\`${where}\n\n${outcome.code === 0 ? '✓ converged' : `✗ ${inputs.secrets.redact(playFailureSummary(outcome))}`} · ${hostCount} host(s)`, true)
     .write();
   if (outcome.code !== 0) {
     throw new ExocompError('play-failed', `the play failed: ${playFailureSummary(outcome)}`, { help: 'the play’s output is in the log above' });

@@ -6,8 +6,11 @@ import { EGRESS_EXTRA_VAR, parseEgressPorts } from '../../domain/egress.js';
 import { parseConcurrencyKey } from '../../domain/lock.js';
 import { withConcurrencyLock } from '../../app/concurrency.js';
 import { grantIdentityFile } from '../../app/identity.js';
-import { playFailureSummary } from '../../app/play.js';
+import { playFailureSummary, type PlayOutcome } from '../../app/play.js';
 import { playProgress } from '../../app/progress.js';
+import { convergeShard } from '../../app/converge-shards.js';
+import { parseShardSpec, shardLease } from '../../domain/shard.js';
+import { checkRecordName } from '../../ledger/records.js';
 import { runFilePlay, runStandingPlay } from '../../app/standing-play.js';
 import { vendorCollections } from '../../app/vendor.js';
 import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
@@ -29,6 +32,8 @@ export function registerPlaybook(program: Command, io: Io): void {
           .addOption(new Option('--ssh-identity <file>', 'a key file granted to this run as its identity (a 0600 copy)'))
           .addOption(new Option('--concurrency-key <key>', 'hold this lease in the ledger while the play runs: runs sharing a key never overlap'))
           .addOption(new Option('--concurrency-wait <duration>', 'how long to wait for the holder of --concurrency-key before refusing').default('10m'))
+          .addOption(new Option('--shard <i/N>', 'converge only shard i of N of tf:<name> (GitLab: "$CI_NODE_INDEX/$CI_NODE_TOTAL"); records the shard for `converge fold`'))
+          .addOption(new Option('--run-id <id>', 'with --shard: the id the shards of one converge share (GitHub run id, GitLab pipeline id)'))
           .addOption(
             new Option('--egress <port>', 'a port the play needs besides 22 (repeatable); declared and passed as exocomp_egress_ports, not enforced')
               .argParser((value: string, previous: string[]) => [...previous, value])
@@ -39,7 +44,14 @@ export function registerPlaybook(program: Command, io: Io): void {
   ).action(async (book: string, passthrough: string[], options: Record<string, unknown>) => {
     const settings = globalSettings(options);
     const ref = parseInventoryRef(String(options.inventory));
-    const concurrencyKey = typeof options.concurrencyKey === 'string' ? parseConcurrencyKey(options.concurrencyKey) : undefined;
+    const shard = typeof options.shard === 'string' ? parseShardSpec(options.shard) : undefined;
+    if (shard !== undefined && ref.kind !== 'standing') throw new UsageError('--shard splits a standing inventory', 'pass --inventory tf:<name>');
+    if (shard !== undefined && typeof options.runId !== 'string') throw new UsageError('--shard needs --run-id', 'pass the id the shards of this converge share, e.g. --run-id "$CI_PIPELINE_ID"');
+    const runId = typeof options.runId === 'string' ? checkRecordName('converge run', options.runId) : undefined;
+    const concurrencyKey =
+      typeof options.concurrencyKey === 'string'
+        ? (shard ? shardLease(parseConcurrencyKey(options.concurrencyKey), shard).ledgerKey : parseConcurrencyKey(options.concurrencyKey))
+        : undefined;
     const concurrencyWaitMs = parseDuration(String(options.concurrencyWait));
     const egressPorts = parseEgressPorts(options.egress as string[]);
     const context = await buildContext(settings, io);
@@ -65,10 +77,14 @@ export function registerPlaybook(program: Command, io: Io): void {
       onEvent: settings.json ? playProgress(context.progress) : undefined,
     };
     if (egressPorts.length > 1) info(`declared egress ports ${egressPorts.join(', ')} (passed to the play as ${EGRESS_EXTRA_VAR}; nothing here enforces them)`);
-    const play = () =>
-      ref.kind === 'standing'
-        ? runStandingPlay(context, { ...common, name: ref.name, ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}) })
-        : runFilePlay(context, ref, common);
+    const play = async (): Promise<{ outcome: PlayOutcome }> => {
+      if (ref.kind === 'file') return runFilePlay(context, ref, common);
+      const standing = { ...common, name: ref.name, ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}) };
+      if (shard === undefined || runId === undefined) return runStandingPlay(context, standing);
+      const { outcome, result } = await convergeShard(context, { ...standing, shard, runId });
+      if (settings.json) io.out(JSON.stringify({ shard: result }));
+      return { outcome };
+    };
     const { outcome } = concurrencyKey
       ? await withConcurrencyLock(
           context,

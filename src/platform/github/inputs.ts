@@ -150,6 +150,8 @@ export const ACTION_INPUTS = {
     'fleet-private-key': KEYS['fleet-private-key'],
     'run-secrets': KEYS['run-secrets'],
     'seal-key': TOFU['seal-key'],
+    shard: text(),
+    'fold-shards': text(),
     ...LEDGER,
   },
   approve: {

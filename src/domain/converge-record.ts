@@ -1,0 +1,115 @@
+/**
+ * A converge fanned out over shards (issue 12 item 3): each shard records which
+ * hosts it ran and which of them failed; a final fold reads every shard of the
+ * run and makes one converge record and one summary — which hosts failed, on
+ * which shard, and which shards never reported.
+ */
+import { z } from 'zod';
+import { formatShard, type ShardSpec } from './shard.js';
+
+export const SHARD_RESULT_SCHEMA_VERSION = 1;
+
+const shardSpecSchema = z.object({ index: z.number().int().positive(), total: z.number().int().positive() });
+
+export const shardResultSchema = z.object({
+  schemaVersion: z.literal(SHARD_RESULT_SCHEMA_VERSION),
+  /** The standing inventory's name. */
+  name: z.string(),
+  runId: z.string(),
+  shard: shardSpecSchema,
+  at: z.string(),
+  hosts: z.array(z.string()),
+  failedHosts: z.array(z.object({ host: z.string(), reason: z.enum(['failed', 'unreachable']) })),
+  /** ansible-playbook's exit code (0 when the shard named no hosts and ran nothing). */
+  code: z.number().int(),
+  runUrl: z.string().optional(),
+});
+export type ShardResult = z.infer<typeof shardResultSchema>;
+
+export const CONVERGE_HISTORY_SCHEMA_VERSION = 1;
+export const CONVERGE_HISTORY_LIMIT = 50;
+
+export const convergeRunSchema = z.object({
+  runId: z.string(),
+  at: z.string(),
+  ok: z.boolean(),
+  shards: z.number().int().positive(),
+  hosts: z.array(z.object({ host: z.string(), shard: z.number().int().positive(), ok: z.boolean(), reason: z.string().optional() })),
+  missingShards: z.array(z.number().int().positive()),
+  failedShards: z.array(z.number().int().positive()),
+});
+export type ConvergeRun = z.infer<typeof convergeRunSchema>;
+
+export const convergeHistorySchema = z.object({
+  schemaVersion: z.literal(CONVERGE_HISTORY_SCHEMA_VERSION),
+  name: z.string(),
+  runs: z.array(convergeRunSchema),
+});
+export type ConvergeHistory = z.infer<typeof convergeHistorySchema>;
+
+/** Per-host outcome from ansible's stats (the events callback's `stats` event). */
+export function failedHostsOf(stats: Record<string, Record<string, number>>): ShardResult['failedHosts'] {
+  return Object.entries(stats)
+    .filter(([, counts]) => (counts.unreachable ?? 0) > 0 || (counts.failures ?? 0) > 0)
+    .map(([host, counts]) => ({ host, reason: (counts.unreachable ?? 0) > 0 ? ('unreachable' as const) : ('failed' as const) }))
+    .sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : 0));
+}
+
+/**
+ * Folds the shard results of one run. A shard that never reported, or whose
+ * play failed without naming a host (a broken playbook), fails the run.
+ */
+export function foldShardResults(runId: string, total: number, results: readonly ShardResult[], at: string): ConvergeRun {
+  const byShard = new Map<number, ShardResult>();
+  for (const result of results) if (result.runId === runId && result.shard.total === total) byShard.set(result.shard.index, result);
+  const hosts: ConvergeRun['hosts'] = [];
+  const missingShards: number[] = [];
+  const failedShards: number[] = [];
+  for (let index = 1; index <= total; index += 1) {
+    const result = byShard.get(index);
+    if (result === undefined) {
+      missingShards.push(index);
+      continue;
+    }
+    const failed = new Map(result.failedHosts.map((f) => [f.host, f.reason]));
+    for (const host of result.hosts) {
+      const reason = failed.get(host);
+      hosts.push({ host, shard: index, ok: reason === undefined, ...(reason ? { reason } : {}) });
+    }
+    if (result.code !== 0 || failed.size > 0) failedShards.push(index);
+  }
+  hosts.sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : 0));
+  return { runId, at, ok: missingShards.length === 0 && failedShards.length === 0, shards: total, hosts, missingShards, failedShards };
+}
+
+export function appendConvergeRun(previous: ConvergeHistory | undefined, name: string, run: ConvergeRun): ConvergeHistory {
+  const runs = [...(previous?.runs ?? []).filter((r) => r.runId !== run.runId), run].slice(-CONVERGE_HISTORY_LIMIT);
+  return { schemaVersion: CONVERGE_HISTORY_SCHEMA_VERSION, name, runs };
+}
+
+function shardLabel(index: number, total: number): string {
+  return formatShard({ index, total } satisfies ShardSpec);
+}
+
+export function renderConvergeRunText(name: string, run: ConvergeRun): string {
+  const failed = run.hosts.filter((h) => !h.ok);
+  const head = run.ok
+    ? `converged tf:${name}: ${run.hosts.length} host(s) over ${run.shards} shard(s)`
+    : `converge of tf:${name} failed: ${failed.length} of ${run.hosts.length} host(s) failed` +
+      (run.missingShards.length > 0 ? `; shard(s) ${run.missingShards.map((i) => shardLabel(i, run.shards)).join(', ')} never reported` : '');
+  const lines = [head];
+  for (const h of failed) lines.push(`  ${h.host} (shard ${shardLabel(h.shard, run.shards)}): ${h.reason ?? 'failed'}`);
+  for (const index of run.failedShards.filter((i) => !failed.some((h) => h.shard === i))) {
+    lines.push(`  shard ${shardLabel(index, run.shards)}: the play failed before any host did (see that job's log)`);
+  }
+  return lines.join('\n');
+}
+
+/** Markdown for the job summary; host names are escaped (inventory names are untrusted text). */
+export function renderConvergeRunMarkdown(name: string, run: ConvergeRun, escape: (text: string) => string): string {
+  const lines = [`### exocomp converge \`tf:${name}\` · ${run.shards} shard(s)`, '', run.ok ? `✓ ${run.hosts.length} host(s) converged` : `✗ failed`, ''];
+  lines.push('| host | shard | result |', '| --- | --- | --- |');
+  for (const h of run.hosts) lines.push(`| ${escape(h.host)} | ${shardLabel(h.shard, run.shards)} | ${h.ok ? 'ok' : (h.reason ?? 'failed')} |`);
+  for (const index of run.missingShards) lines.push(`| — | ${shardLabel(index, run.shards)} | never reported |`);
+  return `${lines.join('\n')}\n`;
+}
