@@ -11,6 +11,7 @@ import { convertCron } from './cron.js';
 import { UsageError } from './errors.js';
 import { parseInventoryRef, quoteValue } from './names.js';
 import { parseConcurrencyKey } from './lock.js';
+import { checkShardSpec } from './shard.js';
 
 export const SCHEDULE_NAME_MAX_LENGTH = 64;
 const SCHEDULE_NAME = /^[a-z0-9][a-z0-9-]*$/;
@@ -34,6 +35,10 @@ export interface ScheduleSpec {
   /** Normalised passthrough flags: `--check`, `--limit L`, `--tags T`. */
   args: string[];
   ledgerBranch: string;
+  /** Split the converge over this many matrix jobs (GitHub), each holding the lease `<key>/<i>`, then fold. */
+  shards?: number;
+  /** At most this many shard jobs at once (`strategy.max-parallel`). */
+  maxParallel?: number;
 }
 
 export function scheduleFileName(name: string): string {
@@ -105,6 +110,13 @@ export function validateScheduleSpec(spec: ScheduleSpec): { spec: ScheduleSpec; 
   }
   parseConcurrencyKey(spec.concurrencyKey);
   checkEmbeddable('ledger branch', spec.ledgerBranch);
+  if (spec.shards !== undefined) checkShardSpec(1, spec.shards);
+  if (spec.maxParallel !== undefined) {
+    if (spec.shards === undefined) throw new UsageError('--max-parallel needs --shards', 'give --shards N to split the converge into N jobs');
+    if (!Number.isInteger(spec.maxParallel) || spec.maxParallel < 1 || spec.maxParallel > spec.shards) {
+      throw new UsageError(`--max-parallel ${spec.maxParallel} is not a whole number from 1 to ${spec.shards} (the shard count)`);
+    }
+  }
   const { playbook, args } = parsePassthrough([spec.playbook, ...spec.args]);
   if (args.join('\0') !== spec.args.join('\0')) {
     throw new UsageError('the schedule arguments are not in normal form', PASSTHROUGH_HELP);
@@ -137,22 +149,72 @@ export function renderGitHubSchedule(input: ScheduleSpec): string {
     'permissions:',
     '  contents: write',
     'jobs:',
-    '  converge:',
-    '    runs-on: ubuntu-latest',
-    '    steps:',
-    `      - uses: ${CHECKOUT_ACTION}`,
-    `      - uses: ${SETUP_ACTION}`,
+    ...(spec.shards === undefined ? convergeJob(spec) : shardedConvergeJobs(spec, spec.shards)),
+  ];
+  return `${lines.join('\n')}\n`;
+}
+
+function convergeStep(spec: ScheduleSpec, extra: string[]): string[] {
+  return [
     `      - uses: ${CONVERGE_ACTION}`,
     '        with:',
     `          target: ${yamlQuote(spec.target)}`,
     `          playbook: ${yamlQuote(spec.playbook)}`,
     ...(spec.args.length > 0 ? ['          args: |', ...spec.args.map((arg) => `            ${arg}`)] : []),
-    `          concurrency-key: ${yamlQuote(spec.concurrencyKey)}`,
+    ...extra,
     '          fleet-private-key: ${{ secrets.EXOCOMP_FLEET_PRIVATE_KEY }}',
     '          seal-key: ${{ secrets.EXOCOMP_SEAL_KEY }}',
     `          ledger-branch: ${yamlQuote(spec.ledgerBranch)}`,
   ];
-  return `${lines.join('\n')}\n`;
+}
+
+function convergeJob(spec: ScheduleSpec): string[] {
+  return [
+    '  converge:',
+    '    runs-on: ubuntu-latest',
+    '    steps:',
+    `      - uses: ${CHECKOUT_ACTION}`,
+    `      - uses: ${SETUP_ACTION}`,
+    ...convergeStep(spec, [`          concurrency-key: ${yamlQuote(spec.concurrencyKey)}`]),
+  ];
+}
+
+/**
+ * One matrix job per shard, each in its own concurrency group `<key>/<i>` (its
+ * lease: a shard never overlaps the same shard of an earlier run), then a fold
+ * job that runs even when a shard failed and records one converge result.
+ */
+function shardedConvergeJobs(spec: ScheduleSpec, shards: number): string[] {
+  const indexes = Array.from({ length: shards }, (_, i) => i + 1);
+  // shardLease's `<key>/<i>`, with the matrix filling in i.
+  const group = `${spec.concurrencyKey}/\${{ matrix.shard }}`;
+  return [
+    '  converge:',
+    '    runs-on: ubuntu-latest',
+    '    strategy:',
+    '      fail-fast: false',
+    ...(spec.maxParallel !== undefined ? [`      max-parallel: ${spec.maxParallel}`] : []),
+    '      matrix:',
+    `        shard: [${indexes.join(', ')}]`,
+    '    concurrency:',
+    `      group: ${yamlQuote(group)}`,
+    '      cancel-in-progress: false',
+    '    steps:',
+    `      - uses: ${CHECKOUT_ACTION}`,
+    `      - uses: ${SETUP_ACTION}`,
+    ...convergeStep(spec, [`          shard: '\${{ matrix.shard }}/${shards}'`]),
+    '  fold:',
+    '    needs: converge',
+    '    if: ${{ !cancelled() }}',
+    '    runs-on: ubuntu-latest',
+    '    steps:',
+    `      - uses: ${CONVERGE_ACTION}`,
+    '        with:',
+    `          target: ${yamlQuote(spec.target)}`,
+    `          playbook: ${yamlQuote(spec.playbook)}`,
+    `          fold-shards: '${shards}'`,
+    `          ledger-branch: ${yamlQuote(spec.ledgerBranch)}`,
+  ];
 }
 
 export const GITLAB_DIR = '.gitlab';

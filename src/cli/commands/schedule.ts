@@ -4,6 +4,7 @@ import { Option, type Command } from 'commander';
 import { describeMinuteWarning } from '../../domain/cron.js';
 import { describeError, ExocompError, UsageError } from '../../domain/errors.js';
 import { quoteValue } from '../../domain/names.js';
+import { parseShardNumber } from '../../domain/shard.js';
 import {
   describeGitLabIntervalWarning,
   GITLAB_CONVERGE_COMPONENT,
@@ -87,6 +88,8 @@ export function registerSchedule(program: Command, io: Io): void {
     .requiredOption('--target <tf:name>', 'the standing inventory the play runs against')
     .requiredOption('--concurrency-key <key>', 'fires sharing a key never overlap (CI concurrency group and ledger lease)')
     .addOption(dirOption())
+    .addOption(new Option('--shards <N>', 'split the converge into N matrix jobs (shard i holds the lease <key>/<i>) and a final job that folds their results; GitLab: the template\'s parallel: N'))
+    .addOption(new Option('--max-parallel <M>', 'with --shards: at most M shard jobs at once'))
     .addOption(new Option('--ledger-branch <name>', 'ledger branch the converge reads').default(DEFAULT_LEDGER_BRANCH))
     .addOption(new Option('--gitlab-template <component-or-path>', 'with --gitlab: the converge template to include, a component or a .yml path in the project').default(GITLAB_CONVERGE_COMPONENT))
     .addOption(new Option('--print', 'with --gitlab: print the file and the schedule settings instead of writing the file').default(false))
@@ -108,7 +111,12 @@ export function registerSchedule(program: Command, io: Io): void {
         playbook,
         args,
         ledgerBranch: String(options.ledgerBranch),
+        ...(options.shards !== undefined ? { shards: parseShardNumber(String(options.shards), '--shards') } : {}),
+        ...(options.maxParallel !== undefined ? { maxParallel: parseShardNumber(String(options.maxParallel), '--max-parallel') } : {}),
       };
+      if (spec.shards !== undefined && options.gitlab === true) {
+        throw new UsageError('--shards writes a GitHub matrix workflow', "on GitLab, give the converge job `parallel: N`: each job runs `playbook run --shard \"$CI_NODE_INDEX/$CI_NODE_TOTAL\" --run-id \"$CI_PIPELINE_ID\"`, a later job `converge fold`");
+      }
       const { fiveFieldCron } = validateScheduleSpec(spec);
       const warning = describeMinuteWarning(fiveFieldCron);
       if (options.gitlab === true) {
