@@ -5,6 +5,7 @@ import { SecretRegistry } from '../../app/secrets.js';
 import { DEFAULT_LEDGER_BRANCH } from '../../ledger/git-store.js';
 import { gitlabJobEnv, shellExports } from '../../platform/gitlab/job-env.js';
 import { readGitLabJob } from '../../platform/gitlab/job.js';
+import { runGitLabJob, type GitLabJobKind } from '../../platform/gitlab/session.js';
 import type { Io } from '../common.js';
 
 const envOptions = z.object({
@@ -43,4 +44,22 @@ export function registerGitLab(program: Command, io: Io): void {
       });
       io.out(json === true ? JSON.stringify({ result: { variables: vars } }) : shellExports(vars));
     });
+
+  const jobs: Array<[GitLabJobKind, string]> = [
+    ['plan', 'plan and record the plan awaiting approval (starts the workflow; its id goes to the dotenv report)'],
+    ['apply', 'pass the approval gate (EXOCOMP_APPROVAL: manual, environment or none) and apply the approved plan'],
+    ['configure', 'run the steps after apply: ssh-wait, onboard, configure'],
+    ['resume', 'continue EXOCOMP_WORKFLOW_ID from where the ledger says it stands (the resume template, a triggered pipeline)'],
+  ];
+  for (const [kind, description] of jobs) {
+    gitlab
+      .command(kind)
+      .description(`${description}; reads its settings from EXOCOMP_* CI/CD variables (see docs/gitlab.md)`)
+      .addOption(new Option('--json', 'print {"result":{"code":N}} at the end').default(false))
+      .action(async (options: Record<string, unknown>) => {
+        const code = await runGitLabJob(kind);
+        if (options.json === true) io.out(JSON.stringify({ result: { code } }));
+        process.exitCode = code;
+      });
+  }
 }

@@ -49,7 +49,6 @@ const envSchema = z.object({
   CI_COMMIT_REF_NAME: z.string().default(''),
   CI_MERGE_REQUEST_IID: number.optional(),
   CI_ENVIRONMENT_NAME: z.string().optional(),
-  CI_PROJECT_DIR: z.string().optional(),
   CI_BUILDS_DIR: z.string().optional(),
 });
 
@@ -81,7 +80,8 @@ export function readGitLabJob(env: NodeJS.ProcessEnv = process.env): GitLabJob {
     mergeRequestIid: v.CI_MERGE_REQUEST_IID,
     environment: v.CI_ENVIRONMENT_NAME || undefined,
     jobToken: v.CI_JOB_TOKEN,
-    projectDir: v.CI_PROJECT_DIR ?? process.cwd(),
+    // A job's script starts in CI_PROJECT_DIR; the directory it runs in is the one that holds the project's files.
+    projectDir: process.cwd(),
     tempDir: tmpdir(),
   };
 }

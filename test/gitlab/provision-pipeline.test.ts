@@ -1,0 +1,145 @@
+/**
+ * Issue 11, provision through the GitLab templates, run by gitlab-ci-local:
+ * the plan job (requester alice) → the manual apply job run by alice herself
+ * (refused, nothing applied) → the same job run by bob, then configure, against
+ * a real loopback sshd host, real ansible, the OpenTofu stand-in, the ledger in
+ * the GitLab double's git (pushed with each job's job token).
+ */
+import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runProcess, type RunResult } from '../../src/adapters/process.js';
+import { exocompBin, runPipeline } from '../support/gitlab-ci.js';
+import { GitLabDouble } from '../support/gitlab-double.js';
+import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../support/loopback-host.js';
+import { fixtureWorkspacesDir, readStandinLog, standinPath } from '../support/tofu-standin.js';
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+const PROJECT = { id: 42, path: 'acme/infra', jobTokenPushAllowed: true };
+const PIPELINE = 700;
+
+let root: string;
+let project: string;
+let double: GitLabDouble;
+let host: LoopbackHost;
+let env: NodeJS.ProcessEnv;
+let standinLog: string;
+let variables: Record<string, string>;
+
+async function run(cmd: string, args: string[], cwd = project): Promise<RunResult> {
+  const r = await runProcess(cmd, args, { cwd, env, timeoutMs: 120_000 });
+  if (r.code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.code}: ${r.stderr}`);
+  return r;
+}
+
+/** One person's pass at the pipeline: their job token, their login. */
+function asUser(user: string, jobId: number): Record<string, string> {
+  const token = double.jobToken({ id: jobId, projectId: PROJECT.id, name: 'job', stage: 'deploy', status: 'running', pipelineId: PIPELINE, user, ref: 'main', sha: '0'.repeat(40) });
+  return { ...variables, CI_JOB_TOKEN: token, GITLAB_USER_LOGIN: user };
+}
+
+async function ledgerFile(file: string): Promise<string | undefined> {
+  const r = await runProcess('git', ['--git-dir', path.join(root, 'git/acme/infra.git'), 'show', `exocomp-ledger:${file}`]);
+  return r.code === 0 ? r.stdout : undefined;
+}
+
+const applies = async () => (await readStandinLog(standinLog)).filter((i) => i.argv[0] === 'apply').length;
+
+beforeAll(async () => {
+  root = await mkdtemp(path.join(tmpdir(), 'exocomp-gitlab-provision-'));
+  const gitRoot = path.join(root, 'git');
+  await mkdir(path.join(gitRoot, 'acme'), { recursive: true });
+  await runProcess('git', ['init', '--quiet', '--bare', path.join(gitRoot, 'acme/infra.git')]);
+  double = new GitLabDouble({ gitRoot });
+  await double.start();
+  double.state.projects.push({ ...PROJECT });
+
+  const keys = path.join(root, 'keys');
+  await mkdir(keys);
+  const bootstrap = await generateKeyPair(keys, 'bootstrap');
+  const fleet = await generateKeyPair(keys, 'fleet');
+  host = await createLoopbackHost({ rootAuthorizedKey: bootstrap.publicKey });
+  await host.start();
+
+  const bin = await exocompBin(path.join(root, 'bin'));
+  env = { PATH: `${bin}:${process.env.PATH}`, HOME: path.join(root, 'home'), XDG_CACHE_HOME: path.join(root, 'cache'), LANG: 'C.UTF-8' };
+  await mkdir(env.HOME as string);
+  standinLog = path.join(root, 'tofu.log');
+
+  project = path.join(root, 'project');
+  await mkdir(project);
+  await cp(path.join(repoRoot, 'templates'), path.join(project, 'templates'), { recursive: true });
+  await cp(path.join(fixtureWorkspacesDir, 'edge'), path.join(project, 'edge'), { recursive: true });
+  await writeFile(
+    path.join(project, 'edge/exocomp.auto.tfvars.json'),
+    JSON.stringify({ ansible_inventory: { all: { hosts: { web1: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } } } }),
+  );
+  await writeFile(
+    path.join(project, 'site.yml'),
+    ['- name: Configure', '  hosts: all', '  become: true', '  gather_facts: false', '  tasks:', '    - ansible.builtin.copy: { dest: /etc/exocomp-configured, content: "{{ inventory_hostname }}\\n", mode: "0644" }', ''].join('\n'),
+  );
+  await writeFile(
+    path.join(project, '.gitlab-ci.yml'),
+    ['stages: [build, deploy]', 'include:', '  - local: templates/provision.yml', '    inputs:', '      workspace: edge', '      playbook: site.yml', '      approval: manual', ''].join('\n'),
+  );
+  await run('git', ['init', '--quiet', '-b', 'main']);
+  await run('git', ['remote', 'add', 'origin', `${double.url}/${PROJECT.path}.git`]);
+  await run('git', ['add', '-A']);
+  await run('git', ['-c', 'user.name=alice', '-c', 'user.email=alice@example.invalid', 'commit', '--quiet', '-m', 'infra']);
+
+  variables = {
+    CI_PROJECT_ID: String(PROJECT.id),
+    CI_PIPELINE_ID: String(PIPELINE),
+    CI_COMMIT_REF_PROTECTED: 'true',
+    EXOCOMP_TOFU_BINARY: standinPath,
+    EXOCOMP_TOFU_STANDIN_LOG: standinLog,
+    EXOCOMP_FLEET_KEY: fleet.privateKeyPath,
+    EXOCOMP_BOOTSTRAP_KEY: bootstrap.privateKeyPath,
+    EXOCOMP_SSH_WAIT: '60s',
+  };
+});
+
+afterAll(async () => {
+  await host?.destroy();
+  await double?.stop();
+  if (root) await rm(root, { recursive: true, force: true });
+});
+
+describe('provision through templates/provision.yml, approval: manual', () => {
+  const workflowId = `edge-${PIPELINE}`;
+
+  it('plans in the plan job and waits for someone to run the manual apply job', async () => {
+    const plan = await runPipeline({ cwd: project, env, variables: asUser('alice', 801), jobs: ['exocomp-plan'] });
+    expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
+    const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as { state?: string; requester?: string };
+    expect(record).toMatchObject({ state: 'awaiting-approval', requester: 'alice' });
+    expect(await applies()).toBe(0);
+    expect(plan.stdout).toContain('awaiting approval');
+  }, 300_000);
+
+  it('refuses the requester running the apply job: nothing applied', async () => {
+    const apply = await runPipeline({ cwd: project, env, variables: { ...asUser('alice', 802), CI_JOB_MANUAL: 'true' }, jobs: ['exocomp-apply'], manual: ['exocomp-apply'] });
+    // gitlab-ci-local 4.65 reports a failed manual job as a warning (exit 0) despite `allow_failure: false`;
+    // the job's own failure is what counts.
+    expect(apply.stdout).toMatch(/(WARN|FAIL)\s+exocomp-apply\s/);
+    expect(apply.stdout).toMatch(/alice requested workflow .* may not approve it/);
+    expect(await applies()).toBe(0);
+    const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as { state?: string; approval?: { state?: string } };
+    expect(record).toMatchObject({ state: 'awaiting-approval', approval: { state: 'pending' } });
+  }, 300_000);
+
+  it('applies when another person runs it, records who approved, and configures the host', async () => {
+    const bob = { ...asUser('bob', 803), CI_JOB_MANUAL: 'true' };
+    const apply = await runPipeline({ cwd: project, env, variables: bob, jobs: ['exocomp-apply'], manual: ['exocomp-apply'] });
+    expect(apply.code, `${apply.stdout}\n${apply.stderr}`).toBe(0);
+    const configure = await runPipeline({ cwd: project, env, variables: asUser('bob', 804), jobs: ['exocomp-configure'] });
+    expect(configure.code, `${configure.stdout}\n${configure.stderr}`).toBe(0);
+    expect(await applies()).toBe(1);
+    expect(await host.readFile('/etc/exocomp-configured')).toBe('web1\n');
+    const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as { state?: string; approval?: { by?: string; via?: string } };
+    expect(record).toMatchObject({ state: 'provisioned', approval: { by: 'bob', via: expect.stringContaining('manual job exocomp-apply') } });
+    expect(double.violations).toEqual([]);
+  }, 600_000);
+});
