@@ -19,6 +19,7 @@ import { fixtureWorkspacesDir, readStandinLog, standinPath } from '../support/to
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const PROJECT = { id: 42, path: 'acme/infra', jobTokenPushAllowed: true };
 const PIPELINE = 700;
+const BOT_TOKEN = 'glpat-project-bot-api-01';
 
 let root: string;
 let project: string;
@@ -89,7 +90,14 @@ beforeAll(async () => {
   await run('git', ['add', '-A']);
   await run('git', ['-c', 'user.name=alice', '-c', 'user.email=alice@example.invalid', 'commit', '--quiet', '-m', 'infra']);
 
+  // An open merge request whose head is the pipeline's commit, with someone's review note on it.
+  const sha = (await run('git', ['rev-parse', 'HEAD'])).stdout.trim();
+  double.state.mergeRequests.push({ projectId: PROJECT.id, iid: 5, sha, sourceBranch: 'main', targetBranch: 'production', author: 'alice' });
+  double.state.notes.push({ id: 1, projectId: PROJECT.id, mergeRequestIid: 5, body: 'looks fine', author: 'carol', system: false, createdAt: '', updatedAt: '' });
+  double.state.tokens[BOT_TOKEN] = { kind: 'project', username: 'project_42_bot', scopes: ['api'] };
+
   variables = {
+    EXOCOMP_GITLAB_TOKEN: BOT_TOKEN,
     CI_PROJECT_ID: String(PROJECT.id),
     CI_PIPELINE_ID: String(PIPELINE),
     CI_COMMIT_REF_PROTECTED: 'true',
@@ -109,6 +117,19 @@ afterAll(async () => {
 
 describe('provision through templates/provision.yml, approval: manual', () => {
   const workflowId = `edge-${PIPELINE}`;
+
+  it('a job token the project does not let push fails the plan job naming the setting: no ledger write, no tofu', async () => {
+    (double.state.projects[0] as { jobTokenPushAllowed: boolean }).jobTokenPushAllowed = false;
+    try {
+      const plan = await runPipeline({ cwd: project, env, variables: asUser('alice', 800), jobs: ['exocomp-plan'] });
+      expect(plan.code).not.toBe(0);
+      expect(plan.stdout).toContain('Allow Git push requests to the repository');
+      expect(await ledgerFile(`workflows/${workflowId}.json`)).toBeUndefined();
+      expect(await readStandinLog(standinLog)).toEqual([]);
+    } finally {
+      (double.state.projects[0] as { jobTokenPushAllowed: boolean }).jobTokenPushAllowed = true;
+    }
+  }, 300_000);
 
   it('plans in the plan job and waits for someone to run the manual apply job', async () => {
     const plan = await runPipeline({ cwd: project, env, variables: asUser('alice', 801), jobs: ['exocomp-plan'] });
@@ -140,6 +161,14 @@ describe('provision through templates/provision.yml, approval: manual', () => {
     expect(await host.readFile('/etc/exocomp-configured')).toBe('web1\n');
     const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as { state?: string; approval?: { by?: string; via?: string } };
     expect(record).toMatchObject({ state: 'provisioned', approval: { by: 'bob', via: expect.stringContaining('manual job exocomp-apply') } });
+    // One status note, created by the plan job and edited in place by every job after it; carol's note untouched.
+    const notes = double.state.notes.filter((n) => n.mergeRequestIid === 5);
+    expect(notes.map((n) => n.author)).toEqual(['carol', 'project_42_bot']);
+    expect(notes[0]?.body).toBe('looks fine');
+    expect(notes[1]?.body).toContain(`<!-- exocomp:status:${workflowId} -->`);
+    expect(notes[1]?.body).toMatch(/provisioned/);
+    expect(double.requestsTo('create-mr-note')).toHaveLength(1);
+    expect(double.requestsTo('edit-mr-note').length).toBeGreaterThanOrEqual(2);
     expect(double.violations).toEqual([]);
   }, 600_000);
 });
