@@ -9,9 +9,11 @@ import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { spawn } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess, type RunResult } from '../../src/adapters/process.js';
-import { exocompBin, runPipeline } from '../support/gitlab-ci.js';
+import { exocompBin, pipelineArgs, runPipeline } from '../support/gitlab-ci.js';
 import { GitLabDouble } from '../support/gitlab-double.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../support/loopback-host.js';
 import { fixtureWorkspacesDir, readStandinLog, standinPath } from '../support/tofu-standin.js';
@@ -44,6 +46,14 @@ function asUser(user: string, jobId: number): Record<string, string> {
 async function ledgerFile(file: string): Promise<string | undefined> {
   const r = await runProcess('git', ['--git-dir', path.join(root, 'git/acme/infra.git'), 'show', `exocomp-ledger:${file}`]);
   return r.code === 0 ? r.stdout : undefined;
+}
+
+async function until(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await sleep(250);
+  }
 }
 
 const applies = async () => (await readStandinLog(standinLog)).filter((i) => i.argv[0] === 'apply').length;
@@ -79,11 +89,26 @@ beforeAll(async () => {
   );
   await writeFile(
     path.join(project, 'site.yml'),
-    ['- name: Configure', '  hosts: all', '  become: true', '  gather_facts: false', '  tasks:', '    - ansible.builtin.copy: { dest: /etc/exocomp-configured, content: "{{ inventory_hostname }}\\n", mode: "0644" }', ''].join('\n'),
+    [
+      '- name: Configure',
+      '  hosts: all',
+      '  become: true',
+      '  gather_facts: false',
+      '  tasks:',
+      '    - ansible.builtin.copy: { dest: /etc/exocomp-configure-started, content: "started\\n", mode: "0644" }',
+      // The first configure job is killed while it waits here; the test lets the resumed one through.
+      '    - ansible.builtin.wait_for: { path: /etc/exocomp-go, timeout: 300 }',
+      '    - ansible.builtin.copy: { dest: /etc/exocomp-configured, content: "{{ inventory_hostname }}\\n", mode: "0644" }',
+      '',
+    ].join('\n'),
   );
   await writeFile(
     path.join(project, '.gitlab-ci.yml'),
-    ['stages: [build, deploy]', 'include:', '  - local: templates/provision.yml', '    inputs:', '      workspace: edge', '      playbook: site.yml', '      approval: manual', ''].join('\n'),
+    ['stages: [build, deploy]', 'include:', '  - local: templates/provision.yml', '    inputs:', '      workspace: edge', '      playbook: site.yml', '      approval: manual', '  - local: templates/resume.yml', ''].join('\n'),
+  );
+  await writeFile(
+    path.join(project, 'environment-mode.yml'),
+    ['stages: [build, deploy]', 'include:', '  - local: templates/provision.yml', '    inputs:', '      workspace: edge', '      playbook: site.yml', '      approval: environment', '      apply-when: on_success', '      environment: production', ''].join('\n'),
   );
   await run('git', ['init', '--quiet', '-b', 'main']);
   await run('git', ['remote', 'add', 'origin', `${double.url}/${PROJECT.path}.git`]);
@@ -151,12 +176,29 @@ describe('provision through templates/provision.yml, approval: manual', () => {
     expect(record).toMatchObject({ state: 'awaiting-approval', approval: { state: 'pending' } });
   }, 300_000);
 
-  it('applies when another person runs it, records who approved, and configures the host', async () => {
+  it('applies when another person runs it; a configure job killed mid-play is continued by the resume template', async () => {
     const bob = { ...asUser('bob', 803), CI_JOB_MANUAL: 'true' };
     const apply = await runPipeline({ cwd: project, env, variables: bob, jobs: ['exocomp-apply'], manual: ['exocomp-apply'] });
     expect(apply.code, `${apply.stdout}\n${apply.stderr}`).toBe(0);
-    const configure = await runPipeline({ cwd: project, env, variables: asUser('bob', 804), jobs: ['exocomp-configure'] });
-    expect(configure.code, `${configure.stdout}\n${configure.stderr}`).toBe(0);
+    expect(await applies()).toBe(1);
+
+    // The configure job dies with its whole process group while the play runs (a lost runner).
+    const configure = spawn(path.join(repoRoot, 'node_modules/.bin/gitlab-ci-local'), pipelineArgs({ ...asUser('bob', 805), CI_JOB_ID: '805' }, ['exocomp-configure']), { cwd: project, env, stdio: 'ignore', detached: true });
+    const exited = new Promise((resolve) => configure.on('exit', resolve));
+    await until(async () => (await host.readFile('/etc/exocomp-configure-started')) !== undefined, 120_000);
+    const pid = (await runProcess('pgrep', ['-f', 'cli.js gitlab configure'])).stdout.trim().split('\n')[0];
+    const pgid = Number((await runProcess('ps', ['-o', 'pgid=', '-p', pid ?? ''])).stdout.trim());
+    expect(pgid).toBeGreaterThan(1);
+    process.kill(-pgid, 'SIGKILL');
+    if (pgid !== configure.pid) process.kill(-(configure.pid as number), 'SIGKILL');
+    await exited;
+    (double.state.jobs[805] as { status: string }).status = 'canceled';
+    const interrupted = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as { steps?: { name: string; state: string; lease?: { holder: string } }[] };
+    expect(interrupted.steps?.find((step) => step.state === 'running')?.lease?.holder).toBe(`gitlab:${PROJECT.path}:${PIPELINE}:805`);
+
+    await host.exec('touch /etc/exocomp-go');
+    const resume = await runPipeline({ cwd: project, env, variables: { ...asUser('bob', 806), EXOCOMP_WORKFLOW_ID: workflowId }, jobs: ['exocomp-resume'] });
+    expect(resume.code, `${resume.stdout}\n${resume.stderr}`).toBe(0);
     expect(await applies()).toBe(1);
     expect(await host.readFile('/etc/exocomp-configured')).toBe('web1\n');
     const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as { state?: string; approval?: { by?: string; via?: string } };
@@ -171,4 +213,38 @@ describe('provision through templates/provision.yml, approval: manual', () => {
     expect(double.requestsTo('edit-mr-note').length).toBeGreaterThanOrEqual(2);
     expect(double.violations).toEqual([]);
   }, 600_000);
+});
+
+describe('provision through templates/provision.yml, approval: environment', () => {
+  const pipeline = 710;
+  const workflowId = `edge-${pipeline}`;
+  const file = 'environment-mode.yml';
+  const CAROL_TOKEN = 'glpat-carol-approver-01';
+
+  it('applies only after a deployment approval the API recorded, by someone other than the triggerer', async () => {
+    const before = await applies();
+    const alice = (jobId: number) => ({ ...asUser('alice', jobId), CI_PIPELINE_ID: String(pipeline), CI_JOB_ID: String(jobId) });
+    const plan = await runPipeline({ cwd: project, env, file, variables: alice(810), jobs: ['exocomp-plan'] });
+    expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
+
+    // GitLab blocked the apply job's deployment to the protected environment until it is approved.
+    double.state.deployments.push({ id: 31, projectId: PROJECT.id, environment: 'production', jobId: 811, status: 'blocked', user: 'alice', requiredApprovals: 1, approvals: [] });
+    const early = await runPipeline({ cwd: project, env, file, variables: alice(811), jobs: ['exocomp-apply'] });
+    expect(early.stdout).toMatch(/deployment 31 to production has no approval/);
+    expect(await applies()).toBe(before);
+
+    double.state.tokens[CAROL_TOKEN] = { kind: 'personal', username: 'carol', scopes: ['api'] };
+    const approval = await fetch(`${double.apiUrl}/projects/${PROJECT.id}/deployments/31/approval`, {
+      method: 'POST',
+      headers: { 'PRIVATE-TOKEN': CAROL_TOKEN, 'content-type': 'application/json' },
+      body: JSON.stringify({ status: 'approved', comment: 'go' }),
+    });
+    expect(approval.status).toBe(201);
+    const apply = await runPipeline({ cwd: project, env, file, variables: alice(811), jobs: ['exocomp-apply'] });
+    expect(apply.code, `${apply.stdout}\n${apply.stderr}`).toBe(0);
+    expect(await applies()).toBe(before + 1);
+    const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as { approval?: { by?: string; via?: string; comment?: string } };
+    expect(record.approval).toMatchObject({ by: 'carol', via: 'environment production (deployment 31, pipeline 710)', comment: 'go' });
+    expect(double.violations).toEqual([]);
+  }, 300_000);
 });
