@@ -2,13 +2,14 @@
  * Applies a workspace and refreshes its standing inventory (DESIGN.md §2 step 1,
  * §3, §6). Used by the chain's apply step and by `exocomp workspace apply`.
  */
-import { rm, stat } from 'node:fs/promises';
+import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
 import { captureEventLine, captureInventory, deriveHosts, knownHostsName, parseInventory } from '../domain/inventory.js';
 import { renderKnownHosts } from '../domain/known-hosts.js';
 import { planFingerprint, planHasChanges, summarizePlan, type PlanJson, type PlanSummary } from '../domain/plan.js';
 import { sealOutputs } from '../domain/seal.js';
+import { isCiEnvironment, isConfigFile, judgeStateBackend, stateBackendOf } from '../domain/state-backend.js';
 import {
   INVENTORY_SCHEMA_VERSION,
   renderInventoryFile,
@@ -44,6 +45,8 @@ export interface ApplyRequest {
   approvedFingerprint?: string;
   /** Apply exactly this saved plan (the approved plan brought from the plan job) instead of planning again. */
   savedPlanFile?: string;
+  /** In CI, apply a workspace whose state stays on the runner (warned, not refused). */
+  allowLocalState?: boolean;
   info(message: string): void;
   warn(message: string): void;
   /** Stops tofu when aborted; nothing is recorded after that and the apply rejects with the signal's reason. */
@@ -71,6 +74,19 @@ export async function requireWorkspaceDir(workspacePath: string, cwd: string): P
     });
   }
   return dir;
+}
+
+/**
+ * Refuses, in CI, a workspace whose state would stay on the runner (no remote
+ * backend) unless allowed; returns the warning to show when it was allowed.
+ */
+export async function checkStateBackend(app: AppContext, workspacePath: string, allowLocalState: boolean): Promise<string | undefined> {
+  const dir = await requireWorkspaceDir(workspacePath, app.cwd);
+  const names = (await readdir(dir)).filter(isConfigFile);
+  const files = await Promise.all(names.map(async (name) => ({ name, text: await readFile(join(dir, name), 'utf8').catch(() => '') })));
+  const verdict = judgeStateBackend(stateBackendOf(files), workspacePath, { ci: isCiEnvironment(app.env), allowLocalState });
+  if (verdict.verdict === 'refuse') throw new ExocompError('usage', verdict.message, { help: verdict.help });
+  return verdict.verdict === 'warn' ? verdict.message : undefined;
 }
 
 export async function openTofu(
@@ -116,6 +132,8 @@ export async function planWorkspace(
 }
 
 export async function applyWorkspace(app: AppContext, request: ApplyRequest): Promise<ApplyOutcome> {
+  const localState = await checkStateBackend(app, request.workspacePath, request.allowLocalState ?? false);
+  if (localState) request.warn(localState);
   const tofu = await openTofu(app, request);
   const scratch = await makePrivateDir('plan');
   try {

@@ -15,7 +15,7 @@ import { readInventoryRecord, readWorkflow, RecordWrites, requireWorkflow } from
 import { makePrivateDir } from '../adapters/private-dir.js';
 import { locateTofu } from '../adapters/tofu.js';
 import type { AppContext } from './context.js';
-import { formatPlanSummary, openTofu, planWorkspace, requireWorkspaceDir } from './apply-workspace.js';
+import { checkStateBackend, formatPlanSummary, openTofu, planWorkspace, requireWorkspaceDir } from './apply-workspace.js';
 import type { RunInputs } from './run-inputs.js';
 import { saveWorkflow } from './workflows.js';
 
@@ -37,11 +37,12 @@ export function newWorkflowId(name: string): string {
 export async function createProvision(
   app: AppContext,
   request: ProvisionRequest,
-  inputs: Pick<RunInputs, 'tofuBinary'>,
+  inputs: Pick<RunInputs, 'tofuBinary' | 'allowLocalState'>,
   id = newWorkflowId(request.workspaceName),
 ): Promise<Workflow> {
   // Preconditions first: bad input leaves the ledger untouched.
   await requireWorkspaceDir(request.workspacePath, app.cwd);
+  await checkStateBackend(app, request.workspacePath, inputs.allowLocalState ?? false);
   await locateTofu({ tofuBinary: inputs.tofuBinary, env: app.env });
   return app.store.update((snapshot) => {
     if (readWorkflow(snapshot, id)) throw new ExocompError('usage', `workflow ${id} already exists`, { help: 'choose another --id, or resume it' });

@@ -15,6 +15,8 @@ export interface RunInputs {
   runSecrets: Record<string, string>;
   /** Hosts (inventory name, address or [address]:port) whose changed key may be re-pinned. */
   rotateHostKeys: string[];
+  /** In CI, apply a workspace whose state stays on the runner (see domain/state-backend.ts). */
+  allowLocalState?: boolean;
   /** The approved plan carried from the plan job: the apply step applies exactly it. */
   savedPlanFile?: string;
   secrets: SecretRegistry;

@@ -24,8 +24,13 @@ export function addKeyOptions(command: Command): Command {
 export function addTofuOptions(command: Command): Command {
   return command
     .addOption(new Option('--tofu-binary <path>', 'OpenTofu/Terraform binary (default: tofu, else terraform, on PATH)'))
+    .addOption(allowLocalStateOption())
     .addOption(new Option('--workspace-name <name>', 'name of the standing inventory tf:<name> (default: the workspace directory name)'))
     .addOption(new Option('--vars-file <file>', 'YAML/JSON mapping of input variables, written to exocomp.auto.tfvars.json and kept in the ledger for resume (no secrets: use TF_VAR_* for sensitive variables)'));
+}
+
+export function allowLocalStateOption(): Option {
+  return new Option('--allow-local-state', 'in CI (GitHub Actions, GitLab CI), apply a workspace without a remote state backend (its state stays on the runner)').default(false);
 }
 
 export function addPlayOptions(command: Command): Command {
@@ -57,6 +62,7 @@ const keyOptionsSchema = z.object({
   sealKey: z.string().optional(),
   runSecrets: z.string().optional(),
   tofuBinary: z.string().optional(),
+  allowLocalState: z.boolean().optional(),
 });
 
 /** Builds the never-persisted run inputs and registers every secret value before anything is printed. */
@@ -80,6 +86,7 @@ export function runInputs(options: Record<string, unknown>, env: NodeJS.ProcessE
   }
   return {
     ...(o.tofuBinary ? { tofuBinary: o.tofuBinary } : {}),
+    ...(o.allowLocalState ? { allowLocalState: true } : {}),
     ...(o.fleetKey ? { fleetKeyPath: o.fleetKey } : {}),
     ...(o.bootstrapKey ? { bootstrapKeyPath: o.bootstrapKey } : {}),
     ...(sealKey ? { sealKey } : {}),

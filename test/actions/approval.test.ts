@@ -32,7 +32,7 @@ describe('environment mode', () => {
   afterAll(async () => fx?.cleanup());
 
   const apply = (runId: number, environment: string) =>
-    fx.run('apply', { runId, job: 'apply', with: { 'workflow-id': `edge-${runId}`, environment, 'tofu-binary': planInputs()['tofu-binary']! } });
+    fx.run('apply', { runId, job: 'apply', with: { 'workflow-id': `edge-${runId}`, environment, 'tofu-binary': planInputs()['tofu-binary']!, 'allow-local-state': 'true' } });
 
   it('refuses to apply when the environment has no required reviewers, saying how to configure it', async () => {
     const plan = await fx.run('plan', { runId: 6001, with: planInputs() });
@@ -155,7 +155,7 @@ describe('dispatch mode', () => {
       runId: 7201,
       job: 'apply',
       event: events.workflowDispatch(REPOSITORY, 'bob', { 'workflow-id': id }),
-      with: { 'workflow-id': id, 'approval-mode': 'dispatch', 'tofu-binary': planInputs()['tofu-binary']! },
+      with: { 'workflow-id': id, 'approval-mode': 'dispatch', 'tofu-binary': planInputs()['tofu-binary']!, 'allow-local-state': 'true' },
     });
     expect(result.code).toBe(1);
     expect(result.stdout).toContain('plan changed since approval');

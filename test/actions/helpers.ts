@@ -135,6 +135,8 @@ export async function chainInputs(fx: ActionFixture, extra: Record<string, strin
     playbook: 'site.yml',
     'workspace-name': 'edge',
     'tofu-binary': standinPath,
+    // The fixture workspace keeps its state locally, as the stand-in only can.
+    'allow-local-state': 'true',
     'fleet-private-key': await readFile(fx.fleet.privateKeyPath, 'utf8'),
     'bootstrap-private-key': await readFile(fx.bootstrap.privateKeyPath, 'utf8'),
     ...extra,
@@ -143,7 +145,7 @@ export async function chainInputs(fx: ActionFixture, extra: Record<string, strin
 
 /** The inputs of a plan step (no keys: planning needs none). */
 export function planInputs(extra: Record<string, string> = {}): Record<string, string> {
-  return { workspace: WORKSPACE_DIR, playbook: 'site.yml', 'workspace-name': 'edge', 'tofu-binary': standinPath, ...extra };
+  return { workspace: WORKSPACE_DIR, playbook: 'site.yml', 'workspace-name': 'edge', 'tofu-binary': standinPath, 'allow-local-state': 'true', ...extra };
 }
 
 /** Lines printed to stdout/stderr other than the runner's mask commands. */

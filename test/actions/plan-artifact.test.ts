@@ -44,7 +44,7 @@ describe('the sealed plan artifact', () => {
       with:
         action === 'plan'
           ? planInputs({ 'seal-key': sealKey })
-          : { 'workflow-id': `edge-${runId}`, environment: 'production', 'seal-key': sealKey, 'tofu-binary': standinPath },
+          : { 'workflow-id': `edge-${runId}`, environment: 'production', 'seal-key': sealKey, 'tofu-binary': standinPath, 'allow-local-state': 'true' },
     });
 
   it('uploads the plan sealed: no sensitive value in its bytes, though the plan inside holds them', async () => {

@@ -102,7 +102,7 @@ describe('the provider cache, saved after an apply and restored by the next run'
     const plan = await job('plan', planInputs({ 'tofu-binary': tofu }));
     expect(plan.code, describeRun(plan)).toBe(0);
     fx.double.state.approvals[runId] = [{ state: 'approved', user: 'bob', environments: ['production'] }];
-    const apply = await job('apply', { 'workflow-id': `edge-${runId}`, environment: 'production', 'tofu-binary': tofu });
+    const apply = await job('apply', { 'workflow-id': `edge-${runId}`, environment: 'production', 'tofu-binary': tofu, 'allow-local-state': 'true' });
     expect(apply.code, describeRun(apply)).toBe(0);
     return apply;
   };

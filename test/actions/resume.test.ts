@@ -75,7 +75,7 @@ describe('resume sweeper', () => {
     const result = await fx.run('apply', {
       runId: 8300,
       event: events.workflowDispatch(REPOSITORY, 'github-actions[bot]', { 'workflow-id': 'edge-8100' }),
-      with: { 'workflow-id': 'edge-8100', 'tofu-binary': planInputs()['tofu-binary']! },
+      with: { 'workflow-id': 'edge-8100', 'tofu-binary': planInputs()['tofu-binary']!, 'allow-local-state': 'true' },
     });
     expect(result.code, describeRun(result)).toBe(0);
     expect(JSON.parse(result.outputs.steps!)[0]).toMatchObject({ name: 'apply', state: 'succeeded', attempts: 2 });
@@ -86,7 +86,7 @@ describe('resume sweeper', () => {
     const result = await fx.run('apply', {
       runId: 8301,
       event: events.workflowDispatch(REPOSITORY, 'github-actions[bot]', { 'workflow-id': 'edge-8200' }),
-      with: { 'workflow-id': 'edge-8200', 'tofu-binary': planInputs()['tofu-binary']! },
+      with: { 'workflow-id': 'edge-8200', 'tofu-binary': planInputs()['tofu-binary']!, 'allow-local-state': 'true' },
     });
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(/step apply of edge-8200 is running under github:acme\/infra:8200:1:provision/);

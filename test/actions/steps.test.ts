@@ -44,7 +44,7 @@ describe('one job per step, then status and converge', () => {
   it('runs each step in its own job and ends provisioned, with one comment edited by every job', async () => {
     const jobs: Array<[string, Record<string, string>]> = [
       ['plan', planInputs({ 'ssh-wait': '30s' })],
-      ['apply', { ...common, environment: 'production', 'tofu-binary': standinPath }],
+      ['apply', { ...common, environment: 'production', 'tofu-binary': standinPath, 'allow-local-state': 'true' }],
       ['ssh-wait', common],
       ['onboard', { ...common, 'fleet-private-key': fleetKey, 'bootstrap-private-key': await readFile(fx.bootstrap.privateKeyPath, 'utf8') }],
       ['configure', { ...common, 'fleet-private-key': fleetKey, 'run-secrets': 'GREETING: from the configure job' }],

@@ -69,7 +69,7 @@ beforeAll(async () => {
   await cp(path.join(fixtureWorkspacesDir, 'edge'), workspace, { recursive: true });
   const vars = path.join(root, 'vars.json');
   await writeFile(vars, JSON.stringify({ ansible_inventory: { all: { hosts: { runner1: { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' } } } } }));
-  await run('exocomp', ['workspace', 'apply', workspace, '--workspace-name', 'edge', '--tofu-binary', standinPath, '--vars-file', vars, '--ledger', `${double.url}/${PROJECT.path}.git`], { env: maintainerGitEnv() });
+  await run('exocomp', ['workspace', 'apply', workspace, '--workspace-name', 'edge', '--tofu-binary', standinPath, '--allow-local-state', '--vars-file', vars, '--ledger', `${double.url}/${PROJECT.path}.git`], { env: maintainerGitEnv() });
 });
 
 afterAll(async () => {

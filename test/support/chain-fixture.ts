@@ -57,6 +57,9 @@ export async function createChainFixture(workspaceFixture = 'edge'): Promise<Cha
   const standinLog = join(dir, 'tofu.log');
   const env: NodeJS.ProcessEnv = { ...process.env, EXOCOMP_TOFU_STANDIN_LOG: standinLog, XDG_CACHE_HOME: join(dir, 'cache') };
   delete env.EXOCOMP_SEAL_KEY;
+  // The CLI runs here as on a workstation, even when this suite runs in CI (where local state would be refused).
+  delete env.GITHUB_ACTIONS;
+  delete env.GITLAB_CI;
   const common = ['--ledger', ledger, '--tofu-binary', standinPath];
   const keys = [...common, '--fleet-key', fleet.privateKeyPath, '--bootstrap-key', bootstrap.privateKeyPath];
 

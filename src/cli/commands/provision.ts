@@ -9,7 +9,7 @@ import { continueWorkflow, type ContinueOutcome } from '../../app/continue-workf
 import { newWorkflowId } from '../../app/provision.js';
 import type { AppContext } from '../../app/context.js';
 import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
-import { addKeyOptions, addPlayOptions, addTofuOptions, readVars, runInputs, workspaceNameFor } from '../run-options.js';
+import { addKeyOptions, addPlayOptions, addTofuOptions, allowLocalStateOption, readVars, runInputs, workspaceNameFor } from '../run-options.js';
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
@@ -93,6 +93,7 @@ export function registerProvision(program: Command, io: Io): void {
         .description('continue a workflow from the ledger: succeeded steps are skipped, the failed or interrupted step runs again')
         .argument('<id>', 'workflow id')
         .addOption(new Option('--tofu-binary <path>', 'OpenTofu/Terraform binary'))
+        .addOption(allowLocalStateOption())
         .addOption(new Option('--rotate-host-key <host>', 'accept a changed host key for this host (repeatable)').argParser(collect).default([]))
         .addOption(new Option('--wait', 'block until a pending approval is decided').default(false)),
     ),

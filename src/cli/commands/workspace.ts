@@ -28,6 +28,7 @@ export function registerWorkspace(program: Command, io: Io): void {
       ...(vars ? { vars } : {}),
       ...(inputs.tofuBinary ? { tofuBinary: inputs.tofuBinary } : {}),
       ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}),
+      ...(inputs.allowLocalState ? { allowLocalState: true } : {}),
       secrets: inputs.secrets,
       info,
       warn,

@@ -87,6 +87,7 @@ const COMMENT = {
 
 const TOFU = {
   'tofu-binary': text(),
+  'allow-local-state': flag(false),
   'seal-key': secret(),
 };
 

@@ -123,6 +123,7 @@ export function childEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 
 export interface RunInputSettings {
   'tofu-binary'?: string | undefined;
+  'allow-local-state'?: boolean;
   'seal-key'?: string | undefined;
   'fleet-private-key'?: string | undefined;
   'bootstrap-private-key'?: string | undefined;
@@ -140,6 +141,7 @@ export async function githubRunInputs(session: Session<ActionName>, settings: Ru
   const bootstrapKeyPath = await writeKey(session.scratch, 'bootstrap-key', settings['bootstrap-private-key']);
   return {
     ...(settings['tofu-binary'] ? { tofuBinary: settings['tofu-binary'] } : {}),
+    ...(settings['allow-local-state'] ? { allowLocalState: true } : {}),
     ...(fleetKeyPath ? { fleetKeyPath } : {}),
     ...(bootstrapKeyPath ? { bootstrapKeyPath } : {}),
     ...(sealKey ? { sealKey } : {}),
