@@ -136,3 +136,17 @@ export function playFailedError(what: string, outcome: PlayOutcome, help: string
       : `${outcome.stdout}\n${outcome.stderr}`.trim().split('\n').slice(-60).join('\n');
   return new ExocompError('play-failed', `${what} failed: ${playFailureSummary(outcome)}`, { help, detail });
 }
+
+/**
+ * When hosts refused the key (`Permission denied (publickey)`), which key the
+ * run offered and how to pass the right one; undefined for other failures.
+ */
+export function keyRefusedHelp(outcome: Pick<PlayOutcome, 'failures'>, offered: { key?: string; user: string }): string | undefined {
+  const refused = outcome.failures.filter((f) => f.status === 'unreachable' && /Permission denied \(publickey/.test(f.msg ?? ''));
+  if (refused.length === 0) return undefined;
+  const hosts = refused.map((f) => f.host).join(', ');
+  const tried = offered.key
+    ? `it offered ${offered.key} as user ${offered.user}`
+    : `no key was given, so ssh offered only its defaults (~/.ssh/id_*, an agent) as user ${offered.user}`;
+  return `${hosts} refused the key: ${tried}. Pass the fleet key that onboarding installed: --fleet-key <private key file> (in CI: the fleet-private-key input); a host onboarded with an older fleet key accepts only that one (docs/keys.md)`;
+}

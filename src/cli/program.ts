@@ -12,6 +12,7 @@ import { registerDrift } from './commands/drift.js';
 import { registerGitLab } from './commands/gitlab.js';
 import { registerHost } from './commands/host.js';
 import { registerInventory } from './commands/inventory.js';
+import { registerKeys } from './commands/keys.js';
 import { registerPlaybook } from './commands/playbook.js';
 import { registerProvision } from './commands/provision.js';
 import { registerSchedule } from './commands/schedule.js';
@@ -30,6 +31,7 @@ export function buildProgram(io: Io): Command {
   registerPlaybook(program, io);
   registerInventory(program, io);
   registerHost(program, io);
+  registerKeys(program, io);
   registerSchedule(program, io);
   registerDrift(program, io);
   registerGitLab(program, io);

@@ -11,6 +11,7 @@ import { parseSealKey } from '../domain/seal.js';
 import { parseMapping, parseRunSecrets } from '../app/mappings.js';
 import type { RunInputs } from '../app/run-inputs.js';
 import { SecretRegistry } from '../app/secrets.js';
+import { readPrivateKeyFile } from '../adapters/ssh-keys.js';
 import { describeZodIssues } from '../ledger/records.js';
 
 export function addKeyOptions(command: Command): Command {
@@ -76,13 +77,8 @@ export function runInputs(options: Record<string, unknown>, env: NodeJS.ProcessE
   secrets.add(sealKey);
   const runSecrets = readRunSecrets(o.runSecrets);
   secrets.add(...Object.values(runSecrets));
-  for (const keyFile of [o.fleetKey, o.bootstrapKey]) {
-    if (keyFile === undefined) continue;
-    try {
-      secrets.add(readFileSync(keyFile, 'utf8'));
-    } catch {
-      throw new UsageError(`cannot read key file ${keyFile}`, 'pass an existing private key file');
-    }
+  for (const [keyFile, role] of [[o.fleetKey, '--fleet-key'], [o.bootstrapKey, '--bootstrap-key']] as const) {
+    if (keyFile !== undefined) secrets.add(readPrivateKeyFile(keyFile, role));
   }
   return {
     ...(o.tofuBinary ? { tofuBinary: o.tofuBinary } : {}),

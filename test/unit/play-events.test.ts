@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AnsibleEventStream } from '../../src/adapters/ansible-events.js';
+import { keyRefusedHelp } from '../../src/app/play.js';
 import { failureDetail, failureSummary, formatFailure, formatHostResult, type AnsibleEvent, type HostResult } from '../../src/domain/play-events.js';
 
 const result = (over: Partial<HostResult> = {}): HostResult => ({
@@ -63,5 +64,18 @@ describe('rendering', () => {
     expect(failureSummary(failures)).toBe('web1 · Create the fleet user: boom (rc 1) (+1 more host failure)');
     expect(failureSummary([])).toBe('');
     expect(failureDetail(failures)).toBe('web1 · Create the fleet user: failed (rc 1)\nmsg: boom\nsecond line\n\nweb2 · Create the fleet user: unreachable\nmsg: gone');
+  });
+});
+
+describe('keyRefusedHelp', () => {
+  const refused = result({ host: 'web2', status: 'unreachable', msg: 'Failed to connect to the host via ssh: exocomp@127.0.0.2: Permission denied (publickey).' });
+  it('names the hosts, the key offered and how to pass the right one', () => {
+    expect(keyRefusedHelp({ failures: [refused] }, { user: 'exocomp' })).toMatch(
+      /^web2 refused the key: no key was given, so ssh offered only its defaults \(~\/\.ssh\/id_\*, an agent\) as user exocomp\. Pass the fleet key that onboarding installed: --fleet-key <private key file>/,
+    );
+    expect(keyRefusedHelp({ failures: [refused] }, { key: 'the fleet key keys/old', user: 'exocomp' })).toContain('it offered the fleet key keys/old as user exocomp');
+  });
+  it('says nothing for other failures', () => {
+    expect(keyRefusedHelp({ failures: [result({ status: 'failed', msg: 'boom' }), result({ status: 'unreachable', msg: 'Connection refused' })] }, { user: 'u' })).toBeUndefined();
   });
 });

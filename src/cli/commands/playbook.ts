@@ -6,7 +6,7 @@ import { EGRESS_EXTRA_VAR, parseEgressPorts } from '../../domain/egress.js';
 import { parseConcurrencyKey } from '../../domain/lock.js';
 import { withConcurrencyLock } from '../../app/concurrency.js';
 import { grantIdentityFile } from '../../app/identity.js';
-import { playFailureSummary, type PlayOutcome } from '../../app/play.js';
+import { keyRefusedHelp, playFailureSummary, type PlayOutcome } from '../../app/play.js';
 import { playProgress } from '../../app/progress.js';
 import { convergeShard } from '../../app/converge-shards.js';
 import { parseShardSpec, shardLease } from '../../domain/shard.js';
@@ -101,6 +101,11 @@ export function registerPlaybook(program: Command, io: Io): void {
     if (settings.json) io.out(JSON.stringify({ result: { code: outcome.code, ok: outcome.code === 0 } }));
     if (outcome.code !== 0) {
       io.err(`error: play failed: ${playFailureSummary(outcome)}`);
+      const keyHelp = keyRefusedHelp(outcome, {
+        ...(inputs.fleetKeyPath ? { key: `the fleet key ${inputs.fleetKeyPath}` } : identity ? { key: `the identity ${String(options.sshIdentity)}` } : {}),
+        user: String(options.remoteUser),
+      });
+      if (keyHelp) io.err(`  → ${keyHelp}`);
       process.exitCode = 1;
     }
   });

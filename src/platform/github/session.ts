@@ -7,7 +7,8 @@
 import * as core from '@actions/core';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describeError } from '../../domain/errors.js';
+import { describeError, UsageError } from '../../domain/errors.js';
+import { judgeKeyFile } from '../../domain/key-file.js';
 import { interruptOnSignals } from '../../adapters/signals.js';
 import { parseSealKey } from '../../domain/seal.js';
 import { viewWorkflow } from '../../domain/render.js';
@@ -137,8 +138,8 @@ export async function githubRunInputs(session: Session<ActionName>, settings: Ru
   session.secrets.add(sealKey);
   const runSecrets = settings['run-secrets'] === undefined ? {} : parseRunSecrets(settings['run-secrets'], 'the run-secrets input');
   session.secrets.add(...Object.values(runSecrets));
-  const fleetKeyPath = await writeKey(session.scratch, 'fleet-key', settings['fleet-private-key']);
-  const bootstrapKeyPath = await writeKey(session.scratch, 'bootstrap-key', settings['bootstrap-private-key']);
+  const fleetKeyPath = await writeKey(session.scratch, 'fleet-key', settings['fleet-private-key'], 'fleet-private-key');
+  const bootstrapKeyPath = await writeKey(session.scratch, 'bootstrap-key', settings['bootstrap-private-key'], 'bootstrap-private-key');
   return {
     ...(settings['tofu-binary'] ? { tofuBinary: settings['tofu-binary'] } : {}),
     ...(settings['allow-local-state'] ? { allowLocalState: true } : {}),
@@ -151,11 +152,13 @@ export async function githubRunInputs(session: Session<ActionName>, settings: Ru
   };
 }
 
-async function writeKey(dir: string, name: string, contents: string | undefined): Promise<string | undefined> {
+async function writeKey(dir: string, name: string, contents: string | undefined, input: string): Promise<string | undefined> {
   if (contents === undefined) return undefined;
   const path = join(dir, name);
   // OpenSSH refuses a private key file without its final newline.
   await writeFile(path, contents.endsWith('\n') ? contents : `${contents}\n`, { mode: 0o600 });
+  const problem = judgeKeyFile({ role: `the ${input} input`, path: '', isFile: true, mode: 0o600, text: contents });
+  if (problem) throw new UsageError(problem.message, problem.help);
   return path;
 }
 
