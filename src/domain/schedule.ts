@@ -319,7 +319,10 @@ export function readGitHubSchedule(name: string, text: string): ScheduleSummary 
     .flatMap((job) => job.steps)
     .find((s) => s.uses === CONVERGE_ACTION);
   const inputs = step?.with ?? {};
-  const inputText = (key: string) => (typeof inputs[key] === 'string' ? (inputs[key] as string) : '');
+  const inputText = (key: string) => {
+    const value = inputs[key];
+    return typeof value === 'string' ? value : '';
+  };
   if (!step) throw new UsageError(`${scheduleFileName(name)} has no ${CONVERGE_ACTION} step`);
   return {
     name,

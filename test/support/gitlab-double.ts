@@ -248,8 +248,8 @@ export class GitLabDouble {
     if (!project) return 'hidden' as const;
     if (grant.kind === 'job') return { login: grant.username, contents: project.jobTokenPushAllowed ? ('write' as const) : ('read' as const) };
     const scopes = grant.scopes ?? [];
-    const contents = scopes.includes('write_repository') || scopes.includes('api') ? 'write' : scopes.includes('read_repository') || scopes.includes('read_api') ? 'read' : 'none';
-    return { login: grant.username, contents: contents as 'write' | 'read' | 'none' };
+    const contents: 'write' | 'read' | 'none' = scopes.includes('write_repository') || scopes.includes('api') ? 'write' : scopes.includes('read_repository') || scopes.includes('read_api') ? 'read' : 'none';
+    return { login: grant.username, contents };
   }
 
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
@@ -608,7 +608,7 @@ async function readBody(request: IncomingMessage): Promise<Record<string, unknow
   if (type.includes('application/json')) return JSON.parse(text) as Record<string, unknown>;
   if (type.includes('multipart/form-data')) {
     const form = await new Request('http://double.invalid/', { method: 'POST', headers: { 'content-type': type }, body: Buffer.concat(chunks) }).formData();
-    return Object.fromEntries([...form.entries()].map(([key, value]) => [key, String(value)]));
+    return Object.fromEntries([...form.entries()].map(([key, value]) => [key, typeof value === 'string' ? value : value.name]));
   }
   return Object.fromEntries(new URLSearchParams(text));
 }

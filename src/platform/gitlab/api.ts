@@ -82,6 +82,16 @@ function clients(auth: { host: string; token?: string; jobToken?: string }): Cli
   };
 }
 
+/** A string field of an API object; '' when it is missing or not text. */
+function text(value: unknown, fallback = ''): string {
+  return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : fallback;
+}
+
+/** The username of an API user object. */
+function username(user: unknown): string {
+  return typeof user === 'object' && user !== null ? text((user as { username?: unknown }).username) : '';
+}
+
 /** The HTTP status of a failed API call, when it got that far. */
 export function apiStatus(error: unknown): number | undefined {
   const cause = (error as { cause?: { response?: { status?: unknown } } } | undefined)?.cause;
@@ -127,7 +137,7 @@ export class GitLabApi {
 
   async notes(project: number | string, mergeRequestIid: number): Promise<Note[]> {
     const notes = await this.reader('reading merge request notes').notes.all(project, mergeRequestIid, { sort: 'asc', orderBy: 'created_at' });
-    return notes.map((n) => ({ id: Number(n.id), body: String(n.body), author: String((n.author as { username?: unknown }).username ?? ''), system: n.system === true }));
+    return notes.map((n) => ({ id: Number(n.id), body: String(n.body), author: username(n.author), system: n.system === true }));
   }
 
   async createNote(project: number | string, mergeRequestIid: number, body: string): Promise<number> {
@@ -172,10 +182,10 @@ export class GitLabApi {
       status: String(found.status),
       environment,
       jobId,
-      user: String((found.user as { username?: unknown } | undefined)?.username ?? ''),
+      user: username(found.user),
       pendingApprovalCount: typeof found.pending_approval_count === 'number' ? found.pending_approval_count : undefined,
       approvals: approvals.map((a) => ({
-        user: String(a.user?.username ?? ''),
+        user: username(a.user),
         status: a.status === 'approved' ? 'approved' : 'rejected',
         comment: typeof a.comment === 'string' ? a.comment : null,
       })),
@@ -191,16 +201,16 @@ export class GitLabApi {
 
   async schedules(project: number | string): Promise<Schedule[]> {
     const all = await this.token('listing pipeline schedules').schedules.all(project);
-    return all.map((s) => toSchedule(s as unknown as Record<string, unknown>));
+    return all.map((s) => toSchedule(s));
   }
 
   async schedule(project: number | string, id: number): Promise<Schedule> {
-    return toSchedule((await this.token('reading a pipeline schedule').schedules.show(project, id)) as unknown as Record<string, unknown>);
+    return toSchedule(await this.token('reading a pipeline schedule').schedules.show(project, id));
   }
 
   async createSchedule(project: number | string, spec: { description: string; ref: string; cron: string; variables: Record<string, string> }): Promise<Schedule> {
     const api = this.token('creating a pipeline schedule');
-    const created = toSchedule((await api.schedules.create(project, spec.description, spec.ref, spec.cron, { cronTimezone: 'UTC', active: true })) as unknown as Record<string, unknown>);
+    const created = toSchedule(await api.schedules.create(project, spec.description, spec.ref, spec.cron, { cronTimezone: 'UTC', active: true }));
     for (const [key, value] of Object.entries(spec.variables)) await api.scheduleVariables.create(project, created.id, key, value);
     return { ...created, variables: Object.entries(spec.variables).map(([key, value]) => ({ key, value })) };
   }
@@ -211,15 +221,15 @@ export class GitLabApi {
 }
 
 function toSchedule(s: Record<string, unknown>): Schedule {
-  const variables = Array.isArray(s.variables) ? (s.variables as Array<{ key?: unknown; value?: unknown }>).map((v) => ({ key: String(v.key), value: String(v.value) })) : undefined;
+  const variables = Array.isArray(s.variables) ? (s.variables as Array<{ key?: unknown; value?: unknown }>).map((v) => ({ key: text(v.key), value: text(v.value) })) : undefined;
   return {
     id: Number(s.id),
-    description: String(s.description ?? ''),
-    ref: String(s.ref ?? ''),
-    cron: String(s.cron ?? ''),
-    cronTimezone: String(s.cron_timezone ?? 'UTC'),
+    description: text(s.description),
+    ref: text(s.ref),
+    cron: text(s.cron),
+    cronTimezone: text(s.cron_timezone, 'UTC'),
     active: s.active === true,
-    owner: String((s.owner as { username?: unknown } | undefined)?.username ?? ''),
+    owner: username(s.owner),
     variables,
   };
 }
