@@ -62,7 +62,7 @@ export function vendoredCollectionsPath(cwd: string): string {
 export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
   const playbook = resolve(request.cwd, request.playbook);
   if (!existsSync(playbook)) {
-    throw new ExocompError('usage', `playbook ${request.playbook} does not exist`, { help: 'pass the path of a playbook file' });
+    throw new ExocompError('usage', `playbook ${request.playbook} does not exist`, { help: 'pass the path of a playbook file; for a workflow whose playbook moved: exocomp provision resume <id> --playbook <file>' });
   }
   const privateDir = await makePrivateDir('run');
   let agent: SshAgent | undefined;

@@ -123,6 +123,8 @@ export const workflowSchema = z.object({
   state: z.enum(WORKFLOW_STATES),
   steps: z.array(stepSchema).length(STEP_NAMES.length),
   failure: failureSchema.optional(),
+  /** Settings changed on resume (`provision resume --ssh-wait 10m`), oldest first. */
+  overrides: z.array(z.object({ at: z.string(), setting: z.string(), from: z.string(), to: z.string() })).optional(),
 });
 export type Workflow = z.infer<typeof workflowSchema>;
 
@@ -425,4 +427,37 @@ export function resumeWorkflow(workflow: Workflow, now: Date): Workflow {
 /** The first step that still has to run, or undefined when the chain is done. */
 export function nextStep(workflow: Workflow): Step | undefined {
   return workflow.steps.find((s) => s.state !== 'succeeded');
+}
+
+/** What `provision resume` may change in a workflow before it continues. */
+export interface ResumeOverrides {
+  sshWaitMs?: number;
+  playbook?: string;
+}
+
+/**
+ * Applies resume overrides that differ from the record, noting each as a
+ * change (`ssh-wait 5m → 10m`). Only a workflow that is not finished may be
+ * changed; the returned list is empty when nothing differs.
+ */
+export function overrideWorkflow(workflow: Workflow, overrides: ResumeOverrides, now: Date, format: (ms: number) => string): { workflow: Workflow; changes: string[] } {
+  const at = now.toISOString();
+  const noted: NonNullable<Workflow['overrides']> = [];
+  let next: Workflow = workflow;
+  if (overrides.sshWaitMs !== undefined && overrides.sshWaitMs !== workflow.options.sshWaitMs) {
+    noted.push({ at, setting: 'ssh-wait', from: format(workflow.options.sshWaitMs), to: format(overrides.sshWaitMs) });
+    next = { ...next, options: { ...next.options, sshWaitMs: overrides.sshWaitMs } };
+  }
+  if (overrides.playbook !== undefined && overrides.playbook !== workflow.playbook) {
+    noted.push({ at, setting: 'playbook', from: workflow.playbook, to: overrides.playbook });
+    next = { ...next, playbook: overrides.playbook };
+  }
+  if (noted.length === 0) return { workflow, changes: [] };
+  if (workflow.state === 'provisioned' || workflow.state === 'rejected') {
+    throw new IllegalTransitionError(`workflow ${workflow.id} is ${workflow.state}; its settings cannot change`, 'start a new workflow with provision run');
+  }
+  return {
+    workflow: { ...next, updatedAt: at, overrides: [...(workflow.overrides ?? []), ...noted] },
+    changes: noted.map((n) => `${n.setting} ${n.from} → ${n.to}`),
+  };
 }

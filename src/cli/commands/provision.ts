@@ -8,6 +8,7 @@ import { localGate } from '../../app/approval-gates/local.js';
 import { continueWorkflow, type ContinueOutcome } from '../../app/continue-workflow.js';
 import { newWorkflowId } from '../../app/provision.js';
 import type { AppContext } from '../../app/context.js';
+import { applyResumeOverrides } from '../../app/resume-overrides.js';
 import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
 import { addKeyOptions, addPlayOptions, addTofuOptions, allowLocalStateOption, readVars, runInputs, workspaceNameFor } from '../run-options.js';
 
@@ -94,6 +95,8 @@ export function registerProvision(program: Command, io: Io): void {
         .argument('<id>', 'workflow id')
         .addOption(new Option('--tofu-binary <path>', 'OpenTofu/Terraform binary'))
         .addOption(allowLocalStateOption())
+        .addOption(new Option('--ssh-wait <duration>', 'wait this long for SSH banners from now on (recorded in the ledger)'))
+        .addOption(new Option('--playbook <file>', 'the configure playbook from now on, e.g. when the recorded one moved (recorded in the ledger)'))
         .addOption(new Option('--rotate-host-key <host>', 'accept a changed host key for this host (repeatable)').argParser(collect).default([]))
         .addOption(new Option('--wait', 'block until a pending approval is decided').default(false)),
     ),
@@ -101,6 +104,11 @@ export function registerProvision(program: Command, io: Io): void {
     const settings = globalSettings(options);
     const context = await buildContext(settings, io);
     const inputs = runInputs(options, context.env, options.rotateHostKey as string[]);
+    const overrides = {
+      ...(typeof options.sshWait === 'string' ? { sshWaitMs: parseDuration(options.sshWait) } : {}),
+      ...(typeof options.playbook === 'string' ? { playbook: options.playbook } : {}),
+    };
+    for (const change of await applyResumeOverrides(context, id, overrides)) context.progress.emit({ type: 'info', message: `recorded: ${change}` });
     const outcome = await continueWorkflow(context, { workflowId: id, inputs, gate: localGate({ wait: options.wait === true }) });
     process.exitCode = report(io, settings.json, context, outcome);
   });
