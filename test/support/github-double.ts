@@ -27,6 +27,9 @@ import { OpenApiSubset, type MatchedOperation } from './openapi.js';
  *   collaborator permission ................... metadata: read (always granted)
  *   list comments ............................. issues: read, or pull-requests: read on a PR
  *   create / update comment ................... issues: write, or pull-requests: write on a PR
+ *   list issues ............................... issues: read
+ *   create issue .............................. issues: write
+ *   update issue (body, state) ................ issues: write, or pull-requests: write on a PR
  *   git fetch / push .......................... contents: read / contents: write
  */
 
@@ -102,6 +105,19 @@ export interface RecordedDispatch {
   login: string;
 }
 
+export interface SeedIssue {
+  pullRequest: boolean;
+  title?: string;
+  body?: string;
+  state?: 'open' | 'closed';
+  stateReason?: 'completed' | 'not_planned' | 'reopened' | null;
+  labels?: string[];
+  author?: string;
+  createdAt?: string;
+  updatedAt?: string;
+  closedAt?: string | null;
+}
+
 export interface GitHubDoubleState {
   /** token → identity and permissions; unknown tokens get 401. */
   tokens: Record<string, TokenGrant>;
@@ -111,8 +127,8 @@ export interface GitHubDoubleState {
   environments: Record<string, SeedEnvironment>;
   /** login → permission on the repository; unknown logins have `none`. */
   collaborators: Record<string, RepoPermission>;
-  /** issue number → whether it is a pull request; comments on unknown numbers get 404. */
-  issues: Record<number, { pullRequest: boolean }>;
+  /** issue number → the issue (or pull request); comments on unknown numbers get 404. Issues created through the API carry the rest. */
+  issues: Record<number, SeedIssue>;
   /** All comments of the repository, oldest first; created and edited through the API too. */
   comments: SeedComment[];
   /** run id → run; unknown ids get 404. */
@@ -236,6 +252,7 @@ export class GitHubDouble {
   private readonly git: GitHttpHandler | undefined;
   private readonly server: Server;
   private readonly userIds = new Map<string, number>();
+  private readonly labelIds = new Map<string, number>();
   private readonly environmentIds = new Map<string, number>();
   private readonly failures: Array<{ route: string; failure: InjectedFailure }> = [];
   private lastId = 1_000_000;
@@ -429,6 +446,12 @@ export class GitHubDouble {
         return this.getEnvironment(context);
       case 'repos/get-collaborator-permission-level':
         return this.getCollaboratorPermission(context);
+      case 'issues/list-for-repo':
+        return this.listIssues(context);
+      case 'issues/create':
+        return this.createIssue(context);
+      case 'issues/update':
+        return this.updateIssue(context);
       case 'issues/list-comments':
         return this.listComments(context);
       case 'issues/create-comment':
@@ -526,6 +549,63 @@ export class GitHubDouble {
     }
     const slice = all.slice((page - 1) * perPage, page * perPage);
     return { status: 200, body: slice.map((comment) => this.commentJson(comment)), headers };
+  }
+
+  /** Open issues by default, newest first, filtered by every label given; pull requests are listed too, as GitHub does. */
+  private listIssues({ query, grant }: Context): Reply {
+    if (!can(grant, 'issues', 'read')) return forbidden();
+    const state = query.get('state') ?? 'open';
+    const labels = (query.get('labels') ?? '').split(',').filter(Boolean);
+    const perPage = Math.min(100, Math.max(1, Number(query.get('per_page') ?? 30)));
+    const page = Math.max(1, Number(query.get('page') ?? 1));
+    const all = Object.entries(this.state.issues)
+      .map(([number, issue]) => ({ number: Number(number), issue }))
+      .filter(({ issue }) => state === 'all' || (issue.state ?? 'open') === state)
+      .filter(({ issue }) => labels.every((label) => (issue.labels ?? []).includes(label)))
+      .sort((a, b) => b.number - a.number);
+    const headers: Record<string, string> = {};
+    const last = Math.max(1, Math.ceil(all.length / perPage));
+    if (page < last) {
+      const next = new URLSearchParams(query);
+      next.set('per_page', String(perPage));
+      next.set('page', String(page + 1));
+      headers.link = `<${this.baseUrl}/repos/${this.owner}/${this.repo}/issues?${next.toString()}>; rel="next"`;
+    }
+    return { status: 200, body: all.slice((page - 1) * perPage, page * perPage).map(({ number, issue }) => this.issueJson(number, issue)), headers };
+  }
+
+  private createIssue({ body, grant }: Context): Reply {
+    if (!can(grant, 'issues', 'write')) return forbidden();
+    const text = typeof body.body === 'string' ? body.body : '';
+    if (text.length > COMMENT_LIMIT) return tooLong();
+    const number = this.nextId();
+    const now = timestamp();
+    const labels = Array.isArray(body.labels) ? body.labels.map((label) => String(typeof label === 'object' && label !== null ? (label as { name?: unknown }).name : label)) : [];
+    const issue: SeedIssue = { pullRequest: false, title: String(body.title), body: text, state: 'open', labels, author: grant.login, createdAt: now, updatedAt: now, closedAt: null };
+    this.state.issues[number] = issue;
+    const json = this.issueJson(number, issue);
+    return { status: 201, body: json, headers: { location: String(json.url) } };
+  }
+
+  private updateIssue({ match, body, grant }: Context): Reply {
+    const number = Number(match.params.issue_number);
+    const issue = this.state.issues[number];
+    if (!issue) return error(404, 'Not Found');
+    if (!canOnIssue(grant, issue, 'write')) return forbidden();
+    if (typeof body.body === 'string') {
+      if (body.body.length > COMMENT_LIMIT) return tooLong();
+      issue.body = body.body;
+    }
+    if (typeof body.title === 'string') issue.title = body.title;
+    if (body.state === 'open' || body.state === 'closed') {
+      if (body.state !== (issue.state ?? 'open')) {
+        issue.closedAt = body.state === 'closed' ? timestamp() : null;
+        issue.stateReason = body.state === 'closed' ? ((body.state_reason as SeedIssue['stateReason']) ?? 'completed') : 'reopened';
+      }
+      issue.state = body.state;
+    }
+    issue.updatedAt = timestamp();
+    return { status: 200, body: this.issueJson(number, issue) };
   }
 
   private createComment({ match, body, grant }: Context): Reply {
@@ -688,6 +768,58 @@ export class GitHubDouble {
 
   private htmlRepoUrl(): string {
     return `${this.baseUrl}/${this.owner}/${this.repo}`;
+  }
+
+  private issueJson(number: number, issue: SeedIssue): Record<string, unknown> {
+    const api = this.apiRepoUrl();
+    const created = issue.createdAt ?? timestamp();
+    return {
+      id: number,
+      node_id: nodeId('I_', number),
+      url: `${api}/issues/${number}`,
+      repository_url: api,
+      labels_url: `${api}/issues/${number}/labels{/name}`,
+      comments_url: `${api}/issues/${number}/comments`,
+      events_url: `${api}/issues/${number}/events`,
+      html_url: `${this.htmlRepoUrl()}/${issue.pullRequest ? 'pull' : 'issues'}/${number}`,
+      number,
+      state: issue.state ?? 'open',
+      state_reason: issue.stateReason ?? null,
+      title: issue.title ?? `#${number}`,
+      body: issue.body ?? null,
+      user: this.user(issue.author ?? this.owner),
+      labels: (issue.labels ?? []).map((name) => ({
+        id: this.labelId(name),
+        node_id: nodeId('LA_', this.labelId(name)),
+        url: `${api}/labels/${encodeURIComponent(name)}`,
+        name,
+        description: null,
+        color: 'ededed',
+        default: false,
+      })),
+      assignee: null,
+      assignees: [],
+      milestone: null,
+      locked: false,
+      active_lock_reason: null,
+      comments: this.commentsOn(number).length,
+      ...(issue.pullRequest
+        ? { pull_request: { url: `${api}/pulls/${number}`, html_url: `${this.htmlRepoUrl()}/pull/${number}`, diff_url: `${this.htmlRepoUrl()}/pull/${number}.diff`, patch_url: `${this.htmlRepoUrl()}/pull/${number}.patch`, merged_at: null } }
+        : {}),
+      closed_at: issue.closedAt ?? null,
+      created_at: created,
+      updated_at: issue.updatedAt ?? created,
+      author_association: (issue.author ?? this.owner) === this.owner ? 'OWNER' : 'NONE',
+    };
+  }
+
+  private labelId(name: string): number {
+    let id = this.labelIds.get(name);
+    if (id === undefined) {
+      id = this.nextId();
+      this.labelIds.set(name, id);
+    }
+    return id;
   }
 
   private commentJson(comment: SeedComment): { url: string } & Record<string, unknown> {

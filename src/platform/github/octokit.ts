@@ -2,7 +2,7 @@ import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
 import { Octokit } from '@octokit/rest';
 import { ExocompError } from '../../domain/errors.js';
-import type { GitHubPort, IssueComment, RepoPermission, RepoRef, RunApproval, WorkflowRunInfo } from './port.js';
+import type { GitHubPort, Issue, IssueComment, RepoPermission, RepoRef, RunApproval, WorkflowRunInfo } from './port.js';
 
 /**
  * The GitHubPort over @octokit/rest. Secondary and primary rate limits are
@@ -39,6 +39,7 @@ const NEEDS = {
   runs: 'actions: read',
   collaborators: 'metadata: read',
   comments: 'pull-requests: write (or issues: write for issues)',
+  issues: 'issues: write',
   dispatch: 'actions: write',
 } as const;
 type Area = keyof typeof NEEDS;
@@ -130,6 +131,27 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
       return toIssueComment(response.data);
     },
 
+    async listOpenIssues(repo, label) {
+      const issues = await call('issues', `list the open issues labelled ${label} in ${slug(repo)}`, baseUrl, () =>
+        octokit.paginate(octokit.rest.issues.listForRepo, { ...repo, state: 'open', labels: label, per_page: 100 }),
+      );
+      return issues.filter((issue) => issue.pull_request === undefined).map(toIssue);
+    },
+
+    async createIssue(repo, issue) {
+      const response = await call('issues', `open an issue in ${slug(repo)}`, baseUrl, () =>
+        octokit.rest.issues.create({ ...repo, title: issue.title, body: issue.body, labels: issue.labels }),
+      );
+      return toIssue(response.data);
+    },
+
+    async updateIssue(repo, issueNumber, change) {
+      const response = await call('issues', `update issue #${issueNumber} in ${slug(repo)}`, baseUrl, () =>
+        octokit.rest.issues.update({ ...repo, issue_number: issueNumber, ...change }),
+      );
+      return toIssue(response.data);
+    },
+
     async dispatchWorkflow(repo, workflow, ref, inputs) {
       await call('dispatch', `dispatch workflow ${workflow} on ${ref} in ${slug(repo)}`, baseUrl, () =>
         octokit.rest.actions.createWorkflowDispatch({ ...repo, workflow_id: workflow, ref, inputs }),
@@ -168,6 +190,26 @@ function slug(repo: RepoRef): string {
 
 function toIssueComment(comment: { id: number; body?: string; user: { login: string } | null }): IssueComment {
   return { id: comment.id, body: comment.body ?? '', author: comment.user?.login ?? '' };
+}
+
+function toIssue(issue: {
+  number: number;
+  title: string;
+  body?: string | null;
+  state: string;
+  html_url: string;
+  user: { login: string } | null;
+  labels: Array<string | { name?: string }>;
+}): Issue {
+  return {
+    number: issue.number,
+    title: issue.title,
+    body: issue.body ?? '',
+    state: issue.state === 'closed' ? 'closed' : 'open',
+    author: issue.user?.login ?? '',
+    labels: issue.labels.map((label) => (typeof label === 'string' ? label : (label.name ?? ''))),
+    htmlUrl: issue.html_url,
+  };
 }
 
 const PERMISSIONS: readonly RepoPermission[] = ['admin', 'maintain', 'write', 'triage', 'read', 'none'];

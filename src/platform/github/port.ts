@@ -24,6 +24,16 @@ export interface IssueComment {
   author: string;
 }
 
+export interface Issue {
+  number: number;
+  title: string;
+  body: string;
+  state: 'open' | 'closed';
+  author: string;
+  labels: string[];
+  htmlUrl: string;
+}
+
 export interface WorkflowRunInfo {
   id: number;
   runAttempt: number;
@@ -42,6 +52,11 @@ export interface GitHubPort {
   listIssueComments(repo: RepoRef, issueNumber: number): Promise<IssueComment[]>;
   createIssueComment(repo: RepoRef, issueNumber: number, body: string): Promise<IssueComment>;
   updateIssueComment(repo: RepoRef, commentId: number, body: string): Promise<IssueComment>;
+  /** Open issues (not pull requests) carrying `label` (GET …/issues?state=open&labels=…). */
+  listOpenIssues(repo: RepoRef, label: string): Promise<Issue[]>;
+  createIssue(repo: RepoRef, issue: { title: string; body: string; labels: string[] }): Promise<Issue>;
+  /** PATCH …/issues/{issue_number}: a new body and title, or a state change. */
+  updateIssue(repo: RepoRef, issueNumber: number, change: { title?: string; body?: string; state?: 'open' | 'closed' }): Promise<Issue>;
   /** POST …/actions/workflows/{workflow_id}/dispatches */
   dispatchWorkflow(repo: RepoRef, workflow: string, ref: string, inputs: Record<string, string>): Promise<void>;
   /** GET …/actions/runs/{run_id} */

@@ -32,6 +32,8 @@ export interface RunContext {
   workflowRef: string | undefined;
   /** The pull request (or issue) the event is about. */
   pullRequest: number | undefined;
+  /** The cron that fired a `schedule` event (five fields, as the workflow spells it). */
+  schedule: string | undefined;
   runnerTemp: string;
   workspace: string;
 }
@@ -58,6 +60,7 @@ const envSchema = z.object({
 const payloadSchema = z.looseObject({
   pull_request: z.looseObject({ number: z.number().int() }).optional(),
   issue: z.looseObject({ number: z.number().int() }).optional(),
+  schedule: z.string().optional(),
 });
 
 export function readRunContext(env: NodeJS.ProcessEnv, cwd: string): RunContext {
@@ -89,6 +92,7 @@ export function readRunContext(env: NodeJS.ProcessEnv, cwd: string): RunContext 
     workflowFile: workflowFileOf(e.GITHUB_WORKFLOW_REF),
     workflowRef: e.GITHUB_WORKFLOW_REF,
     pullRequest: payload.pull_request?.number ?? payload.issue?.number,
+    schedule: e.GITHUB_EVENT_NAME === 'schedule' ? payload.schedule : undefined,
     runnerTemp: e.RUNNER_TEMP ?? tmpdir(),
     workspace: e.GITHUB_WORKSPACE ?? cwd,
   };
