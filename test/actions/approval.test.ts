@@ -77,6 +77,33 @@ describe('environment mode', () => {
     expect(fx.double.requestsTo('GET /repos/{owner}/{repo}/actions/runs/{run_id}/approvals').length).toBeGreaterThan(0);
     expect(fx.double.violations).toEqual([]);
   });
+
+  it('refuses a gated job that would plan and apply itself: the reviewer approved before any plan existed', async () => {
+    fx.double.state.approvals[6004] = [{ state: 'approved', user: 'bob', environments: ['production'] }];
+    const appliesBefore = await fx.applyCount();
+    const result = await fx.run('provision', {
+      runId: 6004,
+      with: { ...planInputs(), 'require-approval': 'true', environment: 'production', 'fleet-private-key': 'unused', 'bootstrap-private-key': 'unused' },
+    });
+    expect(result.code).toBe(1);
+    expect(result.log).toMatch(/has no plan recorded by an earlier job/);
+    expect(result.log).toMatch(/needs: plan/);
+    expect(await fx.applyCount()).toBe(appliesBefore);
+    expect(workflowRecord(await fx.ledgerFile('workflows/edge-6004.json')).approval.state).toBe('pending');
+  });
+
+  it('refuses the requester approving their own deployment where the environment allows self-review', async () => {
+    const plan = await fx.run('plan', { runId: 6005, actor: 'alice', with: planInputs() });
+    expect(plan.code, describeRun(plan)).toBe(0);
+    const appliesBefore = await fx.applyCount();
+    fx.double.state.approvals[6005] = [{ state: 'approved', user: 'alice', environments: ['production'] }];
+    const result = await apply(6005, 'production');
+    expect(result.code).toBe(1);
+    expect(result.log).toMatch(/alice approved a deployment they requested/);
+    expect(result.log).toMatch(/Prevent self-review/);
+    expect(await fx.applyCount()).toBe(appliesBefore);
+    expect(workflowRecord(await fx.ledgerFile('workflows/edge-6005.json')).approval.state).toBe('pending');
+  });
 });
 
 describe('dispatch mode', () => {

@@ -68,16 +68,18 @@ describe('the octokit adapter against the GitHub double', () => {
     expect(double.violations.slice(start)).toEqual([]);
   });
 
-  it('tells whether an environment requires reviewers, and undefined when it does not exist', async () => {
+  it('tells whether an environment requires reviewers and prevents self-review, and undefined when it does not exist', async () => {
     double.state.environments.production = { requiredReviewers: ['alice'], preventSelfReview: true, waitTimerMinutes: 5 };
     double.state.environments.staging = { waitTimerMinutes: 1 };
     double.state.environments['env/with slash'] = {};
     const github = client(WRITE_TOKEN);
 
-    expect(await github.environmentRequiresReviewers(REPO, 'production')).toBe(true);
-    expect(await github.environmentRequiresReviewers(REPO, 'staging')).toBe(false);
-    expect(await github.environmentRequiresReviewers(REPO, 'env/with slash')).toBe(false);
-    expect(await github.environmentRequiresReviewers(REPO, 'missing')).toBeUndefined();
+    expect(await github.environmentProtection(REPO, 'production')).toEqual({ requiredReviewers: true, preventSelfReview: true });
+    double.state.environments.production = { requiredReviewers: ['alice'] };
+    expect(await github.environmentProtection(REPO, 'production')).toEqual({ requiredReviewers: true, preventSelfReview: false });
+    expect(await github.environmentProtection(REPO, 'staging')).toEqual({ requiredReviewers: false, preventSelfReview: false });
+    expect(await github.environmentProtection(REPO, 'env/with slash')).toEqual({ requiredReviewers: false, preventSelfReview: false });
+    expect(await github.environmentProtection(REPO, 'missing')).toBeUndefined();
     expect(double.violations).toEqual([]);
   });
 
@@ -201,7 +203,7 @@ describe('refusals become permission errors that name the permission to add', ()
 
     for (const attempt of [
       github.listRunApprovals(REPO, 77),
-      github.environmentRequiresReviewers(REPO, 'production'),
+      github.environmentProtection(REPO, 'production'),
       github.getWorkflowRun(REPO, 77),
     ]) {
       const error = await refusal(attempt);

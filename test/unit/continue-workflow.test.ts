@@ -75,10 +75,43 @@ describe('continueWorkflow', () => {
 
   it('the environment gate records who approved the gated job', async () => {
     const { app } = setup(awaiting());
-    const platform = fakeCiPlatform({ approval: { by: 'bob', via: 'environment production (run 9001)', comment: 'lgtm' } });
+    const platform = fakeCiPlatform({ approval: { by: 'bob', via: 'environment production (run 9001)', comment: 'lgtm', selfReviewAllowed: false } });
     const decided = await environmentGate(platform, 'production').decideNow(app, awaiting());
     expect(decided?.approval).toMatchObject({ state: 'approved', by: 'bob', via: 'environment production (run 9001)', comment: 'lgtm' });
     expect(requireWorkflow(await app.store.read(), 'edge-1').approval.state).toBe('approved');
+  });
+
+  it('the environment gate refuses a workflow with no plan from an earlier job, showing the two-job shape', async () => {
+    const created = sampleWorkflow('edge-1', { requireApproval: true });
+    const { app, store } = setup(created);
+    const before = store.history().length;
+    const platform = fakeCiPlatform({ approval: { by: 'bob', via: 'environment production (run 9001)', comment: '', selfReviewAllowed: false } });
+    const refusal = environmentGate(platform, 'production').decideNow(app, created);
+    await expect(refusal).rejects.toMatchObject({ kind: 'approval', message: expect.stringContaining('has no plan recorded by an earlier job') });
+    await expect(environmentGate(platform, 'production').decideNow(app, created)).rejects.toMatchObject({
+      help: expect.stringMatching(/plan:[\s\S]*needs: plan[\s\S]*environment: production/),
+    });
+    expect(platform.calls).toEqual([]);
+    expect(store.history().length).toBe(before);
+  });
+
+  it('the environment gate refuses the requester approving their own deployment where self-review is allowed, or warns when told to', async () => {
+    const requester = awaiting().requester;
+    const selfApproved = { by: requester, via: 'environment production (run 9001)', comment: '', selfReviewAllowed: true };
+    const { app } = setup(awaiting());
+    await expect(environmentGate(fakeCiPlatform({ approval: selfApproved }), 'production').decideNow(app, awaiting())).rejects.toMatchObject({
+      kind: 'approval',
+      message: expect.stringContaining(`${requester} approved a deployment they requested`),
+    });
+    expect(requireWorkflow(await app.store.read(), 'edge-1').approval.state).toBe('pending');
+    // Prevent self-review on: GitHub itself kept the requester from approving, so whoever approved is someone else.
+    const prevented = await environmentGate(fakeCiPlatform({ approval: { ...selfApproved, selfReviewAllowed: false } }), 'production').decideNow(app, awaiting());
+    expect(prevented?.approval.state).toBe('approved');
+
+    const second = setup(awaiting());
+    const warned = await environmentGate(fakeCiPlatform({ approval: selfApproved }), 'production', 'warn').decideNow(second.app, awaiting());
+    expect(warned?.approval).toMatchObject({ state: 'approved', by: requester });
+    expect((second.app.progress as RecordingProgress).events).toContainEqual(expect.objectContaining({ type: 'warning', message: expect.stringContaining('Prevent self-review') }));
   });
 
   it('a later step’s job never asks the gate: the chain refuses it until apply succeeded', async () => {

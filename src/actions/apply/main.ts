@@ -19,7 +19,7 @@ await runAction(
     const outcome = await continueWorkflow(app, {
       workflowId: s['workflow-id'],
       inputs,
-      gate: approvalGate(session, s['approval-mode'], s.environment),
+      gate: approvalGate(session, s['approval-mode'], s.environment, s['self-review']),
       scope: 'apply',
       toolCache: providerCache(session, app),
       ...jobRequest(session, app, { comment: s.comment, approvalMode: s['approval-mode'] }),

@@ -15,7 +15,7 @@ await runAction(
       workflowId: s['workflow-id'] ?? defaultWorkflowId(workspaceNameOf(s), session.run),
       create: newWorkflowRequest(session, s, s['require-approval']),
       inputs,
-      gate: approvalGate(session, s['approval-mode'], s.environment),
+      gate: approvalGate(session, s['approval-mode'], s.environment, s['self-review']),
       toolCache: providerCache(session, app),
       ...jobRequest(session, app, { comment: s.comment, approvalMode: s['approval-mode'], approveWorkflow: s['approve-workflow'] }),
     });

@@ -40,6 +40,8 @@ export interface GateApproval {
   /** Where the decision was made, recorded in the ledger: e.g. `environment production (run 42)`. */
   via: string;
   comment: string;
+  /** Whether the gate lets a person approve a run they started themselves (GitHub: the environment's `prevent_self_review` is off). */
+  selfReviewAllowed: boolean;
 }
 
 export type StatusCommentOutcome = { kind: 'created' | 'updated'; id: number } | { kind: 'refused'; reason: string };

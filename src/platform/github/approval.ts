@@ -23,13 +23,13 @@ export async function requireEnvironmentApproval(github: GitHubPort, run: RunCon
       'pass the same name as the job’s `environment:`, e.g. `environment: production`',
     );
   }
-  const requiresReviewers = await github.environmentRequiresReviewers(run.repository, environment);
-  if (requiresReviewers === undefined) {
+  const protection = await github.environmentProtection(run.repository, environment);
+  if (protection === undefined) {
     throw new ExocompError('approval', `environment "${environment}" does not exist in ${run.slug}, so nobody can have approved this apply`, {
       help: CONFIGURE_HELP(environment, run.slug),
     });
   }
-  if (!requiresReviewers) {
+  if (!protection.requiredReviewers) {
     throw new ExocompError('approval', `environment "${environment}" has no required reviewers, so its deployments are not approved by anyone; refusing to apply`, {
       help: CONFIGURE_HELP(environment, run.slug),
     });
@@ -45,7 +45,7 @@ export async function requireEnvironmentApproval(github: GitHubPort, run: RunCon
       help: `the apply job must declare \`environment: ${environment}\` so GitHub holds it for a reviewer; ${CONFIGURE_HELP(environment, run.slug)}`,
     });
   }
-  return { by: approved.user, via: `environment ${environment} (run ${run.runId})`, comment: approved.comment };
+  return { by: approved.user, via: `environment ${environment} (run ${run.runId})`, comment: approved.comment, selfReviewAllowed: !protection.preventSelfReview };
 }
 
 const RANK: Record<RepoPermission, number> = { none: 0, read: 1, triage: 2, write: 3, maintain: 4, admin: 5 };

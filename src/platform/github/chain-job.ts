@@ -6,7 +6,7 @@
  */
 import { UsageError } from '../../domain/errors.js';
 import { defaultWorkspaceName, parseWorkspaceName } from '../../domain/names.js';
-import { environmentGate } from '../../app/approval-gates/environment.js';
+import { environmentGate, type SelfReview } from '../../app/approval-gates/environment.js';
 import { dispatchGate } from '../../app/approval-gates/dispatch.js';
 import { continueWorkflow, failureOf, type ContinueOutcome, type ContinueRequest } from '../../app/continue-workflow.js';
 import type { AppContext } from '../../app/context.js';
@@ -61,8 +61,8 @@ function newWorkflow(session: Session<ActionName>, settings: NewWorkflowSettings
   };
 }
 
-export function approvalGate(session: Session<ActionName>, mode: 'environment' | 'dispatch', environment: string | undefined): ApprovalGate {
-  return mode === 'environment' ? environmentGate(session.platform, environment) : dispatchGate();
+export function approvalGate(session: Session<ActionName>, mode: 'environment' | 'dispatch', environment: string | undefined, selfReview: SelfReview): ApprovalGate {
+  return mode === 'environment' ? environmentGate(session.platform, environment, selfReview) : dispatchGate();
 }
 
 /** The parts of a continueWorkflow request every chain job shares: its CI run, and the status it publishes. */

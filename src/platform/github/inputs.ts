@@ -102,6 +102,7 @@ const APPROVAL = {
   'require-approval': flag(false),
   'approval-mode': { schema: enumText(['environment', 'dispatch'], 'environment') } as InputSpec<'environment' | 'dispatch'>,
   environment: text(),
+  'self-review': { schema: enumText(['refuse', 'warn'], 'refuse') } as InputSpec<'refuse' | 'warn'>,
   'approve-workflow': { schema: optionalText.transform((v) => v ?? 'exocomp-approve.yml') } as InputSpec<string>,
 };
 
@@ -122,6 +123,7 @@ export const ACTION_INPUTS = {
     'workflow-id': required('workflow-id'),
     'approval-mode': APPROVAL['approval-mode'],
     environment: APPROVAL.environment,
+    'self-review': APPROVAL['self-review'],
     ...TOFU,
     ...LEDGER,
     ...COMMENT,

@@ -85,7 +85,7 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
       );
     },
 
-    async environmentRequiresReviewers(repo, environment) {
+    async environmentProtection(repo, environment) {
       const response = await call(
         'environments',
         `read environment "${environment}" of ${slug(repo)}`,
@@ -94,7 +94,8 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
         { notFound: () => undefined },
       );
       if (response === undefined) return undefined;
-      return (response.data.protection_rules ?? []).some((rule) => rule.type === 'required_reviewers');
+      const rule = (response.data.protection_rules ?? []).find((r) => r.type === 'required_reviewers');
+      return { requiredReviewers: rule !== undefined, preventSelfReview: rule !== undefined && 'prevent_self_review' in rule && rule.prevent_self_review === true };
     },
 
     async collaboratorPermission(repo, username) {

@@ -45,8 +45,12 @@ export interface WorkflowRunInfo {
 export interface GitHubPort {
   /** Reviews recorded on a run's deployments (GET …/actions/runs/{run_id}/approvals). */
   listRunApprovals(repo: RepoRef, runId: number): Promise<RunApproval[]>;
-  /** Whether an environment has a required-reviewers protection rule (GET …/environments/{name}); undefined when the environment does not exist. */
-  environmentRequiresReviewers(repo: RepoRef, environment: string): Promise<boolean | undefined>;
+  /**
+   * An environment's approval rules (GET …/environments/{name}): whether it has
+   * required reviewers, and whether they may approve a run they started
+   * (`prevent_self_review` off); undefined when the environment does not exist.
+   */
+  environmentProtection(repo: RepoRef, environment: string): Promise<{ requiredReviewers: boolean; preventSelfReview: boolean } | undefined>;
   /** GET …/collaborators/{username}/permission */
   collaboratorPermission(repo: RepoRef, username: string): Promise<RepoPermission>;
   listIssueComments(repo: RepoRef, issueNumber: number): Promise<IssueComment[]>;
