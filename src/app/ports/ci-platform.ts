@@ -40,7 +40,11 @@ export interface GateApproval {
   /** Where the decision was made, recorded in the ledger: e.g. `environment production (run 42)`. */
   via: string;
   comment: string;
-  /** Whether the gate lets a person approve a run they started themselves (GitHub: the environment's `prevent_self_review` is off). */
+  /**
+   * Whether the gate's own settings let a person approve a run they started,
+   * unjudged (GitHub: the environment's `prevent_self_review` is off); false
+   * when the platform judged self-approval itself (GitLab's allow-self-approval).
+   */
   selfReviewAllowed: boolean;
 }
 

@@ -133,5 +133,7 @@ async function deploymentApproval(api: GitLabApi, job: GitLabJob, environment: s
     by: approved.map((a) => a.user).join(', '),
     via: `environment ${environment} (deployment ${deployment.id}, pipeline ${job.pipelineId})`,
     comment: approved.map((a) => a.comment ?? '').filter((c) => c !== '').join('; '),
+    // Self-approval was judged above, by the allow-self-approval input.
+    selfReviewAllowed: false,
   };
 }
