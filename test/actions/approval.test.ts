@@ -8,7 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { events } from '../support/action-runner.js';
-import { BOT, createActionFixture, describeRun, planInputs, REPOSITORY, type ActionFixture } from './helpers.js';
+import { BOT, chainInputs, createActionFixture, describeRun, planInputs, REPOSITORY, type ActionFixture } from './helpers.js';
 
 const inventoryNaming = (address: string) => ({ all: { hosts: { web: { ansible_host: address, ansible_port: 2222, ansible_user: 'root' } } } });
 
@@ -83,7 +83,7 @@ describe('environment mode', () => {
     const appliesBefore = await fx.applyCount();
     const result = await fx.run('provision', {
       runId: 6004,
-      with: { ...planInputs(), 'require-approval': 'true', environment: 'production', 'fleet-private-key': 'unused', 'bootstrap-private-key': 'unused' },
+      with: await chainInputs(fx, { 'require-approval': 'true', environment: 'production' }),
     });
     expect(result.code).toBe(1);
     expect(result.log).toMatch(/has no plan recorded by an earlier job/);
