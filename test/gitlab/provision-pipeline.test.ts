@@ -196,6 +196,11 @@ describe('provision through templates/provision.yml, approval: manual', () => {
     const interrupted = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as { steps?: { name: string; state: string; lease?: { holder: string } }[] };
     expect(interrupted.steps?.find((step) => step.state === 'running')?.lease?.holder).toBe(`gitlab:${PROJECT.path}:${PIPELINE}:805`);
 
+    // The scheduled sweeper finds the interrupted workflow and starts its continuation pipeline.
+    const sweep = await runPipeline({ cwd: project, env, variables: { ...asUser('bob', 807), CI_PIPELINE_SOURCE: 'schedule', EXOCOMP_SWEEP: 'true' }, jobs: ['exocomp-sweep'] });
+    expect(sweep.code, `${sweep.stdout}\n${sweep.stderr}`).toBe(0);
+    expect(double.state.triggered).toEqual([expect.objectContaining({ ref: 'main', variables: { EXOCOMP_WORKFLOW_ID: workflowId }, username: 'bob' })]);
+
     await host.exec('touch /etc/exocomp-go');
     const resume = await runPipeline({ cwd: project, env, variables: { ...asUser('bob', 806), EXOCOMP_WORKFLOW_ID: workflowId }, jobs: ['exocomp-resume'] });
     expect(resume.code, `${resume.stdout}\n${resume.stderr}`).toBe(0);

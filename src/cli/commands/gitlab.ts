@@ -50,6 +50,7 @@ export function registerGitLab(program: Command, io: Io): void {
     ['apply', 'pass the approval gate (EXOCOMP_APPROVAL: manual, environment or none) and apply the approved plan'],
     ['configure', 'run the steps after apply: ssh-wait, onboard, configure'],
     ['resume', 'continue EXOCOMP_WORKFLOW_ID from where the ledger says it stands (the resume template, a triggered pipeline)'],
+    ['sweep', 'start a pipeline (trigger API, EXOCOMP_WORKFLOW_ID) for every workflow a finished GitLab job left unfinished'],
   ];
   for (const [kind, description] of jobs) {
     gitlab

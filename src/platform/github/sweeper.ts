@@ -4,8 +4,8 @@
  * its continuation is dispatched. A step whose holder's run is still live, or
  * cannot be judged, is never touched.
  */
-import { listWorkflows } from '../../ledger/records.js';
 import type { AppContext } from '../../app/context.js';
+import { stepsHeldByCi } from '../../app/interrupted.js';
 import type { HolderProbe } from '../../app/lease.js';
 import type { Workflow } from '../../domain/workflow.js';
 import { continuationRef } from './approval.js';
@@ -27,17 +27,13 @@ export async function sweep(
   probe: HolderProbe,
   options: { continueWorkflow: string | undefined; dryRun: boolean },
 ): Promise<SweepEntry[]> {
-  const { workflows } = listWorkflows(await app.store.read());
   const entries: SweepEntry[] = [];
-  for (const workflow of workflows.filter((w) => w.state === 'provisioning')) {
-    const step = workflow.steps.find((s) => s.state === 'running' && s.lease?.origin.kind === 'ci');
-    if (!step?.lease) continue;
-    const gone = await probe(step.lease);
-    if (gone !== true) {
-      entries.push({ id: workflow.id, step: step.name, action: gone === false ? 'live' : 'unknown' });
+  for (const held of await stepsHeldByCi(app, 'ci', probe)) {
+    if (held.holder !== 'gone') {
+      entries.push({ id: held.workflow.id, step: held.step, action: held.holder });
       continue;
     }
-    entries.push(await continueWorkflow(github, run, workflow, step.name, options));
+    entries.push(await continueWorkflow(github, run, held.workflow, held.step, options));
   }
   return entries;
 }

@@ -18,6 +18,8 @@ import type { Workflow } from '../../domain/workflow.js';
 import { continueWorkflow, failureOf, type ContinueOutcome, type ContinueRequest } from '../../app/continue-workflow.js';
 import type { AppContext } from '../../app/context.js';
 import type { ApprovalGate } from '../../app/ports/approval-gate.js';
+import type { CiPlatform } from '../../app/ports/ci-platform.js';
+import { stepsHeldByCi } from '../../app/interrupted.js';
 import { environmentGate } from '../../app/approval-gates/environment.js';
 import type { RunInputs } from '../../app/run-inputs.js';
 import { SecretRegistry } from '../../app/secrets.js';
@@ -25,14 +27,14 @@ import { DEFAULT_LEDGER_BRANCH } from '../../ledger/git-store.js';
 import { GitLabApi, GITLAB_TOKEN_VARIABLE } from './api.js';
 import { readGitLabJob } from './job.js';
 import { LEDGER_TOKEN_VARIABLE, openGitLabLedger } from './ledger.js';
-import { createGitLabLog } from './log.js';
+import { createGitLabLog, type GitLabLog } from './log.js';
 import { manualJobGate } from './manual-gate.js';
 import { gitlabPlatform } from './platform.js';
 import { GitLabProgress } from './progress.js';
 import { findMergeRequest } from './status-note.js';
 import { gitlabStateEnv } from './tofu-state.js';
 
-export type GitLabJobKind = 'plan' | 'apply' | 'configure' | 'resume';
+export type GitLabJobKind = 'plan' | 'apply' | 'configure' | 'resume' | 'sweep';
 
 const flag = z.enum(['true', 'false']).default('false').transform((v) => v === 'true');
 const settingsSchema = z.object({
@@ -80,7 +82,8 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
     const mergeRequestIid = settings.EXOCOMP_MR_NOTE ? await findMergeRequest(api, job.projectId, job) : undefined;
     const platform = gitlabPlatform({ job, api, log, secrets, env, mergeRequestIid, allowSelfApproval: settings.EXOCOMP_ALLOW_SELF_APPROVAL });
     const ledger = openGitLabLedger({ job, branch: settings.EXOCOMP_LEDGER_BRANCH, ledgerProject: settings.EXOCOMP_LEDGER_PROJECT, env, secrets });
-    await ledger.preflight();
+    // The sweeper only reads the ledger (and starts pipelines).
+    if (kind !== 'sweep') await ledger.preflight();
     const workspaceName = settings.EXOCOMP_WORKSPACE_NAME ? parseWorkspaceName(settings.EXOCOMP_WORKSPACE_NAME) : settings.EXOCOMP_WORKSPACE ? defaultWorkspaceName(settings.EXOCOMP_WORKSPACE) : undefined;
     const stateEnv = settings.EXOCOMP_STATE === 'gitlab' ? gitlabStateEnv(job, workspaceName ?? 'default') : {};
     const app: AppContext = {
@@ -91,6 +94,10 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
       env: { ...withoutTokens(env), ...stateEnv },
       progress: new GitLabProgress(log),
     };
+    if (kind === 'sweep') {
+      await sweep(app, platform, log);
+      return 0;
+    }
     const inputs = runInputs(settings, secrets);
     const workflowId = settings.EXOCOMP_WORKFLOW_ID ?? (workspaceName ? `${workspaceName}-${job.pipelineId}` : undefined);
     if (!workflowId) throw new ExocompError('usage', 'no workflow: EXOCOMP_WORKFLOW_ID is not set and there is no workspace to start one', { help: 'set the workspace input, or run with EXOCOMP_WORKFLOW_ID' });
@@ -152,6 +159,25 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
     log.error(describeError(error));
     return error instanceof ExocompError ? error.exitCode : 1;
   }
+}
+
+/**
+ * The sweeper (a scheduled job): every workflow whose step a GitLab job held
+ * that has finished without finishing the step is continued in a new pipeline
+ * (the pipeline trigger API, EXOCOMP_WORKFLOW_ID), which the resume template's
+ * job runs. A live holder, or one that cannot be judged, is left alone.
+ */
+async function sweep(app: AppContext, platform: CiPlatform, log: GitLabLog): Promise<void> {
+  const held = await stepsHeldByCi(app, 'gitlab', platform.probeHolder);
+  for (const { workflow, step, holder } of held) {
+    if (holder !== 'gone') {
+      log.info(`${workflow.id}: ${step} is held by a ${holder === 'live' ? 'running' : 'possibly running'} job; left alone`);
+      continue;
+    }
+    const started = await platform.dispatchContinuation(workflow, undefined);
+    log.info(`${workflow.id}: ${step} was interrupted; continued in ${started.target} on ${started.ref}`);
+  }
+  if (held.length === 0) log.info('no workflow is held by a GitLab job');
 }
 
 /** The plan job's `reports: terraform` file: the merge request widget shows its counts. */

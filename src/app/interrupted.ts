@@ -1,0 +1,29 @@
+/**
+ * Which workflows a CI job left interrupted (DESIGN.md §1): provisioning, with
+ * a step still `running` under a CI holder (a GitHub run, a GitLab job). The
+ * probe judges the holder: gone (continue it), live, or unknown (never touched).
+ * The faces' sweepers start the continuations their own way.
+ */
+import type { Lease, Workflow } from '../domain/workflow.js';
+import { listWorkflows } from '../ledger/records.js';
+import type { AppContext } from './context.js';
+import type { HolderProbe } from './lease.js';
+
+export interface HeldStep {
+  workflow: Workflow;
+  step: string;
+  holder: 'gone' | 'live' | 'unknown';
+}
+
+/** Steps held by holders of `origin` (`ci`: GitHub runs, `gitlab`: GitLab jobs), judged by `probe`. */
+export async function stepsHeldByCi(app: AppContext, origin: Exclude<Lease['origin']['kind'], 'local'>, probe: HolderProbe): Promise<HeldStep[]> {
+  const { workflows } = listWorkflows(await app.store.read());
+  const held: HeldStep[] = [];
+  for (const workflow of workflows.filter((w) => w.state === 'provisioning')) {
+    const step = workflow.steps.find((s) => s.state === 'running' && s.lease?.origin.kind === origin);
+    if (!step?.lease) continue;
+    const gone = await probe(step.lease);
+    held.push({ workflow, step: step.name, holder: gone === true ? 'gone' : gone === false ? 'live' : 'unknown' });
+  }
+  return held;
+}
