@@ -38,6 +38,7 @@ const OPERATIONS = [
   'PATCH /repos/{owner}/{repo}/issues/{issue_number}',
   'POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches',
   'GET /repos/{owner}/{repo}/actions/runs/{run_id}',
+  'GET /repos/{owner}/{repo}/commits/{commit_sha}/pulls',
   'GET /repos/{owner}/{repo}/actions/runs/{run_id}/artifacts',
   'GET /repos/{owner}/{repo}/actions/artifacts/{artifact_id}/{archive_format}',
 ];

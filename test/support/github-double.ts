@@ -135,6 +135,8 @@ export interface GitHubDoubleState {
   runs: Record<number, SeedRun>;
   /** workflow file name (e.g. `provision.yml`) → workflow; unknown workflows get 404. */
   workflows: Record<string, SeedWorkflow>;
+  /** commit sha → the numbers of the pull requests (seeded in `issues`) associated with it. */
+  commitPulls: Record<string, number[]>;
   /** Every accepted workflow dispatch, in order. */
   dispatches: RecordedDispatch[];
 }
@@ -237,6 +239,7 @@ export class GitHubDouble {
     comments: [],
     runs: {},
     workflows: {},
+    commitPulls: {},
     dispatches: [],
   };
   /** Every API request answered, in order (git requests are in `gitRequests`). */
@@ -466,9 +469,68 @@ export class GitHubDouble {
         return this.listRunArtifacts(context);
       case 'actions/download-artifact':
         return this.downloadArtifact(context);
+      case 'repos/list-pull-requests-associated-with-commit':
+        return this.commitPulls(context);
       default:
         return error(404, 'Not Found');
     }
+  }
+
+  private commitPulls({ match, grant }: Context): Reply {
+    if (!can(grant, 'pull-requests', 'read')) return forbidden();
+    const sha = match.params.commit_sha ?? '';
+    const numbers = this.state.commitPulls[sha] ?? [];
+    return { status: 200, body: numbers.map((number) => this.pullRequestSimple(number, this.state.issues[number] ?? { pullRequest: true }, sha)) };
+  }
+
+  private pullRequestSimple(number: number, issue: SeedIssue, sha: string): Record<string, unknown> {
+    const api = this.apiRepoUrl();
+    const html = `${this.htmlRepoUrl()}/pull/${number}`;
+    const at = issue.createdAt ?? '2026-01-01T00:00:00Z';
+    const side = (ref: string) => ({ label: `${this.owner}:${ref}`, ref, repo: this.fullRepository(), sha, user: this.user(this.owner) });
+    const href = (url: string) => ({ href: url });
+    return {
+      url: `${api}/pulls/${number}`,
+      id: 500000 + number,
+      node_id: nodeId('PR_', number),
+      html_url: html,
+      diff_url: `${html}.diff`,
+      patch_url: `${html}.patch`,
+      issue_url: `${api}/issues/${number}`,
+      commits_url: `${api}/pulls/${number}/commits`,
+      review_comments_url: `${api}/pulls/${number}/comments`,
+      review_comment_url: `${api}/pulls/comments{/number}`,
+      comments_url: `${api}/issues/${number}/comments`,
+      statuses_url: `${api}/statuses/${sha}`,
+      number,
+      state: issue.state ?? 'open',
+      locked: false,
+      title: issue.title ?? `Pull request ${number}`,
+      user: this.user(issue.author ?? this.owner),
+      body: issue.body ?? null,
+      labels: [],
+      milestone: null,
+      assignee: null,
+      created_at: at,
+      updated_at: issue.updatedAt ?? at,
+      closed_at: issue.closedAt ?? null,
+      merged_at: issue.closedAt ?? null,
+      merge_commit_sha: issue.closedAt ? sha : null,
+      head: side('feature'),
+      base: side('main'),
+      _links: {
+        self: href(`${api}/pulls/${number}`),
+        html: href(html),
+        issue: href(`${api}/issues/${number}`),
+        comments: href(`${api}/issues/${number}/comments`),
+        review_comments: href(`${api}/pulls/${number}/comments`),
+        review_comment: href(`${api}/pulls/comments{/number}`),
+        commits: href(`${api}/pulls/${number}/commits`),
+        statuses: href(`${api}/statuses/${sha}`),
+      },
+      author_association: 'MEMBER',
+      auto_merge: null,
+    };
   }
 
   private getReviews({ match, grant }: Context): Reply {
@@ -884,6 +946,41 @@ export class GitHubDouble {
       received_events_url: `${api}/received_events`,
       type: login.endsWith('[bot]') ? 'Bot' : 'User',
       site_admin: false,
+    };
+  }
+
+  /** The full `repository` shape (pull requests' head and base). */
+  private fullRepository(): Record<string, unknown> {
+    const at = '2026-01-01T00:00:00Z';
+    return {
+      ...this.minimalRepository(),
+      clone_url: `${this.htmlRepoUrl()}.git`,
+      git_url: `${this.htmlRepoUrl().replace(/^https?:/, 'git:')}.git`,
+      ssh_url: `git@localhost:${this.repository}.git`,
+      svn_url: this.htmlRepoUrl(),
+      default_branch: 'main',
+      homepage: null,
+      language: null,
+      mirror_url: null,
+      license: null,
+      forks: 0,
+      forks_count: 0,
+      open_issues: 0,
+      open_issues_count: 0,
+      stargazers_count: 0,
+      watchers: 0,
+      watchers_count: 0,
+      size: 0,
+      has_downloads: true,
+      has_issues: true,
+      has_projects: false,
+      has_wiki: false,
+      has_pages: false,
+      archived: false,
+      disabled: false,
+      pushed_at: at,
+      created_at: at,
+      updated_at: at,
     };
   }
 

@@ -41,6 +41,7 @@ const NEEDS = {
   comments: 'pull-requests: write (or issues: write for issues)',
   issues: 'issues: write',
   dispatch: 'actions: write',
+  pulls: 'pull-requests: read',
 } as const;
 type Area = keyof typeof NEEDS;
 
@@ -83,6 +84,13 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
               },
             ],
       );
+    },
+
+    async pullRequestsOfCommit(repo, sha) {
+      const response = await call('pulls', `list the pull requests of commit ${sha} in ${slug(repo)}`, baseUrl, () =>
+        octokit.rest.repos.listPullRequestsAssociatedWithCommit({ ...repo, commit_sha: sha }),
+      );
+      return response.data.map((pull) => ({ number: pull.number, open: pull.state === 'open' }));
     },
 
     async environmentProtection(repo, environment) {

@@ -45,6 +45,8 @@ export interface WorkflowRunInfo {
 export interface GitHubPort {
   /** Reviews recorded on a run's deployments (GET …/actions/runs/{run_id}/approvals). */
   listRunApprovals(repo: RepoRef, runId: number): Promise<RunApproval[]>;
+  /** The pull requests a commit belongs to (GET …/commits/{sha}/pulls): open ones, and merged ones for a commit on the base branch. */
+  pullRequestsOfCommit(repo: RepoRef, sha: string): Promise<Array<{ number: number; open: boolean }>>;
   /**
    * An environment's approval rules (GET …/environments/{name}): whether it has
    * required reviewers, and whether they may approve a run they started

@@ -178,7 +178,35 @@ export async function publishWorkflow(session: Session<ActionName>, app: AppCont
   platform.setOutput('hosts', JSON.stringify(await hostsOf(app, workflow.workspace.name)));
   const body = session.secrets.redact(statusMarkdown(workflow, { ...options, run: session.run, now: session.now() }));
   await platform.writeSummary(body);
-  await postStatusComment(session, options.comment ? (session.run.pullRequest ?? workflow.trigger.pullRequest) : undefined, workflow.id, body, 'status');
+  const issue = options.comment ? (session.run.pullRequest ?? workflow.trigger.pullRequest ?? (await pullRequestOfPush(session))) : undefined;
+  await postStatusComment(session, issue, workflow.id, body, 'status');
+}
+
+const pushPullRequests = new WeakMap<Session<ActionName>, Promise<number | undefined>>();
+
+/**
+ * On a push, the pull request the pushed commit belongs to (an open one first,
+ * else the merged one), so its sticky comment follows the chain; looked up once
+ * per run. None is a notice: the status is in the job summary only.
+ */
+function pullRequestOfPush(session: Session<ActionName>): Promise<number | undefined> {
+  if (session.run.eventName !== 'push') return Promise.resolve(undefined);
+  let found = pushPullRequests.get(session);
+  if (!found) {
+    found = (async () => {
+      try {
+        const pulls = await session.github.pullRequestsOfCommit(session.run.repository, session.run.sha);
+        const pull = pulls.find((p) => p.open) ?? pulls[0];
+        if (!pull) core.notice(`commit ${session.run.sha.slice(0, 12)} belongs to no pull request: the status is in the job summary only`);
+        return pull?.number;
+      } catch (error) {
+        core.warning(`could not find the pull request of commit ${session.run.sha.slice(0, 12)}: ${session.secrets.redact(describeError(error))}`);
+        return undefined;
+      }
+    })();
+    pushPullRequests.set(session, found);
+  }
+  return found;
 }
 
 /** Creates or updates the sticky comment `key` on `issue`; a refusal or an API failure is only reported. */
