@@ -22,6 +22,7 @@ const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const PROJECT = { id: 42, path: 'acme/infra', jobTokenPushAllowed: true };
 const PIPELINE = 700;
 const BOT_TOKEN = 'glpat-project-bot-api-01';
+const SEAL_KEY = 'loopback-only-seal-key-0123456789abcdef';
 
 let root: string;
 let project: string;
@@ -131,6 +132,7 @@ beforeAll(async () => {
     EXOCOMP_FLEET_KEY: fleet.privateKeyPath,
     EXOCOMP_BOOTSTRAP_KEY: bootstrap.privateKeyPath,
     EXOCOMP_SSH_WAIT: '60s',
+    EXOCOMP_SEAL_KEY: SEAL_KEY,
   };
 });
 
@@ -181,6 +183,9 @@ describe('provision through templates/provision.yml, approval: manual', () => {
     const apply = await runPipeline({ cwd: project, env, variables: bob, jobs: ['exocomp-apply'], manual: ['exocomp-apply'] });
     expect(apply.code, `${apply.stdout}\n${apply.stderr}`).toBe(0);
     expect(await applies()).toBe(1);
+    // The plan the approver saw travelled from the plan job sealed, through the pipeline's artifacts.
+    expect(apply.stdout).toContain(`applying the approved plan from the plan job (sealed artifact) of run ${PIPELINE}`);
+    expect(apply.stdout).not.toContain(SEAL_KEY);
 
     // The configure job dies with its whole process group while the play runs (a lost runner).
     const configure = spawn(path.join(repoRoot, 'node_modules/.bin/gitlab-ci-local'), pipelineArgs({ ...asUser('bob', 805), CI_JOB_ID: '805' }, ['exocomp-configure']), { cwd: project, env, stdio: 'ignore', detached: true });
