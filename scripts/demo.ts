@@ -32,7 +32,7 @@ const dir = await mkdtemp(join(tmpdir(), 'exocomp-demo-'));
 const bootstrap = await generateKeyPair(dir, 'bootstrap');
 const fleet = await generateKeyPair(dir, 'fleet');
 const host = await createLoopbackHost({ rootAuthorizedKey: bootstrap.publicKey, port: 2222, startDelayMs: 2000 });
-let code = 1;
+let code: number;
 try {
   await runProcess('git', ['init', '-q', '--bare', join(dir, 'ledger.git')]);
   const workspace = join(dir, 'edge');

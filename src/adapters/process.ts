@@ -65,7 +65,7 @@ export function runProcess(command: string, args: readonly string[], options: Ru
   return new Promise((resolve, reject) => {
     const { signal } = options;
     if (signal?.aborted) {
-      reject(signal.reason);
+      reject(signal.reason as Error);
       return;
     }
     const child = spawn(command, [...args], {

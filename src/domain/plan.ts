@@ -178,7 +178,7 @@ export function collectStrings(value: unknown, into: string[]): void {
     return;
   }
   // Booleans would redact every "true" in a log and hide nothing worth hiding.
-  if (typeof value !== 'boolean') into.push(String(value));
+  if (typeof value === 'number' || typeof value === 'bigint') into.push(String(value));
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

@@ -42,6 +42,7 @@ export function checkLedgerPath(path: string): void {
   const segments = path.split('/');
   const bad =
     path.length === 0 ||
+    // eslint-disable-next-line no-control-regex -- a control character in a path is what is refused
     /[\u0000-\u001f\u007f\\]/.test(path) ||
     segments.some((segment) => segment === '' || segment === '.' || segment === '..' || segment.toLowerCase() === '.git');
   if (bad) {

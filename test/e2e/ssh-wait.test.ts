@@ -29,12 +29,11 @@ describe('ssh-wait', () => {
     await fx.setInventory({ all: { hosts: { late: sshHostVars(late) } } });
     const run = fx.spawnCli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--ssh-wait', '60s']);
     // Start the host only once the apply is done: its port opens 3 s later.
-    let closedWhenWaitBegan: boolean | undefined;
     await waitFor('the apply to finish', async () => invocationsOf(await readStandinLog(fx.standinLog), 'output').length > 0, {
       gaveUp: () => (run.child.exitCode === null ? undefined : `the CLI exited ${run.child.exitCode}`),
     });
     await late.start();
-    closedWhenWaitBegan = !(await isPortOpen(late.address, late.port));
+    const closedWhenWaitBegan = !(await isPortOpen(late.address, late.port));
     const result = await run.done;
     expect(result.code, result.stderr).toBe(0);
     expect(closedWhenWaitBegan).toBe(true);

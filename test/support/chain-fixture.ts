@@ -67,8 +67,8 @@ export async function createChainFixture(workspaceFixture = 'edge'): Promise<Cha
     const child = spawn(process.execPath, [cliPath, ...args], { cwd: dir, env: { ...env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     const done = new Promise<CliResult>((resolve) => child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 137 : 1), stdout, stderr })));
     return { child, done };
   };

@@ -31,8 +31,8 @@ describe('exocomp CLI', () => {
 
   it.each(paths.map((p) => [p.join(' '), p]))('%s --help exits 0 with usage', async (_name, path) => {
     const { io, out } = capture();
-    expect(await main([...(path as string[]), '--help'], io)).toBe(0);
-    expect(out.join('\n')).toMatch(new RegExp(`Usage: exocomp ${(path as string[]).join(' ')}`));
+    expect(await main([...(path), '--help'], io)).toBe(0);
+    expect(out.join('\n')).toMatch(new RegExp(`Usage: exocomp ${(path).join(' ')}`));
   });
 
   it('every command that does work has --json', () => {

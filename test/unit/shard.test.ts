@@ -99,7 +99,7 @@ describe('shard specs', () => {
   it.each(['0/3', '4/3', '1/0', '1/257', 'a/b', '1', '1/2/3', '-1/2', '1.5/2', '', '01/2x'])('refuses %j as bad usage', (raw) => {
     const error = thrown(() => parseShardSpec(raw));
     expect(error).toBeInstanceOf(UsageError);
-    expect((error as UsageError).help).toContain('i/N');
+    expect((error).help).toContain('i/N');
   });
 
   it('reads counts and indexes from CI variables', () => {

@@ -149,7 +149,7 @@ export const ACTION_INPUTS = {
     target: required('target'),
     playbook: required('playbook'),
     args: text(),
-    'remote-user': { schema: optionalText.transform((v) => v ?? 'exocomp') } as InputSpec<string>,
+    'remote-user': { schema: optionalText.transform((v) => v ?? 'exocomp') },
     'fleet-private-key': KEYS['fleet-private-key'],
     'run-secrets': KEYS['run-secrets'],
     'seal-key': TOFU['seal-key'],
@@ -178,7 +178,7 @@ export const ACTION_INPUTS = {
   },
   approve: {
     'workflow-id': required('workflow-id'),
-    decision: { schema: enumText(['approve', 'reject'], 'approve') } as InputSpec<'approve' | 'reject'>,
+    decision: { schema: enumText(['approve', 'reject'], 'approve') },
     reason: text(),
     'allow-self-approval': flag(false),
     'continue-workflow': text(),
