@@ -42,7 +42,7 @@ describe('Ctrl-C of provision run during the apply', () => {
     const deadline = Date.now() + scaled(90_000);
     let apply: { pid: number } | undefined;
     while (!apply && Date.now() < deadline && child.exitCode === null) {
-      apply = invocationsOf(await readStandinLog(fx.standinLog), 'apply')[0] as { pid: number } | undefined;
+      apply = invocationsOf(await readStandinLog(fx.standinLog), 'apply')[0];
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     if (!apply) throw new Error(`tofu apply never started:\n${(await done).stderr}`);

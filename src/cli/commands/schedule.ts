@@ -111,8 +111,8 @@ export function registerSchedule(program: Command, io: Io): void {
         playbook,
         args,
         ledgerBranch: String(options.ledgerBranch),
-        ...(options.shards !== undefined ? { shards: parseShardNumber(String(options.shards), '--shards') } : {}),
-        ...(options.maxParallel !== undefined ? { maxParallel: parseShardNumber(String(options.maxParallel), '--max-parallel') } : {}),
+        ...(typeof options.shards === 'string' ? { shards: parseShardNumber(options.shards, '--shards') } : {}),
+        ...(typeof options.maxParallel === 'string' ? { maxParallel: parseShardNumber(options.maxParallel, '--max-parallel') } : {}),
       };
       if (spec.shards !== undefined && options.gitlab === true) {
         throw new UsageError('--shards writes a GitHub matrix workflow', "on GitLab, give the converge job `parallel: N`: each job runs `playbook run --shard \"$CI_NODE_INDEX/$CI_NODE_TOTAL\" --run-id \"$CI_PIPELINE_ID\"`, a later job `converge fold`");
