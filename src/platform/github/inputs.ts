@@ -156,7 +156,7 @@ export const ACTION_INPUTS = {
     shard: text(),
     'fold-shards': text(),
     'concurrency-key': text(),
-    'concurrency-wait': { schema: durationText('10m') } as InputSpec<number>,
+    'concurrency-wait': { schema: durationText('10m') },
     ...LEDGER,
   },
   drift: {
