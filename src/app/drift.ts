@@ -22,7 +22,7 @@ import {
 import { appendDriftRun, driftRunOf, missedTicksOf, recordFire } from '../domain/drift-history.js';
 import { knownHostsName, type DerivedHost } from '../domain/inventory.js';
 import { parseKeyscanOutput, reconcilePins, type Pin } from '../domain/known-hosts.js';
-import type { ResolvedInventory } from '../domain/standing-inventory.js';
+import { InventoryUnusableError, type ResolvedInventory } from '../domain/standing-inventory.js';
 import { keyscan } from '../adapters/ssh.js';
 import { makePrivateDir } from '../adapters/private-dir.js';
 import type { TaskResultEvent } from '../adapters/ansible-events.js';
@@ -153,7 +153,30 @@ function taskResults(events: readonly { event: string }[]): TaskResult[] {
 // ansible-playbook: 0 all fine, 2 a host failed, 4 a host unreachable; anything else is the run itself failing.
 const PLAY_ANSWERED = new Set([0, 2, 4]);
 
-async function checkConfiguration(app: AppContext, request: DriftRequest, inventory: ResolvedInventory, pins: Pin[]): Promise<ConfigurationDrift> {
+/** What a configuration check needs: the play, and what the play needs to run. */
+export type ConfigurationCheckRequest = Pick<
+  DriftRequest,
+  'name' | 'playbook' | 'remoteUser' | 'fleetKeyPath' | 'sealKey' | 'runSecrets' | 'secrets' | 'info' | 'onOutput' | 'signal'
+>;
+
+/**
+ * The configuration half alone, for the preview before approval: the
+ * check-mode play against the hosts tf:<name> names now. Undefined when it
+ * names none yet (a first apply) — there is nothing to preview.
+ */
+export async function previewConfiguration(app: AppContext, request: ConfigurationCheckRequest): Promise<ConfigurationDrift | undefined> {
+  const snapshot = await app.store.read();
+  let inventory: ResolvedInventory;
+  try {
+    inventory = loadStandingInventory(snapshot, request.name);
+  } catch (error) {
+    if (error instanceof InventoryUnusableError && (error.reason === 'unregistered' || error.reason === 'not-materialized' || error.reason === 'no-hosts')) return undefined;
+    throw error;
+  }
+  return checkConfiguration(app, request, inventory, readPins(snapshot));
+}
+
+async function checkConfiguration(app: AppContext, request: ConfigurationCheckRequest, inventory: ResolvedInventory, pins: Pin[]): Promise<ConfigurationDrift> {
   const keys = await compareHostKeys(inventory.hosts, pins, request.signal);
   if (keys.mismatches.length > 0) {
     request.info(`drift: host key mismatch for ${keys.mismatches.map((m) => m.host).join(', ')}: not re-pinned, not checked`);

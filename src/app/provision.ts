@@ -17,6 +17,7 @@ import { locateTofu } from '../adapters/tofu.js';
 import type { AppContext } from './context.js';
 import { checkStateBackend, formatPlanSummary, openTofu, planWorkspace, requireWorkspaceDir } from './apply-workspace.js';
 import type { RunInputs } from './run-inputs.js';
+import { previewWorkflowConfiguration } from './config-preview.js';
 import { saveWorkflow } from './workflows.js';
 
 export interface ProvisionRequest {
@@ -84,11 +85,20 @@ export async function planForApproval(app: AppContext, workflowId: string, input
   try {
     const plan = await planWorkspace(tofu, workflow.options.vars, keepPlanFile ?? join(scratch, 'exocomp.tfplan'));
     const summary = formatPlanSummary(summarizePlan(plan.plan));
+    info(`plan ${summary} · fingerprint ${plan.fingerprint.slice(0, 16)}`);
+    const config = await previewWorkflowConfiguration(app, workflow, inputs, { info });
+    if (config.kind === 'previewed') info(`configuration preview · fingerprint ${config.fingerprint.slice(0, 16)}\n${config.preview}`);
+    else info(config.reason);
     return await saveWorkflow(
       app,
       workflowId,
-      (w) => awaitApproval(w, app.now(), { fingerprint: plan.fingerprint, summary }),
-      `${workflowId}: awaiting approval (plan ${summary})`,
+      (w) =>
+        awaitApproval(w, app.now(), {
+          fingerprint: plan.fingerprint,
+          summary,
+          ...(config.kind === 'previewed' ? { configuration: { fingerprint: config.fingerprint, preview: config.preview } } : {}),
+        }),
+      `${workflowId}: awaiting approval (plan ${summary}${config.kind === 'previewed' ? ', configuration previewed' : ''})`,
     );
   } finally {
     await rm(scratch, { recursive: true, force: true });

@@ -67,6 +67,13 @@ export function renderDriftText(report: DriftReport): string {
   return `${out.join('\n')}\n`;
 }
 
+/** The configuration half alone, as the approval record and the plan's preview show it. */
+export function renderConfigurationText(config: ConfigurationDrift): string {
+  return configurationText(config)
+    .map((line) => line.slice(2))
+    .join('\n');
+}
+
 function configurationText(config: ConfigurationDrift): string[] {
   const out: string[] = [];
   if (config.changed.length === 0 && config.unreachable.length === 0 && config.keyMismatches.length === 0 && config.failed.length === 0) {
@@ -95,7 +102,7 @@ export function escapeMarkdown(text: string): string {
 }
 
 /** A fenced block whose fence is longer than any backtick run inside it. */
-function fenced(lang: string, lines: readonly string[]): string[] {
+export function fenced(lang: string, lines: readonly string[]): string[] {
   const longest = Math.max(2, ...lines.map((l) => Math.max(0, ...(l.match(/`+/g) ?? []).map((m) => m.length))));
   const fence = '`'.repeat(longest + 1);
   return [`${fence}${lang}`, ...lines, fence];

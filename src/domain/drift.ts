@@ -197,12 +197,24 @@ export function configurationDrift(facts: ConfigurationFacts): ConfigurationDrif
 export function configurationFingerprint(facts: ConfigurationFacts): string {
   const perHost: Record<string, Array<[string, string, string]>> = {};
   for (const r of facts.results) {
-    (perHost[r.host] ??= []).push([r.task, r.status === 'failed' && r.ignored ? 'failed-ignored' : r.status, r.diff ?? '']);
+    (perHost[r.host] ??= []).push([r.task, r.status === 'failed' && r.ignored ? 'failed-ignored' : r.status, diffBody(r.diff ?? '')]);
   }
   const hosts = (list: readonly HostProblem[]) => list.map((p) => p.host).sort();
   return createHash('sha256')
     .update(canonicalJson({ perHost, keyMismatches: hosts(facts.keyMismatches), unreachable: hosts(facts.unreachableBeforePlay) }))
     .digest('hex');
+}
+
+/**
+ * A diff without its `---`/`+++` header lines: ansible names the new content
+ * by a temporary file (`+++ after: /tmp/…/tmpab12cd`) that differs on every
+ * run, while the hunks say what would change.
+ */
+function diffBody(diff: string): string {
+  return diff
+    .split('\n')
+    .filter((line) => !line.startsWith('--- ') && !line.startsWith('+++ '))
+    .join('\n');
 }
 
 // ---------------------------------------------------------------------------

@@ -3,6 +3,7 @@
  * summary, PR comment) and as JSON. Pure: time is handed in for durations of
  * running steps.
  */
+import { fenced } from './drift-render.js';
 import { formatDuration } from './duration.js';
 import { STEP_NAMES, type Step, type Workflow } from './workflow.js';
 
@@ -98,12 +99,23 @@ export function renderText(view: WorkflowView): string {
       ]),
     ]),
   ];
+  const { approval } = view;
+  if (approval.planFingerprint !== undefined) {
+    lines.push('', `plan          ${approval.planSummary ?? ''} · fingerprint ${approval.planFingerprint.slice(0, 16)}`);
+    if (approval.configFingerprint !== undefined) {
+      lines.push(`configuration check-mode preview · fingerprint ${approval.configFingerprint.slice(0, 16)}`);
+      lines.push(...(approval.configPreview ?? '').split('\n').map((line) => `  ${line}`));
+    }
+  }
   if (view.failure) {
     lines.push('', `failed at ${view.failure.step} (${view.failure.kind}) ${view.failure.at}: ${view.failure.summary}`);
     if (view.state === 'provision-failed') lines.push(`resume with: exocomp provision resume ${view.id}`);
   }
   return lines.join('\n');
 }
+
+/** Lines of the configuration preview a comment shows (PR comments are capped at 65,536 characters). */
+const MAX_PREVIEW_LINES = 200;
 
 function escapeCell(text: string): string {
   return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
@@ -127,6 +139,15 @@ export function renderMarkdown(view: WorkflowView, options: { maxDetail?: number
         } | ${escapeCell(clip(s.detail))} |`,
     ),
   ];
+  const { approval } = view;
+  if (approval.planFingerprint !== undefined) {
+    lines.push('', `**Plan** \`${approval.planSummary ?? ''}\` · fingerprint \`${approval.planFingerprint.slice(0, 16)}\``);
+    if (approval.configFingerprint !== undefined) {
+      const preview = (approval.configPreview ?? '').split('\n');
+      const shown = preview.length > MAX_PREVIEW_LINES ? [...preview.slice(0, MAX_PREVIEW_LINES), `… ${preview.length - MAX_PREVIEW_LINES} more line(s)`] : preview;
+      lines.push('', `**Configuration** (check-mode preview) · fingerprint \`${approval.configFingerprint.slice(0, 16)}\``, '', ...fenced('text', shown));
+    }
+  }
   if (view.failure) {
     lines.push('', `**Failed at ${view.failure.step}** (${view.failure.kind}): ${escapeCell(clip(view.failure.summary))}`);
   }

@@ -79,6 +79,10 @@ export const approvalSchema = z.object({
   /** Hash of the normalized plan that was approved (DESIGN.md §5). */
   planFingerprint: z.string().optional(),
   planSummary: z.string().optional(),
+  /** Fingerprint of the check-mode configure run against the hosts tf:<name> named at plan time: the approval binds it too. */
+  configFingerprint: z.string().optional(),
+  /** That preview: per host, the tasks that would change and their diffs (redacted). */
+  configPreview: z.string().optional(),
   /** The CI run whose artifacts hold that plan's saved plan, sealed; unset when no sealed plan was shipped (DESIGN.md §5). */
   planRunId: z.number().int().optional(),
 });
@@ -205,7 +209,11 @@ function withStep(workflow: Workflow, name: StepName, change: (step: Step) => St
 }
 
 /** Records that the workflow waits for a decision before anything is applied. */
-export function awaitApproval(workflow: Workflow, now: Date, plan?: { fingerprint: string; summary: string }): Workflow {
+export function awaitApproval(
+  workflow: Workflow,
+  now: Date,
+  plan?: { fingerprint: string; summary: string; configuration?: { fingerprint: string; preview: string } },
+): Workflow {
   if (!workflow.approval.required) {
     throw new IllegalTransitionError(`workflow ${workflow.id} does not require approval`);
   }
@@ -219,6 +227,12 @@ export function awaitApproval(workflow: Workflow, now: Date, plan?: { fingerprin
   if (plan) {
     approval.planFingerprint = plan.fingerprint;
     approval.planSummary = plan.summary;
+    delete approval.configFingerprint;
+    delete approval.configPreview;
+    if (plan.configuration) {
+      approval.configFingerprint = plan.configuration.fingerprint;
+      approval.configPreview = plan.configuration.preview;
+    }
     // An earlier plan's artifact is not this plan's; recordPlanRun names the new one once it is shipped.
     delete approval.planRunId;
   }

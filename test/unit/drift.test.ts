@@ -133,6 +133,10 @@ describe('configurationDrift', () => {
     expect(configurationFingerprint(facts([a, { ...b, status: 'changed' }, c]))).not.toBe(base);
     expect(configurationFingerprint(facts([a, b, c], { keyMismatches: [{ host: 'db1', detail: 'x' }] }))).not.toBe(base);
     expect(base).toMatch(/^[0-9a-f]{64}$/);
+    // ansible's temporary file in the header differs on every run; the hunks decide.
+    const run = (tmp: string, line: string): TaskResult => ({ host: 'web1', task: 'T', status: 'changed', diff: `--- before: /etc/motd\n+++ after: ${tmp}\n@@ -1 +1 @@\n-a\n+${line}\n` });
+    expect(configurationFingerprint(facts([run('/tmp/x/tmp1', 'b')]))).toBe(configurationFingerprint(facts([run('/tmp/y/tmp2', 'b')])));
+    expect(configurationFingerprint(facts([run('/tmp/x/tmp1', 'b')]))).not.toBe(configurationFingerprint(facts([run('/tmp/x/tmp1', 'c')])));
   });
 });
 

@@ -5,6 +5,7 @@
 import { ExocompError } from '../../domain/errors.js';
 import type { StepContext } from '../chain.js';
 import { applyWorkspace } from '../apply-workspace.js';
+import { checkApprovedConfiguration } from '../config-preview.js';
 
 export async function applyStep({ app, workflow, inputs, info, warn, signal }: StepContext): Promise<string> {
   if (inputs.savedPlanFile !== undefined && workflow.approval.planFingerprint === undefined) {
@@ -12,6 +13,8 @@ export async function applyStep({ app, workflow, inputs, info, warn, signal }: S
       help: 'nothing was applied; run the plan job for this workflow first',
     });
   }
+  // The approval binds the configuration preview too: a changed playbook (or host) voids it.
+  if (workflow.approval.state === 'approved') await checkApprovedConfiguration(app, workflow, inputs, { info, signal });
   const outcome = await applyWorkspace(app, {
     workspacePath: workflow.workspace.path,
     name: workflow.workspace.name,
