@@ -5,7 +5,7 @@
  * a real loopback sshd host, real ansible, the OpenTofu stand-in, the ledger in
  * the GitLab double's git (pushed with each job's job token).
  */
-import { cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -110,6 +110,10 @@ beforeAll(async () => {
   await writeFile(
     path.join(project, 'environment-mode.yml'),
     ['stages: [build, deploy]', 'include:', '  - local: templates/provision.yml', '    inputs:', '      workspace: edge', '      playbook: site.yml', '      approval: environment', '      apply-when: on_success', '      environment: production', ''].join('\n'),
+  );
+  await writeFile(
+    path.join(project, 'merge-request.yml'),
+    ['include:', '  - local: templates/plan.yml', '    inputs:', '      workspace: edge', '      playbook: site.yml', ''].join('\n'),
   );
   await run('git', ['init', '--quiet', '-b', 'main']);
   await run('git', ['remote', 'add', 'origin', `${double.url}/${PROJECT.path}.git`]);
@@ -255,6 +259,26 @@ describe('provision through templates/provision.yml, approval: environment', () 
     expect(await applies()).toBe(before + 1);
     const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as { approval?: { by?: string; via?: string; comment?: string } };
     expect(record.approval).toMatchObject({ by: 'carol', via: 'environment production (deployment 31, pipeline 710)', comment: 'go' });
+    expect(double.violations).toEqual([]);
+  }, 300_000);
+});
+
+describe('templates/plan.yml in a merge request pipeline', () => {
+  it('records the plan awaiting approval, writes the terraform report for the MR widget and the status note', async () => {
+    const pipeline = 720;
+    const plan = await runPipeline({
+      cwd: project,
+      env,
+      file: 'merge-request.yml',
+      variables: { ...asUser('alice', 820), CI_PIPELINE_ID: String(pipeline), CI_PIPELINE_SOURCE: 'merge_request_event', CI_MERGE_REQUEST_IID: '5' },
+    });
+    expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
+    expect(plan.stdout).toContain('exocomp-plan');
+    const record = JSON.parse((await ledgerFile(`workflows/edge-${pipeline}.json`)) ?? '{}') as { state?: string; trigger?: { pullRequest?: number } };
+    expect(record).toMatchObject({ state: 'awaiting-approval', trigger: { pullRequest: 5 } });
+    const report = (await runProcess('find', [path.join(project, '.gitlab-ci-local'), '-name', 'exocomp-plan.json'])).stdout.trim().split('\n')[0] ?? '';
+    expect(JSON.parse(await readFile(report, 'utf8'))).toEqual({ create: 1, update: 0, delete: 0 });
+    expect(double.state.notes.some((n) => n.author === 'project_42_bot' && n.body.includes(`<!-- exocomp:status:edge-${pipeline} -->`))).toBe(true);
     expect(double.violations).toEqual([]);
   }, 300_000);
 });
