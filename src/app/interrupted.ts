@@ -15,6 +15,26 @@ export interface HeldStep {
   holder: 'gone' | 'live' | 'unknown';
 }
 
+/**
+ * Workflows approved at least `graceMs` ago whose chain never started (every
+ * step pending): the continuation a dispatch-mode approval started never ran —
+ * the dispatch failed, or its run was cancelled while pending (a concurrency
+ * group keeps one pending run; a newer one cancels it).
+ */
+export async function approvedButUnstarted(app: AppContext, graceMs: number): Promise<Workflow[]> {
+  const { workflows } = listWorkflows(await app.store.read());
+  const now = app.now().getTime();
+  return workflows.filter(
+    (w) =>
+      w.approval.required &&
+      w.approval.state === 'approved' &&
+      (w.state === 'created' || w.state === 'awaiting-approval') &&
+      w.steps.every((s) => s.state === 'pending') &&
+      w.approval.at !== undefined &&
+      now - Date.parse(w.approval.at) >= graceMs,
+  );
+}
+
 /** Steps held by holders of `origin` (`ci`: GitHub runs, `gitlab`: GitLab jobs), judged by `probe`. */
 export async function stepsHeldByCi(app: AppContext, origin: Exclude<Lease['origin']['kind'], 'local'>, probe: HolderProbe): Promise<HeldStep[]> {
   const { workflows } = listWorkflows(await app.store.read());

@@ -27,6 +27,8 @@ describe('the sealed plan artifact', () => {
   beforeAll(async () => {
     fx = await createActionFixture('sealed');
     results = await ResultsDouble.start(HOSTNAME);
+    // The REST API lists every run's artifacts: the apply reads the plan through it (findBy), as a re-run attempt must.
+    fx.double.artifacts = results;
     await writeFile(join(fx.workspace, 'exocomp.auto.tfvars.json'), inventory('127.0.0.1'));
     fx.double.state.environments['production'] = { requiredReviewers: ['bob'] };
   });

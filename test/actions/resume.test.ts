@@ -7,7 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWorkflow, startStep, type Workflow } from '../../src/domain/workflow.js';
+import { awaitApproval, createWorkflow, decideApproval, startStep, type Workflow } from '../../src/domain/workflow.js';
 import { GitLedgerStore } from '../../src/ledger/git-store.js';
 import { LEDGER_PATHS, serializeRecord } from '../../src/ledger/records.js';
 import { events } from '../support/action-runner.js';
@@ -34,6 +34,22 @@ function interrupted(id: string, runId: number, now: Date): Workflow {
   return startStep(created, 'apply', lease, now);
 }
 
+/** Approved by dispatch at `approvedAt`, its continuation never started (every step pending). */
+function approvedUnstarted(id: string, approvedAt: Date): Workflow {
+  const created = createWorkflow({
+    id,
+    workspace: { path: 'infra/edge', name: 'edge' },
+    playbook: 'site.yml',
+    requester: 'alice',
+    trigger: { kind: 'github', runId: 1, runAttempt: 1, repository: REPOSITORY, workflowRef: `${REPOSITORY}/.github/workflows/provision.yml@refs/heads/main` },
+    options: { sshWaitMs: 60_000, onboardUser: 'exocomp', check: false },
+    requireApproval: true,
+    now: approvedAt,
+  });
+  const planned = awaitApproval(created, approvedAt, { fingerprint: 'f', summary: '+1 ~0 -0' });
+  return decideApproval(planned, { approve: true, by: 'bob', via: 'workflow_dispatch run 2', now: approvedAt });
+}
+
 describe('resume sweeper', () => {
   let fx: ActionFixture;
   let cache: string;
@@ -48,6 +64,10 @@ describe('resume sweeper', () => {
       writes: new Map([
         [LEDGER_PATHS.workflow('edge-8100'), serializeRecord(interrupted('edge-8100', 8100, now))],
         [LEDGER_PATHS.workflow('edge-8200'), serializeRecord(interrupted('edge-8200', 8200, now))],
+        // Approved two hours ago, continuation never ran (its dispatch failed or its pending run was cancelled).
+        [LEDGER_PATHS.workflow('edge-8400'), serializeRecord(approvedUnstarted('edge-8400', new Date(now.getTime() - 2 * 3600_000)))],
+        // Approved a minute ago: its continuation may still be queued.
+        [LEDGER_PATHS.workflow('edge-8500'), serializeRecord(approvedUnstarted('edge-8500', new Date(now.getTime() - 60_000)))],
       ]),
       message: 'two workflows mid-apply',
       result: undefined,
@@ -61,11 +81,15 @@ describe('resume sweeper', () => {
     await fx?.cleanup();
   });
 
-  it('dispatches the continuation of the workflow whose run completed, and leaves the live one alone', async () => {
+  it('dispatches the continuation of the workflow whose run completed and of the one approved long ago but never started; leaves the live and the recent ones alone', async () => {
     const result = await fx.run('resume', { runId: 8900, workflowFile: 'resume.yml', event: events.schedule(REPOSITORY) });
     expect(result.code, describeRun(result)).toBe(0);
-    expect(JSON.parse(result.outputs.resumed!)).toEqual(['edge-8100']);
-    expect(fx.double.state.dispatches).toEqual([{ workflow: 'provision.yml', ref: 'main', inputs: { 'workflow-id': 'edge-8100' }, login: 'github-actions[bot]' }]);
+    expect(JSON.parse(result.outputs.resumed!)).toEqual(['edge-8400', 'edge-8100']);
+    expect(fx.double.state.dispatches).toEqual([
+      { workflow: 'provision.yml', ref: 'main', inputs: { 'workflow-id': 'edge-8400' }, login: 'github-actions[bot]' },
+      { workflow: 'provision.yml', ref: 'main', inputs: { 'workflow-id': 'edge-8100' }, login: 'github-actions[bot]' },
+    ]);
+    expect(result.stdout).not.toContain('edge-8500');
     expect(result.stdout).toContain('edge-8200: apply live');
     expect(result.summary).toContain('| `edge-8100` | apply | dispatched |');
     expect(fx.double.violations).toEqual([]);

@@ -10,6 +10,7 @@ await runAction('resume', async (session) => {
   const entries = await sweep(app, session.github, session.run, ciHolderProbe(session.github, session.run), {
     continueWorkflow: s['continue-workflow'],
     dryRun: s['dry-run'],
+    unstartedAfterMs: s['unstarted-after'],
   });
   for (const entry of entries) {
     const where = entry.workflow ? ` → ${entry.workflow}@${entry.ref}` : '';

@@ -106,6 +106,19 @@ const APPROVAL = {
   'approve-workflow': { schema: optionalText.transform((v) => v ?? 'exocomp-approve.yml') } as InputSpec<string>,
 };
 
+/** Days a sealed plan artifact is kept (1–90, GitHub's bounds). */
+const retentionDays = {
+  schema: z.string().transform((value, ctx) => {
+    const text = value.trim() === '' ? '7' : value.trim();
+    const days = Number(text);
+    if (!/^\d+$/.test(text) || days < 1 || days > 90) {
+      ctx.addIssue({ code: 'custom', message: `must be a whole number of days from 1 to 90, not ${JSON.stringify(text)}` });
+      return z.NEVER;
+    }
+    return days;
+  }),
+} as InputSpec<number>;
+
 const NEW_WORKFLOW = {
   workspace: { schema: optionalText.transform((v) => v ?? '.') } as InputSpec<string>,
   playbook: text(),
@@ -117,8 +130,8 @@ const NEW_WORKFLOW = {
 };
 
 export const ACTION_INPUTS = {
-  provision: { ...NEW_WORKFLOW, ...APPROVAL, ...TOFU, ...KEYS, ...LEDGER, ...COMMENT, 'workflow-id': text() },
-  plan: { ...NEW_WORKFLOW, ...TOFU, ...LEDGER, ...COMMENT, 'approve-workflow': APPROVAL['approve-workflow'], 'workflow-id': text(), 'plan-only': flag(false) },
+  provision: { ...NEW_WORKFLOW, ...APPROVAL, ...TOFU, ...KEYS, ...LEDGER, ...COMMENT, 'workflow-id': text(), 'artifact-retention-days': retentionDays },
+  plan: { ...NEW_WORKFLOW, ...TOFU, ...LEDGER, ...COMMENT, 'approve-workflow': APPROVAL['approve-workflow'], 'workflow-id': text(), 'plan-only': flag(false), 'artifact-retention-days': retentionDays },
   apply: {
     'workflow-id': required('workflow-id'),
     'approval-mode': APPROVAL['approval-mode'],
@@ -186,7 +199,7 @@ export const ACTION_INPUTS = {
     ...COMMENT,
   },
   status: { 'workflow-id': text(), ...LEDGER, ...COMMENT },
-  resume: { 'continue-workflow': text(), 'dry-run': flag(false), ...LEDGER },
+  resume: { 'continue-workflow': text(), 'dry-run': flag(false), 'unstarted-after': { schema: durationText('30m') } as InputSpec<number>, ...LEDGER },
 } as const satisfies Record<string, InputSpecs>;
 
 export type ActionName = keyof typeof ACTION_INPUTS;

@@ -46,6 +46,8 @@ export interface Session<N extends ActionName> {
 }
 
 const USER_AGENT = 'exocomp-provision';
+/** How long a sealed plan is kept for its apply (the artifact-retention-days default). */
+const DEFAULT_RETENTION_DAYS = 7;
 
 /**
  * Runs an action body; any failure becomes the step's failure, with secrets
@@ -55,7 +57,7 @@ const USER_AGENT = 'exocomp-provision';
 export async function runAction<N extends ActionName>(
   name: N,
   body: (session: Session<N>) => Promise<void>,
-  options: { artifacts?: (run: RunContext, token: string) => ArtifactPort } = {},
+  options: { artifacts?: (run: RunContext, token: string, retentionDays: number) => ArtifactPort } = {},
 ): Promise<void> {
   const secrets = new SecretRegistry((value) => core.setSecret(value));
   const progress = new GitHubProgress();
@@ -65,9 +67,9 @@ export async function runAction<N extends ActionName>(
   try {
     const settings = readSettings(ACTION_INPUTS[name], (input) => core.getInput(input), (value) => secrets.add(value)) as Session<N>['settings'];
     const run = readRunContext(process.env, process.cwd());
-    const { token = '', 'comment-author': commentAuthor } = settings as { token?: string; 'comment-author'?: string };
+    const { token = '', 'comment-author': commentAuthor, 'artifact-retention-days': retentionDays } = settings as { token?: string; 'comment-author'?: string; 'artifact-retention-days'?: number };
     const github = createGitHub({ token, baseUrl: run.apiUrl, userAgent: USER_AGENT });
-    const artifacts = options.artifacts?.(run, token);
+    const artifacts = options.artifacts?.(run, token, retentionDays ?? DEFAULT_RETENTION_DAYS);
     const platform = githubPlatform({ run, github, ...(commentAuthor ? { commentAuthor } : {}), ...(artifacts ? { artifacts } : {}) });
     scratch = await mkdtemp(join(run.runnerTemp, 'exocomp-'));
     await body({ settings, run, secrets, github, platform, progress, scratch, now: () => new Date(), interrupt });

@@ -5,7 +5,7 @@
  * cannot be judged, is never touched.
  */
 import type { AppContext } from '../../app/context.js';
-import { stepsHeldByCi } from '../../app/interrupted.js';
+import { approvedButUnstarted, stepsHeldByCi } from '../../app/interrupted.js';
 import type { HolderProbe } from '../../app/lease.js';
 import type { Workflow } from '../../domain/workflow.js';
 import { continuationRef } from './approval.js';
@@ -25,9 +25,12 @@ export async function sweep(
   github: GitHubPort,
   run: RunContext,
   probe: HolderProbe,
-  options: { continueWorkflow: string | undefined; dryRun: boolean },
+  options: { continueWorkflow: string | undefined; dryRun: boolean; unstartedAfterMs: number },
 ): Promise<SweepEntry[]> {
   const entries: SweepEntry[] = [];
+  for (const workflow of await approvedButUnstarted(app, options.unstartedAfterMs)) {
+    entries.push(await continueWorkflow(github, run, workflow, 'apply', options));
+  }
   for (const held of await stepsHeldByCi(app, 'ci', probe)) {
     if (held.holder !== 'gone') {
       entries.push({ id: held.workflow.id, step: held.step, action: held.holder });
