@@ -13,18 +13,7 @@ import { DRIFT_ISSUE_LABEL, driftIssueMarker } from '../../src/domain/drift-issu
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
 import { standinPath } from '../support/tofu-standin.js';
 import { BOT, chainInputs, createActionFixture, describeRun, WORKSPACE_DIR, type ActionFixture } from './helpers.js';
-
-const PLAY = `- name: Configure
-  hosts: all
-  become: true
-  gather_facts: false
-  tasks:
-    - name: Write the motd
-      ansible.builtin.copy:
-        dest: /etc/motd-exocomp
-        content: "managed by exocomp\\n"
-        mode: "0644"
-`;
+import { motdPlaybook } from '../support/plays.js';
 
 describe('the drift action and the sticky drift issue', () => {
   let fx: ActionFixture;
@@ -55,7 +44,7 @@ describe('the drift action and the sticky drift issue', () => {
     fx = await createActionFixture('edge');
     host = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey });
     await host.start();
-    await writeFile(join(fx.checkout, 'drift-site.yml'), PLAY);
+    await writeFile(join(fx.checkout, 'drift-site.yml'), motdPlaybook());
     await setInventory();
     await provision(7001);
   });

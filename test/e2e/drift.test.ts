@@ -10,18 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DriftReport } from '../../src/domain/drift.js';
 import { createChainFixture, sshHostVars, type ChainFixture, type CliResult } from '../support/chain-fixture.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
-
-const PLAY = `- name: Configure
-  hosts: all
-  become: true
-  gather_facts: false
-  tasks:
-    - name: Write the motd
-      ansible.builtin.copy:
-        dest: /etc/motd-exocomp
-        content: "managed by exocomp\\n"
-        mode: "0644"
-`;
+import { motdPlaybook } from '../support/plays.js';
 
 describe('exocomp drift', () => {
   let fx: ChainFixture;
@@ -39,7 +28,7 @@ describe('exocomp drift', () => {
     fx = await createChainFixture('edge');
     web = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey });
     await web.start();
-    await writeFile(join(fx.dir, 'site.yml'), PLAY);
+    await writeFile(join(fx.dir, 'site.yml'), motdPlaybook());
     await fx.setInventory(inventory());
     const run = await fx.cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', 'edge', '--ssh-wait', '60s']);
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);

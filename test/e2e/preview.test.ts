@@ -9,18 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChainFixture, sshHostVars, workflowIdFrom, type ChainFixture } from '../support/chain-fixture.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
-
-const play = (content: string) => `- name: Configure
-  hosts: all
-  become: true
-  gather_facts: false
-  tasks:
-    - name: Write the motd
-      ansible.builtin.copy:
-        dest: /etc/motd-exocomp
-        content: "${content}\\n"
-        mode: "0644"
-`;
+import { motdPlaybook } from '../support/plays.js';
 
 describe('plan preview: infrastructure and configuration, both bound by the approval', () => {
   let fx: ChainFixture;
@@ -30,7 +19,7 @@ describe('plan preview: infrastructure and configuration, both bound by the appr
     fx = await createChainFixture('edge');
     web = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey });
     await web.start();
-    await writeFile(join(fx.dir, 'site.yml'), play('managed by exocomp'));
+    await writeFile(join(fx.dir, 'site.yml'), motdPlaybook());
     await fx.setInventory({ all: { hosts: { web1: sshHostVars(web) } } });
     const first = await fx.cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--ssh-wait', '60s']);
     expect(first.code, `${first.stdout}\n${first.stderr}`).toBe(0);
@@ -63,7 +52,7 @@ describe('plan preview: infrastructure and configuration, both bound by the appr
 
     const approved = await fx.cli(['approval', 'decide', id, '--approve', '--by', 'reviewer', ...fx.ledgerArgs]);
     expect(approved.code, approved.stderr).toBe(0);
-    await writeFile(join(fx.dir, 'site.yml'), play('managed by exocomp, v2'));
+    await writeFile(join(fx.dir, 'site.yml'), motdPlaybook('managed by exocomp, v2'));
     const refused = await fx.cli(['provision', 'resume', id, ...fx.keys]);
     expect(refused.code).toBe(1);
     expect(`${refused.stdout}\n${refused.stderr}`).toContain('configuration changed since approval');
@@ -71,7 +60,7 @@ describe('plan preview: infrastructure and configuration, both bound by the appr
     expect(await readFile(join(fx.dir, 'site.yml'), 'utf8')).toContain('v2');
 
     // The approved playbook back: the preview comes out as approved (check mode is repeatable), so the apply goes ahead.
-    await writeFile(join(fx.dir, 'site.yml'), play('managed by exocomp'));
+    await writeFile(join(fx.dir, 'site.yml'), motdPlaybook());
     const resumed = await fx.cli(['provision', 'resume', id, ...fx.keys]);
     expect(resumed.code, `${resumed.stdout}\n${resumed.stderr}`).toBe(0);
     expect(await fx.applyCount()).toBe(2);
