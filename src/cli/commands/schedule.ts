@@ -84,7 +84,8 @@ export function registerSchedule(program: Command, io: Io): void {
     .argument('<name>', 'schedule name: a-z, 0-9 and -')
     .argument('<playbook-and-flags...>', 'after --: the playbook, then --check, --limit <pattern>, --tags <tags>')
     .requiredOption('--cron <six fields>', "six-field cron, seconds first, in UTC, e.g. '0 17 3 * * *'")
-    .requiredOption('--kind <kind>', 'what the schedule fires: play')
+    .requiredOption('--kind <kind>', 'what the schedule fires: play (a converge), or drift (the drift check of --workspace, with its sticky issue)')
+    .addOption(new Option('--workspace <dir>', 'with --kind drift: the workspace directory the check plans'))
     .requiredOption('--target <tf:name>', 'the standing inventory the play runs against')
     .requiredOption('--concurrency-key <key>', 'fires sharing a key never overlap (CI concurrency group and ledger lease)')
     .addOption(dirOption())
@@ -99,8 +100,11 @@ export function registerSchedule(program: Command, io: Io): void {
     .addOption(jsonOption())
     .action(async (rawName: string, words: string[], options: Record<string, unknown>) => {
       const name = parseScheduleName(rawName);
-      if (options.kind !== 'play') {
-        throw new UsageError(`--kind ${quoteValue(String(options.kind))} is not supported`, '--kind play is the only kind: the schedule fires a play against the standing inventory');
+      if (options.kind !== 'play' && options.kind !== 'drift') {
+        throw new UsageError(`--kind ${quoteValue(String(options.kind))} is not supported`, '--kind play fires a converge of the standing inventory, --kind drift its drift check');
+      }
+      if (options.kind === 'drift' && options.gitlab === true) {
+        throw new UsageError('--kind drift writes a GitHub workflow', 'on GitLab, schedule a job that runs `exocomp drift <workspace> --playbook <file>` (exit 3 is drift)');
       }
       const { playbook, args } = parsePassthrough(words);
       const spec: ScheduleSpec = {
@@ -111,6 +115,7 @@ export function registerSchedule(program: Command, io: Io): void {
         playbook,
         args,
         ledgerBranch: String(options.ledgerBranch),
+        ...(options.kind === 'drift' ? { kind: 'drift' as const, ...(typeof options.workspace === 'string' ? { workspace: options.workspace } : {}) } : {}),
         ...(typeof options.shards === 'string' ? { shards: parseShardNumber(options.shards, '--shards') } : {}),
         ...(typeof options.maxParallel === 'string' ? { maxParallel: parseShardNumber(options.maxParallel, '--max-parallel') } : {}),
       };
