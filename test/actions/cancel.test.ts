@@ -5,13 +5,11 @@
  * released, publish the status and exit non-zero within the SIGINT window; a
  * re-run then resumes with one more apply and finishes.
  */
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { events, type ActionResult } from '../support/action-runner.js';
-import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
+import type { LoopbackHost } from '../support/loopback-host.js';
 import { invocationsOf, readStandinLog } from '../support/tofu-standin.js';
-import { chainInputs, createActionFixture, describeRun, REPOSITORY, type ActionFixture } from './helpers.js';
+import { chainInputs, createActionFixture, startWebHost, describeRun, REPOSITORY, type ActionFixture } from './helpers.js';
 
 const RUN_ID = 7300;
 const ID = `edge-${RUN_ID}`;
@@ -28,12 +26,7 @@ describe('cancelling the root action during tofu apply', () => {
 
   beforeAll(async () => {
     fx = await createActionFixture('edge');
-    host = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey, port: 2222 });
-    await host.start();
-    await writeFile(
-      join(fx.workspace, 'exocomp.auto.tfvars.json'),
-      JSON.stringify({ ansible_inventory: { all: { hosts: { web: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } } } }),
-    );
+    host = await startWebHost(fx);
     fx.double.state.issues[PR] = { pullRequest: true };
     const inputs = await chainInputs(fx, { 'ssh-wait': '30s' });
     const event = events.pullRequest(REPOSITORY, PR, 'alice');

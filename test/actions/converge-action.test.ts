@@ -15,8 +15,8 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { events, RunnerJob, type ActionResult } from '../support/action-runner.js';
-import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
-import { chainInputs, createActionFixture, describeRun, REPOSITORY, type ActionFixture } from './helpers.js';
+import type { LoopbackHost } from '../support/loopback-host.js';
+import { chainInputs, createActionFixture, startWebHost, describeRun, REPOSITORY, type ActionFixture } from './helpers.js';
 
 const SPOOF = ['::error::spoofed', '::set-output name=state::provisioned', '::set-output name=spoofed::yes', '::add-mask::converged', 'legacy ##[warning]spoofed too'];
 
@@ -49,12 +49,7 @@ describe('the converge action', () => {
 
   beforeAll(async () => {
     fx = await createActionFixture('edge');
-    host = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey, port: 2222 });
-    await host.start();
-    await writeFile(
-      join(fx.workspace, 'exocomp.auto.tfvars.json'),
-      JSON.stringify({ ansible_inventory: { all: { hosts: { web: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } } } }),
-    );
+    host = await startWebHost(fx);
     await writeFile(join(fx.checkout, 'spoof.yml'), spoofPlaybook);
     await writeFile(join(fx.checkout, 'timed.yml'), timedPlaybook);
     job = await RunnerJob.start();

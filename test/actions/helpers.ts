@@ -5,13 +5,13 @@
  * stand-in, SSH key pairs, and a way to run any action's bundle as the runner
  * would, in a given run attempt and event.
  */
-import { cp, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runProcess } from '../../src/adapters/process.js';
 import { events, runActionBundle, type ActionInvocation, type ActionResult, type RunnerEvent, type RunnerJob, type RunnerRun } from '../support/action-runner.js';
 import { GitHubDouble, PERMISSIVE_TOKEN } from '../support/github-double.js';
-import { generateKeyPair, type KeyPair } from '../support/loopback-host.js';
+import { createLoopbackHost, generateKeyPair, type KeyPair, type LoopbackHost } from '../support/loopback-host.js';
 import { fixtureWorkspacesDir, invocationsOf, readStandinLog, standinPath } from '../support/tofu-standin.js';
 
 export const REPOSITORY = 'acme/infra';
@@ -126,6 +126,20 @@ export async function createActionFixture(workspaceFixture = 'edge'): Promise<Ac
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Names `web` at address:port, as root, as the workspace's only host (the fixture's tofu input). */
+export async function nameWebHost(fx: ActionFixture, address: string, port = 2222): Promise<void> {
+  const web = { ansible_host: address, ansible_port: port, ansible_user: 'root' };
+  await writeFile(join(fx.workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: { all: { hosts: { web } } } }));
+}
+
+/** A started loopback host taking the bootstrap key for root, named `web` in the workspace. */
+export async function startWebHost(fx: ActionFixture): Promise<LoopbackHost> {
+  const host = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey, port: 2222 });
+  await host.start();
+  await nameWebHost(fx, host.address, host.port);
+  return host;
 }
 
 /** The inputs every chain run in these tests shares (keys as the secrets a workflow passes). */

@@ -4,10 +4,8 @@
  * double checks it against GitHub's OpenAPI description) and its sticky comment
  * is written; a commit without one gets a notice instead.
  */
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BOT, createActionFixture, describeRun, planInputs, type ActionFixture } from './helpers.js';
+import { BOT, createActionFixture, describeRun, nameWebHost, planInputs, type ActionFixture } from './helpers.js';
 
 const SHA = '0123456789abcdef0123456789abcdef01234567';
 const ROUTE = 'GET /repos/{owner}/{repo}/commits/{commit_sha}/pulls';
@@ -16,10 +14,7 @@ describe('status of a push', () => {
   let fx: ActionFixture;
   beforeAll(async () => {
     fx = await createActionFixture('edge');
-    await writeFile(
-      join(fx.workspace, 'exocomp.auto.tfvars.json'),
-      JSON.stringify({ ansible_inventory: { all: { hosts: { web: { ansible_host: '127.0.0.1', ansible_port: 2222, ansible_user: 'root' } } } } }),
-    );
+    await nameWebHost(fx, '127.0.0.1');
   });
   afterAll(async () => fx?.cleanup());
 
