@@ -305,6 +305,22 @@ export function readShardResults(snapshot: LedgerSnapshot, name: string, runId: 
   return results;
 }
 
+/** Every schedule's recorded fires (malformed records are skipped here: status reports workflows' errors, not these). */
+export function listScheduleFires(snapshot: LedgerSnapshot): ScheduleFires[] {
+  const found: ScheduleFires[] = [];
+  for (const file of snapshot.list('schedules/')) {
+    const name = /^schedules\/(.+)\.json$/.exec(file)?.[1];
+    if (name === undefined || recordNameProblem(name) !== undefined) continue;
+    try {
+      const record = readScheduleFires(snapshot, name);
+      if (record) found.push(record);
+    } catch (error) {
+      if (!(error instanceof LedgerRecordError)) throw error;
+    }
+  }
+  return found.sort((a, b) => a.name.localeCompare(b.name));
+}
+
 export function readScheduleFires(snapshot: LedgerSnapshot, name: string): ScheduleFires | undefined {
   const file = LEDGER_PATHS.scheduleFires(name);
   const text = snapshot.read(file);

@@ -2,8 +2,8 @@ import { Option, type Command } from 'commander';
 import { parseDuration } from '../../domain/duration.js';
 import { renderText, viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
-import { renderDriftHistory } from '../../domain/drift-history.js';
-import { listDriftHistories, listWorkflows, requireWorkflow } from '../../ledger/records.js';
+import { missedTicksOf, renderDriftHistory } from '../../domain/drift-history.js';
+import { listDriftHistories, listScheduleFires, listWorkflows, requireWorkflow } from '../../ledger/records.js';
 import { localGate } from '../../app/approval-gates/local.js';
 import { continueWorkflow, type ContinueOutcome } from '../../app/continue-workflow.js';
 import { newWorkflowId } from '../../app/provision.js';
@@ -137,6 +137,7 @@ export function registerProvision(program: Command, io: Io): void {
         JSON.stringify({
           workflows: workflows.map((w) => viewWorkflow(w, now)),
           drift: drift.histories,
+          schedules: listScheduleFires(snapshot).map((f) => ({ name: f.name, cron: f.cron, fires: f.fires.length, missedTicks: missedTicksOf(f, now).map((t) => t.toISOString()) })),
           errors: errors.map((e) => ({ file: e.file, reason: e.reason })),
         }),
       );
@@ -144,6 +145,10 @@ export function registerProvision(program: Command, io: Io): void {
       if (workflows.length === 0) io.out(`no workflows in ${context.store.description}`);
       for (const w of workflows) io.out(`${w.id}  ${w.state.padEnd(17)} ${w.workspace.name}  ${w.playbook}  ${w.createdAt}`);
       for (const history of drift.histories) io.out(`\n${renderDriftHistory(history)}`);
+      for (const schedule of listScheduleFires(snapshot)) {
+        const missed = missedTicksOf(schedule, now);
+        if (missed.length > 0) io.out(`\nschedule ${schedule.name} ('${schedule.cron}' UTC): ${missed.length} tick(s) never ran: ${missed.map((t) => t.toISOString()).join(', ')}`);
+      }
       for (const e of errors) io.err(e.message);
     }
     if (errors.length > 0) process.exitCode = 1;
