@@ -5,6 +5,7 @@
 import { Command, Option } from 'commander';
 import { DEFAULT_LEDGER_BRANCH, GitLedgerStore } from '../ledger/git-store.js';
 import { resolveLedgerLocation } from '../ledger/location.js';
+import { parseDuration } from '../domain/duration.js';
 import type { AppContext } from '../app/context.js';
 import type { ProgressListener } from '../app/progress.js';
 import { JsonProgress, TerminalProgress } from './terminal.js';
@@ -14,13 +15,16 @@ import { interruptOnSignals } from '../adapters/signals.js';
 export interface GlobalSettings {
   ledger: string | undefined;
   ledgerBranch: string;
+  /** How long a ledger write keeps retrying while other writers win the race on its record. */
+  ledgerRetryForMs: number;
   json: boolean;
 }
 
 export function addLedgerOptions(command: Command): Command {
   return command
     .addOption(new Option('--ledger <url-or-path>', 'git URL or path of the ledger repository (default: the enclosing git repository, or .exocomp/ledger.git)'))
-    .addOption(new Option('--ledger-branch <name>', 'ledger branch').default(DEFAULT_LEDGER_BRANCH))
+    .addOption(new Option('--ledger-branch <name>', 'ledger name: records live on the branches <name>-records/* (see docs/ledger.md)').default(DEFAULT_LEDGER_BRANCH))
+    .addOption(new Option('--ledger-retry-for <duration>', 'how long a ledger write retries while other writers change the same record').default('5m'))
     .addOption(new Option('--json', 'machine-readable output').default(false));
 }
 
@@ -28,6 +32,7 @@ export function globalSettings(options: Record<string, unknown>): GlobalSettings
   return {
     ledger: typeof options.ledger === 'string' ? options.ledger : undefined,
     ledgerBranch: typeof options.ledgerBranch === 'string' ? options.ledgerBranch : DEFAULT_LEDGER_BRANCH,
+    ledgerRetryForMs: parseDuration(typeof options.ledgerRetryFor === 'string' ? options.ledgerRetryFor : '5m'),
     json: options.json === true,
   };
 }
@@ -45,7 +50,7 @@ export const processIo: Io = {
 export async function buildContext(settings: GlobalSettings, io: Io): Promise<AppContext> {
   const cwd = process.cwd();
   const location = await resolveLedgerLocation({ ledger: settings.ledger, cwd });
-  const store = new GitLedgerStore({ remote: location.remote, branch: settings.ledgerBranch });
+  const store = new GitLedgerStore({ remote: location.remote, branch: settings.ledgerBranch, retryForMs: settings.ledgerRetryForMs });
   const progress: ProgressListener = settings.json ? new JsonProgress(io.out) : new TerminalProgress(io.err);
   return {
     store,

@@ -1,36 +1,46 @@
 /**
- * The ledger as a git branch, read and written without a work tree.
+ * The ledger as git refs, read and written without a work tree (ADR 0001,
+ * ADR 0007 for the layout: one branch per record, see layout.ts).
  *
- * A bare cache repository per remote (shared by concurrent processes) holds
- * the objects. Each operation fetches the branch into a ref only it uses,
- * reads every file with one `ls-tree` and one `cat-file --batch`, builds the
- * next commit in a temporary index, and pushes it without force. The push is
- * the compare-and-swap: git accepts it only when the branch still points at
- * the commit the change was computed from (or, for the first commit, when the
- * branch still does not exist), so a rejected push means someone else wrote
- * first and the change is recomputed from their snapshot.
+ * A bare cache repository per remote holds the objects. A read is one fetch of
+ * every ledger ref, tips only (`--depth=1`), then one `for-each-ref`, one
+ * `diff-tree --stdin` listing every record's files and one `cat-file --batch`
+ * for their contents: the index of records is rebuilt from the refs on every
+ * read, never written by a writer. A write builds one commit per record it
+ * changes (objects checked and hashed here, written by `hash-object`) and
+ * pushes them without force, atomically when there are several. The push is
+ * the compare-and-swap: git accepts a record's new commit only when the
+ * record's branch still points at its parent (or, for a new record, still
+ * does not exist). Writers of different records push different refs and never
+ * conflict; a writer that loses a race on its record recomputes its change
+ * from the new snapshot, with jittered backoff, until a deadline.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { homedir, hostname, tmpdir } from 'node:os';
+import { homedir, hostname, tmpdir, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { formatDuration } from '../domain/duration.js';
 import { ExocompError, UsageError } from '../domain/errors.js';
 import { isRemoteUrl, ProcessGitCli, redactRemote, type GitCli, type GitConfigEntry } from '../adapters/git.js';
 import { isProcessAlive } from '../adapters/process.js';
-import { applyWrites, FileSnapshot } from './memory-store.js';
+import { buildTrees, commitBytes, EMPTY_TREE_ID, objectId, type BlobEntry } from './git-objects.js';
+import { cacheRefPrefix, MOVED_MARKER, movedMarkerText, recordOf, recordRef, recordRefProblem, RECORDS_SUFFIX } from './layout.js';
+import { applyWrites, checkLedgerPath, FileSnapshot } from './memory-store.js';
 import type { LedgerChange, LedgerSnapshot, LedgerStore } from './store.js';
 
 export interface GitLedgerStoreOptions {
   /** Any git URL or local path (relative paths are taken from the current directory). */
   remote: string;
-  /** Default `exocomp-ledger`. */
+  /** The configured ledger name, default `exocomp-ledger` (records live on `<branch>-records/*`). */
   branch?: string;
   /** Where cache repositories live (one per remote). Default `$XDG_CACHE_HOME/exocomp/ledgers` or `~/.cache/exocomp/ledgers`. */
   cacheDir?: string;
-  /** How many times an update is tried when other writers keep winning. Default 12. */
-  maxAttempts?: number;
+  /** How long an update keeps retrying while other writers win the race on its record. Default 5 minutes. */
+  retryForMs?: number;
+  /** Who writes, for the commit trailer other writers name in their conflict errors. Default user@host pid. */
+  writer?: string;
   /** Extra environment for git (e.g. GIT_SSH_COMMAND). */
   extraEnv?: Readonly<Record<string, string>>;
   /** Git configuration passed through the environment, e.g. an auth header from `httpAuthConfig`. */
@@ -42,7 +52,7 @@ export interface GitLedgerStoreOptions {
 }
 
 export const DEFAULT_LEDGER_BRANCH = 'exocomp-ledger';
-const DEFAULT_MAX_ATTEMPTS = 12;
+export const DEFAULT_LEDGER_RETRY_MS = 5 * 60_000;
 const BACKOFF_BASE_MS = 25;
 const BACKOFF_CAP_MS = 2_000;
 const NETWORK_TIMEOUT_MS = 120_000;
@@ -50,14 +60,10 @@ const NETWORK_TIMEOUT_MS = 120_000;
 const WRITER_LOCK_STALE_MS = 30_000;
 /** How long a writer waits for the lock before going ahead without it (the push stays safe either way). */
 const WRITER_LOCK_WAIT_MS = 60_000;
+const WRITER_TRAILER = 'Exocomp-Writer';
 
 /** Commits are made by the ledger itself, so they work without any user git config. */
-const LEDGER_IDENTITY: Readonly<Record<string, string>> = {
-  GIT_AUTHOR_NAME: 'exocomp-ledger',
-  GIT_AUTHOR_EMAIL: 'ledger@exocomp.invalid',
-  GIT_COMMITTER_NAME: 'exocomp-ledger',
-  GIT_COMMITTER_EMAIL: 'ledger@exocomp.invalid',
-};
+const LEDGER_IDENTITY = { name: 'exocomp-ledger', email: 'ledger@exocomp.invalid' };
 
 /**
  * Test hook: when this variable names a file, the store writes the commit id
@@ -72,15 +78,31 @@ interface TreeEntry {
   object: string;
 }
 
-/** A snapshot plus what the next commit needs: the tree entries behind the files. */
-interface BranchState {
-  snapshot: FileSnapshot;
-  entries: ReadonlyMap<string, TreeEntry>;
+/** One ref as fetched: its commit and every entry of its tree, by path. */
+interface RefState {
+  commit: string;
+  entries: Map<string, TreeEntry>;
 }
 
-type PushOutcome = 'pushed' | 'conflict';
-/** `latest` is the commit we pushed, when we did. */
-type Attempt<T> = { done: true; result: T; latest: string | null } | { done: false; latest: null };
+/** The ledger as read: the files, and what the next write needs to know about each ref. */
+interface LedgerState {
+  snapshot: FileSnapshot;
+  /** Record refs by record name. */
+  records: Map<string, RefState>;
+  /** The old single branch, while it still holds records (null once migrated or when absent). */
+  legacy: RefState | null;
+  /** The old branch's tip whatever it holds (the migration's compare-and-swap needs it). */
+  /** The writer trailer of each record ref's tip, for the records asked about. */
+  writers: Map<string, string>;
+}
+
+interface PushOutcome {
+  ok: boolean;
+  /** Records whose push was refused because their ref moved. */
+  conflicts: string[];
+}
+
+type Attempt<T> = { done: true; result: T } | { done: false; conflicts: string[] };
 
 export class GitLedgerStore implements LedgerStore {
   readonly description: string;
@@ -88,12 +110,11 @@ export class GitLedgerStore implements LedgerStore {
   private readonly remote: string;
   private readonly shownRemote: string;
   private readonly cacheRoot: string;
-  private readonly maxAttempts: number;
+  private readonly retryForMs: number;
+  private readonly writer: string;
   private readonly makeGit: (gitDir: string) => GitCli;
   private readonly secrets: readonly string[];
-  /** Names this process's temporary refs, so processes sharing the cache never touch each other's refs. */
-  private readonly refPrefix = `refs/exocomp/tmp/${process.pid}-${randomBytes(6).toString('hex')}`;
-  private sequence = 0;
+  private readonly cachePrefix: string;
   private cacheGit: Promise<{ git: GitCli; lock: WriterLock }> | undefined;
 
   constructor(options: GitLedgerStoreOptions) {
@@ -107,9 +128,11 @@ export class GitLedgerStore implements LedgerStore {
     this.remote = isRemoteUrl(options.remote) ? options.remote : resolve(options.remote);
     this.secrets = [...(options.secrets ?? [])];
     this.shownRemote = redactRemote(this.remote, this.secrets);
-    this.description = `branch ${this.branch} of ${this.shownRemote}`;
+    this.description = `ledger ${this.branch} (refs/heads/${this.branch}${RECORDS_SUFFIX}/*) of ${this.shownRemote}`;
     this.cacheRoot = options.cacheDir ?? defaultCacheRoot();
-    this.maxAttempts = Math.max(1, options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS);
+    this.retryForMs = Math.max(0, options.retryForMs ?? DEFAULT_LEDGER_RETRY_MS);
+    this.writer = (options.writer ?? defaultWriter()).replace(/[\r\n]+/g, ' ').slice(0, 200);
+    this.cachePrefix = cacheRefPrefix(this.branch);
     this.makeGit =
       options.git ??
       ((gitDir) =>
@@ -122,47 +145,197 @@ export class GitLedgerStore implements LedgerStore {
   }
 
   async read(): Promise<LedgerSnapshot> {
-    const { git } = await this.cache();
-    const { ref, state } = await this.fetchState(git);
-    await this.release(git, ref, state.snapshot.revision);
-    return state.snapshot;
-  }
-
-  async update<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>): Promise<T> {
     const { git, lock } = await this.cache();
-    for (let attempt = 1; ; attempt++) {
-      const unlock = await lock.acquire();
-      let fetched: { ref: string | null; state: BranchState } | undefined;
-      let outcome: Attempt<T> = { done: false, latest: null };
-      try {
-        fetched = await this.fetchState(git);
-        outcome = await this.attempt(git, fetched.state, mutate);
-      } finally {
-        await unlock();
-        // The temporary ref goes after unlocking: its cleanup needs no lock.
-        if (fetched) await this.release(git, fetched.ref, outcome.latest ?? fetched.state.snapshot.revision);
-      }
-      if (outcome.done) return outcome.result;
-      if (attempt >= this.maxAttempts) {
-        throw new ExocompError(
-          'ledger-conflict',
-          `gave up writing to the ledger (${this.description}) after ${attempt} attempts: another writer changed it every time`,
-          { help: 'the ledger is under heavy concurrent writes; re-run the command, and serialise runs that touch the same workflow (e.g. a CI concurrency group)' },
-        );
-      }
-      await sleep(backoffMs(attempt));
+    const unlock = await lock.acquire();
+    try {
+      return (await this.load(git, [])).snapshot;
+    } finally {
+      await unlock();
     }
   }
 
+  async update<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>): Promise<T> {
+    return this.write(mutate, false);
+  }
+
+  /**
+   * Moves an old single-branch ledger to one branch per record, keeping each
+   * record's history. Any write does this too; returns how many records moved.
+   */
+  async migrate(): Promise<number> {
+    return this.write((snapshot) => ({ writes: new Map(), message: '', result: snapshot.list('').length }), true);
+  }
+
+  private async write<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>, forceMigration: boolean): Promise<T> {
+    const { git, lock } = await this.cache();
+    const started = Date.now();
+    const seen = new Set<string>();
+    let contended: string[] = [];
+    for (let attempt = 1; ; attempt++) {
+      const unlock = await lock.acquire();
+      let outcome: Attempt<T>;
+      try {
+        const state = await this.load(git, contended);
+        for (const record of contended) {
+          const writer = state.writers.get(record);
+          if (writer !== undefined && writer !== this.writer) seen.add(writer);
+        }
+        outcome = await this.attempt(git, state, mutate, forceMigration);
+      } finally {
+        await unlock();
+      }
+      if (outcome.done) return outcome.result;
+      contended = outcome.conflicts;
+      const pause = backoffMs(attempt);
+      const elapsed = Date.now() - started;
+      if (elapsed + pause > this.retryForMs) throw this.conflictError(contended, [...seen], attempt, elapsed);
+      await sleep(pause);
+    }
+  }
+
+  private conflictError(records: readonly string[], writers: readonly string[], attempts: number, elapsedMs: number): ExocompError {
+    const what = records.length > 0 ? records.map((record) => `${this.branch}${RECORDS_SUFFIX}/${record}`).join(', ') : `the ledger ${this.branch}`;
+    const who = writers.length > 0 ? `; other writers seen: ${writers.slice(0, 5).join('; ')}${writers.length > 5 ? ` and ${writers.length - 5} more` : ''}` : '';
+    return new ExocompError(
+      'ledger-conflict',
+      `could not write ${what} in ${formatDuration(elapsedMs)} (${attempts} attempts): another writer changed it first every time${who}`,
+      {
+        help: 'runs that change the same record are racing; serialise them (a CI concurrency group, or --concurrency-key), or give the write longer (--ledger-retry-for / the ledger-retry-for input), then re-run',
+      },
+    );
+  }
+
   /** Applies `mutate` to the fetched state, commits and pushes; not done when another writer pushed first. */
-  private async attempt<T>(git: GitCli, state: BranchState, mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>): Promise<Attempt<T>> {
+  private async attempt<T>(
+    git: GitCli,
+    state: LedgerState,
+    mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>,
+    forceMigration: boolean,
+  ): Promise<Attempt<T>> {
     const change = mutate(state.snapshot);
+    const migrating = state.legacy !== null;
     const files = applyWrites(state.snapshot.entries(), change.writes);
-    if (files === null) return { done: true, result: change.result, latest: null };
-    const commit = await this.commit(git, state, files, change.message);
-    await pauseBeforePushForTests(commit);
-    if ((await this.push(git, commit)) === 'conflict') return { done: false, latest: null };
-    return { done: true, result: change.result, latest: commit };
+    if (files === null && !(migrating && (forceMigration || change.writes.size > 0))) return { done: true, result: change.result };
+    const next = files ?? new Map(state.snapshot.entries());
+
+    // The records this write changes, and with a migration every record still on the old branch.
+    const changed = new Set<string>();
+    for (const path of change.writes.keys()) {
+      if (state.snapshot.read(path) !== (next.get(path) ?? undefined)) changed.add(this.recordFor(path));
+    }
+    const touched = new Set(changed);
+    if (migrating) {
+      this.refuseStrays(state.legacy!, `the old ledger branch ${this.branch}`, (path) => this.recordFor(path));
+      for (const path of state.legacy!.entries.keys()) {
+        if (!state.records.has(recordOf(path))) touched.add(this.recordFor(path));
+      }
+    }
+    const byRecord = new Map<string, Map<string, string>>();
+    for (const record of touched) byRecord.set(record, new Map());
+    for (const [path, content] of next) byRecord.get(recordOf(path))?.set(path, content);
+
+    const work = await mkdtemp(join(tmpdir(), 'exocomp-ledger-'));
+    try {
+      const blobs = await this.writeBlobs(git, work, state, [...byRecord.values()].flatMap((files) => [...files]));
+      const trees: Buffer[] = [];
+      const commits: Buffer[] = [];
+      const refspecs: string[] = [];
+      const when = new Date();
+      const trailer = `\n\n${WRITER_TRAILER}: ${this.writer}\n`;
+      const moved = `move to ${this.branch}${RECORDS_SUFFIX}/* from the single branch ${this.branch}`;
+      for (const [record, files] of byRecord) {
+        const current = state.records.get(record);
+        if (current) this.refuseStrays(current, `the ledger record ${this.branch}${RECORDS_SUFFIX}/${record}`, () => record);
+        const entries = new Map<string, BlobEntry>();
+        for (const path of files.keys()) {
+          const previous = current?.entries.get(path) ?? (migrating ? state.legacy!.entries.get(path) : undefined);
+          entries.set(path, { mode: previous?.mode === '100755' ? '100755' : '100644', id: blobs.get(path) ?? '' });
+        }
+        const built = buildTrees(entries);
+        trees.push(...built.trees.map((tree) => tree.bytes));
+        // A record created during the migration continues the old branch's history.
+        const parent = current?.commit ?? (migrating ? state.legacy!.commit : undefined);
+        const message = `${changed.has(record) ? change.message : moved}${trailer}`;
+        const commit = commitBytes({ tree: built.root, parents: parent ? [parent] : [], ...LEDGER_IDENTITY, when, message });
+        commits.push(commit);
+        refspecs.push(`${objectId('commit', commit)}:${recordRef(this.branch, record)}`);
+      }
+      if (migrating) {
+        const markerBlob = Buffer.from(movedMarkerText(this.branch), 'utf8');
+        await this.writeObjects(git, work, 'blob', [markerBlob]);
+        const marker = buildTrees(new Map([[MOVED_MARKER, { mode: '100644', id: objectId('blob', markerBlob) }]]));
+        trees.push(...marker.trees.map((tree) => tree.bytes));
+        const commit = commitBytes({ tree: marker.root, parents: [state.legacy!.commit], ...LEDGER_IDENTITY, when, message: `${moved}${trailer}` });
+        commits.push(commit);
+        refspecs.push(`${objectId('commit', commit)}:refs/heads/${this.branch}`);
+      }
+      await this.writeObjects(git, work, 'tree', trees);
+      await this.writeObjects(git, work, 'commit', commits);
+      await pauseBeforePushForTests(refspecs.map((refspec) => refspec.split(':')[0]).join('\n'));
+      const pushed = await this.push(git, refspecs);
+      return pushed.ok ? { done: true, result: change.result } : { done: false, conflicts: pushed.conflicts };
+    } finally {
+      await rm(work, { recursive: true, force: true });
+    }
+  }
+
+  /** The record a path belongs to; a path that cannot become a ref is refused before anything is written. */
+  private recordFor(path: string): string {
+    checkLedgerPath(path);
+    const record = recordOf(path);
+    const problem = recordRefProblem(record);
+    if (problem !== undefined) {
+      throw new ExocompError('ledger-record', `the ledger path ${JSON.stringify(path)} cannot become the branch ${this.branch}${RECORDS_SUFFIX}/${record}: ${problem}`, {
+        help: 'nothing was written; rename or remove that file on the ledger branch by hand (git rm, commit, push without force), then re-run',
+      });
+    }
+    return record;
+  }
+
+  /** A write never drops what it does not understand: entries that are not ledger files of this ref stop it, named. */
+  private refuseStrays(ref: RefState, where: string, recordOfPath: (path: string) => string): void {
+    for (const [path, entry] of ref.entries) {
+      let problem: string | undefined;
+      if (entry.type !== 'blob') problem = `a ${entry.type} entry, not a file`;
+      else {
+        try {
+          checkLedgerPath(path);
+          if (recordOfPath(path) !== recordOf(path) || recordRefProblem(recordOf(path)) !== undefined) problem = 'a file that does not belong here';
+        } catch {
+          problem = 'a path git and GitHub refuse';
+        }
+      }
+      if (problem !== undefined) {
+        throw new ExocompError('ledger-record', `${where} holds ${JSON.stringify(path)} (${problem}); a write never drops what it does not understand, so nothing was written`, {
+          help: 'remove or rename that entry by hand (git rm, commit, push without force), then re-run',
+        });
+      }
+    }
+  }
+
+  /** Writes the new file contents as blobs (one process) and returns the blob id of every path in `files`. */
+  private async writeBlobs(git: GitCli, work: string, state: LedgerState, files: readonly (readonly [string, string])[]): Promise<Map<string, string>> {
+    const ids = new Map<string, string>();
+    const fresh: Buffer[] = [];
+    for (const [path, content] of files) {
+      const bytes = Buffer.from(content, 'utf8');
+      ids.set(path, objectId('blob', bytes));
+      const known = state.snapshot.read(path) === content;
+      if (!known) fresh.push(bytes);
+    }
+    await this.writeObjects(git, work, 'blob', fresh);
+    return ids;
+  }
+
+  /** Writes objects of one type with one `hash-object` process, and checks git computed the ids we did. */
+  private async writeObjects(git: GitCli, work: string, type: 'blob' | 'tree' | 'commit', objects: readonly Buffer[]): Promise<void> {
+    if (objects.length === 0) return;
+    const paths = objects.map((_, index) => join(work, `${type}-${index}`));
+    await Promise.all(objects.map((bytes, index) => writeFile(paths[index] ?? '', bytes)));
+    const hashed = await git.run(['hash-object', '-w', '--no-filters', '-t', type, '--stdin-paths'], { input: `${paths.join('\n')}\n` });
+    const ids = hashed.stdout.split('\n').filter((line) => line !== '');
+    const expected = objects.map((bytes) => objectId(type, bytes));
+    if (hashed.code !== 0 || ids.join(' ') !== expected.join(' ')) throw this.cacheFailure(`hash-object -t ${type}`, hashed.stderr || 'unexpected object ids');
   }
 
   private cache(): Promise<{ git: GitCli; lock: WriterLock }> {
@@ -197,141 +370,176 @@ export class GitLedgerStore implements LedgerStore {
     return { git: this.makeGit(dir), lock: new WriterLock(join(dir, lockName)) };
   }
 
-  /** Fetches the branch into a ref of our own and reads every file at that commit. */
-  private async fetchState(git: GitCli): Promise<{ ref: string | null; state: BranchState }> {
-    const ref = `${this.refPrefix}-${++this.sequence}`;
-    const fetched = await git.run(
-      ['fetch', '--quiet', '--no-write-fetch-head', '--no-tags', '--no-show-forced-updates', this.remote, `+refs/heads/${this.branch}:${ref}`],
-      { timeoutMs: NETWORK_TIMEOUT_MS },
-    );
-    if (fetched.code !== 0) {
-      if (/couldn't find remote ref/i.test(fetched.stderr)) {
-        return { ref: null, state: { snapshot: new FileSnapshot(null, new Map()), entries: new Map() } };
+  /**
+   * One fetch of every ref of this ledger (the old branch and each record's
+   * branch, tips only) into the cache's copy, then the files of each.
+   * `writersOf` names records whose tip's writer the caller wants to know.
+   */
+  private async load(git: GitCli, writersOf: readonly string[]): Promise<LedgerState> {
+    await this.fetch(git);
+    const listed = await git.run(['for-each-ref', '--format=%(objectname) %(objecttype) %(tree) %(refname)', this.cachePrefix]);
+    if (listed.code !== 0) throw this.cacheFailure('for-each-ref', listed.stderr);
+    const legacyName = `${this.cachePrefix}${this.branch}`;
+    const recordsPrefix = `${this.cachePrefix}${this.branch}${RECORDS_SUFFIX}/`;
+    const refs: { name: string | null; commit: string; tree: string }[] = [];
+    for (const line of listed.stdout.split('\n')) {
+      const [commit = '', type = '', tree = '', name = ''] = line.split(' ');
+      if (type !== 'commit') continue;
+      if (name === legacyName) refs.push({ name: null, commit, tree });
+      else if (name.startsWith(recordsPrefix) && recordRefProblem(name.slice(recordsPrefix.length)) === undefined) {
+        refs.push({ name: name.slice(recordsPrefix.length), commit, tree });
       }
-      throw new ExocompError('ledger-unreachable', `cannot read the ledger ${this.description}: ${this.gitMessage(fetched.stderr)}`, {
+    }
+    const listings = await this.listTrees(git, refs.map((ref) => ref.tree));
+    const states = refs.map((ref, index) => ({ ...ref, state: { commit: ref.commit, entries: listings[index] ?? new Map<string, TreeEntry>() } }));
+
+    const legacyRef = states.find((ref) => ref.name === null);
+    const legacyRetired = legacyRef !== undefined && legacyRef.state.entries.size === 1 && legacyRef.state.entries.has(MOVED_MARKER);
+    const legacy = legacyRef && !legacyRetired && legacyRef.state.entries.size > 0 ? legacyRef.state : null;
+    const records = new Map<string, RefState>();
+    for (const ref of states) if (ref.name !== null) records.set(ref.name, ref.state);
+
+    // Which blob is each file: a record's own branch wins over the old branch.
+    const chosen = new Map<string, string>();
+    for (const [record, state] of records) {
+      for (const [path, entry] of state.entries) if (entry.type === 'blob' && isLedgerFileOf(path, record)) chosen.set(path, entry.object);
+    }
+    if (legacy) {
+      for (const [path, entry] of legacy.entries) {
+        if (entry.type === 'blob' && !records.has(recordOf(path)) && isLedgerFileOf(path, recordOf(path))) chosen.set(path, entry.object);
+      }
+    }
+    const tips = writersOf.map((record) => records.get(record)?.commit).filter((commit): commit is string => commit !== undefined);
+    const objects = await this.readObjects(git, [...new Set([...chosen.values(), ...tips])]);
+    const files = new Map<string, string>();
+    for (const [path, blob] of chosen) files.set(path, objects.get(blob) ?? '');
+    const writers = new Map<string, string>();
+    for (const record of writersOf) {
+      const commit = records.get(record)?.commit;
+      const trailer = commit ? new RegExp(`^${WRITER_TRAILER}: (.*)$`, 'm').exec(objects.get(commit) ?? '')?.[1] : undefined;
+      if (trailer !== undefined) writers.set(record, trailer);
+    }
+    const revision =
+      states.length === 0
+        ? null
+        : createHash('sha1')
+            .update(states.map((ref) => `${ref.name ?? ''} ${ref.commit}`).sort().join('\n'))
+            .digest('hex');
+    return { snapshot: new FileSnapshot(revision, files), records, legacy, writers };
+  }
+
+  /** Fetches the tips of every ledger ref; a concurrent fetch in a shared cache is waited out. */
+  private async fetch(git: GitCli): Promise<void> {
+    const refspec = `+refs/heads/${this.branch}*:${this.cachePrefix}${this.branch}*`;
+    // A fresh cache (a new CI runner) takes the tips only; a cache that has them
+    // takes just the new commits, without marking each new tip as a shallow
+    // boundary (that list would grow by one per write and slow every push).
+    const known = await git.run(['for-each-ref', '--count=1', '--format=x', this.cachePrefix]);
+    const depth = known.stdout.trim() === '' ? ['--depth=1'] : [];
+    for (let attempt = 1; ; attempt++) {
+      const fetched = await git.run(
+        ['fetch', '--quiet', ...depth, '--prune', '--no-write-fetch-head', '--no-tags', '--no-show-forced-updates', '--no-auto-gc', this.remote, refspec],
+        { timeoutMs: NETWORK_TIMEOUT_MS },
+      );
+      if (fetched.code === 0) return;
+      // A shallow fetch that matches no ref exits 1 without a word: make sure the ledger is indeed empty.
+      if (fetched.stderr.trim() === '' && (await this.remoteIsEmpty(git))) return;
+      if (/\.lock'?: File exists|cannot lock ref|Unable to create .*\.lock/i.test(fetched.stderr) && attempt < 50) {
+        await sleep(backoffMs(Math.min(attempt, 6)));
+        continue;
+      }
+      throw new ExocompError('ledger-unreachable', `cannot read the ${this.description}: ${this.gitMessage(fetched.stderr)}`, {
         help: `check that ${this.shownRemote} exists and is reachable from here with read access; --ledger (or the ledger-repository input) chooses another repository`,
       });
     }
-    try {
-      return { ref, state: await this.readCommit(git, ref) };
-    } catch (error) {
-      await this.release(git, ref, null);
-      throw error;
-    }
   }
 
-  private async readCommit(git: GitCli, ref: string): Promise<BranchState> {
-    const listing = await git.run(['ls-tree', '-r', '-z', '--full-tree', ref]);
-    if (listing.code !== 0) throw this.cacheFailure('ls-tree', listing.stderr);
-    const entries = new Map<string, TreeEntry>();
-    for (const record of listing.stdout.split('\0')) {
-      if (record === '') continue;
-      const match = /^(\d+) (\w+) ([0-9a-f]+)\t(.*)$/s.exec(record);
-      if (!match) throw this.cacheFailure('ls-tree', `unexpected output ${JSON.stringify(record)}`);
-      const [, mode = '', type = '', object = '', path = ''] = match;
-      entries.set(path, { mode, type, object });
+  /** True when the remote has no ref of this ledger; then the cache's copy is emptied too. */
+  private async remoteIsEmpty(git: GitCli): Promise<boolean> {
+    const listed = await git.run(['ls-remote', '--heads', this.remote, `refs/heads/${this.branch}*`], { timeoutMs: NETWORK_TIMEOUT_MS });
+    if (listed.code !== 0 || listed.stdout.trim() !== '') return false;
+    const local = await git.run(['for-each-ref', '--format=delete %(refname)', this.cachePrefix]);
+    if (local.stdout.trim() !== '') await git.run(['update-ref', '--stdin'], { input: local.stdout });
+    return true;
+  }
+
+  /** Every entry of each tree (recursively), with one `diff-tree` process for all of them. */
+  private async listTrees(git: GitCli, trees: readonly string[]): Promise<Map<string, TreeEntry>[]> {
+    if (trees.length === 0) return [];
+    const listed = await git.run(['diff-tree', '--stdin', '-r', '-z', '--no-renames'], {
+      input: trees.map((tree) => `${EMPTY_TREE_ID} ${tree}\n`).join(''),
+      rawStdout: true,
+    });
+    if (listed.code !== 0) throw this.cacheFailure('diff-tree', listed.stderr);
+    const out = listed.stdout;
+    const results: Map<string, TreeEntry>[] = [];
+    let current: Map<string, TreeEntry> | undefined;
+    let position = 0;
+    while (position < out.length) {
+      if (out[position] === ':') {
+        const metaEnd = out.indexOf('\0', position);
+        const pathEnd = out.indexOf('\0', metaEnd + 1);
+        if (metaEnd === -1 || pathEnd === -1 || current === undefined) throw this.cacheFailure('diff-tree', 'unexpected output');
+        const [, mode = '', , object = ''] = out.slice(position + 1, metaEnd).split(' ');
+        const type = mode === '160000' ? 'commit' : mode === '040000' ? 'tree' : 'blob';
+        current.set(out.slice(metaEnd + 1, pathEnd), { mode, type, object });
+        position = pathEnd + 1;
+      } else {
+        const lineEnd = out.indexOf('\n', position);
+        if (lineEnd === -1) throw this.cacheFailure('diff-tree', 'unexpected output');
+        current = new Map();
+        results.push(current);
+        position = lineEnd + 1;
+      }
     }
-    const blobIds = [...new Set([...entries.values()].filter((entry) => entry.type === 'blob').map((entry) => entry.object))];
-    // One cat-file process for the commit and every blob, whatever the number of files.
-    const batch = await git.run(['cat-file', '--batch'], { input: `${[ref, ...blobIds].join('\n')}\n`, rawStdout: true });
+    // Empty trees still print their header line, so there is one listing per tree.
+    if (results.length !== trees.length) throw this.cacheFailure('diff-tree', `listed ${results.length} of ${trees.length} trees`);
+    return results;
+  }
+
+  /** The contents of objects (UTF-8 text), with one `cat-file --batch` process. */
+  private async readObjects(git: GitCli, ids: readonly string[]): Promise<Map<string, string>> {
+    if (ids.length === 0) return new Map();
+    const batch = await git.run(['cat-file', '--batch'], { input: `${ids.join('\n')}\n`, rawStdout: true });
     if (batch.code !== 0) throw this.cacheFailure('cat-file', batch.stderr);
-    const [commit, ...blobs] = parseBatchOutput(batch.stdout, this.description);
-    if (commit?.type !== 'commit' || blobs.length !== blobIds.length) throw this.cacheFailure('cat-file', 'incomplete output');
-    const texts = new Map(blobs.map((blob) => [blob.id, blob.content]));
-    const files = new Map<string, string>();
-    for (const [path, entry] of entries) {
-      const text = texts.get(entry.object);
-      if (entry.type === 'blob' && text !== undefined) files.set(path, text);
-    }
-    return { snapshot: new FileSnapshot(commit.id, files), entries };
+    const objects = parseBatchOutput(batch.stdout, this.description);
+    if (objects.length !== ids.length) throw this.cacheFailure('cat-file', 'incomplete output');
+    return new Map(objects.map((object) => [object.id, object.content]));
   }
 
-  /** Builds the commit holding `files` on top of the snapshot, in a temporary index, and returns its id. */
-  private async commit(git: GitCli, state: BranchState, files: ReadonlyMap<string, string>, message: string): Promise<string> {
-    const work = await mkdtemp(join(tmpdir(), 'exocomp-ledger-'));
-    try {
-      const changed = [...files].filter(([path, content]) => state.snapshot.read(path) !== content);
-      const blobFiles = changed.map((_, index) => join(work, `blob-${index}`));
-      await Promise.all(changed.map(([, content], index) => writeFile(blobFiles[index] ?? '', content)));
-      const ids = changed.length === 0 ? [] : await this.hashBlobs(git, blobFiles);
-      const newIds = new Map(changed.map(([path], index) => [path, ids[index] ?? '']));
-
-      const indexLines: string[] = [];
-      for (const path of files.keys()) {
-        const previous = state.entries.get(path);
-        const id = newIds.get(path);
-        if (id === undefined && previous) indexLines.push(`${previous.mode} ${previous.object}\t${path}`);
-        else indexLines.push(`${previous?.mode === '100755' ? '100755' : '100644'} ${id}\t${path}`);
-      }
-      // Entries that are not text files (e.g. submodule links) are carried over untouched.
-      for (const [path, entry] of state.entries) {
-        if (entry.type !== 'blob' && !files.has(path)) indexLines.push(`${entry.mode} ${entry.object}\t${path}`);
-      }
-      const indexEnv = { GIT_INDEX_FILE: join(work, 'index') };
-      const indexed = await git.run(['update-index', '-z', '--index-info'], {
-        input: indexLines.map((line) => `${line}\0`).join(''),
-        env: indexEnv,
-      });
-      if (indexed.code !== 0) throw this.cacheFailure('update-index', indexed.stderr);
-      const tree = await git.run(['write-tree'], { env: indexEnv });
-      if (tree.code !== 0) throw this.cacheFailure('write-tree', tree.stderr);
-
-      const parent = state.snapshot.revision;
-      const committed = await git.run(['commit-tree', tree.stdout.trim(), ...(parent === null ? [] : ['-p', parent])], {
-        input: message.endsWith('\n') ? message : `${message}\n`,
-        env: LEDGER_IDENTITY,
-      });
-      if (committed.code !== 0) throw this.cacheFailure('commit-tree', committed.stderr);
-      return committed.stdout.trim();
-    } finally {
-      await rm(work, { recursive: true, force: true });
-    }
-  }
-
-  /** Writes the blobs with one hash-object process and returns their ids in order. */
-  private async hashBlobs(git: GitCli, blobFiles: readonly string[]): Promise<string[]> {
-    const hashed = await git.run(['hash-object', '-w', '--no-filters', '--stdin-paths'], { input: `${blobFiles.join('\n')}\n` });
-    const ids = hashed.stdout.split('\n').filter((line) => line !== '');
-    if (hashed.code !== 0 || ids.length !== blobFiles.length) throw this.cacheFailure('hash-object', hashed.stderr);
-    return ids;
-  }
-
-  /** Pushes without force: git refuses unless the branch is still where our commit's parent says. */
-  private async push(git: GitCli, commit: string): Promise<PushOutcome> {
-    const pushed = await git.run(['push', '--porcelain', '--no-verify', this.remote, `${commit}:refs/heads/${this.branch}`], {
+  /** Pushes without force, all refs or none: git refuses a ref unless it is still where our commit's parent says. */
+  private async push(git: GitCli, refspecs: readonly string[]): Promise<PushOutcome> {
+    const pushed = await git.run(['push', '--porcelain', '--no-verify', ...(refspecs.length > 1 ? ['--atomic'] : []), this.remote, ...refspecs], {
       timeoutMs: NETWORK_TIMEOUT_MS,
     });
-    if (pushed.code === 0) return 'pushed';
+    if (pushed.code === 0) return { ok: true, conflicts: [] };
     const output = `${pushed.stdout}\n${pushed.stderr}`;
-    if (/\[rejected\] \((fetch first|non-fast-forward|stale info)\)/.test(output)) return 'conflict';
+    const conflicts: string[] = [];
+    const namespace = `refs/heads/${this.branch}${RECORDS_SUFFIX}/`;
+    for (const line of pushed.stdout.split('\n')) {
+      const match = /^!\t[^:]*:(\S+)\t\[(?:rejected|remote rejected)\] \((fetch first|non-fast-forward|stale info|cannot lock ref.*|failed to update ref.*|incorrect old value.*)\)/.exec(line);
+      if (match) conflicts.push(match[1]!.startsWith(namespace) ? match[1]!.slice(namespace.length) : match[1]!);
+    }
+    // The remote's ref moved between its check and its update (its lock or old-value check failed).
+    for (const match of output.matchAll(/cannot lock ref '([^']+)'|ref (\S+) (?:is at \S+ but expected|incorrect old value)/g)) {
+      const ref = match[1] ?? match[2] ?? '';
+      conflicts.push(ref.startsWith(namespace) ? ref.slice(namespace.length) : ref);
+    }
+    if (conflicts.length > 0) return { ok: false, conflicts: [...new Set(conflicts)] };
     const remoteRejected = /\[remote rejected\]/.test(output);
     if (remoteRejected && /hook declined|GH0\d\d|protected branch|rule violation|ruleset/i.test(output)) {
-      throw new ExocompError('ledger-unreachable', `the push to the ledger ${this.description} was rejected by a rule or hook: ${this.gitMessage(output)}`, {
-        help: `branch rules that target every branch (e.g. GitHub rulesets for "All branches") block the ledger branch ${this.branch} too: exclude ${this.branch} from the rule, or keep the ledger in another repository (the ledger-repository input, or --ledger)`,
+      throw new ExocompError('ledger-unreachable', `the push to the ${this.description} was rejected by a rule or hook: ${this.gitMessage(output)}`, {
+        help: `branch rules that target every branch (e.g. GitHub rulesets for "All branches") block the ledger branches ${this.branch} and ${this.branch}${RECORDS_SUFFIX}/* too: exclude them from the rule, or keep the ledger in another repository (the ledger-repository input, or --ledger)`,
       });
     }
-    // The remote moved between our fetch and its ref update (its lock or old-value check failed).
-    if (remoteRejected && /cannot lock ref|but expected|incorrect old value|failed to update ref/i.test(output)) return 'conflict';
-    throw new ExocompError('ledger-unreachable', `cannot push to the ledger ${this.description}: ${this.gitMessage(output)}`, {
+    if (/does not support --atomic/i.test(output)) {
+      throw new ExocompError('ledger-unreachable', `the ledger ${this.shownRemote} does not accept atomic pushes, which writes of several records need`, {
+        help: 'GitHub and GitLab accept them; keep the ledger in a repository on such a host (the ledger-repository input, or --ledger)',
+      });
+    }
+    throw new ExocompError('ledger-unreachable', `cannot push to the ${this.description}: ${this.gitMessage(output)}`, {
       help: `check that ${this.shownRemote} is reachable and that these credentials may push to it (in GitHub Actions: permissions: contents: write), then re-run`,
     });
-  }
-
-  /**
-   * Deletes the operation's temporary ref and records the newest commit we know
-   * in a shared ref, so the next fetch (by any process) negotiates from it
-   * instead of downloading the whole history. The shared ref is only a hint.
-   */
-  private async release(git: GitCli, ref: string | null, latest: string | null): Promise<void> {
-    if (ref === null) return;
-    if (latest !== null) {
-      const moved = await git.run(['update-ref', '--stdin'], {
-        input: `update refs/exocomp/known/${this.branch} ${latest}\ndelete ${ref}\n`,
-      });
-      if (moved.code === 0) return;
-    }
-    // Another process holds the shared ref's lock: only delete ours.
-    await git.run(['update-ref', '-d', ref]);
   }
 
   private gitMessage(output: string): string {
@@ -349,6 +557,26 @@ export class GitLedgerStore implements LedgerStore {
       help: `remove the cache directory ${this.cacheRoot} and re-run; if it persists, report it`,
     });
   }
+}
+
+/** Whether `path` is a well-formed ledger file that belongs on `record`'s branch. */
+function isLedgerFileOf(path: string, record: string): boolean {
+  try {
+    checkLedgerPath(path);
+  } catch {
+    return false;
+  }
+  return recordOf(path) === record;
+}
+
+function defaultWriter(): string {
+  let user = 'unknown';
+  try {
+    user = userInfo().username;
+  } catch {
+    // No passwd entry (some containers): the host and pid still tell writers apart.
+  }
+  return `${user}@${hostname()} pid ${process.pid}`;
 }
 
 interface BatchObject {

@@ -8,7 +8,7 @@
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runProcess } from '../../src/adapters/process.js';
+import { LEDGER_BRANCH, ledgerFile, ledgerHistory } from '../support/ledger-git.js';
 import { events, runActionBundle, type ActionInvocation, type ActionResult, type RunnerEvent, type RunnerJob, type RunnerRun } from '../support/action-runner.js';
 import { GitHubDouble, PERMISSIVE_TOKEN } from '../support/github-double.js';
 import { createLoopbackHost, generateKeyPair, type KeyPair, type LoopbackHost } from '../support/loopback-host.js';
@@ -110,14 +110,8 @@ export async function createActionFixture(workspaceFixture = 'edge'): Promise<Ac
       };
       return options.runnerJob ? options.runnerJob.step(invocation) : runActionBundle(invocation);
     },
-    async ledgerHistory(branch = 'exocomp-ledger') {
-      const log = await runProcess('git', ['--git-dir', ledgerRepo, 'log', '-p', '--no-color', '--format=commit %H%n%B', branch]);
-      return log.code === 0 ? log.stdout : '';
-    },
-    async ledgerFile(path, branch = 'exocomp-ledger') {
-      const shown = await runProcess('git', ['--git-dir', ledgerRepo, 'show', `${branch}:${path}`]);
-      return shown.code === 0 ? shown.stdout : undefined;
-    },
+    ledgerHistory: (branch = LEDGER_BRANCH) => ledgerHistory(ledgerRepo, branch),
+    ledgerFile: (path, branch = LEDGER_BRANCH) => ledgerFile(ledgerRepo, path, branch),
     async applyCount() {
       return invocationsOf(await readStandinLog(standinLog), 'apply').length;
     },

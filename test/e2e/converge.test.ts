@@ -14,12 +14,12 @@ import { runProcess, type RunResult } from '../../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair, type KeyPair, type LoopbackHost } from '../support/loopback-host.js';
 import { fixtureWorkspacesDir, standinPath } from '../support/tofu-standin.js';
 import { scaled } from '../support/time.js';
+import { commitToLedger as commitFilesToLedger, ledgerFile as ledgerFileOf, ledgerMessages } from '../support/ledger-git.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const cliMain = path.join(repoRoot, 'src/cli/main.ts');
 const tsxLoader = pathToFileURL(path.join(repoRoot, 'node_modules/tsx/dist/loader.mjs')).href;
 const onboardPlaybook = path.join(repoRoot, 'playbooks/onboard.yml');
-const BRANCH = 'exocomp-ledger';
 const SEAL_KEY = 'loopback-only-seal-key-0123456789abcdef';
 
 let root: string;
@@ -47,34 +47,8 @@ async function expectExit(result: Promise<RunResult>, code: number): Promise<Run
 
 const ledgerArgs = () => ['--ledger', ledger];
 
-async function git(args: string[], cwd = root): Promise<string> {
-  const r = await runProcess('git', args, { cwd, env: baseEnv });
-  if (r.code !== 0) throw new Error(`git ${args.join(' ')} failed: ${r.stderr}`);
-  return r.stdout;
-}
-
-/** A file on the ledger branch as the bare repository holds it; undefined when absent. */
-async function ledgerFile(file: string): Promise<string | undefined> {
-  const r = await runProcess('git', ['--git-dir', ledger, 'show', `${BRANCH}:${file}`], { env: baseEnv });
-  return r.code === 0 ? r.stdout : undefined;
-}
-
-/** Commits straight to the ledger branch (behind exocomp's back): null deletes a file. */
-async function commitToLedger(files: Record<string, string | null>, message: string): Promise<void> {
-  const clone = await mkdtemp(path.join(root, 'clone-'));
-  await git(['clone', '--quiet', '--branch', BRANCH, ledger, clone]);
-  for (const [file, text] of Object.entries(files)) {
-    if (text === null) await git(['rm', '--quiet', file], clone);
-    else {
-      await mkdir(path.dirname(path.join(clone, file)), { recursive: true });
-      await writeFile(path.join(clone, file), text);
-      await git(['add', file], clone);
-    }
-  }
-  await git(['-c', 'user.name=test', '-c', 'user.email=test@example.invalid', 'commit', '--quiet', '-m', message], clone);
-  await git(['push', '--quiet', 'origin', BRANCH], clone);
-  await rm(clone, { recursive: true, force: true });
-}
+const ledgerFile = (file: string) => ledgerFileOf(ledger, file);
+const commitToLedger = (files: Record<string, string | null>, message: string) => commitFilesToLedger(ledger, files, message);
 
 type InventoryHosts = Record<string, Record<string, unknown>>;
 
@@ -415,7 +389,7 @@ describe('--concurrency-key', () => {
     await commitToLedger({ 'locks/orphan.json': `${JSON.stringify({ schemaVersion: 1, key: 'orphan', lease, purpose: 'a run that crashed' })}\n` }, 'an orphaned lock');
     await expectExit(slowRun('taker', 'orphan', ['--concurrency-wait', '1s'], 0), 0);
     expect(existsSync(path.join(out, 'taker.end'))).toBe(true);
-    expect(await git(['--git-dir', ledger, 'log', '--format=%s', BRANCH])).toContain(`taking over from local:${hostname()}:${pid}:dead`);
+    expect(await ledgerMessages(ledger)).toContain(`taking over from local:${hostname()}:${pid}:dead`);
   });
 });
 

@@ -6,34 +6,16 @@
 import { chmod, cp, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runProcess } from '../../src/adapters/process.js';
 import { createChainFixture, type ChainFixture } from '../support/chain-fixture.js';
 import { standinPath } from '../support/tofu-standin.js';
+import { commitToLedger, ledgerRefs } from '../support/ledger-git.js';
 
 const sitePlaybook = new URL('../fixtures/playbooks/site.yml', import.meta.url).pathname;
 
-/** Replaces (or deletes, with null) one file on the ledger branch of a bare repository, as a separate commit. */
-async function tamper(ledger: string, path: string, content: string | null): Promise<void> {
-  const git = (args: string[], input?: string) => runProcess('git', ['--git-dir', ledger, ...args], input === undefined ? {} : { input });
-  const index = join(ledger, 'tamper-index');
-  const env = { ...process.env, GIT_INDEX_FILE: index, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
-  const run = (args: string[], input?: string) => runProcess('git', ['--git-dir', ledger, ...args], { env, ...(input === undefined ? {} : { input }) });
-  const head = (await git(['rev-parse', 'exocomp-ledger'])).stdout.trim();
-  await run(['read-tree', head]);
-  // Mode 0 removes an entry; --force-remove would need a work tree.
-  if (content === null) await run(['update-index', '--index-info'], `0 ${'0'.repeat(40)}\t${path}\n`);
-  else {
-    const blob = (await run(['hash-object', '-w', '--stdin'], content)).stdout.trim();
-    await run(['update-index', '--add', '--cacheinfo', `100644,${blob},${path}`]);
-  }
-  const tree = (await run(['write-tree'])).stdout.trim();
-  const commit = (await run(['commit-tree', tree, '-p', head, '-m', `tamper ${path}`])).stdout.trim();
-  await run(['update-ref', 'refs/heads/exocomp-ledger', commit, head]);
-}
+/** Replaces (or deletes, with null) one ledger file behind exocomp's back, as a separate commit. */
+const tamper = (ledger: string, path: string, content: string | null) => commitToLedger(ledger, { [path]: content }, `tamper ${path}`);
 
-async function ledgerHead(fx: ChainFixture): Promise<string> {
-  return (await runProcess('git', ['--git-dir', fx.ledger, 'rev-parse', '--verify', '-q', 'exocomp-ledger'])).stdout.trim();
-}
+const ledgerHead = (fx: ChainFixture) => ledgerRefs(fx.ledger);
 
 describe('standing inventories fail closed', () => {
   let fx: ChainFixture;

@@ -8,6 +8,7 @@ import { copyFile, cp, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ledgerFileLog } from '../support/ledger-git.js';
 import { runProcess } from '../../src/adapters/process.js';
 import { createChainFixture, sshHostVars, workflowIdFrom, type ChainFixture, type CliResult } from '../support/chain-fixture.js';
 import { createLoopbackHost, generateKeyPair, shellQuote, type KeyPair, type LoopbackHost } from '../support/loopback-host.js';
@@ -259,7 +260,7 @@ describe('pins follow the inventory', () => {
     expect(pins).toContain(await pinLine(a));
     expect(pins).not.toContain(b.knownHostsName);
     expect((await fx.ledgerMessages()).at(-1)).toContain(`retire pins ${b.knownHostsName}`);
-    const history = await runProcess('git', ['--git-dir', fx.ledger, 'log', '-p', '--format=%H', 'exocomp-ledger', '--', 'known_hosts']);
+    const history = { stdout: await ledgerFileLog(fx.ledger, 'known_hosts', ['-p', '--format=%H']) };
     expect(history.stdout).toContain(`-${bPin}`);
   });
 

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -7,7 +7,7 @@ import { ExocompError } from '../../src/domain/errors.js';
 import { GitLedgerStore } from '../../src/ledger/git-store.js';
 import { resolveLedgerLocation } from '../../src/ledger/location.js';
 import type { LedgerChange } from '../../src/ledger/store.js';
-import { branchTip, git, makeBareRemote, makeTempDir } from './helpers.js';
+import { git, ledgerRefs, makeBareRemote, makeTempDir, showRecord } from './helpers.js';
 
 let temp: { path: string; remove: () => Promise<void> };
 let remote: string;
@@ -41,34 +41,45 @@ async function expectExocompError(promise: Promise<unknown>, kind: string): Prom
 }
 
 describe('GitLedgerStore', () => {
-  it('reads a ledger whose branch does not exist yet as empty', async () => {
+  it('reads a ledger that has no ref yet as empty', async () => {
     const snapshot = await store().read();
     expect(snapshot.revision).toBeNull();
     expect(snapshot.list('')).toEqual([]);
     expect(snapshot.read('workflows/a.json')).toBeUndefined();
-    expect(await branchTip(remote)).toBeNull();
+    expect(await ledgerRefs(remote)).toBeNull();
   });
 
-  it('writes files that another reader (with its own cache) sees at the pushed revision', async () => {
-    const result = await store().update(() => change({ 'workflows/a.json': '{"a":1}\n', 'known_hosts': 'héllo ✓\n' }, 'write a', 42));
+  it('writes each record on its own branch, readable with plain git and by another reader', async () => {
+    const result = await store().update(() => change({ 'workflows/a.json': '{"a":1}\n', known_hosts: 'héllo ✓\n' }, 'write a', 42));
     expect(result).toBe(42);
     const snapshot = await store().read();
-    expect(snapshot.revision).toBe(await branchTip(remote));
+    expect(snapshot.revision).toMatch(/^[0-9a-f]{40}$/);
+    expect((await store().read()).revision).toBe(snapshot.revision);
     expect(snapshot.read('workflows/a.json')).toBe('{"a":1}\n');
     expect(snapshot.read('known_hosts')).toBe('héllo ✓\n');
-    const shown = await git(['--git-dir', remote, 'show', 'exocomp-ledger:workflows/a.json']);
-    expect(shown.stdout).toBe('{"a":1}\n');
+    expect(await showRecord(remote, 'workflows/a.json')).toBe('{"a":1}\n');
+    expect(await showRecord(remote, 'known_hosts')).toBe('héllo ✓\n');
+    const refs = (await ledgerRefs(remote))?.split('\n').map((line) => line.split(' ')[1]);
+    expect(refs).toEqual(['refs/heads/exocomp-ledger-records/known_hosts', 'refs/heads/exocomp-ledger-records/workflows/a.json']);
   });
 
-  it('deletes files with null writes', async () => {
+  it('keeps a standing inventory, its materialized file and its sealed outputs on one branch', async () => {
+    await store().update(() => change({ 'inventories/edge.json': 'r', 'inventories/edge.inventory.json': 'i', 'sealed/edge.json': 's' }));
+    const files = await git(['--git-dir', remote, 'ls-tree', '-r', '--name-only', 'exocomp-ledger-records/inventories/edge.json']);
+    expect(files.stdout.trim().split('\n')).toEqual(['inventories/edge.inventory.json', 'inventories/edge.json', 'sealed/edge.json']);
+  });
+
+  it('deletes files with null writes, keeping the record branch and its history', async () => {
     const ledger = store();
     await ledger.update(() => change({ 'a.json': 'a', 'dir/b.json': 'b' }));
     await ledger.update(() => change({ 'a.json': null }, 'delete a'));
     const snapshot = await store().read();
     expect(snapshot.read('a.json')).toBeUndefined();
     expect(snapshot.list('')).toEqual(['dir/b.json']);
-    const tree = await git(['--git-dir', remote, 'ls-tree', '-r', '--name-only', 'exocomp-ledger']);
-    expect(tree.stdout.trim().split('\n')).toEqual(['dir/b.json']);
+    const tree = await git(['--git-dir', remote, 'ls-tree', '-r', '--name-only', 'exocomp-ledger-records/a.json']);
+    expect(tree.stdout.trim()).toBe('');
+    const log = await git(['--git-dir', remote, 'log', '--format=%s', 'exocomp-ledger-records/a.json']);
+    expect(log.stdout.trim().split('\n')).toEqual(['delete a', 'test change']);
   });
 
   it('lists the files under a folder prefix, sorted', async () => {
@@ -87,7 +98,7 @@ describe('GitLedgerStore', () => {
     expect(snapshot.list('sealed/')).toEqual([]);
   });
 
-  it('creates the branch as an orphan, unrelated to the repository history', async () => {
+  it('creates record branches as orphans, unrelated to the repository history', async () => {
     const repo = join(temp.path, 'repo');
     await git(['init', '--quiet', repo]);
     await writeFile(join(repo, 'README'), 'project\n');
@@ -95,55 +106,51 @@ describe('GitLedgerStore', () => {
     await git(['commit', '--quiet', '-m', 'project commit'], { cwd: repo });
 
     await store({ remote: join(repo, '.git') }).update(() => change({ 'a.json': 'a' }, 'first ledger commit'));
-    const parents = await git(['rev-list', '--parents', 'exocomp-ledger'], { cwd: repo });
+    const parents = await git(['rev-list', '--parents', 'exocomp-ledger-records/a.json'], { cwd: repo });
     expect(parents.stdout.trim().split('\n')).toHaveLength(1);
     expect(parents.stdout.trim().split(' ')).toHaveLength(1);
-    const mergeBase = await git(['merge-base', 'main', 'exocomp-ledger'], { cwd: repo, allowFailure: true });
+    const mergeBase = await git(['merge-base', 'main', 'exocomp-ledger-records/a.json'], { cwd: repo, allowFailure: true });
     expect(mergeBase.code).not.toBe(0);
     // The work tree and checked-out branch are untouched.
     expect((await git(['status', '--porcelain'], { cwd: repo })).stdout).toBe('');
     expect((await git(['symbolic-ref', 'HEAD'], { cwd: repo })).stdout.trim()).toBe('refs/heads/main');
   });
 
-  it('writes nothing when mutate throws, and leaves no temporary refs', async () => {
+  it('writes nothing when mutate throws', async () => {
     const ledger = store({ cacheDir: join(temp.path, 'own-cache') });
     const boom = new Error('boom');
     await expect(ledger.update(() => { throw boom; })).rejects.toBe(boom);
-    expect(await branchTip(remote)).toBeNull();
+    expect(await ledgerRefs(remote)).toBeNull();
 
     await ledger.update(() => change({ 'a.json': 'a' }));
-    const before = await branchTip(remote);
+    const before = await ledgerRefs(remote);
     await expect(ledger.update(() => { throw boom; })).rejects.toBe(boom);
-    expect(await branchTip(remote)).toBe(before);
-
-    const [cacheRepo] = readdirSync(join(temp.path, 'own-cache'));
-    const refs = await git(['--git-dir', join(temp.path, 'own-cache', cacheRepo ?? ''), 'for-each-ref', '--format=%(refname)', 'refs/exocomp/tmp/']);
-    expect(refs.stdout).toBe('');
+    expect(await ledgerRefs(remote)).toBe(before);
   });
 
   it('commits nothing for a change without writes, or whose writes change nothing', async () => {
     const ledger = store();
     expect(await ledger.update(() => change({}, 'nothing', 'ok'))).toBe('ok');
-    expect(await branchTip(remote)).toBeNull();
+    expect(await ledgerRefs(remote)).toBeNull();
     await ledger.update(() => change({ 'a.json': 'a' }));
-    const tip = await branchTip(remote);
+    const refs = await ledgerRefs(remote);
     expect(await ledger.update(() => change({ 'a.json': 'a', 'missing.json': null }, 'same', 'same'))).toBe('same');
-    expect(await branchTip(remote)).toBe(tip);
+    expect(await ledgerRefs(remote)).toBe(refs);
   });
 
-  it('uses the change message as the commit message, under the ledger identity', async () => {
-    const ledger = store();
+  it('uses the change message as the commit message, under the ledger identity, naming the writer in a trailer', async () => {
+    const ledger = store({ writer: 'run 42 of ci' });
     await ledger.update(() => change({ 'a.json': 'a' }, 'workflow w1: apply running'));
     await ledger.update(() => change({ 'a.json': 'b' }, 'workflow w1: apply succeeded\n\nwith detail'));
-    const log = await git(['--git-dir', remote, 'log', '--format=%an <%ae>|%cn <%ce>|%B%x00', 'exocomp-ledger']);
+    const log = await git(['--git-dir', remote, 'log', '--format=%an <%ae>|%cn <%ce>|%B%x00', 'exocomp-ledger-records/a.json']);
     const entries = log.stdout.split('\0').map((entry) => entry.trim()).filter(Boolean);
     expect(entries).toEqual([
-      'exocomp-ledger <ledger@exocomp.invalid>|exocomp-ledger <ledger@exocomp.invalid>|workflow w1: apply succeeded\n\nwith detail',
-      'exocomp-ledger <ledger@exocomp.invalid>|exocomp-ledger <ledger@exocomp.invalid>|workflow w1: apply running',
+      'exocomp-ledger <ledger@exocomp.invalid>|exocomp-ledger <ledger@exocomp.invalid>|workflow w1: apply succeeded\n\nwith detail\n\nExocomp-Writer: run 42 of ci',
+      'exocomp-ledger <ledger@exocomp.invalid>|exocomp-ledger <ledger@exocomp.invalid>|workflow w1: apply running\n\nExocomp-Writer: run 42 of ci',
     ]);
   });
 
-  it('re-applies the change to the new snapshot when another writer pushed first', async () => {
+  it('re-applies the change to the new snapshot when another writer changed the same record first', async () => {
     const other = store();
     await other.update(() => change({ 'list.json': '["first"]' }));
     let interposed = false;
@@ -161,28 +168,46 @@ describe('GitLedgerStore', () => {
     });
     expect(calls).toBe(2);
     expect(JSON.parse((await store().read()).read('list.json') ?? '')).toEqual(['first', 'other', 'mine']);
-    expect((await git(['--git-dir', remote, 'rev-list', '--count', 'exocomp-ledger'])).stdout.trim()).toBe('3');
+    expect((await git(['--git-dir', remote, 'rev-list', '--count', 'exocomp-ledger-records/list.json'])).stdout.trim()).toBe('3');
   });
 
-  it('gives up with ledger-conflict after the bounded number of attempts', async () => {
+  it('does not conflict with a writer of another record', async () => {
     const other = store();
     let n = 0;
+    const ledger = store({ git: (gitDir) => pushInterceptor(gitDir, () => other.update(() => change({ 'workflows/theirs.json': String(++n) }))) });
+    let calls = 0;
+    await ledger.update(() => {
+      calls++;
+      return change({ 'workflows/mine.json': 'lands at once' });
+    });
+    expect(calls).toBe(1);
+    expect(n).toBe(1);
+    const snapshot = await store().read();
+    expect(snapshot.read('workflows/mine.json')).toBe('lands at once');
+    expect(snapshot.read('workflows/theirs.json')).toBe('1');
+  });
+
+  it('gives up at its deadline, not after a count, naming the record, the other writers and what to do', async () => {
+    const other = store({ writer: 'job 7 of run 99' });
+    let n = 0;
     const ledger = store({
-      maxAttempts: 3,
-      git: (gitDir) => pushInterceptor(gitDir, () => other.update(() => change({ 'x.json': String(++n) }))),
+      retryForMs: 600,
+      git: (gitDir) => pushInterceptor(gitDir, () => other.update(() => change({ 'workflows/shared.json': String(++n) }))),
     });
     let calls = 0;
     const error = await expectExocompError(
       ledger.update(() => {
         calls++;
-        return change({ 'mine.json': 'never lands' });
+        return change({ 'workflows/shared.json': 'never lands' });
       }),
       'ledger-conflict',
     );
-    expect(calls).toBe(3);
-    expect(error.message).toContain('3 attempts');
-    expect(error.help).toBeTruthy();
-    expect((await store().read()).read('mine.json')).toBeUndefined();
+    expect(calls).toBeGreaterThanOrEqual(2);
+    expect(error.message).toContain('exocomp-ledger-records/workflows/shared.json');
+    expect(error.message).toContain('job 7 of run 99');
+    expect(error.help).toMatch(/concurrency group/);
+    expect(error.help).toMatch(/ledger-retry-for/);
+    expect((await store().read()).read('workflows/shared.json')).not.toBe('never lands');
   });
 
   it('reports an unreachable remote as ledger-unreachable, on read and on update', async () => {
@@ -204,17 +229,96 @@ describe('GitLedgerStore', () => {
 
   it('explains a push rejected by a branch rule', async () => {
     const hook = join(remote, 'hooks', 'pre-receive');
-    await writeFile(hook, '#!/bin/sh\ncat >/dev/null\necho "error: GH013: Repository rule violations found for refs/heads/exocomp-ledger." >&2\nexit 1\n', { mode: 0o755 });
+    await writeFile(hook, '#!/bin/sh\ncat >/dev/null\necho "error: GH013: Repository rule violations found for refs/heads/exocomp-ledger-records/a.json." >&2\nexit 1\n', { mode: 0o755 });
     const error = await expectExocompError(store().update(() => change({ 'a.json': 'a' })), 'ledger-unreachable');
     expect(error.message).toContain('rejected by a rule or hook');
     expect(error.message).toContain('GH013');
     expect(error.help).toContain('ledger-repository');
-    expect(error.help).toContain('exocomp-ledger');
+    expect(error.help).toContain('exocomp-ledger-records/*');
   });
 
   it('refuses an invalid branch name as bad usage', () => {
     expect(() => store({ branch: '../x' })).toThrow(ExocompError);
     expect(() => store({ branch: 'a..b' })).toThrow(/invalid ledger branch/);
+  });
+
+  it('refuses a path that cannot become a branch, before writing anything', async () => {
+    await expectExocompError(store().update(() => change({ 'locks/x.lock': 'x' })), 'ledger-record');
+    expect(await ledgerRefs(remote)).toBeNull();
+  });
+});
+
+describe('the old single-branch layout', () => {
+  /** An old ledger: two commits on exocomp-ledger, as the previous version wrote them. */
+  async function oldLedger(extra: Record<string, string> = {}): Promise<string> {
+    const work = join(temp.path, 'old');
+    await git(['init', '--quiet', work]);
+    await git(['checkout', '--quiet', '--orphan', 'exocomp-ledger'], { cwd: work });
+    const put = async (files: Record<string, string>) => {
+      for (const [path, text] of Object.entries(files)) {
+        await mkdir(join(work, path, '..'), { recursive: true });
+        await writeFile(join(work, path), text);
+      }
+      await git(['add', '-A'], { cwd: work });
+    };
+    await put({ 'workflows/a.json': 'a1\n', known_hosts: 'k1\n' });
+    await git(['commit', '--quiet', '-m', 'old: a created'], { cwd: work });
+    await put({ 'workflows/a.json': 'a2\n', 'inventories/x.json': 'x\n', 'inventories/x.inventory.json': 'xi\n', 'sealed/x.json': 's\n', ...extra });
+    await git(['commit', '--quiet', '-m', 'old: a applied'], { cwd: work });
+    await git(['push', '--quiet', remote, 'exocomp-ledger'], { cwd: work });
+    return (await git(['rev-parse', 'HEAD'], { cwd: work })).stdout.trim();
+  }
+
+  it('is read as it is, and the first write moves every record to its own branch with its history', async () => {
+    const oldTip = await oldLedger();
+    const before = await store().read();
+    expect(before.list('')).toEqual(['inventories/x.inventory.json', 'inventories/x.json', 'known_hosts', 'sealed/x.json', 'workflows/a.json']);
+    expect(before.read('workflows/a.json')).toBe('a2\n');
+
+    await store().update(() => change({ 'workflows/b.json': 'b\n' }, 'b created'));
+    const after = await store().read();
+    expect(after.list('')).toEqual([...before.list(''), 'workflows/b.json'].sort());
+    for (const path of before.list('')) expect(after.read(path)).toBe(before.read(path));
+
+    const refs = (await ledgerRefs(remote))?.split('\n').map((line) => line.split(' ')[1]);
+    expect(refs).toEqual([
+      'refs/heads/exocomp-ledger',
+      'refs/heads/exocomp-ledger-records/inventories/x.json',
+      'refs/heads/exocomp-ledger-records/known_hosts',
+      'refs/heads/exocomp-ledger-records/workflows/a.json',
+      'refs/heads/exocomp-ledger-records/workflows/b.json',
+    ]);
+    // History kept: a record's log continues into the old branch's.
+    const log = await git(['--git-dir', remote, 'log', '--format=%s', 'exocomp-ledger-records/workflows/a.json']);
+    expect(log.stdout.trim().split('\n')).toEqual(['move to exocomp-ledger-records/* from the single branch exocomp-ledger', 'old: a applied', 'old: a created']);
+    const changes = await git(['--git-dir', remote, 'log', '--format=%s', 'exocomp-ledger-records/workflows/a.json', '--', 'workflows/a.json']);
+    expect(changes.stdout.trim().split('\n')).toEqual(['old: a applied', 'old: a created']);
+    // The old branch moved forward (no force) to a commit that says where the records went.
+    expect((await git(['--git-dir', remote, 'rev-parse', 'exocomp-ledger^'])).stdout.trim()).toBe(oldTip);
+    expect((await git(['--git-dir', remote, 'ls-tree', '--name-only', 'exocomp-ledger'])).stdout.trim()).toBe('MOVED.md');
+    await git(['--git-dir', remote, 'fsck', '--strict', '--no-progress']);
+
+    // Later writes touch only their record.
+    const moved = await ledgerRefs(remote);
+    await store().update(() => change({ 'workflows/b.json': 'b2\n' }));
+    const changed = (await ledgerRefs(remote))?.split('\n').filter((line) => !moved?.includes(line));
+    expect(changed?.map((line) => line.split(' ')[1])).toEqual(['refs/heads/exocomp-ledger-records/workflows/b.json']);
+  });
+
+  it('`migrate` moves it without changing a record', async () => {
+    await oldLedger();
+    expect(await store().migrate()).toBe(5);
+    expect((await git(['--git-dir', remote, 'ls-tree', '--name-only', 'exocomp-ledger'])).stdout.trim()).toBe('MOVED.md');
+    expect(await showRecord(remote, 'workflows/a.json')).toBe('a2\n');
+    expect(await store().migrate()).toBe(5);
+  });
+
+  it('refuses to move an entry it does not understand, naming it, and writes nothing', async () => {
+    await oldLedger({ 'notes/x.lock': 'hand-written\n' });
+    const before = await ledgerRefs(remote);
+    const error = await expectExocompError(store().update(() => change({ 'workflows/b.json': 'b\n' })), 'ledger-record');
+    expect(error.message).toContain('notes/x.lock');
+    expect(await ledgerRefs(remote)).toBe(before);
   });
 });
 
@@ -253,7 +357,7 @@ describe('resolveLedgerLocation', () => {
     expect((await resolveLedgerLocation({ cwd: join(temp.path, 'wt') })).remote).toBe(join(repo, '.git'));
 
     await store({ remote: location.remote }).update(() => change({ 'a.json': 'a' }));
-    expect(await branchTip(join(repo, '.git'))).not.toBeNull();
+    expect(await ledgerRefs(join(repo, '.git'))).not.toBeNull();
   });
 
   it('creates a bare .exocomp/ledger.git outside any repository, and reuses it', async () => {

@@ -1,6 +1,6 @@
 /** Real-git fixtures for the ledger tests: temp dirs, bare remotes, plain git commands. */
-import { writeFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { existsSync, writeFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runProcess, type RunResult } from '../../src/adapters/process.js';
@@ -40,10 +40,48 @@ export async function makeBareRemote(dir: string, name = 'remote.git'): Promise<
   return path;
 }
 
-/** The commit a branch points at in a repository, or null when it does not exist. */
-export async function branchTip(gitDir: string, branch = 'exocomp-ledger'): Promise<string | null> {
-  const result = await git(['--git-dir', gitDir, 'rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], { allowFailure: true });
-  return result.code === 0 ? result.stdout.trim() : null;
+/** Every ledger ref of a repository with its commit (the old branch and each record's branch), or null when there is none. */
+export async function ledgerRefs(gitDir: string, branch = 'exocomp-ledger'): Promise<string | null> {
+  const result = await git(['--git-dir', gitDir, 'for-each-ref', '--format=%(objectname) %(refname)', `refs/heads/${branch}`, `refs/heads/${branch}-records/`]);
+  return result.stdout.trim() === '' ? null : result.stdout.trim();
+}
+
+/** `git show <record branch>:<path>` in a repository, as a user would read a record. */
+export async function showRecord(gitDir: string, record: string, path = record, branch = 'exocomp-ledger'): Promise<string> {
+  return (await git(['--git-dir', gitDir, 'show', `${branch}-records/${record}:${path}`])).stdout;
+}
+
+/**
+ * A bare remote whose pre-receive hook rejects (and logs) every update that is
+ * not a fast-forward, so a forced push could not go unnoticed.
+ */
+export async function remoteWithGuardHook(dir: string, name: string): Promise<{ remote: string; hookLog: string }> {
+  const remote = await makeBareRemote(dir, name);
+  const hookLog = join(dir, `${name}.hook.log`);
+  await writeFile(
+    join(remote, 'hooks', 'pre-receive'),
+    [
+      '#!/bin/sh',
+      'zero=0000000000000000000000000000000000000000',
+      'status=0',
+      'while read old new ref; do',
+      '  if [ "$old" != "$zero" ] && ! git merge-base --is-ancestor "$old" "$new"; then',
+      `    echo "REJECTED non-ff $ref $old $new" >> '${hookLog}'`,
+      '    status=1',
+      '  else',
+      `    echo "ok $ref $old $new" >> '${hookLog}'`,
+      '  fi',
+      'done',
+      'exit $status',
+      '',
+    ].join('\n'),
+    { mode: 0o755 },
+  );
+  return { remote, hookLog };
+}
+
+export async function readHookLog(hookLog: string): Promise<string[]> {
+  return existsSync(hookLog) ? (await readFile(hookLog, 'utf8')).split('\n').filter(Boolean) : [];
 }
 
 export const WRITER_SCRIPT = join(import.meta.dirname, 'writer.ts');
@@ -53,7 +91,9 @@ export interface WriterSpec {
   writer: string;
   cacheDir: string;
   updates: number;
-  maxAttempts?: number;
+  retryForMs?: number;
+  /** `shared` (default): every update also appends to one shared record; `own`: only the writer's own record. */
+  mode?: 'shared' | 'own';
 }
 
 export interface WriterOutcome extends RunResult {
@@ -77,7 +117,7 @@ export async function runWriterFleet(remote: string, specs: readonly WriterSpec[
     let announced = false;
     const result = await runProcess(
       process.execPath,
-      ['--import', 'tsx', WRITER_SCRIPT, remote, spec.cacheDir, spec.writer, String(spec.updates), String(spec.maxAttempts ?? ''), goFile],
+      ['--import', 'tsx', WRITER_SCRIPT, remote, spec.cacheDir, spec.writer, String(spec.updates), String(spec.retryForMs ?? 'default'), spec.mode ?? 'shared', goFile],
       {
         cwd: PROJECT_ROOT,
         onOutput: (chunk, stream) => {

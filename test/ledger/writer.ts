@@ -1,8 +1,8 @@
 /**
  * A ledger writer process for the concurrency tests and the benchmark:
- *   node --import tsx test/ledger/writer.ts <remote> <cacheDir> <writerId> <updates> [maxAttempts] [goFile]
- * Each update appends "<writerId>-<n>" to the array in workflows/shared.json and
- * rewrites the writer's own file writers/<writerId>.json. With a goFile, the
+ *   node --import tsx test/ledger/writer.ts <remote> <cacheDir> <writerId> <updates> [retryForMs|default] [shared|own] [goFile]
+ * Each update rewrites the writer's own file writers/<writerId>.json and, in
+ * `shared` mode, appends "<writerId>-<n>" to the array in workflows/shared.json. With a goFile, the
  * writer prints "ready" once started and waits for that file to exist, so all
  * writers start together. Finally prints one JSON line {writer, updates, attempts}
  * (attempts counts every run of the mutation).
@@ -13,13 +13,13 @@ import { describeError } from '../../src/domain/errors.js';
 import { GitLedgerStore } from '../../src/ledger/git-store.js';
 import { ownFile, SHARED_FILE } from './helpers.js';
 
-const [remote, cacheDir, writer, countText, maxAttemptsText, goFile] = process.argv.slice(2);
+const [remote, cacheDir, writer, countText, retryText, mode = 'shared', goFile] = process.argv.slice(2);
 if (!remote || !cacheDir || !writer || !countText) {
-  process.stderr.write('usage: writer.ts <remote> <cacheDir> <writerId> <updates> [maxAttempts] [goFile]\n');
+  process.stderr.write('usage: writer.ts <remote> <cacheDir> <writerId> <updates> [retryForMs] [shared|own] [goFile]\n');
   process.exit(2);
 }
 
-const store = new GitLedgerStore({ remote, cacheDir, ...(maxAttemptsText ? { maxAttempts: Number(maxAttemptsText) } : {}) });
+const store = new GitLedgerStore({ remote, cacheDir, writer: `writer ${writer}`, ...(retryText && retryText !== 'default' ? { retryForMs: Number(retryText) } : {}) });
 if (goFile) {
   process.stdout.write('ready\n');
   while (!existsSync(goFile)) await sleep(10);
@@ -29,12 +29,13 @@ try {
   for (let n = 1; n <= Number(countText); n++) {
     await store.update((snapshot) => {
       attempts++;
-      const shared = JSON.parse(snapshot.read(SHARED_FILE) ?? '[]') as string[];
+      const writes = new Map([[ownFile(writer), `${JSON.stringify({ writer, updates: n })}\n`]]);
+      if (mode === 'shared') {
+        const shared = JSON.parse(snapshot.read(SHARED_FILE) ?? '[]') as string[];
+        writes.set(SHARED_FILE, `${JSON.stringify([...shared, `${writer}-${n}`])}\n`);
+      }
       return {
-        writes: new Map([
-          [SHARED_FILE, `${JSON.stringify([...shared, `${writer}-${n}`])}\n`],
-          [ownFile(writer), `${JSON.stringify({ writer, updates: n })}\n`],
-        ]),
+        writes,
         message: `writer ${writer}: update ${n}`,
         result: undefined,
       };

@@ -8,6 +8,7 @@ import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ledgerFile, ledgerMessages } from './ledger-git.js';
 import { runProcess } from '../../src/adapters/process.js';
 import { generateKeyPair, type KeyPair, type LoopbackHost } from './loopback-host.js';
 import { fixtureWorkspacesDir, invocationsOf, readStandinLog, standinPath } from './tofu-standin.js';
@@ -87,14 +88,8 @@ export async function createChainFixture(workspaceFixture = 'edge'): Promise<Cha
     cli: (args, options) => spawnCli(args, options).done,
     spawnCli,
     setInventory: (inventory) => writeFile(join(workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: inventory }, null, 2)),
-    async ledgerFile(path) {
-      const result = await runProcess('git', ['--git-dir', ledger, 'show', `exocomp-ledger:${path}`]);
-      return result.code === 0 ? result.stdout : undefined;
-    },
-    async ledgerMessages() {
-      const result = await runProcess('git', ['--git-dir', ledger, 'log', '--reverse', '--format=%s', 'exocomp-ledger']);
-      return result.code === 0 ? result.stdout.split('\n').filter(Boolean) : [];
-    },
+    ledgerFile: (path) => ledgerFile(ledger, path),
+    ledgerMessages: () => ledgerMessages(ledger),
     async applyCount() {
       return invocationsOf(await readStandinLog(standinLog), 'apply').length;
     },

@@ -78,6 +78,7 @@ const LEDGER = {
   token: { schema: requiredText('token'), secret: true } as InputSpec<string>,
   'ledger-branch': { schema: optionalText.transform((v) => v ?? DEFAULT_LEDGER_BRANCH) } as InputSpec<string>,
   'ledger-repository': text(),
+  'ledger-retry-for': { schema: durationText('5m') } as InputSpec<number>,
 };
 
 const COMMENT = {

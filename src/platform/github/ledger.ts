@@ -16,6 +16,8 @@ export interface GitHubLedgerOptions {
   branch: string;
   /** owner/repo of another repository holding the ledger; default: the workflow's repository. */
   ledgerRepository: string | undefined;
+  /** How long a write retries while other writers change the same record. */
+  retryForMs?: number;
   secrets: SecretRegistry;
 }
 
@@ -37,6 +39,8 @@ export function openGitHubLedger(options: GitHubLedgerOptions): GitHubLedger {
     remote,
     branch: options.branch,
     cacheDir: join(options.run.runnerTemp, 'exocomp-ledgers'),
+    writer: `${options.run.slug} run ${options.run.runId} attempt ${options.run.runAttempt} job ${options.run.jobId}`,
+    ...(options.retryForMs === undefined ? {} : { retryForMs: options.retryForMs }),
     gitConfig: auth.config,
     secrets: options.secrets.list(),
   });

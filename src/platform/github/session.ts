@@ -89,7 +89,7 @@ export async function runAction<N extends ActionName>(
  */
 export async function openLedger(
   session: Session<ActionName>,
-  settings: { token: string; 'ledger-branch': string; 'ledger-repository': string | undefined },
+  settings: { token: string; 'ledger-branch': string; 'ledger-repository': string | undefined; 'ledger-retry-for'?: number },
   options: { write: boolean },
 ): Promise<AppContext> {
   const ledger = openGitHubLedger({
@@ -97,6 +97,7 @@ export async function openLedger(
     token: settings.token,
     branch: settings['ledger-branch'],
     ledgerRepository: settings['ledger-repository'],
+    ...(settings['ledger-retry-for'] === undefined ? {} : { retryForMs: settings['ledger-retry-for'] }),
     secrets: session.secrets,
   });
   if (options.write) await ledger.preflight();

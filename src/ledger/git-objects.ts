@@ -1,0 +1,117 @@
+/**
+ * The git objects a ledger write creates, built as bytes here so that every
+ * tree is checked before git sees it: no empty, `.`, `..` or `.git` entry
+ * (in any case), no `/`, NUL or control character inside a name. Git and
+ * GitHub's receiving side refuse such trees (fsck `hasDot`, `hasDotdot`,
+ * `hasDotgit`, `fullPathname`); the ledger must never push one.
+ */
+import { createHash } from 'node:crypto';
+import { ExocompError } from '../domain/errors.js';
+
+export const EMPTY_TREE_ID = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
+
+export interface BlobEntry {
+  /** `100644` or `100755`. */
+  mode: string;
+  id: string;
+}
+
+export interface TreeObject {
+  id: string;
+  bytes: Buffer;
+}
+
+/** Says why `name` cannot be a tree entry, or undefined when it can. */
+export function treeEntryNameProblem(name: string): string | undefined {
+  if (name === '') return 'an empty name';
+  if (name === '.' || name === '..') return `the name ${JSON.stringify(name)}`;
+  if (name.toLowerCase() === '.git') return 'the name ".git"';
+  if (name.includes('/')) return 'a "/" inside a name';
+  if (/[\u0000-\u001f\u007f\\]/.test(name)) return 'a control character or backslash inside a name';
+  return undefined;
+}
+
+export function objectId(type: 'blob' | 'tree' | 'commit', body: Buffer): string {
+  return createHash('sha1').update(`${type} ${body.length}\0`).update(body).digest('hex');
+}
+
+/** Git orders tree entries by name, comparing a subtree's name as if it ended in "/". */
+function entrySortKey(name: string, isTree: boolean): Buffer {
+  return Buffer.from(isTree ? `${name}/` : name, 'utf8');
+}
+
+/**
+ * The trees holding `files` (ledger path → blob), deepest first, and the root
+ * tree's id. An empty file set gives the empty tree.
+ */
+export function buildTrees(files: ReadonlyMap<string, BlobEntry>): { root: string; trees: TreeObject[] } {
+  interface Folder {
+    blobs: Map<string, BlobEntry>;
+    folders: Map<string, Folder>;
+  }
+  const root: Folder = { blobs: new Map(), folders: new Map() };
+  for (const [path, blob] of files) {
+    const segments = path.split('/');
+    let folder = root;
+    segments.forEach((segment, index) => {
+      const problem = treeEntryNameProblem(segment);
+      if (problem !== undefined) {
+        throw new ExocompError('internal', `refusing to write the ledger path ${JSON.stringify(path)}: its tree would hold ${problem}`, {
+          help: 'this is a bug in exocomp; nothing was written',
+        });
+      }
+      if (index === segments.length - 1) {
+        if (folder.folders.has(segment)) throw clash(path);
+        folder.blobs.set(segment, blob);
+      } else {
+        if (folder.blobs.has(segment)) throw clash(path);
+        let next = folder.folders.get(segment);
+        if (!next) {
+          next = { blobs: new Map(), folders: new Map() };
+          folder.folders.set(segment, next);
+        }
+        folder = next;
+      }
+    });
+  }
+  const trees: TreeObject[] = [];
+  const write = (folder: Folder): string => {
+    const entries: { key: Buffer; bytes: Buffer }[] = [];
+    for (const [name, sub] of folder.folders) {
+      const id = write(sub);
+      entries.push({ key: entrySortKey(name, true), bytes: Buffer.concat([Buffer.from(`40000 ${name}\0`, 'utf8'), Buffer.from(id, 'hex')]) });
+    }
+    for (const [name, blob] of folder.blobs) {
+      entries.push({ key: entrySortKey(name, false), bytes: Buffer.concat([Buffer.from(`${blob.mode} ${name}\0`, 'utf8'), Buffer.from(blob.id, 'hex')]) });
+    }
+    entries.sort((a, b) => Buffer.compare(a.key, b.key));
+    const bytes = Buffer.concat(entries.map((entry) => entry.bytes));
+    const id = objectId('tree', bytes);
+    if (!trees.some((tree) => tree.id === id)) trees.push({ id, bytes });
+    return id;
+  };
+  return { root: write(root), trees };
+}
+
+function clash(path: string): ExocompError {
+  return new ExocompError('internal', `ledger path ${path} would be both a file and a folder`, { help: 'this is a bug in exocomp; nothing was written' });
+}
+
+export interface CommitFields {
+  tree: string;
+  parents: readonly string[];
+  name: string;
+  email: string;
+  when: Date;
+  message: string;
+}
+
+export function commitBytes(fields: CommitFields): Buffer {
+  const seconds = Math.floor(fields.when.getTime() / 1000);
+  const person = `${fields.name} <${fields.email}> ${seconds} +0000`;
+  const message = fields.message.endsWith('\n') ? fields.message : `${fields.message}\n`;
+  return Buffer.from(
+    [`tree ${fields.tree}`, ...fields.parents.map((parent) => `parent ${parent}`), `author ${person}`, `committer ${person}`, '', message].join('\n'),
+    'utf8',
+  );
+}
