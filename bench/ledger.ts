@@ -128,7 +128,7 @@ async function benchWriters(dir: string): Promise<number> {
   const elapsed = performance.now() - started;
   const failed = outcomes.filter((outcome) => outcome.code !== 0);
   if (failed.length > 0) throw new Error(`writers failed: ${failed.map((outcome) => `${outcome.writer}: ${outcome.stderr}`).join('; ')}`);
-  const commits = (await git(['--git-dir', remote, 'rev-list', '--count', 'exocomp-ledger'])).stdout.trim();
+  const commits = (await git(['--git-dir', remote, 'rev-list', '--count', 'exocomp-ledger-records/workflows/shared.json'])).stdout.trim();
   if (commits !== String(WRITERS * WRITER_UPDATES)) throw new Error(`expected ${WRITERS * WRITER_UPDATES} commits, found ${commits}`);
   return elapsed;
 }

@@ -13,6 +13,7 @@ import { registerGitLab } from './commands/gitlab.js';
 import { registerHost } from './commands/host.js';
 import { registerInventory } from './commands/inventory.js';
 import { registerKeys } from './commands/keys.js';
+import { registerLedger } from './commands/ledger.js';
 import { registerPlaybook } from './commands/playbook.js';
 import { registerProvision } from './commands/provision.js';
 import { registerSchedule } from './commands/schedule.js';
@@ -36,6 +37,7 @@ export function buildProgram(io: Io): Command {
   registerDrift(program, io);
   registerGitLab(program, io);
   registerConverge(program, io);
+  registerLedger(program, io);
   // Every subcommand inherits the error handling of the root.
   const harden = (command: Command) => {
     command.exitOverride().showHelpAfterError('(run the command with --help for usage)');

@@ -116,6 +116,11 @@ export class MemoryLedgerStore implements LedgerStore {
     return Promise.resolve(this.current);
   }
 
+  /** A memory ledger has one layout only. */
+  migrate(): Promise<number> {
+    return Promise.resolve(this.current.list('').length);
+  }
+
   /** The commits so far, oldest first (the equivalent of `git log --reverse`). */
   history(): readonly MemoryCommit[] {
     return this.commits;

@@ -34,4 +34,9 @@ export interface LedgerStore {
    * A change with no writes commits nothing and returns its result.
    */
   update<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>): Promise<T>;
+  /**
+   * Brings a ledger written in an older layout to the current one, keeping its
+   * history (any write does this too), and returns how many files it holds.
+   */
+  migrate(): Promise<number>;
 }

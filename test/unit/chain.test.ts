@@ -159,6 +159,10 @@ class FlakyStore implements LedgerStore {
     return this.inner.read();
   }
 
+  migrate(): Promise<number> {
+    return this.inner.migrate();
+  }
+
   /** Resolves when the next update is called. */
   nextUpdate(): Promise<void> {
     return new Promise((resolve) => this.waiters.push(resolve));
