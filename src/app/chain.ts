@@ -8,6 +8,7 @@ import {
   failStep,
   heartbeat,
   IllegalTransitionError,
+  leaseNeedsHeartbeats,
   resumeWorkflow,
   startStep,
   STEP_NAMES,
@@ -94,7 +95,7 @@ export async function runChain(
     const attempt = stepOf(workflow, step.name).attempts;
     app.progress.emit({ type: 'step-started', step: step.name, index, total, attempt });
     const started = app.now().getTime();
-    const beat = keepStepAlive(app, workflowId, step.name, holder.id, inputs, options.heartbeatMs);
+    const beat = keepStepAlive(app, workflowId, step.name, holder, inputs, options.heartbeatMs);
     let outcome: { ok: true; detail: string } | { ok: false; error: unknown };
     try {
       const detail = await step.run({
@@ -171,11 +172,14 @@ async function arm(app: AppContext, id: string, name: StepName, holder: Holder, 
  * error. A ledger that cannot be reached is only a warning: the lease stays
  * ours until someone else takes it.
  */
-function keepStepAlive(app: AppContext, id: string, name: StepName, holderId: string, inputs: RunInputs, everyMs: number | undefined) {
+function keepStepAlive(app: AppContext, id: string, name: StepName, holder: Holder, inputs: RunInputs, everyMs: number | undefined) {
+  const holderId = holder.id;
+  const commits = leaseNeedsHeartbeats(holder.lease(app.now()));
   return keepLeaseAlive({
     ...(everyMs === undefined ? {} : { everyMs }),
     renew: async () => {
-      await saveOwnStep(app, id, name, (w) => heartbeat(w, name, holderId, app.now()), `${id}: ${name} heartbeat`);
+      if (commits) await saveOwnStep(app, id, name, (w) => heartbeat(w, name, holderId, app.now()), `${id}: ${name} heartbeat`);
+      else checkOwnStep(requireWorkflow(await app.store.read(), id), name, holderId, app.now());
       return true;
     },
     lost: () => new ExocompError('lease-held', `lost the lease of step ${name} of ${id}`),
@@ -208,6 +212,16 @@ async function saveOwnStep(
     );
   } catch (error) {
     if (error instanceof IllegalTransitionError && seen !== undefined) throw lostLease(id, name, seen, error);
+    throw error;
+  }
+}
+
+/** A CI holder commits no heartbeats: it only checks that the step is still its own (heartbeat() refuses otherwise). */
+function checkOwnStep(workflow: Workflow, name: StepName, holderId: string, now: Date): void {
+  try {
+    heartbeat(workflow, name, holderId, now);
+  } catch (error) {
+    if (error instanceof IllegalTransitionError) throw lostLease(workflow.id, name, stepOf(workflow, name), error);
     throw error;
   }
 }

@@ -15,6 +15,7 @@ import {
   renewLock,
   type LockRecord,
 } from '../domain/lock.js';
+import { leaseNeedsHeartbeats } from '../domain/workflow.js';
 import { readLock, RecordWrites } from '../ledger/records.js';
 import { keepLeaseAlive, localHolder, probeLocalHolder, type Holder, type HolderProbe } from './lease.js';
 import type { AppContext } from './context.js';
@@ -66,17 +67,22 @@ async function release(app: AppContext, key: string, holderId: string): Promise<
 }
 
 /** Renews the lock while the work runs; a takeover is warned about once (the work is already under way). */
-function keepAlive(app: AppContext, request: LockRequest, holderId: string): { stop(): Promise<void> } {
+function keepAlive(app: AppContext, request: LockRequest, holder: Holder): { stop(): Promise<void> } {
+  const holderId = holder.id;
+  const commits = leaseNeedsHeartbeats(holder.lease(app.now()));
   const beat = keepLeaseAlive({
-    renew: () =>
-      app.store.update((snapshot) => {
+    renew: async () => {
+      // A CI holder only checks that the lock is still its own; it commits nothing.
+      if (!commits) return holdsLock(readLock(await app.store.read(), request.key), holderId);
+      return app.store.update((snapshot) => {
         const renewed = renewLock(readLock(snapshot, request.key), holderId, app.now());
         return {
           writes: renewed ? new RecordWrites().lock(request.key, renewed) : new RecordWrites(),
           message: `lock ${request.key}: heartbeat ${holderId}`,
           result: renewed !== undefined,
         };
-      }),
+      });
+    },
     lost: () => new Error(`lock ${request.key} was taken over by another run while this one was still running`),
     onError: (error) => request.warn(`lock ${request.key}: heartbeat failed: ${describeError(error)}`),
   });
@@ -105,7 +111,7 @@ export async function withConcurrencyLock<T>(app: AppContext, request: LockReque
     pause = Math.min(pause * 1.6, POLL_MAX_MS);
   }
   request.info(`holding concurrency key ${request.key} as ${holder.id}`);
-  const beat = keepAlive(app, request, holder.id);
+  const beat = keepAlive(app, request, holder);
   try {
     return await work();
   } finally {

@@ -187,9 +187,33 @@ export interface LeaseFacts {
 
 export type LeaseVerdict = 'live' | 'dead';
 
-/** A lease is dead when its holder is gone or its heartbeat is older than its TTL. */
+/**
+ * The longest a CI job runs (GitHub stops a job after 6 hours; GitLab's
+ * default is 1 hour): a CI lease nobody can judge is presumed dead after it.
+ */
+export const CI_LEASE_MAX_MS = 6 * 60 * 60_000;
+
+/**
+ * Whether the holder renews the lease with heartbeat commits. A CI job does
+ * not: its run's status says whether it lives, so a long step costs the ledger
+ * no commit every few seconds. A local process does.
+ */
+export function leaseNeedsHeartbeats(lease: Pick<Lease, 'origin'>): boolean {
+  return lease.origin.kind !== 'ci';
+}
+
+/**
+ * A lease is dead when its holder is known to be gone. Otherwise a local
+ * holder lives while its heartbeat is younger than its TTL; a CI holder lives
+ * while its run does, and — when nobody can ask the platform — at most
+ * CI_LEASE_MAX_MS after it took the lease.
+ */
 export function judgeLease(lease: Lease, now: Date, facts: LeaseFacts = {}): LeaseVerdict {
   if (facts.holderGone === true) return 'dead';
+  if (!leaseNeedsHeartbeats(lease)) {
+    if (facts.holderGone === false) return 'live';
+    return now.getTime() - Date.parse(lease.acquiredAt) > CI_LEASE_MAX_MS ? 'dead' : 'live';
+  }
   const age = now.getTime() - Date.parse(lease.heartbeatAt);
   return age > lease.ttlMs ? 'dead' : 'live';
 }

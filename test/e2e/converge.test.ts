@@ -389,7 +389,7 @@ describe('--concurrency-key', () => {
     await commitToLedger({ 'locks/orphan.json': `${JSON.stringify({ schemaVersion: 1, key: 'orphan', lease, purpose: 'a run that crashed' })}\n` }, 'an orphaned lock');
     await expectExit(slowRun('taker', 'orphan', ['--concurrency-wait', '1s'], 0), 0);
     expect(existsSync(path.join(out, 'taker.end'))).toBe(true);
-    expect(await ledgerMessages(ledger)).toContain(`taking over from local:${hostname()}:${pid}:dead`);
+    expect((await ledgerMessages(ledger)).join('\n')).toContain(`taking over from local:${hostname()}:${pid}:dead`);
   });
 });
 

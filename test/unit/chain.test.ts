@@ -124,6 +124,50 @@ describe('chain runner', () => {
     expect(store.history().slice(commitsBefore).map((c) => c.message)).toEqual([`${id}: apply running (a)`, `${id}: apply running (b)`]);
   });
 
+  it('a CI holder commits no heartbeats, but still stops when its step is taken over', async () => {
+    const ci = (id: string): Holder => ({
+      id,
+      lease: (now) => ({
+        holder: id,
+        origin: { kind: 'ci', platform: 'github', repository: 'o/r', runId: 7, runAttempt: 1 },
+        acquiredAt: now.toISOString(),
+        heartbeatAt: now.toISOString(),
+        ttlMs: 60_000,
+      }),
+    });
+    const slow = (ms: number): StepAction => () => new Promise((resolve) => setTimeout(() => resolve('done'), ms));
+    const local = setup();
+    // A moving clock, so that each heartbeat changes the record.
+    await runChain({ ...local.app, now: () => new Date() }, local.id, local.inputs, { holder: holder('a'), steps: { ...steps([]), apply: slow(300) }, heartbeatMs: 50 });
+    expect(local.store.history().filter((c) => c.message.endsWith('apply heartbeat')).length).toBeGreaterThan(0);
+
+    const { app, inputs, id, store } = setup();
+    await runChain({ ...app, now: () => new Date() }, id, inputs, { holder: ci('github:o/r:7:1:job'), steps: { ...steps([]), apply: slow(300) }, heartbeatMs: 50 });
+    expect(store.history().filter((c) => c.message.includes('heartbeat'))).toEqual([]);
+
+    const taken = setup();
+    const error = await runChain(taken.app, taken.id, taken.inputs, {
+      holder: ci('github:o/r:7:1:job'),
+      heartbeatMs: 50,
+      steps: {
+        ...steps([]),
+        apply: async ({ signal }) => {
+          await taken.store.update((snapshot) => {
+            const next = startStep(requireWorkflow(snapshot, taken.id), 'apply', holder('b').lease(t0), t0, { holderGone: true });
+            return { writes: new Map([[LEDGER_PATHS.workflow(taken.id), serializeRecord(next)]]), message: 'taken over', result: undefined };
+          });
+          await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+          return 'applied anyway';
+        },
+      },
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toMatchObject({ kind: 'lease-held' });
+    expect(taken.store.history().at(-1)?.message).toBe('taken over');
+  });
+
   it('keeps running through a heartbeat that cannot reach the ledger, with a warning', async () => {
     const { app, inputs, id, store, progress } = setup();
     const flaky = new FlakyStore(store);

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
+  CI_LEASE_MAX_MS,
+  leaseNeedsHeartbeats,
   awaitApproval,
   decideApproval,
   failStep,
@@ -14,6 +16,7 @@ import {
   stepOf,
   succeedStep,
   workflowSchema,
+  type Lease,
   type Workflow,
 } from '../../src/domain/workflow.js';
 import { localLease as lease, sampleWorkflow, T0 as t0 } from '../support/workflows.js';
@@ -157,6 +160,27 @@ describe('leases', () => {
     expect(judgeLease(l, at(11))).toBe('dead');
     expect(judgeLease(l, at(1), { holderGone: true })).toBe('dead');
     expect(judgeLease(l, at(1), { holderGone: false })).toBe('live');
+  });
+
+  it('judges a CI lease by its run, not by heartbeats (CI holders commit none)', () => {
+    const ci: Lease = {
+      holder: 'github:o/r:7:1:provision',
+      origin: { kind: 'ci', platform: 'github', repository: 'o/r', runId: 7, runAttempt: 1 },
+      acquiredAt: t0.toISOString(),
+      heartbeatAt: t0.toISOString(),
+      ttlMs: 10_000,
+    };
+    expect(leaseNeedsHeartbeats(ci)).toBe(false);
+    expect(leaseNeedsHeartbeats(lease('a'))).toBe(true);
+    // An hour without a heartbeat: the run still going is what counts.
+    expect(judgeLease(ci, at(3600), { holderGone: false })).toBe('live');
+    expect(judgeLease(ci, at(3600))).toBe('live');
+    expect(judgeLease(ci, at(1), { holderGone: true })).toBe('dead');
+    // Nobody could ask the platform: dead once no CI job can still be running.
+    expect(judgeLease(ci, new Date(t0.getTime() + CI_LEASE_MAX_MS + 1000))).toBe('dead');
+    const w = startStep(fresh(), 'apply', ci, t0);
+    expect(() => startStep(w, 'apply', lease('b', at(3600)), at(3600))).toThrow(LeaseHeldError);
+    expect(stepOf(startStep(w, 'apply', lease('b', at(3600)), at(3600), { holderGone: true }), 'apply').lease?.holder).toBe('b');
   });
 
   it('the old holder cannot finish a step another runner took over', () => {
