@@ -167,7 +167,7 @@ describe('ledger push', () => {
     const ledger = openGitLabLedger({ job: job(), branch: 'exocomp-ledger', ledgerProject: undefined, env: {}, secrets: new SecretRegistry() });
     await ledger.preflight();
     await ledger.store.update(() => ({ writes: new Map([['probe.json', '{}\n']]), message: 'test: first record', result: undefined }));
-    expect(await ledgerHead()).toMatch(/refs\/heads\/exocomp-ledger [0-9a-f]{40}/);
+    expect(await ledgerHead()).toMatch(/refs\/heads\/exocomp-ledger-records\/probe\.json [0-9a-f]{40}/);
     const pushes = double.gitRequests.filter((r) => r.service === 'git-receive-pack' && r.phase === 'rpc');
     expect(pushes.at(-1)).toMatchObject({ login: 'alice', status: 200 });
   });

@@ -17,6 +17,7 @@ import { exocompBin, pipelineArgs, runPipeline } from '../support/gitlab-ci.js';
 import { GitLabDouble } from '../support/gitlab-double.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../support/loopback-host.js';
 import { fixtureWorkspacesDir, readStandinLog, standinPath } from '../support/tofu-standin.js';
+import { ledgerFile as ledgerFileOf } from '../support/ledger-git.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const PROJECT = { id: 42, path: 'acme/infra', jobTokenPushAllowed: true };
@@ -44,10 +45,7 @@ function asUser(user: string, jobId: number): Record<string, string> {
   return { ...variables, CI_JOB_TOKEN: token, GITLAB_USER_LOGIN: user };
 }
 
-async function ledgerFile(file: string): Promise<string | undefined> {
-  const r = await runProcess('git', ['--git-dir', path.join(root, 'git/acme/infra.git'), 'show', `exocomp-ledger:${file}`]);
-  return r.code === 0 ? r.stdout : undefined;
-}
+const ledgerFile = (file: string) => ledgerFileOf(path.join(root, 'git/acme/infra.git'), file);
 
 async function until(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
