@@ -87,7 +87,7 @@ describe('bad input: clear error, non-zero exit, untouched ledger', () => {
     await fx.setInventory({ all: { hosts: {} } });
     await fx.cli(['workspace', 'apply', fx.workspace, ...fx.common, '--workspace-name', 'seed']);
     before = await ledgerHead(fx);
-    expect(before).toMatch(/^[0-9a-f]{40}$/);
+    expect(before).toMatch(/^[0-9a-f]{40} refs\/heads\/exocomp-ledger-records\//);
   });
   afterAll(() => fx?.cleanup());
 
