@@ -188,7 +188,8 @@ export class GitLedgerStore implements LedgerStore {
       contended = outcome.conflicts;
       const pause = backoffMs(attempt);
       const elapsed = Date.now() - started;
-      if (elapsed + pause > this.retryForMs) throw this.conflictError(contended, [...seen], attempt, elapsed);
+      // One retry always: it re-reads the record, so the error can name who else wrote it.
+      if (attempt > 1 && elapsed + pause > this.retryForMs) throw this.conflictError(contended, [...seen], attempt, elapsed);
       await sleep(pause);
     }
   }

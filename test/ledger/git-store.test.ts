@@ -191,7 +191,7 @@ describe('GitLedgerStore', () => {
     const other = store({ writer: 'job 7 of run 99' });
     let n = 0;
     const ledger = store({
-      retryForMs: 600,
+      retryForMs: 1500,
       git: (gitDir) => pushInterceptor(gitDir, () => other.update(() => change({ 'workflows/shared.json': String(++n) }))),
     });
     let calls = 0;
