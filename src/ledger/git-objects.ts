@@ -27,6 +27,7 @@ export function treeEntryNameProblem(name: string): string | undefined {
   if (name === '.' || name === '..') return `the name ${JSON.stringify(name)}`;
   if (name.toLowerCase() === '.git') return 'the name ".git"';
   if (name.includes('/')) return 'a "/" inside a name';
+  // eslint-disable-next-line no-control-regex -- a control character in a name is what is refused
   if (/[\u0000-\u001f\u007f\\]/.test(name)) return 'a control character or backslash inside a name';
   return undefined;
 }

@@ -40,6 +40,7 @@ export function recordOf(path: string): string {
  * rules), or undefined when it can. Paths are checked by checkLedgerPath first.
  */
 export function recordRefProblem(record: string): string | undefined {
+  // eslint-disable-next-line no-control-regex -- git refuses these in ref names
   if (/[\u0000-\u0020\u007f~^:?*[\\]/.test(record)) return 'it contains a space, a control character or one of ~ ^ : ? * [ \\';
   if (record.includes('..') || record.includes('@{') || record.includes('//')) return 'it contains "..", "@{" or "//"';
   const parts = record.split('/');
