@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { access, chmod, mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { access, chmod, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { ExocompError, UsageError } from '../domain/errors.js';
@@ -244,11 +244,12 @@ function sshSafePath(path: string, what: string): string {
   return path;
 }
 
-/** Short on purpose: the control socket lives below it and unix socket paths are limited to 107 bytes. */
+/**
+ * Short on purpose: the control socket lives below it and unix socket paths are limited to 107 bytes.
+ * It holds extra-vars.json, so it carries its owner's pid: a run killed with -9 leaves it for the next run's sweep.
+ */
 async function runDirFor(base: string | undefined): Promise<string> {
-  const dir = await mkdtemp(join(base && isAbsolute(base) ? base : tmpdir(), 'exocomp-run-'));
-  await chmod(dir, 0o700);
-  return dir;
+  return makePrivateDir('play', base && isAbsolute(base) ? base : tmpdir());
 }
 
 /** The run's own ControlPath directory, short enough for a unix socket path. */

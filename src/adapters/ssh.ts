@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { chmod, copyFile, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
@@ -391,7 +391,7 @@ export async function writePrivateKeyFile(dir: string, keyText: string): Promise
       help: 'check that the secret holding the key is set and passed to this step',
     });
   }
-  const privateDir = await mkdtemp(join(dir, 'exocomp-key-'));
+  const privateDir = await makePrivateDir('key', dir);
   const path = join(privateDir, 'id');
   await writeFile(path, `${text}\n`, { mode: 0o600, flag: 'wx' });
   return path;

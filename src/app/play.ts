@@ -67,7 +67,8 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
   const privateDir = await makePrivateDir('run');
   let agent: SshAgent | undefined;
   try {
-    const inventoryPath = join(privateDir, 'inventory.json');
+    // .yml: the standing inventory is YAML with !unsafe values; a JSON file given by the user is YAML too.
+    const inventoryPath = join(privateDir, 'inventory.yml');
     await writeFile(inventoryPath, request.inventoryText, { mode: 0o600 });
     const knownHostsFile = join(privateDir, 'known_hosts');
     await writeFile(knownHostsFile, request.knownHosts, { mode: 0o600 });

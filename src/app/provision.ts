@@ -8,6 +8,7 @@ import { rm } from 'node:fs/promises';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
+import { WORKFLOW_ID_MAX_LENGTH } from '../domain/names.js';
 import { summarizePlan } from '../domain/plan.js';
 import { INVENTORY_SCHEMA_VERSION, type InventoryRecord } from '../domain/standing-inventory.js';
 import { awaitApproval, createWorkflow, type ChainOptions, type Trigger, type Workflow } from '../domain/workflow.js';
@@ -30,8 +31,10 @@ export interface ProvisionRequest {
   requester?: string;
 }
 
+/** `<name>-<8 hex>`, the name shortened so the id stays within WORKFLOW_ID_MAX_LENGTH. */
 export function newWorkflowId(name: string): string {
-  return `${name}-${randomBytes(4).toString('hex')}`;
+  const suffix = `-${randomBytes(4).toString('hex')}`;
+  return `${name.slice(0, WORKFLOW_ID_MAX_LENGTH - suffix.length)}${suffix}`;
 }
 
 /** Records a new workflow (and registers tf:<name> when it is new) in one commit. */

@@ -9,7 +9,7 @@ import { ExocompError } from '../domain/errors.js';
 import type { InventoryRef } from '../domain/names.js';
 import { unsealOutputs } from '../domain/seal.js';
 import { restrictInventory } from '../domain/shard.js';
-import { renderInventoryFile } from '../domain/standing-inventory.js';
+import { renderAnsibleInventory } from '../domain/inventory.js';
 import { readKnownHostsText, readSealedOutputs } from '../ledger/records.js';
 import type { LedgerSnapshot } from '../ledger/store.js';
 import type { AppContext } from './context.js';
@@ -94,7 +94,7 @@ export async function runStandingPlay(app: AppContext, request: StandingPlayRequ
   const sealed = unsealedFor(snapshot, request.name, request);
   const knownHosts = readKnownHostsText(snapshot);
   const only = request.onlyHosts;
-  const text = only === undefined ? inventory.text : renderInventoryFile(restrictInventory(inventory.inventory, only));
+  const text = only === undefined ? inventory.ansibleText : renderAnsibleInventory(restrictInventory(inventory.inventory, only));
   const hostCount = only === undefined ? inventory.hosts.length : inventory.hosts.filter((h) => only.has(h.name)).length;
   // Closed by default: a selection that names nobody runs no play (callers decide what an empty selection means).
   if (hostCount === 0) {

@@ -157,7 +157,30 @@ export function convertCron(raw: string): { cron: string } {
       'use minutes at least 5 apart, e.g. */5, */15 or 7,37',
     );
   }
+  const never = neverFiresReason(parsed);
+  if (never !== undefined) {
+    throw new UsageError(`invalid schedule ${quoteValue(raw)}: it never fires: ${never}`, 'choose a day that exists in the chosen month(s), e.g. 28 for the end of February, or use day-of-week');
+  }
   return { cron: parsed.map((field) => field.rendered).join(' ') };
+}
+
+// The longest each month can be (February: 29, in leap years).
+const DAYS_IN_MONTH = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/**
+ * Why a schedule can never fire, or undefined. A day-of-week field not starting
+ * with '*' makes cron fire on either matching day (and every month has every
+ * weekday); otherwise the chosen days must exist in at least one chosen month
+ * (31 February never comes).
+ */
+function neverFiresReason(fields: readonly ParsedField[]): string | undefined {
+  const [, , days, months, weekdays] = fields as [ParsedField, ParsedField, ParsedField, ParsedField, ParsedField];
+  if (!weekdays.rendered.startsWith('*')) return undefined;
+  const firstDay = Math.min(...days.values);
+  const monthList = [...months.values].sort((a, b) => a - b);
+  if (monthList.some((month) => firstDay <= (DAYS_IN_MONTH[month - 1] as number))) return undefined;
+  const monthNames = monthList.map((month) => MONTH_NAMES[month - 1] as string).join(', ');
+  return `day ${firstDay}${days.values.size > 1 ? ' (the earliest chosen)' : ''} does not exist in ${monthNames}`;
 }
 
 /**

@@ -20,9 +20,16 @@ export type StaticInventory = Record<string, InventoryGroup | null>;
 const HOST_OR_GROUP_NAME = /^[^\s[\]:,]+$/;
 // zod records drop `__proto__` silently; refuse it instead of losing a key.
 const RESERVED_KEY = '__proto__';
+// Names cannot be marked unsafe as values are; one holding a template could be evaluated where it is shown.
+const TEMPLATE_MARKER = /\{\{|\{%|\{#/;
+
+/** How deep `children` may nest, and how deep a variable's value may nest. */
+export const MAX_GROUP_DEPTH = 64;
+export const MAX_VALUE_DEPTH = 32;
 
 function keyProblem(key: string, what: 'host' | 'group' | 'variable'): string | undefined {
   if (key === RESERVED_KEY) return `${quoteValue(key)} is not allowed as a ${what} name`;
+  if (TEMPLATE_MARKER.test(key)) return `${what} name ${quoteValue(key)} contains a template marker ('{{', '{%' or '{#')`;
   if (what === 'variable') return undefined;
   if (key === '') return `a ${what} name is empty`;
   if (!HOST_OR_GROUP_NAME.test(key)) {
@@ -101,21 +108,173 @@ function formatIssue(issue: z.core.$ZodIssue, input: unknown): string {
 const INVENTORY_HELP =
   'shape the ansible_inventory output as a static inventory: { all = { hosts = { <name> = { ansible_host = … } }, vars = { … }, children = { <group> = { hosts = … } } } }';
 
-/** Validates a static inventory object. Throws ExocompError('inventory') naming every bad path. */
-export function parseInventory(value: unknown): StaticInventory {
+const isMapping = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/** How deep a JSON value nests (a scalar is 0), walked without recursion so no input can exhaust the stack. */
+function valueDepth(value: unknown, limit: number): number {
+  let deepest = 0;
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop() as [unknown, number];
+    if (node === null || typeof node !== 'object') continue;
+    if (depth + 1 > deepest) deepest = depth + 1;
+    if (deepest > limit) return deepest;
+    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
+/** Refuses `children` nested deeper than MAX_GROUP_DEPTH before anything recurses into the inventory. */
+function checkGroupDepth(value: unknown, source: string): void {
+  const stack: Array<[unknown, number]> = isMapping(value) ? Object.values(value).map((group) => [group, 1]) : [];
+  while (stack.length > 0) {
+    const [group, depth] = stack.pop() as [unknown, number];
+    if (!isMapping(group) || !isMapping(group.children)) continue;
+    if (depth + 1 > MAX_GROUP_DEPTH) {
+      throw new ExocompError('inventory', `${source} nests groups (children within children) more than ${MAX_GROUP_DEPTH} levels deep`, {
+        help: `flatten the inventory to at most ${MAX_GROUP_DEPTH} levels of children`,
+      });
+    }
+    for (const child of Object.values(group.children)) stack.push([child, depth + 1]);
+  }
+}
+
+/**
+ * Inventory variables ansible's connection, shell and become plugins read that an
+ * inventory from tofu outputs may set; every other `ansible_*` variable is refused
+ * (docs/threat-model.md): ansible_ssh_executable, ansible_ssh_common_args and
+ * friends run commands on the control machine.
+ */
+export const ALLOWED_CONNECTION_VARIABLES: Readonly<Record<string, string>> = {
+  ansible_host: 'the address to connect to (a DNS name or IP address)',
+  ansible_port: 'the SSH port (1-65535)',
+  ansible_user: 'the user to connect as',
+  ansible_connection: 'ssh or local (local: the play runs on the runner)',
+  ansible_python_interpreter: 'an absolute path to python on the host, or auto',
+  ansible_become: 'true or false',
+  ansible_become_user: 'the user to become',
+  ansible_become_method: 'sudo or su',
+  ansible_group_priority: 'a whole number (group vars only)',
+};
+
+// ansible honours these aliases; refusing them keeps what we probe and pin identical to what ansible connects to.
+const ALIASES: Record<string, string> = {
+  ansible_ssh_host: 'ansible_host',
+  ansible_ssh_port: 'ansible_port',
+  ansible_ssh_user: 'ansible_user',
+};
+
+const ALLOWLIST_HELP = `an inventory from tofu outputs may set only ${Object.keys(ALLOWED_CONNECTION_VARIABLES).join(', ')} among ansible_* variables (see docs/threat-model.md); connection options belong in the playbook or ansible.cfg of the repository`;
+
+/** Why ansible would act on this variable name in a way the inventory must not choose, or undefined. */
+function variableProblem(name: string): { problem: string; help: string } | undefined {
+  const alias = ALIASES[name];
+  if (alias !== undefined) return { problem: `uses ${name}`, help: `write ${alias} instead of ${name}` };
+  if (!name.toLowerCase().startsWith('ansible_') || Object.hasOwn(ALLOWED_CONNECTION_VARIABLES, name)) return undefined;
+  const why = /(executable|_exe|command|args|interpreter|shell|pipelining)$/.test(name)
+    ? 'it would choose what runs or how, possibly on the runner itself'
+    : 'it is a connection or behaviour setting the inventory may not choose';
+  return { problem: `sets ${name}, which is not allowed from an inventory: ${why}`, help: ALLOWLIST_HELP };
+}
+
+/** Checks every host's and group's variables against the allowlist and the nesting limit. */
+function checkVariables(inv: StaticInventory): void {
+  const checkMap = (owner: string, vars: VarMap | null | undefined) => {
+    for (const [name, value] of Object.entries(vars ?? {})) {
+      const refusal = variableProblem(name);
+      if (refusal !== undefined) throw new ExocompError('inventory', `${owner}: ${refusal.problem}`, { help: refusal.help });
+      if (valueDepth(value, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH) {
+        throw new ExocompError('inventory', `${owner}: variable ${quoteValue(name)} nests values more than ${MAX_VALUE_DEPTH} levels deep`, {
+          help: 'flatten the value',
+        });
+      }
+      const key = templatedKey(value);
+      if (key !== undefined) {
+        throw new ExocompError('inventory', `${owner}: variable ${quoteValue(name)} has a key ${quoteValue(key)} with a template marker ('{{', '{%' or '{#')`, {
+          help: 'keys cannot be marked unsafe for templating as values are; rename the key',
+        });
+      }
+    }
+  };
+  const visit = (name: string, group: InventoryGroup | null) => {
+    checkMap(`group ${quoteValue(name)}`, group?.vars);
+    for (const [host, vars] of Object.entries(group?.hosts ?? {})) checkMap(`host ${quoteValue(host)}`, vars);
+    for (const [child, childGroup] of Object.entries(group?.children ?? {})) visit(child, childGroup);
+  };
+  for (const [name, group] of Object.entries(inv)) visit(name, group);
+}
+
+function templatedKey(value: unknown): string | undefined {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    if (node === null || typeof node !== 'object') continue;
+    if (!Array.isArray(node)) {
+      const key = Object.keys(node).find((k) => TEMPLATE_MARKER.test(k));
+      if (key !== undefined) return key;
+    }
+    stack.push(...Object.values(node));
+  }
+  return undefined;
+}
+
+/**
+ * Validates a static inventory object: its shape, its nesting, and that it sets
+ * only allowed connection variables. Throws ExocompError('inventory') naming
+ * the bad path, host or group. `source` names the inventory in messages.
+ */
+export function parseInventory(value: unknown, source = 'the inventory'): StaticInventory {
   if (value !== null && typeof value === 'object' && !Array.isArray(value) && '_meta' in value) {
-    throw new ExocompError('inventory', 'the inventory is in the `ansible-inventory --list` format (it has `_meta`), not a static inventory', {
+    throw new ExocompError('inventory', `${source} is in the \`ansible-inventory --list\` format (it has \`_meta\`), not a static inventory`, {
       help: INVENTORY_HELP,
     });
   }
+  checkGroupDepth(value, source);
   const result = inventorySchema.safeParse(value);
   if (!result.success) {
     const problems = result.error.issues.map((issue) => formatIssue(issue, value));
-    throw new ExocompError('inventory', `the inventory is not a valid static inventory: ${problems.join('; ')}`, {
+    throw new ExocompError('inventory', `${source} is not a valid static inventory: ${problems.join('; ')}`, {
       help: INVENTORY_HELP,
     });
   }
+  checkVariables(result.data);
   return result.data;
+}
+
+/**
+ * The inventory as ansible reads it: YAML (flow style) in which every string
+ * value is tagged `!unsafe`, so nothing from tofu outputs is ever templated
+ * (`{{ lookup('pipe', …) }}` stays text). Keys are plain quoted strings; names
+ * with template markers were refused by parseInventory.
+ */
+export function renderAnsibleInventory(inv: StaticInventory): string {
+  return `${renderYamlValue(inv, true)}\n`;
+}
+
+function renderYamlValue(value: unknown, isKeyLevel = false): string {
+  if (typeof value === 'string') return `!unsafe ${yamlDoubleQuoted(value)}`;
+  if (typeof value === 'number') return Number.isFinite(value) ? String(value) : 'null';
+  if (typeof value === 'boolean') return value ? 'true' : 'false';
+  if (value === null || value === undefined) return 'null';
+  if (Array.isArray(value)) return `[${value.map((item) => renderYamlValue(item)).join(', ')}]`;
+  const entries = Object.entries(value as Record<string, unknown>).map(
+    ([key, item]) => `${yamlDoubleQuoted(key)}: ${renderYamlValue(item)}`,
+  );
+  return isKeyLevel ? `{\n${entries.map((e) => `  ${e}`).join(',\n')}\n}` : `{${entries.join(', ')}}`;
+}
+
+/** A YAML double-quoted scalar holding only printable ASCII: everything else is escaped (YAML refuses some raw characters). */
+function yamlDoubleQuoted(text: string): string {
+  let out = '"';
+  for (const char of text) {
+    const code = char.codePointAt(0) as number;
+    if (char === '"' || char === '\\') out += `\\${char}`;
+    else if (code >= 0x20 && code <= 0x7e) out += char;
+    else if (code <= 0xffff) out += `\\u${code.toString(16).padStart(4, '0')}`;
+    else out += `\\U${code.toString(16).padStart(8, '0')}`;
+  }
+  return `${out}"`;
 }
 
 export interface DerivedHost {
@@ -211,13 +370,6 @@ function groupPriority(group: string, facts: GroupFacts): number {
   return priority;
 }
 
-// ansible honours these aliases; refusing them keeps what we probe and pin identical to what ansible connects to.
-const ALIASES: Record<string, string> = {
-  ansible_ssh_host: 'ansible_host',
-  ansible_ssh_port: 'ansible_port',
-  ansible_ssh_user: 'ansible_user',
-};
-
 // A DNS name, IPv4 or IPv6 address; never starting with '-', which a command line reads as an option.
 const ADDRESS = /^[A-Za-z0-9_:][A-Za-z0-9._:%-]*$/;
 
@@ -249,13 +401,54 @@ function derivePort(host: string, vars: Map<string, unknown>): number {
   return port;
 }
 
-function deriveHost(name: string, vars: Map<string, unknown>): DerivedHost {
-  for (const [alias, preferred] of Object.entries(ALIASES)) {
-    if (vars.has(alias)) {
-      throw hostError(name, `uses ${alias}`, `write ${preferred} instead of ${alias}`);
+const USER_NAME = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
+const AUTO_INTERPRETER = /^auto(_legacy)?(_silent)?$/;
+// A local host's interpreter runs on the runner: only a system python, never a path the inventory chose.
+const LOCAL_INTERPRETER = /^(\/usr\/bin|\/usr\/local\/bin|\/bin)\/python[0-9.]*$/;
+const REMOTE_INTERPRETER = /^\/[A-Za-z0-9._/+-]+$/;
+const BOOLEAN_WORDS = /^(true|false|yes|no|on|off|1|0)$/i;
+
+/** The allowed variables whose values need more than a type check. */
+function checkConnectionValues(name: string, vars: Map<string, unknown>, local: boolean): void {
+  const interpreter = stringVar(name, vars, 'ansible_python_interpreter');
+  if (interpreter !== undefined && !AUTO_INTERPRETER.test(interpreter)) {
+    if (local && !LOCAL_INTERPRETER.test(interpreter)) {
+      throw hostError(
+        name,
+        `ansible_python_interpreter ${quoteValue(interpreter)} is not allowed for a local host: a local host's interpreter runs on the runner`,
+        'for a local host, leave ansible_python_interpreter out, or set it to auto or a system python such as /usr/bin/python3',
+      );
+    }
+    if (!REMOTE_INTERPRETER.test(interpreter)) {
+      throw hostError(name, `ansible_python_interpreter ${quoteValue(interpreter)} is not an absolute path`, 'set ansible_python_interpreter to an absolute path such as /usr/bin/python3, or auto');
     }
   }
+  if (vars.has('ansible_become')) {
+    const become = vars.get('ansible_become');
+    if (typeof become !== 'boolean' && !(typeof become === 'string' && BOOLEAN_WORDS.test(become))) {
+      throw hostError(name, 'ansible_become must be true or false', 'set ansible_become to true or false');
+    }
+  }
+  const becomeUser = stringVar(name, vars, 'ansible_become_user');
+  if (becomeUser !== undefined && !USER_NAME.test(becomeUser)) {
+    throw hostError(name, `ansible_become_user ${quoteValue(becomeUser)} is not a user name`, "set ansible_become_user to letters, digits, '.', '_' and '-'");
+  }
+  const becomeMethod = stringVar(name, vars, 'ansible_become_method');
+  if (becomeMethod !== undefined && becomeMethod !== 'sudo' && becomeMethod !== 'su') {
+    throw hostError(name, `ansible_become_method ${quoteValue(becomeMethod)} is not allowed`, 'set ansible_become_method to sudo or su, or leave it out');
+  }
+}
+
+function deriveHost(name: string, vars: Map<string, unknown>): DerivedHost {
   const connection = stringVar(name, vars, 'ansible_connection');
+  if (connection !== undefined && connection !== 'ssh' && connection !== 'local') {
+    throw hostError(
+      name,
+      `ansible_connection ${quoteValue(connection)} is not allowed: only ssh and local are`,
+      'set ansible_connection to ssh (the default) or local (the play then runs on the runner), or leave it out',
+    );
+  }
+  checkConnectionValues(name, vars, connection === 'local');
   const address = stringVar(name, vars, 'ansible_host') ?? name;
   if (!isValidAddress(address)) {
     throw hostError(
@@ -266,7 +459,7 @@ function deriveHost(name: string, vars: Map<string, unknown>): DerivedHost {
   }
   const port = derivePort(name, vars);
   const user = stringVar(name, vars, 'ansible_user');
-  if (user !== undefined && !/^[A-Za-z0-9_][A-Za-z0-9._-]*$/.test(user)) {
+  if (user !== undefined && !USER_NAME.test(user)) {
     throw hostError(name, `ansible_user ${quoteValue(user)} is not a user name`, "set ansible_user to letters, digits, '.', '_' and '-'");
   }
   return { name, address, port, ...(user === undefined ? {} : { user }), local: connection === 'local' };
@@ -354,7 +547,7 @@ export interface CapturedInventory {
 export function captureInventory(outputs: TofuOutputs): CapturedInventory {
   const declared = Object.hasOwn(outputs, INVENTORY_OUTPUT) ? outputs[INVENTORY_OUTPUT] : undefined;
   if (declared === undefined) {
-    const inventory = fallbackInventory(outputs);
+    const inventory = parseInventory(fallbackInventory(outputs), 'the inventory built from the outputs');
     return { inventory, source: 'fallback', outputCount: Object.keys(inventory.all?.vars ?? {}).length, hostCount: 0 };
   }
   if (declared.sensitive) {
@@ -362,7 +555,7 @@ export function captureInventory(outputs: TofuOutputs): CapturedInventory {
       help: 'keep secrets out of ansible_inventory and drop sensitive = true from it (use nonsensitive() for values that are not secret); sensitive outputs reach the play as environment variables instead',
     });
   }
-  const inventory = parseInventory(declared.value);
+  const inventory = parseInventory(declared.value, 'the ansible_inventory output');
   return { inventory, source: 'ansible_inventory', outputCount: 1, hostCount: deriveHosts(inventory).length };
 }
 

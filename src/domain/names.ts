@@ -116,3 +116,50 @@ export function envNameForOutput(outputName: string): string {
   }
   return envName;
 }
+
+export const WORKFLOW_ID_MAX_LENGTH = 64;
+const RECORD_NAME = /^[a-z0-9][a-z0-9._-]*$/;
+const WORKFLOW_ID_RULE =
+  `a workflow id is 1-${WORKFLOW_ID_MAX_LENGTH} characters of a-z, 0-9, '.', '_' and '-', ` +
+  `starts with a letter or digit, and contains no '..'`;
+
+/** Says why `raw` cannot name a workflow record (workflows/<id>.json), or undefined when it can. */
+export function workflowIdProblem(raw: string): string | undefined {
+  if (raw === '') return 'it is empty';
+  if (raw.length > WORKFLOW_ID_MAX_LENGTH) return `it is ${raw.length} characters long (at most ${WORKFLOW_ID_MAX_LENGTH})`;
+  if (/[A-Z]/.test(raw)) return 'it contains uppercase letters';
+  if (raw.includes('/') || raw.includes('\\')) return 'it contains a path separator';
+  if (/\s/.test(raw)) return 'it contains whitespace';
+  if (raw.includes('..')) return "it contains '..'";
+  if (!/^[a-z0-9]/.test(raw)) return 'it does not start with a letter or digit';
+  if (!RECORD_NAME.test(raw)) return "it contains characters other than a-z, 0-9, '.', '_' and '-'";
+  return undefined;
+}
+
+/** Validates a workflow id (`--id`, `workflow-id`): it becomes a file name on the ledger branch. */
+export function parseWorkflowId(raw: string): string {
+  const problem = workflowIdProblem(raw);
+  if (problem !== undefined) throw new UsageError(`invalid workflow id ${quoteValue(raw)}: ${problem}`, WORKFLOW_ID_RULE);
+  return raw;
+}
+
+export const USER_NAME_MAX_LENGTH = 32;
+const USER_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
+const USER_NAME_RULE = `a user name is 1-${USER_NAME_MAX_LENGTH} characters of letters, digits, '.', '_' and '-', starting with a letter or '_'`;
+
+/** Says why `raw` is not a user name ssh and useradd accept as given, or undefined. */
+export function userNameProblem(raw: string): string | undefined {
+  if (raw === '') return 'it is empty';
+  if (raw.length > USER_NAME_MAX_LENGTH) return `it is ${raw.length} characters long (at most ${USER_NAME_MAX_LENGTH})`;
+  if (raw.startsWith('-')) return "it starts with '-', which ssh would read as an option";
+  if (!/^[A-Za-z_]/.test(raw)) return "it does not start with a letter or '_'";
+  if (!USER_NAME.test(raw)) return "it contains characters other than letters, digits, '.', '_' and '-'";
+  return undefined;
+}
+
+/** Validates a user name given for `what` (e.g. `--onboard-user`). */
+export function parseUserName(raw: string, what: string): string {
+  const problem = userNameProblem(raw);
+  if (problem !== undefined) throw new UsageError(`invalid ${what} ${quoteValue(raw)}: ${problem}`, USER_NAME_RULE);
+  return raw;
+}

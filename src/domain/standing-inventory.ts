@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { ExocompError } from './errors.js';
-import { deriveHosts, parseInventory, type DerivedHost, type StaticInventory } from './inventory.js';
+import { deriveHosts, parseInventory, renderAnsibleInventory, type DerivedHost, type StaticInventory } from './inventory.js';
 
 export const INVENTORY_SCHEMA_VERSION = 1;
 
@@ -55,8 +55,10 @@ export function renderInventoryFile(inventory: StaticInventory): string {
 export interface ResolvedInventory {
   name: string;
   record: InventoryRecord;
-  /** The exact file text, for the run's private copy. */
+  /** The exact file text, as stored in the ledger. */
   text: string;
+  /** What ansible reads (the run's private copy): every string value unsafe for templating. */
+  ansibleText: string;
   inventory: StaticInventory;
   hosts: DerivedHost[];
 }
@@ -103,7 +105,7 @@ export function resolveStandingInventory(
   }
   let inventory: StaticInventory;
   try {
-    inventory = parseInventory(JSON.parse(fileText));
+    inventory = parseInventory(JSON.parse(fileText), `inventory ${ref}`);
   } catch (error) {
     throw new InventoryUnusableError(
       'corrupt',
@@ -121,5 +123,5 @@ export function resolveStandingInventory(
         : 'the ansible_inventory output of the last apply names no hosts; check the workspace',
     );
   }
-  return { name, record, text: fileText, inventory, hosts };
+  return { name, record, text: fileText, ansibleText: renderAnsibleInventory(inventory), inventory, hosts };
 }

@@ -65,7 +65,7 @@ async function apply(fixture: string, name: string, inventoryHosts?: InventoryHo
   return expectExit(exocomp(args), 0);
 }
 
-const localHost = { ansible_connection: 'local', ansible_python_interpreter: '{{ ansible_playbook_python }}' };
+const localHost = { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' };
 const sshHost = (host: LoopbackHost) => ({ ansible_host: host.address, ansible_port: host.port });
 
 async function newDir(prefix: string): Promise<string> {

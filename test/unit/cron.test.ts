@@ -142,6 +142,32 @@ describe('convertCron', () => {
   });
 });
 
+describe('schedules that can never fire', () => {
+  it.each([
+    ['0 0 3 31 2 *', 'day 31 does not exist in FEB'],
+    ['0 0 3 30 FEB *', 'day 30 does not exist in FEB'],
+    ['0 0 3 31 4,6,9,11 *', 'day 31 does not exist in APR, JUN, SEP, NOV'],
+    ['0 0 3 30-31 2 ?', 'day 30 (the earliest chosen) does not exist in FEB'],
+    ['0 0 3 31 2 */2', 'day 31 does not exist in FEB'],
+  ])('refuses %j', (six, reason) => {
+    const error = thrown(() => convertCron(six));
+    expect(error).toBeInstanceOf(UsageError);
+    expect(error.message).toBe(`invalid schedule ${quoteValue(six)}: it never fires: ${reason}`);
+    expect(error.help).toMatch(/^choose a day that exists/);
+  });
+
+  it.each([
+    ['0 0 3 29 2 *', '0 3 29 2 *'],
+    ['0 0 3 31 2,3 *', '0 3 31 2,3 *'],
+    ['0 0 3 30,31 4 *', '0 3 30,31 4 *'],
+    // A restricted day-of-week makes cron fire on either day: every Monday of February.
+    ['0 0 3 31 2 MON', '0 3 31 2 1'],
+    ['0 0 3 31 2 0-6', '0 3 31 2 0-6'],
+  ])('accepts %j, which fires', (six, five) => {
+    expect(convertCron(six).cron).toBe(five);
+  });
+});
+
 describe('describeMinuteWarning', () => {
   it.each(['0 3 * * *', '0,30 * * * *', '*/15 * * * *', '0-55/5 * * * *', '00 3 * * *'])('warns about %j', (five) => {
     expect(describeMinuteWarning(five)).toBe(

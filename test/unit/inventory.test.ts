@@ -11,6 +11,7 @@ import {
   formatInventoryPath,
   knownHostsName,
   parseInventory,
+  renderAnsibleInventory,
   type DerivedHost,
   type StaticInventory,
 } from '../../src/domain/inventory.js';
@@ -274,7 +275,7 @@ describe('deriveHosts', () => {
     [{ all: { hosts: { h: { ansible_user: '-oX' } } } }, 'host "h": ansible_user "-oX" is not a user name', "set ansible_user to letters, digits, '.', '_' and '-'"],
     [{ all: { hosts: { h: { ansible_user: 'ro ot' } } } }, 'host "h": ansible_user "ro ot" is not a user name', "set ansible_user to letters, digits, '.', '_' and '-'"],
     [{ all: { hosts: { h: { ansible_ssh_host: '10.0.0.1' } } } }, 'host "h": uses ansible_ssh_host', 'write ansible_host instead of ansible_ssh_host'],
-    [{ all: { vars: { ansible_ssh_port: 2222 }, hosts: { h: null } } }, 'host "h": uses ansible_ssh_port', 'write ansible_port instead of ansible_ssh_port'],
+    [{ all: { vars: { ansible_ssh_port: 2222 }, hosts: { h: null } } }, 'group "all": uses ansible_ssh_port', 'write ansible_port instead of ansible_ssh_port'],
     [{ all: { hosts: { h: { ansible_ssh_user: 'root' } } } }, 'host "h": uses ansible_ssh_user', 'write ansible_user instead of ansible_ssh_user'],
     [{ all: { children: { g: { vars: { ansible_group_priority: 'high' }, hosts: { h: null } } } } }, 'group "g": ansible_group_priority must be a whole number', 'set ansible_group_priority to an integer, or remove it'],
     [{ all: { children: { a: { children: { b: { children: { a: null } } } } } } }, 'group "a" is its own ancestor (a children loop)', 'remove one of the children entries that form the loop'],
@@ -301,8 +302,7 @@ describe('deriveHosts', () => {
 
 /**
  * The precedence rules above are ansible's: ask ansible-inventory itself what
- * each host's connection variables are, through the same JSON file format the
- * standing inventory is stored in.
+ * each host's connection variables are, through the same file a play reads.
  */
 describe('deriveHosts agrees with ansible-inventory', () => {
   let dir: string;
@@ -314,8 +314,9 @@ describe('deriveHosts agrees with ansible-inventory', () => {
   });
 
   it.each(PRECEDENCE_CASES.map(([label, inv], index) => [label, inv, index] as const))('%s', async (_label, inv, index) => {
-    const file = join(dir, `case-${index}.json`);
-    await writeFile(file, JSON.stringify(parseInventory(inv)));
+    // The file ansible reads: YAML with every string !unsafe.
+    const file = join(dir, `case-${index}.yml`);
+    await writeFile(file, renderAnsibleInventory(parseInventory(inv)));
     const result = await runProcess('ansible-inventory', ['-i', file, '--list'], {
       env: {
         PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -335,7 +336,14 @@ describe('deriveHosts agrees with ansible-inventory', () => {
     const names = new Set(Object.values(groups).flatMap((group) => group.hosts ?? []));
     const fromAnsible = [...names]
       .map((name) => {
-        const vars = meta.hostvars[name] ?? {};
+        // ansible-inventory shows an unsafe string as {"__ansible_unsafe": text}: every string must be one.
+        const vars = Object.fromEntries(
+          Object.entries(meta.hostvars[name] ?? {}).map(([key, value]) => {
+            if (typeof value === 'string') throw new Error(`${name}.${key} reached ansible as a plain (templatable) string`);
+            const unsafe = (value as { __ansible_unsafe?: unknown } | null)?.__ansible_unsafe;
+            return [key, unsafe ?? value];
+          }),
+        );
         const user = vars.ansible_user as string | undefined;
         return {
           name,
@@ -431,7 +439,7 @@ describe('captureInventory', () => {
   it('refuses a malformed ansible_inventory rather than falling back', () => {
     const error = thrown(() => captureInventory({ ansible_inventory: { value: { all: { hosts: ['web1'] } }, sensitive: false } }));
     expect(error.kind).toBe('inventory');
-    expect(error.message).toBe('the inventory is not a valid static inventory: all.hosts: expected a mapping, got a list');
+    expect(error.message).toBe('the ansible_inventory output is not a valid static inventory: all.hosts: expected a mapping, got a list');
   });
 
   it('refuses an ansible_inventory whose hosts cannot be derived', () => {

@@ -42,7 +42,7 @@ export async function onboardStep({ app, workflow, inputs, info, signal }: StepC
     playbook,
     cwd: app.cwd,
     parentEnv: app.env,
-    inventoryText: inventory.text,
+    inventoryText: inventory.ansibleText,
     knownHosts: pins.knownHosts,
     identityFile: inputs.bootstrapKeyPath,
     extraVars: { exocomp_fleet_pubkey: fleetPublicKey, exocomp_onboard_user: workflow.options.onboardUser },

@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { userInfo } from 'node:os';
 import { UsageError } from '../../domain/errors.js';
+import { parseWorkflowId } from '../../domain/names.js';
 import { renderText, viewWorkflow } from '../../domain/render.js';
 import { decide, pendingApprovals } from '../../app/approvals.js';
 import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
@@ -19,6 +20,7 @@ export function registerApproval(program: Command, io: Io): void {
       .addOption(new Option('--by <name>', 'who decides (default: the current user)')),
   ).action(async (id: string, options: Record<string, unknown>) => {
     if (options.approve === options.reject) throw new UsageError('say exactly one of --approve or --reject');
+    parseWorkflowId(id);
     const settings = globalSettings(options);
     const context = await buildContext(settings, io);
     const workflow = await decide(context, id, {

@@ -1,5 +1,7 @@
 import { Option, type Command } from 'commander';
 import { parseDuration } from '../../domain/duration.js';
+import { parseUserName, parseWorkflowId } from '../../domain/names.js';
+import { checkPlaybookFile } from '../../app/input-checks.js';
 import { renderText, viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
 import { missedTicksOf, renderDriftHistory } from '../../domain/drift-history.js';
@@ -59,11 +61,16 @@ export function registerProvision(program: Command, io: Io): void {
     const settings = globalSettings(options);
     const sshWaitMs = parseDuration(String(options.sshWait));
     const name = workspaceNameFor(workspace, options.workspaceName);
+    const requestedId = typeof options.id === 'string' ? parseWorkflowId(options.id) : undefined;
+    parseUserName(String(options.onboardUser), '--onboard-user');
+    if (typeof options.remoteUser === 'string') parseUserName(options.remoteUser, '--remote-user');
+    checkPlaybookFile(playbook, 'playbook');
+    if (typeof options.onboardPlaybook === 'string') checkPlaybookFile(options.onboardPlaybook, '--onboard-playbook');
     const vars = readVars(options.varsFile as string | undefined);
     const inputs = runInputs(options, process.env, options.rotateHostKey as string[]);
     const context = await buildContext(settings, io);
     const outcome = await continueWorkflow(context, {
-      workflowId: typeof options.id === 'string' ? options.id : newWorkflowId(name),
+      workflowId: requestedId ?? newWorkflowId(name),
       create: () => ({
         workspacePath: workspace,
         workspaceName: name,
@@ -101,9 +108,11 @@ export function registerProvision(program: Command, io: Io): void {
         .addOption(new Option('--wait', 'block until a pending approval is decided').default(false)),
     ),
   ).action(async (id: string, options: Record<string, unknown>) => {
+    parseWorkflowId(id);
+    if (typeof options.playbook === 'string') checkPlaybookFile(options.playbook, '--playbook');
     const settings = globalSettings(options);
+    const inputs = runInputs(options, process.env, options.rotateHostKey as string[]);
     const context = await buildContext(settings, io);
-    const inputs = runInputs(options, context.env, options.rotateHostKey as string[]);
     const overrides = {
       ...(typeof options.sshWait === 'string' ? { sshWaitMs: parseDuration(options.sshWait) } : {}),
       ...(typeof options.playbook === 'string' ? { playbook: options.playbook } : {}),
@@ -119,6 +128,7 @@ export function registerProvision(program: Command, io: Io): void {
       .description('show a workflow from the ledger (all workflows when no id is given)')
       .argument('[id]', 'workflow id'),
   ).action(async (id: string | undefined, options: Record<string, unknown>) => {
+    if (id !== undefined) parseWorkflowId(id);
     const settings = globalSettings(options);
     const context = await buildContext(settings, io);
     const snapshot = await context.store.read();

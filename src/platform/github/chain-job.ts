@@ -10,6 +10,7 @@ import { environmentGate, type SelfReview } from '../../app/approval-gates/envir
 import { dispatchGate } from '../../app/approval-gates/dispatch.js';
 import { continueWorkflow, failureOf, type ContinueOutcome, type ContinueRequest } from '../../app/continue-workflow.js';
 import type { AppContext } from '../../app/context.js';
+import { checkPlaybookFile } from '../../app/input-checks.js';
 import { parseMapping } from '../../app/mappings.js';
 import type { ApprovalGate } from '../../app/ports/approval-gate.js';
 import type { ProvisionRequest } from '../../app/provision.js';
@@ -43,6 +44,8 @@ export function newWorkflowRequest(session: Session<ActionName>, settings: NewWo
 
 function newWorkflow(session: Session<ActionName>, settings: NewWorkflowSettings, requireApproval: boolean): ProvisionRequest {
   if (settings.playbook === undefined) throw new UsageError('the playbook input is required to start a workflow', 'pass `playbook:` (the configure playbook)');
+  checkPlaybookFile(settings.playbook, 'the playbook input', session.run.workspace);
+  if (settings['onboard-playbook']) checkPlaybookFile(settings['onboard-playbook'], 'the onboard-playbook input', session.run.workspace);
   const vars = settings.vars === undefined ? {} : parseMapping(settings.vars, 'the vars input');
   return {
     workspacePath: settings.workspace,

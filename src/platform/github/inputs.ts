@@ -7,6 +7,8 @@
 import { z } from 'zod';
 import { UsageError } from '../../domain/errors.js';
 import { parseDuration } from '../../domain/duration.js';
+import { quoteValue, userNameProblem, workflowIdProblem } from '../../domain/names.js';
+import { privateKeyTextProblem } from '../../domain/private-key.js';
 import { DEFAULT_LEDGER_BRANCH } from '../../ledger/git-store.js';
 
 /** One input: how its text parses, and whether its value is a secret to mask before anything is logged. */
@@ -69,8 +71,28 @@ const listText = z.string().transform((value) =>
 /** Secrets keep their inner whitespace (a private key's lines); only surrounding blank space goes. */
 const secretText = z.string().transform((value) => (value.trim() === '' ? undefined : value.replace(/^\s+|\s+$/g, '')));
 
+/** Text checked by a domain rule (`problem` says why a value is refused); the message quotes the value, so never for secrets. */
+const checkedText = (problem: (value: string) => string | undefined) =>
+  optionalText.superRefine((value, ctx) => {
+    const why = value === undefined ? undefined : problem(value);
+    if (why !== undefined) ctx.addIssue({ code: 'custom', message: `${quoteValue(value as string)} is refused: ${why}` });
+  });
+/** A private key input: an unencrypted private key; the message never shows it. */
+const privateKeyText = secretText.superRefine((value, ctx) => {
+  const why = value === undefined ? undefined : privateKeyTextProblem(value);
+  if (why !== undefined) ctx.addIssue({ code: 'custom', message: `${why.problem} — ${why.help}` });
+});
+
 const text = (): InputSpec<string | undefined> => ({ schema: optionalText });
+const workflowId = (): InputSpec<string | undefined> => ({ schema: checkedText(workflowIdProblem) });
+const userName = (): InputSpec<string> => ({ schema: checkedText(userNameProblem).transform((v) => v ?? 'exocomp') });
 const required = (name: string): InputSpec<string> => ({ schema: requiredText(name) });
+const requiredWorkflowId = (): InputSpec<string> => ({
+  schema: requiredText('workflow-id').superRefine((value, ctx) => {
+    const why = workflowIdProblem(value);
+    if (why !== undefined) ctx.addIssue({ code: 'custom', message: `${quoteValue(value)} is refused: ${why}` });
+  }),
+});
 const secret = (): InputSpec<string | undefined> => ({ schema: secretText, secret: true });
 const flag = (fallback: boolean): InputSpec<boolean> => ({ schema: booleanText(fallback) });
 
@@ -93,8 +115,8 @@ const TOFU = {
 };
 
 const KEYS = {
-  'fleet-private-key': secret(),
-  'bootstrap-private-key': secret(),
+  'fleet-private-key': { schema: privateKeyText, secret: true } as InputSpec<string | undefined>,
+  'bootstrap-private-key': { schema: privateKeyText, secret: true } as InputSpec<string | undefined>,
   'run-secrets': secret(),
   'rotate-host-keys': { schema: listText } as InputSpec<string[]>,
 };
@@ -126,15 +148,15 @@ const NEW_WORKFLOW = {
   'workspace-name': text(),
   'ssh-wait': { schema: durationText('5m') } as InputSpec<number>,
   'onboard-playbook': text(),
-  'onboard-user': { schema: optionalText.transform((v) => v ?? 'exocomp') } as InputSpec<string>,
+  'onboard-user': userName(),
   vars: text(),
 };
 
 export const ACTION_INPUTS = {
-  provision: { ...NEW_WORKFLOW, ...APPROVAL, ...TOFU, ...KEYS, ...LEDGER, ...COMMENT, 'workflow-id': text(), 'artifact-retention-days': retentionDays },
-  plan: { ...NEW_WORKFLOW, ...TOFU, ...LEDGER, ...COMMENT, 'approve-workflow': APPROVAL['approve-workflow'], 'workflow-id': text(), 'plan-only': flag(false), 'artifact-retention-days': retentionDays },
+  provision: { ...NEW_WORKFLOW, ...APPROVAL, ...TOFU, ...KEYS, ...LEDGER, ...COMMENT, 'workflow-id': workflowId(), 'artifact-retention-days': retentionDays },
+  plan: { ...NEW_WORKFLOW, ...TOFU, ...LEDGER, ...COMMENT, 'approve-workflow': APPROVAL['approve-workflow'], 'workflow-id': workflowId(), 'plan-only': flag(false), 'artifact-retention-days': retentionDays },
   apply: {
-    'workflow-id': required('workflow-id'),
+    'workflow-id': requiredWorkflowId(),
     'approval-mode': APPROVAL['approval-mode'],
     environment: APPROVAL.environment,
     'self-review': APPROVAL['self-review'],
@@ -142,9 +164,9 @@ export const ACTION_INPUTS = {
     ...LEDGER,
     ...COMMENT,
   },
-  'ssh-wait': { 'workflow-id': required('workflow-id'), ...LEDGER, ...COMMENT },
+  'ssh-wait': { 'workflow-id': requiredWorkflowId(), ...LEDGER, ...COMMENT },
   onboard: {
-    'workflow-id': required('workflow-id'),
+    'workflow-id': requiredWorkflowId(),
     'fleet-private-key': KEYS['fleet-private-key'],
     'bootstrap-private-key': KEYS['bootstrap-private-key'],
     'rotate-host-keys': KEYS['rotate-host-keys'],
@@ -152,7 +174,7 @@ export const ACTION_INPUTS = {
     ...COMMENT,
   },
   configure: {
-    'workflow-id': required('workflow-id'),
+    'workflow-id': requiredWorkflowId(),
     'fleet-private-key': KEYS['fleet-private-key'],
     'run-secrets': KEYS['run-secrets'],
     'seal-key': TOFU['seal-key'],
@@ -163,7 +185,7 @@ export const ACTION_INPUTS = {
     target: required('target'),
     playbook: required('playbook'),
     args: text(),
-    'remote-user': { schema: optionalText.transform((v) => v ?? 'exocomp') },
+    'remote-user': userName(),
     'fleet-private-key': KEYS['fleet-private-key'],
     'run-secrets': KEYS['run-secrets'],
     'seal-key': TOFU['seal-key'],
@@ -191,7 +213,7 @@ export const ACTION_INPUTS = {
     ...LEDGER,
   },
   approve: {
-    'workflow-id': required('workflow-id'),
+    'workflow-id': requiredWorkflowId(),
     decision: { schema: enumText(['approve', 'reject'], 'approve') },
     reason: text(),
     'allow-self-approval': flag(false),
@@ -199,7 +221,7 @@ export const ACTION_INPUTS = {
     ...LEDGER,
     ...COMMENT,
   },
-  status: { 'workflow-id': text(), ...LEDGER, ...COMMENT },
+  status: { 'workflow-id': workflowId(), ...LEDGER, ...COMMENT },
   resume: { 'continue-workflow': text(), 'dry-run': flag(false), 'unstarted-after': { schema: durationText('30m') } as InputSpec<number>, ...LEDGER },
 } as const satisfies Record<string, InputSpecs>;
 

@@ -1,0 +1,62 @@
+/**
+ * The checks on a run's file inputs that need the file system: key files and
+ * playbooks. Entry points call them while parsing, before the first ledger
+ * write; the rules themselves are pure (src/domain).
+ */
+import { readFileSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { UsageError } from '../domain/errors.js';
+import { quoteValue } from '../domain/names.js';
+import { playbookTextProblem } from '../domain/playbook.js';
+import { privateKeyModeProblem, privateKeyTextProblem } from '../domain/private-key.js';
+
+function statOrRefuse(path: string, what: string, shown: string) {
+  try {
+    return statSync(path);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new UsageError(
+      `${what} ${shown} ${code === 'ENOENT' ? 'does not exist' : `cannot be read (${code ?? 'error'})`}`,
+      code === 'ENOENT' ? 'check the path (relative paths are taken from the current directory)' : 'check the path and its permissions',
+    );
+  }
+}
+
+/** Reads a private key file (`what` names the option) and refuses anything ssh could not use unattended. */
+export function readPrivateKeyFile(file: string, what: string, cwd = process.cwd()): string {
+  const shown = quoteValue(file);
+  const stats = statOrRefuse(resolve(cwd, file), `${what} file`, shown);
+  if (!stats.isFile()) throw new UsageError(`${what} file ${shown} is not a file`, 'pass the private key file itself');
+  const mode = privateKeyModeProblem(stats.mode, file);
+  if (mode !== undefined) throw new UsageError(`${what} file ${shown}: ${mode.problem}`, mode.help);
+  let text: string;
+  try {
+    text = readFileSync(resolve(cwd, file), 'utf8');
+  } catch (error) {
+    throw new UsageError(`${what} file ${shown} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`, 'check its permissions');
+  }
+  const problem = privateKeyTextProblem(text);
+  if (problem !== undefined) throw new UsageError(`${what} file ${shown}: ${problem.problem}`, problem.help);
+  return text;
+}
+
+/** Refuses a key given as text (an action input holding a secret): the message never shows it. */
+export function checkPrivateKeyText(text: string, what: string): void {
+  const problem = privateKeyTextProblem(text);
+  if (problem !== undefined) throw new UsageError(`${what}: ${problem.problem}`, problem.help);
+}
+
+/** Refuses a playbook that is missing, not a file, or not a list of plays. */
+export function checkPlaybookFile(file: string, what: string, cwd = process.cwd()): void {
+  const shown = quoteValue(file);
+  const stats = statOrRefuse(resolve(cwd, file), what, shown);
+  if (!stats.isFile()) throw new UsageError(`${what} ${shown} is a directory, not a playbook file`, 'pass the path of a playbook file (e.g. site.yml)');
+  let text: string;
+  try {
+    text = readFileSync(resolve(cwd, file), 'utf8');
+  } catch (error) {
+    throw new UsageError(`${what} ${shown} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`, 'check its permissions');
+  }
+  const problem = playbookTextProblem(text);
+  if (problem !== undefined) throw new UsageError(`${what} ${shown}: ${problem}`, 'a playbook is a YAML list of plays, e.g. "- hosts: all" followed by its tasks');
+}
