@@ -27,8 +27,6 @@ export function readPrivateKeyFile(file: string, what: string, cwd = process.cwd
   const shown = quoteValue(file);
   const stats = statOrRefuse(resolve(cwd, file), `${what} file`, shown);
   if (!stats.isFile()) throw new UsageError(`${what} file ${shown} is not a file`, 'pass the private key file itself');
-  const mode = privateKeyModeProblem(stats.mode, file);
-  if (mode !== undefined) throw new UsageError(`${what} file ${shown}: ${mode.problem}`, mode.help);
   let text: string;
   try {
     text = readFileSync(resolve(cwd, file), 'utf8');
@@ -37,6 +35,9 @@ export function readPrivateKeyFile(file: string, what: string, cwd = process.cwd
   }
   const problem = privateKeyTextProblem(text);
   if (problem !== undefined) throw new UsageError(`${what} file ${shown}: ${problem.problem}`, problem.help);
+  // After the content: a public key at 0644 is a wrong file, not a wrong mode.
+  const mode = privateKeyModeProblem(stats.mode, file);
+  if (mode !== undefined) throw new UsageError(`${what} file ${shown}: ${mode.problem}`, mode.help);
   return text;
 }
 

@@ -19,7 +19,7 @@ export const WORKSPACE_NAME_MAX_LENGTH = 64;
 const WORKSPACE_NAME = /^[a-z0-9][a-z0-9._-]*$/;
 const WORKSPACE_NAME_RULE =
   `a workspace name is 1-${WORKSPACE_NAME_MAX_LENGTH} characters of a-z, 0-9, '.', '_' and '-', ` +
-  `starts with a letter or digit, and contains no '..'`;
+  `starts with a letter or digit, and neither contains '..' nor ends with '.'`;
 
 /** Says why `raw` is not a workspace name, or undefined when it is one. */
 function workspaceNameProblem(raw: string): string | undefined {
@@ -33,6 +33,7 @@ function workspaceNameProblem(raw: string): string | undefined {
   if (raw.includes('..')) return "it contains '..'";
   if (!/^[a-z0-9]/.test(raw)) return 'it does not start with a letter or digit';
   if (!WORKSPACE_NAME.test(raw)) return "it contains characters other than a-z, 0-9, '.', '_' and '-'";
+  if (raw.endsWith('.')) return "it ends with '.'";
   return undefined;
 }
 
@@ -121,7 +122,7 @@ export const WORKFLOW_ID_MAX_LENGTH = 64;
 const RECORD_NAME = /^[a-z0-9][a-z0-9._-]*$/;
 const WORKFLOW_ID_RULE =
   `a workflow id is 1-${WORKFLOW_ID_MAX_LENGTH} characters of a-z, 0-9, '.', '_' and '-', ` +
-  `starts with a letter or digit, and contains no '..'`;
+  `starts with a letter or digit, and neither contains '..' nor ends with '.'`;
 
 /** Says why `raw` cannot name a workflow record (workflows/<id>.json), or undefined when it can. */
 export function workflowIdProblem(raw: string): string | undefined {
@@ -133,6 +134,7 @@ export function workflowIdProblem(raw: string): string | undefined {
   if (raw.includes('..')) return "it contains '..'";
   if (!/^[a-z0-9]/.test(raw)) return 'it does not start with a letter or digit';
   if (!RECORD_NAME.test(raw)) return "it contains characters other than a-z, 0-9, '.', '_' and '-'";
+  if (raw.endsWith('.')) return "it ends with '.'";
   return undefined;
 }
 

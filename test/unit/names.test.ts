@@ -4,6 +4,8 @@ import {
   defaultWorkspaceName,
   envNameForOutput,
   parseInventoryRef,
+  parseUserName,
+  parseWorkflowId,
   parseWorkspaceName,
   quoteValue,
 } from '../../src/domain/names.js';
@@ -29,7 +31,7 @@ describe('quoteValue', () => {
 });
 
 describe('parseWorkspaceName', () => {
-  it.each(['edge', 'a', '0', 'web-1', 'prod.eu_west-1', '1.2', 'a'.repeat(64), 'x.', 'x-'])('accepts %j', (name) => {
+  it.each(['edge', 'a', '0', 'web-1', 'prod.eu_west-1', '1.2', 'a'.repeat(64), 'x-'])('accepts %j', (name) => {
     expect(parseWorkspaceName(name)).toBe(name);
   });
 
@@ -54,13 +56,15 @@ describe('parseWorkspaceName', () => {
     ['edge*', "it contains characters other than a-z, 0-9, '.', '_' and '-'"],
     ['édge', 'it does not start with a letter or digit'],
     ['tf:edge', "it contains characters other than a-z, 0-9, '.', '_' and '-'"],
+    // A ledger path component (and a git ref component) may not end with '.'.
+    ['x.', "it ends with '.'"],
   ])('refuses %j: %s', (name, problem) => {
     const error = thrown(() => parseWorkspaceName(name));
     expect(error).toBeInstanceOf(UsageError);
     expect(error.exitCode).toBe(2);
     expect(error.message).toBe(`invalid workspace name ${quoteValue(name)}: ${problem}`);
     expect(error.help).toContain("a workspace name is 1-64 characters of a-z, 0-9, '.', '_' and '-'");
-    expect(error.help).toContain("no '..'");
+    expect(error.help).toContain("neither contains '..' nor ends with '.'");
   });
 
   it('shows control characters escaped, never raw', () => {
@@ -172,5 +176,50 @@ describe('envNameForOutput', () => {
     expect(error.kind).toBe('seal');
     expect(error.message).toBe(`output ${quoteValue(output)} would be bound to ${env}, which the play's runtime itself uses`);
     expect(error.help).toContain('are reserved');
+  });
+});
+
+describe('parseWorkflowId', () => {
+  it.each(['edge-1a2b3c4d', 'a', '0', 'web.1_x-y', 'a'.repeat(64)])('accepts %j', (id) => {
+    expect(parseWorkflowId(id)).toBe(id);
+  });
+
+  it.each([
+    ['', 'it is empty'],
+    ['a'.repeat(65), 'it is 65 characters long (at most 64)'],
+    ['a'.repeat(300), 'it is 300 characters long (at most 64)'],
+    ['ABC', 'it contains uppercase letters'],
+    ['a/b', 'it contains a path separator'],
+    ['..', "it contains '..'"],
+    ['.git', 'it does not start with a letter or digit'],
+    ['-rf', 'it does not start with a letter or digit'],
+    ['x y', 'it contains whitespace'],
+    ['x;id', "it contains characters other than a-z, 0-9, '.', '_' and '-'"],
+    ['x.', "it ends with '.'"],
+  ])('refuses %j: %s', (id, problem) => {
+    const error = thrown(() => parseWorkflowId(id));
+    expect(error.exitCode).toBe(2);
+    expect(error.message).toBe(`invalid workflow id ${quoteValue(id)}: ${problem}`);
+    expect(error.help).toContain('a workflow id is 1-64 characters');
+  });
+});
+
+describe('parseUserName', () => {
+  it.each(['exocomp', 'root', '_svc', 'deploy.bot', 'a-b_c', 'A'.repeat(32)])('accepts %j', (name) => {
+    expect(parseUserName(name, '--onboard-user')).toBe(name);
+  });
+
+  it.each([
+    ['', 'it is empty'],
+    ['root;id', "it contains characters other than letters, digits, '.', '_' and '-'"],
+    ['-oProxyCommand=x', "it starts with '-', which ssh would read as an option"],
+    ['1abc', "it does not start with a letter or '_'"],
+    ['a b', "it contains characters other than letters, digits, '.', '_' and '-'"],
+    ['$(id)', "it does not start with a letter or '_'"],
+    ['a'.repeat(33), 'it is 33 characters long (at most 32)'],
+  ])('refuses %j: %s', (name, problem) => {
+    const error = thrown(() => parseUserName(name, '--remote-user'));
+    expect(error.exitCode).toBe(2);
+    expect(error.message).toBe(`invalid --remote-user ${quoteValue(name)}: ${problem}`);
   });
 });
