@@ -1,38 +1,46 @@
 /**
  * Every secret value a run knows (keys, run-secrets, the seal key, sensitive
  * outputs). Anything that leaves the process — a log line, an error, a ledger
- * record — is passed through `redact` first. The GitHub entry point registers
- * each value with the runner's masking as it is added.
+ * record — is passed through `redact` first, which matches each secret in every
+ * form tools print it (src/domain/redaction.ts). The GitHub entry point
+ * registers each form with the runner's masking as it is added.
  */
-import { redact } from '../adapters/process.js';
+import { containsAnyForm, redactForms, secretForms } from '../domain/redaction.js';
 
 export class SecretRegistry {
-  private readonly values = new Set<string>();
+  private readonly secrets = new Set<string>();
+  private readonly forms = new Set<string>();
+  private sorted: string[] = [];
 
   constructor(private readonly onAdd: (value: string) => void = () => undefined) {}
 
   add(...values: Array<string | undefined>): void {
+    let added = false;
     for (const value of values) {
-      if (value === undefined || value.length === 0 || this.values.has(value)) continue;
-      this.values.add(value);
-      this.onAdd(value);
-      // A multi-line secret (a private key) may surface one line at a time.
-      for (const line of value.split(/\r?\n/)) {
-        const trimmed = line.trim();
-        if (trimmed.length >= 8 && !this.values.has(trimmed) && !/^-----(BEGIN|END) /.test(trimmed)) {
-          this.values.add(trimmed);
-          this.onAdd(trimmed);
-        }
+      if (value === undefined || value.length === 0 || this.secrets.has(value)) continue;
+      this.secrets.add(value);
+      for (const form of secretForms(value)) {
+        if (this.forms.has(form)) continue;
+        this.forms.add(form);
+        this.onAdd(form);
+        added = true;
       }
     }
+    // Longest first so a form containing another is replaced whole.
+    if (added) this.sorted = [...this.forms].sort((a, b) => b.length - a.length);
   }
 
+  /** Every form of every secret, longest first: what adapters redact from tool output. */
   list(): string[] {
-    // Longest first so a secret containing another is replaced whole.
-    return [...this.values].sort((a, b) => b.length - a.length);
+    return this.sorted;
   }
 
   redact(text: string): string {
-    return redact(text, this.list());
+    return redactForms(text, this.sorted);
+  }
+
+  /** Whether `text` holds any secret in any form. */
+  exposes(text: string): boolean {
+    return containsAnyForm(text, this.sorted);
   }
 }

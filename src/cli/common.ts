@@ -8,6 +8,8 @@ import { resolveLedgerLocation } from '../ledger/location.js';
 import { parseDuration } from '../domain/duration.js';
 import type { AppContext } from '../app/context.js';
 import type { ProgressListener } from '../app/progress.js';
+import { SecretRegistry } from '../app/secrets.js';
+import { SecretGuardedStore } from '../app/secret-guarded-store.js';
 import { JsonProgress, TerminalProgress } from './terminal.js';
 import { interruptOnSignals } from '../adapters/signals.js';
 
@@ -40,6 +42,13 @@ export function globalSettings(options: Record<string, unknown>): GlobalSettings
 export interface Io {
   out: (line: string) => void;
   err: (line: string) => void;
+  /** Every secret the command learns; `main` redacts them (in every form) from all it prints. */
+  secrets?: SecretRegistry;
+}
+
+/** The io every command writes through: each line leaves redacted, whatever produced it. */
+export function redactingIo(io: Io, secrets: SecretRegistry = io.secrets ?? new SecretRegistry()): Io & { secrets: SecretRegistry } {
+  return { out: (line) => io.out(secrets.redact(line)), err: (line) => io.err(secrets.redact(line)), secrets };
 }
 
 export const processIo: Io = {
@@ -50,8 +59,9 @@ export const processIo: Io = {
 export async function buildContext(settings: GlobalSettings, io: Io): Promise<AppContext> {
   const cwd = process.cwd();
   const location = await resolveLedgerLocation({ ledger: settings.ledger, cwd });
-  const store = new GitLedgerStore({ remote: location.remote, branch: settings.ledgerBranch, retryForMs: settings.ledgerRetryForMs });
   const progress: ProgressListener = settings.json ? new JsonProgress(io.out) : new TerminalProgress(io.err);
+  const gitStore = new GitLedgerStore({ remote: location.remote, branch: settings.ledgerBranch, retryForMs: settings.ledgerRetryForMs });
+  const store = io.secrets ? new SecretGuardedStore(gitStore, io.secrets, (message) => progress.emit({ type: 'warning', message })) : gitStore;
   return {
     store,
     ledgerBranch: settings.ledgerBranch,

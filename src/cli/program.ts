@@ -5,7 +5,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { describeError, ExocompError } from '../domain/errors.js';
-import { processIo, type Io } from './common.js';
+import { processIo, redactingIo, type Io } from './common.js';
 import { registerApproval } from './commands/approval.js';
 import { registerConverge } from './commands/converge.js';
 import { registerDrift } from './commands/drift.js';
@@ -48,7 +48,8 @@ export function buildProgram(io: Io): Command {
   return program;
 }
 
-export async function main(argv: string[], io: Io = processIo): Promise<number> {
+export async function main(argv: string[], rawIo: Io = processIo): Promise<number> {
+  const io = redactingIo(rawIo);
   const program = buildProgram(io);
   try {
     await program.parseAsync(argv, { from: 'user' });

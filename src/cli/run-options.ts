@@ -67,11 +67,15 @@ const keyOptionsSchema = z.object({
 });
 
 /** Builds the never-persisted run inputs and registers every secret value before anything is printed. */
-export function runInputs(options: Record<string, unknown>, env: NodeJS.ProcessEnv, rotateHostKeys: string[] = []): RunInputs {
+export function runInputs(
+  options: Record<string, unknown>,
+  env: NodeJS.ProcessEnv,
+  rotateHostKeys: string[] = [],
+  secrets: SecretRegistry = new SecretRegistry(),
+): RunInputs {
   const parsed = keyOptionsSchema.safeParse(options);
   if (!parsed.success) throw new UsageError(`bad options: ${describeZodIssues(parsed.error)}`);
   const o = parsed.data;
-  const secrets = new SecretRegistry();
   const rawSeal = o.sealKey ?? env.EXOCOMP_SEAL_KEY;
   const sealKey = rawSeal === undefined || rawSeal === '' ? undefined : parseSealKey(rawSeal);
   secrets.add(sealKey);

@@ -55,7 +55,7 @@ export function registerPlaybook(program: Command, io: Io): void {
     const concurrencyWaitMs = parseDuration(String(options.concurrencyWait));
     const egressPorts = parseEgressPorts(options.egress as string[]);
     const context = await buildContext(settings, io);
-    const inputs = runInputs(options, context.env);
+    const inputs = runInputs(options, context.env, [], io.secrets);
     const identity = typeof options.sshIdentity === 'string' ? await grantIdentityFile(options.sshIdentity, context.cwd) : undefined;
     inputs.secrets.add(identity?.contents);
     const info = (message: string) => context.progress.emit({ type: 'info', message: inputs.secrets.redact(message) });

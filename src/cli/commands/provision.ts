@@ -67,7 +67,7 @@ export function registerProvision(program: Command, io: Io): void {
     checkPlaybookFile(playbook, 'playbook');
     if (typeof options.onboardPlaybook === 'string') checkPlaybookFile(options.onboardPlaybook, '--onboard-playbook');
     const vars = readVars(options.varsFile as string | undefined);
-    const inputs = runInputs(options, process.env, options.rotateHostKey as string[]);
+    const inputs = runInputs(options, process.env, options.rotateHostKey as string[], io.secrets);
     const context = await buildContext(settings, io);
     const outcome = await continueWorkflow(context, {
       workflowId: requestedId ?? newWorkflowId(name),
@@ -111,7 +111,7 @@ export function registerProvision(program: Command, io: Io): void {
     parseWorkflowId(id);
     if (typeof options.playbook === 'string') checkPlaybookFile(options.playbook, '--playbook');
     const settings = globalSettings(options);
-    const inputs = runInputs(options, process.env, options.rotateHostKey as string[]);
+    const inputs = runInputs(options, process.env, options.rotateHostKey as string[], io.secrets);
     const context = await buildContext(settings, io);
     const overrides = {
       ...(typeof options.sshWait === 'string' ? { sshWaitMs: parseDuration(options.sshWait) } : {}),

@@ -19,7 +19,7 @@ export function registerWorkspace(program: Command, io: Io): void {
     const name = workspaceNameFor(dir, options.workspaceName);
     const vars = readVars(options.varsFile as string | undefined);
     const context = await buildContext(settings, io);
-    const inputs = runInputs(options, context.env);
+    const inputs = runInputs(options, context.env, [], io.secrets);
     const info = (message: string) => context.progress.emit({ type: 'info', message });
     const warn = (message: string) => context.progress.emit({ type: 'warning', message });
     const outcome = await applyWorkspace(context, {

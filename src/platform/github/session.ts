@@ -19,6 +19,7 @@ import { loadStandingInventory } from '../../app/inventories.js';
 import type { RunInputs } from '../../app/run-inputs.js';
 import { SecretRegistry } from '../../app/secrets.js';
 import type { ArtifactPort, CiPlatform } from '../../app/ports/ci-platform.js';
+import { SecretGuardedStore } from '../../app/secret-guarded-store.js';
 import type { LedgerStore } from '../../ledger/store.js';
 import { MemoryLedgerStore } from '../../ledger/memory-store.js';
 import { ACTION_INPUTS, readSettings, type ActionName, type Settings } from './inputs.js';
@@ -110,7 +111,8 @@ export function previewContext(session: Session<ActionName>, ledgerBranch: strin
 }
 
 function contextFor(session: Session<ActionName>, store: LedgerStore, ledgerBranch: string): AppContext {
-  return { store, ledgerBranch, now: session.now, cwd: session.run.workspace, env: childEnvironment(process.env), progress: session.progress, interrupt: session.interrupt };
+  const guarded = new SecretGuardedStore(store, session.secrets, (message) => core.warning(message));
+  return { store: guarded, ledgerBranch, now: session.now, cwd: session.run.workspace, env: childEnvironment(process.env), progress: session.progress, interrupt: session.interrupt };
 }
 
 /** The runner's own credentials for its artifact and cache services; no child process needs them. */
