@@ -79,7 +79,10 @@ function base64Forms(value: string): string[] {
 }
 
 function formsOfOne(value: string): string[] {
-  return [value, ...jsonForms(value), ...pythonReprForms(value), ...shellForms(value), ...urlForms(value), ...base64Forms(value)];
+  const quoted = [...pythonReprForms(value), ...shellForms(value)];
+  // A quoted form printed inside JSON (ansible's result of `{{ [secret] | string }}` or `{{ secret | quote }}`).
+  const quotedInJson = quoted.map((form) => JSON.stringify(form).slice(1, -1));
+  return [value, ...jsonForms(value), ...quoted, ...quotedInJson, ...urlForms(value), ...base64Forms(value)];
 }
 
 /** Every form of `secret` (and of each line of a multi-line one) worth matching, longest first. */

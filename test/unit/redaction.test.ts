@@ -17,6 +17,8 @@ import base64, json, shlex, sys, urllib.parse
 for s in json.loads(sys.stdin.read()):
     print(repr(s))
     print(repr({"msg": s}))
+    print(json.dumps({"msg": repr([s])}))
+    print(json.dumps({"msg": shlex.quote(s)}))
     print(json.dumps({"msg": s}))
     print(json.dumps({"msg": s}, ensure_ascii=False))
     print(shlex.quote(s))
