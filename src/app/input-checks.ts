@@ -3,12 +3,14 @@
  * playbooks. Entry points call them while parsing, before the first ledger
  * write; the rules themselves are pure (src/domain).
  */
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { UsageError } from '../domain/errors.js';
 import { quoteValue } from '../domain/names.js';
 import { playbookTextProblem } from '../domain/playbook.js';
 import { privateKeyModeProblem, privateKeyTextProblem } from '../domain/private-key.js';
+
+const COLLECTION_PLAYBOOK = /^[a-z0-9_]+\.[a-z0-9_]+\.(?!ya?ml$)[a-z0-9_]+$/;
 
 function statOrRefuse(path: string, what: string, shown: string) {
   try {
@@ -49,6 +51,8 @@ export function checkPrivateKeyText(text: string, what: string): void {
 
 /** Refuses a playbook that is missing, not a file, or not a list of plays. */
 export function checkPlaybookFile(file: string, what: string, cwd = process.cwd()): void {
+  // ansible-playbook also runs a playbook of an installed collection by its name (ns.collection.play).
+  if (COLLECTION_PLAYBOOK.test(file) && !existsSync(resolve(cwd, file))) return;
   const shown = quoteValue(file);
   const stats = statOrRefuse(resolve(cwd, file), what, shown);
   if (!stats.isFile()) throw new UsageError(`${what} ${shown} is a directory, not a playbook file`, 'pass the path of a playbook file (e.g. site.yml)');

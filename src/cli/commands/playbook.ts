@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { UsageError } from '../../domain/errors.js';
-import { parseInventoryRef } from '../../domain/names.js';
+import { parseInventoryRef, parseUserName } from '../../domain/names.js';
+import { checkPlaybookFile } from '../../app/input-checks.js';
 import { parseDuration } from '../../domain/duration.js';
 import { EGRESS_EXTRA_VAR, parseEgressPorts } from '../../domain/egress.js';
 import { parseConcurrencyKey } from '../../domain/lock.js';
@@ -44,6 +45,8 @@ export function registerPlaybook(program: Command, io: Io): void {
   ).action(async (book: string, passthrough: string[], options: Record<string, unknown>) => {
     const settings = globalSettings(options);
     const ref = parseInventoryRef(String(options.inventory));
+    parseUserName(String(options.remoteUser), '--remote-user');
+    checkPlaybookFile(book, 'playbook');
     const shard = typeof options.shard === 'string' ? parseShardSpec(options.shard) : undefined;
     if (shard !== undefined && ref.kind !== 'standing') throw new UsageError('--shard splits a standing inventory', 'pass --inventory tf:<name>');
     if (shard !== undefined && typeof options.runId !== 'string') throw new UsageError('--shard needs --run-id', 'pass the id the shards of this converge share, e.g. --run-id "$CI_PIPELINE_ID"');
