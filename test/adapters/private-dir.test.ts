@@ -1,10 +1,13 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runProcess } from '../../src/adapters/process.js';
 import { makePrivateDir, sweepOrphanedDirs } from '../../src/adapters/private-dir.js';
+import { cliPath } from '../support/chain-fixture.js';
+import { waitFor } from '../support/time.js';
 
 describe('private run directories', () => {
   let parent: string;
@@ -32,5 +35,44 @@ describe('private run directories', () => {
     expect(existsSync(orphan)).toBe(false);
     expect(existsSync(live)).toBe(true);
     expect(existsSync(unrelated)).toBe(true);
+  });
+});
+
+/**
+ * Issue 8 item 6: kill -9 of a run's whole process group leaves its private
+ * directories (extra-vars.json among them); each carries the dead owner's pid,
+ * so the next run's sweep removes every one of them.
+ */
+describe('a run killed with -9', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'exocomp-killed-'));
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  it('leaves only owned directories, and the next run removes them all', async () => {
+    const tmp = join(dir, 'tmp');
+    await mkdir(tmp);
+    await writeFile(join(dir, 'inventory.json'), JSON.stringify({ all: { hosts: { control: { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' } } } }));
+    await writeFile(join(dir, 'sleep.yml'), '- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.command: sleep 120\n');
+    await runProcess('git', ['init', '-q', '--bare', join(dir, 'ledger.git')]);
+    const child = spawn(process.execPath, [cliPath, 'playbook', 'run', 'sleep.yml', '--inventory', 'inventory.json', '--ledger', join(dir, 'ledger.git')], {
+      cwd: dir,
+      env: { ...process.env, TMPDIR: tmp },
+      detached: true,
+      stdio: 'ignore',
+    });
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const extraVars = await waitFor('the play to start with its extra-vars file', async () => {
+      for (const entry of await readdir(tmp, { recursive: true })) if (entry.endsWith('extra-vars.json')) return entry;
+      return undefined;
+    });
+    process.kill(-(child.pid as number), 'SIGKILL');
+    await exited;
+    const left = await readdir(tmp);
+    expect(left.some((name) => extraVars.startsWith(name))).toBe(true);
+    for (const name of left) expect(name).toMatch(new RegExp(`^exocomp-[a-z]+-${child.pid}-`));
+    await makePrivateDir('next', tmp).then((next) => rm(next, { recursive: true }));
+    expect(await readdir(tmp)).toEqual([]);
   });
 });
