@@ -60,7 +60,16 @@ const { group } = fc.letrec<{ group: unknown }>((tie) => ({
     ),
   ),
 }));
-const inventory = fc.oneof(fc.dictionary(name, group, { maxKeys: 4 }), group, fc.anything());
+/** Mostly well-formed inventories, so the host derivation is exercised as well as the refusals. */
+const hostName = fc.stringMatching(/^[a-z][a-z0-9.-]{0,10}$/);
+const wellFormed = fc.record({
+  all: fc.record({
+    hosts: fc.dictionary(hostName, fc.oneof(vars, fc.constant(null)), { minKeys: 1, maxKeys: 4 }),
+    vars,
+    children: fc.dictionary(hostName, fc.record({ hosts: fc.dictionary(hostName, vars, { maxKeys: 2 }), vars }), { maxKeys: 2 }),
+  }),
+});
+const inventory = fc.oneof(wellFormed, fc.dictionary(name, group, { maxKeys: 4 }), group, fc.anything());
 
 describe('properties', () => {
   it('parseInventory, deriveHosts and renderAnsibleInventory only ever throw the typed error', () => {
