@@ -15,27 +15,35 @@ export function quoteValue(raw: string, maxLength = 80): string {
   );
 }
 
-export const WORKSPACE_NAME_MAX_LENGTH = 64;
-const WORKSPACE_NAME = /^[a-z0-9][a-z0-9._-]*$/;
-const WORKSPACE_NAME_RULE =
-  `a workspace name is 1-${WORKSPACE_NAME_MAX_LENGTH} characters of a-z, 0-9, '.', '_' and '-', ` +
+/**
+ * Names that become one path component on the ledger branch (and of a git ref):
+ * workspace names (`tf:<name>`) and workflow ids share one rule.
+ */
+export const RECORD_NAME_MAX_LENGTH = 64;
+export const WORKSPACE_NAME_MAX_LENGTH = RECORD_NAME_MAX_LENGTH;
+export const WORKFLOW_ID_MAX_LENGTH = RECORD_NAME_MAX_LENGTH;
+const RECORD_NAME = /^[a-z0-9][a-z0-9._-]*$/;
+const recordNameRule = (what: string) =>
+  `a ${what} is 1-${RECORD_NAME_MAX_LENGTH} characters of a-z, 0-9, '.', '_' and '-', ` +
   `starts with a letter or digit, and neither contains '..' nor ends with '.'`;
+const WORKSPACE_NAME_RULE = recordNameRule('workspace name');
+const WORKFLOW_ID_RULE = recordNameRule('workflow id');
 
-/** Says why `raw` is not a workspace name, or undefined when it is one. */
-function workspaceNameProblem(raw: string): string | undefined {
+/** Says why `raw` cannot name a ledger record, or undefined when it can. */
+function recordNameProblem(raw: string): string | undefined {
   if (raw === '') return 'it is empty';
-  if (raw.length > WORKSPACE_NAME_MAX_LENGTH) {
-    return `it is ${raw.length} characters long (at most ${WORKSPACE_NAME_MAX_LENGTH})`;
-  }
+  if (raw.length > RECORD_NAME_MAX_LENGTH) return `it is ${raw.length} characters long (at most ${RECORD_NAME_MAX_LENGTH})`;
   if (/[A-Z]/.test(raw)) return 'it contains uppercase letters';
   if (raw.includes('/') || raw.includes('\\')) return 'it contains a path separator';
   if (/\s/.test(raw)) return 'it contains whitespace';
   if (raw.includes('..')) return "it contains '..'";
   if (!/^[a-z0-9]/.test(raw)) return 'it does not start with a letter or digit';
-  if (!WORKSPACE_NAME.test(raw)) return "it contains characters other than a-z, 0-9, '.', '_' and '-'";
+  if (!RECORD_NAME.test(raw)) return "it contains characters other than a-z, 0-9, '.', '_' and '-'";
   if (raw.endsWith('.')) return "it ends with '.'";
   return undefined;
 }
+
+const workspaceNameProblem = recordNameProblem;
 
 /** Validates a workspace name (the `<name>` of `tf:<name>`); never transforms it. */
 export function parseWorkspaceName(raw: string): string {
@@ -118,25 +126,8 @@ export function envNameForOutput(outputName: string): string {
   return envName;
 }
 
-export const WORKFLOW_ID_MAX_LENGTH = 64;
-const RECORD_NAME = /^[a-z0-9][a-z0-9._-]*$/;
-const WORKFLOW_ID_RULE =
-  `a workflow id is 1-${WORKFLOW_ID_MAX_LENGTH} characters of a-z, 0-9, '.', '_' and '-', ` +
-  `starts with a letter or digit, and neither contains '..' nor ends with '.'`;
-
 /** Says why `raw` cannot name a workflow record (workflows/<id>.json), or undefined when it can. */
-export function workflowIdProblem(raw: string): string | undefined {
-  if (raw === '') return 'it is empty';
-  if (raw.length > WORKFLOW_ID_MAX_LENGTH) return `it is ${raw.length} characters long (at most ${WORKFLOW_ID_MAX_LENGTH})`;
-  if (/[A-Z]/.test(raw)) return 'it contains uppercase letters';
-  if (raw.includes('/') || raw.includes('\\')) return 'it contains a path separator';
-  if (/\s/.test(raw)) return 'it contains whitespace';
-  if (raw.includes('..')) return "it contains '..'";
-  if (!/^[a-z0-9]/.test(raw)) return 'it does not start with a letter or digit';
-  if (!RECORD_NAME.test(raw)) return "it contains characters other than a-z, 0-9, '.', '_' and '-'";
-  if (raw.endsWith('.')) return "it ends with '.'";
-  return undefined;
-}
+export const workflowIdProblem = recordNameProblem;
 
 /** Validates a workflow id (`--id`, `workflow-id`): it becomes a file name on the ledger branch. */
 export function parseWorkflowId(raw: string): string {
