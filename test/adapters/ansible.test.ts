@@ -339,7 +339,8 @@ describe('control path', () => {
     const defaultBefore = await listDefault();
 
     const seen = await observeRun(runTmp);
-    expect(seen.dir.startsWith(`${runTmp}/exocomp-run-`)).toBe(true);
+    // Named with its owner's pid, so a run killed with -9 leaves nothing the next run's sweep misses.
+    expect(seen.dir.startsWith(`${runTmp}/exocomp-play-${process.pid}-`)).toBe(true);
     expect(await listDefault()).toEqual(defaultBefore);
   });
 
