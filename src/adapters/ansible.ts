@@ -1,5 +1,5 @@
 import { constants } from 'node:fs';
-import { access, chmod, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { access, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { ExocompError, UsageError } from '../domain/errors.js';
@@ -89,7 +89,7 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
   const secrets = expandSecrets(run.secrets ?? []);
   const workDir = await runDirFor(run.env.TMPDIR);
   try {
-    const controlDir = await makeControlDir(workDir);
+    const controlDir = await makeControlDir(run.env.TMPDIR);
     try {
       const ansibleHome = join(workDir, 'home');
       await mkdir(join(ansibleHome, 'tmp'), { recursive: true, mode: 0o700 });
@@ -244,23 +244,24 @@ function sshSafePath(path: string, what: string): string {
   return path;
 }
 
-/**
- * Short on purpose: the control socket lives below it and unix socket paths are limited to 107 bytes.
- * It holds extra-vars.json, so it carries its owner's pid: a run killed with -9 leaves it for the next run's sweep.
- */
-async function runDirFor(base: string | undefined): Promise<string> {
-  return makePrivateDir('play', base && isAbsolute(base) ? base : tmpdir());
+/** It holds extra-vars.json, so it carries its owner's pid: a run killed with -9 leaves it for the next run's sweep. */
+function runDirFor(base: string | undefined): Promise<string> {
+  return makePrivateDir('play', baseDirFor(base));
 }
 
-/** The run's own ControlPath directory, short enough for a unix socket path. */
-async function makeControlDir(workDir: string): Promise<string> {
-  let dir = join(workDir, 'cp');
-  if (dir.length + CONTROL_SOCKET_NAME_LENGTH > MAX_CONTROL_SOCKET_PATH) {
-    dir = await makePrivateDir('cp', '/tmp');
-  } else {
-    await mkdir(dir);
-  }
-  await chmod(dir, 0o700);
+function baseDirFor(base: string | undefined): string {
+  return base && isAbsolute(base) ? base : tmpdir();
+}
+
+/**
+ * The run's own ControlPath directory, a private directory of its own (beside the
+ * run's, not below it) so the socket path stays within 107 bytes; under /tmp
+ * when TMPDIR is too long even for that.
+ */
+async function makeControlDir(base: string | undefined): Promise<string> {
+  const parent = baseDirFor(base);
+  const dirLength = `${parent}/exocomp-cp-${process.pid}-XXXXXX`.length;
+  const dir = await makePrivateDir('cp', dirLength + CONTROL_SOCKET_NAME_LENGTH > MAX_CONTROL_SOCKET_PATH ? '/tmp' : parent);
   return sshSafePath(dir, 'the ssh control directory');
 }
 

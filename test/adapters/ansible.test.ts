@@ -340,7 +340,7 @@ describe('control path', () => {
 
     const seen = await observeRun(runTmp);
     // Named with its owner's pid, so a run killed with -9 leaves nothing the next run's sweep misses.
-    expect(seen.dir.startsWith(`${runTmp}/exocomp-play-${process.pid}-`)).toBe(true);
+    expect(seen.dir.startsWith(`${runTmp}/exocomp-cp-${process.pid}-`)).toBe(true);
     expect(await listDefault()).toEqual(defaultBefore);
   });
 
