@@ -1,6 +1,6 @@
 /**
- * The checks on a run's file inputs that need the file system: key files and
- * playbooks. Entry points call them while parsing, before the first ledger
+ * The checks on a run's file inputs that need the file system: playbooks (key
+ * files: src/adapters/ssh-keys.ts). Entry points call them while parsing, before the first ledger
  * write; the rules themselves are pure (src/domain).
  */
 import { existsSync, readFileSync, statSync } from 'node:fs';
@@ -8,7 +8,6 @@ import { resolve } from 'node:path';
 import { UsageError } from '../domain/errors.js';
 import { quoteValue } from '../domain/names.js';
 import { playbookTextProblem } from '../domain/playbook.js';
-import { privateKeyModeProblem, privateKeyTextProblem } from '../domain/private-key.js';
 
 const COLLECTION_PLAYBOOK = /^[a-z0-9_]+\.[a-z0-9_]+\.(?!ya?ml$)[a-z0-9_]+$/;
 
@@ -22,31 +21,6 @@ function statOrRefuse(path: string, what: string, shown: string) {
       code === 'ENOENT' ? 'check the path (relative paths are taken from the current directory)' : 'check the path and its permissions',
     );
   }
-}
-
-/** Reads a private key file (`what` names the option) and refuses anything ssh could not use unattended. */
-export function readPrivateKeyFile(file: string, what: string, cwd = process.cwd()): string {
-  const shown = quoteValue(file);
-  const stats = statOrRefuse(resolve(cwd, file), `${what} file`, shown);
-  if (!stats.isFile()) throw new UsageError(`${what} file ${shown} is not a file`, 'pass the private key file itself');
-  let text: string;
-  try {
-    text = readFileSync(resolve(cwd, file), 'utf8');
-  } catch (error) {
-    throw new UsageError(`${what} file ${shown} cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`, 'check its permissions');
-  }
-  const problem = privateKeyTextProblem(text);
-  if (problem !== undefined) throw new UsageError(`${what} file ${shown}: ${problem.problem}`, problem.help);
-  // After the content: a public key at 0644 is a wrong file, not a wrong mode.
-  const mode = privateKeyModeProblem(stats.mode, file);
-  if (mode !== undefined) throw new UsageError(`${what} file ${shown}: ${mode.problem}`, mode.help);
-  return text;
-}
-
-/** Refuses a key given as text (an action input holding a secret): the message never shows it. */
-export function checkPrivateKeyText(text: string, what: string): void {
-  const problem = privateKeyTextProblem(text);
-  if (problem !== undefined) throw new UsageError(`${what}: ${problem.problem}`, problem.help);
 }
 
 /** Refuses a playbook that is missing, not a file, or not a list of plays. */

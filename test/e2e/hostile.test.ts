@@ -100,12 +100,12 @@ const CASES: Array<[string, () => Promise<string[]>, RegExp, 1 | 2]> = [
   ['run-secrets as a list', secretsRun('secrets-list.yml'), /must be a mapping of name → value/, 2],
   ['run-secrets not YAML', secretsRun('secrets-broken.yml'), /is not valid YAML\/JSON \(line \d+\)/, 2],
   // Key files.
-  ['fleet key that is a public key', keyRun('--fleet-key', 'keys/good.pub'), /--fleet-key file ".*good\.pub": it is a public key/, 2],
-  ['empty fleet key', keyRun('--fleet-key', 'keys/empty'), /--fleet-key file ".*empty": it is empty/, 2],
-  ['bootstrap key with a passphrase', keyRun('--bootstrap-key', 'keys/protected'), /--bootstrap-key file ".*protected": it is protected by a passphrase[\s\S]*ssh-agent/, 2],
-  ['fleet key at mode 0644', keyRun('--fleet-key', 'keys/open'), /permissions 0644 are too open[\s\S]*chmod 600 .*open/, 2],
-  ['missing bootstrap key', keyRun('--bootstrap-key', 'keys/missing'), /--bootstrap-key file ".*missing" does not exist/, 2],
-  ['key that is a directory', keyRun('--fleet-key', 'keys'), /--fleet-key file ".*keys" is not a file/, 2],
+  ['fleet key that is a public key', keyRun('--fleet-key', 'keys/good.pub'), /--fleet-key .*good\.pub is a public key/, 2],
+  ['empty fleet key', keyRun('--fleet-key', 'keys/empty'), /--fleet-key .*empty is not an SSH private key/, 2],
+  ['bootstrap key with a passphrase', keyRun('--bootstrap-key', 'keys/protected'), /--bootstrap-key .*protected is protected by a passphrase, and a run cannot type it[\s\S]*ssh-keygen -p/, 2],
+  ['fleet key at mode 0644', keyRun('--fleet-key', 'keys/open'), /permissions 0644 of --fleet-key .*open are too open[\s\S]*chmod 600 .*open/, 2],
+  ['missing bootstrap key', keyRun('--bootstrap-key', 'keys/missing'), /cannot read --bootstrap-key .*missing: ENOENT/, 2],
+  ['key that is a directory', keyRun('--fleet-key', 'keys'), /--fleet-key .*keys is not a file/, 2],
   // Playbooks.
   ['missing playbook', playbookRun('nope.yml'), /playbook "nope\.yml" does not exist/, 2],
   ['playbook that is a directory', playbookRun('plays'), /playbook "plays" is a directory, not a playbook file/, 2],

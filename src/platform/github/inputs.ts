@@ -8,7 +8,6 @@ import { z } from 'zod';
 import { UsageError } from '../../domain/errors.js';
 import { parseDuration } from '../../domain/duration.js';
 import { quoteValue, userNameProblem, workflowIdProblem } from '../../domain/names.js';
-import { privateKeyTextProblem } from '../../domain/private-key.js';
 import { DEFAULT_LEDGER_BRANCH } from '../../ledger/git-store.js';
 
 /** One input: how its text parses, and whether its value is a secret to mask before anything is logged. */
@@ -77,11 +76,6 @@ const checkedText = (problem: (value: string) => string | undefined) =>
     const why = value === undefined ? undefined : problem(value);
     if (why !== undefined) ctx.addIssue({ code: 'custom', message: `${quoteValue(value as string)} is refused: ${why}` });
   });
-/** A private key input: an unencrypted private key; the message never shows it. */
-const privateKeyText = secretText.superRefine((value, ctx) => {
-  const why = value === undefined ? undefined : privateKeyTextProblem(value);
-  if (why !== undefined) ctx.addIssue({ code: 'custom', message: `${why.problem} — ${why.help}` });
-});
 
 const text = (): InputSpec<string | undefined> => ({ schema: optionalText });
 const workflowId = (): InputSpec<string | undefined> => ({ schema: checkedText(workflowIdProblem) });
@@ -115,8 +109,8 @@ const TOFU = {
 };
 
 const KEYS = {
-  'fleet-private-key': { schema: privateKeyText, secret: true } as InputSpec<string | undefined>,
-  'bootstrap-private-key': { schema: privateKeyText, secret: true } as InputSpec<string | undefined>,
+  'fleet-private-key': secret(),
+  'bootstrap-private-key': secret(),
   'run-secrets': secret(),
   'rotate-host-keys': { schema: listText } as InputSpec<string[]>,
 };
