@@ -57,7 +57,7 @@ export function registerDrift(program: Command, io: Io): void {
     const schedule = scheduleOf(options);
     const vars = readVars(options.varsFile as string | undefined);
     const context = await buildContext(settings, io);
-    const inputs = runInputs(options, context.env);
+    const inputs = runInputs(options, context.env, [], io.secrets);
     const info = (message: string) => context.progress.emit({ type: 'info', message: inputs.secrets.redact(message) });
     const report = await checkDrift(context, {
       workspacePath: workspace,
