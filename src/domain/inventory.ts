@@ -214,7 +214,7 @@ function templatedKey(value: unknown): string | undefined {
       const key = Object.keys(node).find((k) => TEMPLATE_MARKER.test(k));
       if (key !== undefined) return key;
     }
-    stack.push(...Object.values(node));
+    stack.push(...(Object.values(node) as unknown[]));
   }
   return undefined;
 }

@@ -16,7 +16,7 @@ const MIN_BASE64_FRAGMENT = 8;
 /** The text inside JSON quotes, as JSON.stringify and Python's json.dumps (ensure_ascii) print it. */
 function jsonForms(value: string): string[] {
   const js = JSON.stringify(value).slice(1, -1);
-  const ascii = js.replace(/[^\x00-\x7e]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const ascii = js.replace(/[\u007f-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
   // Twice: a JSON document quoted inside another (ansible's result inside a --json event).
   const twice = JSON.stringify(js).slice(1, -1);
   // Some encoders also escape '/'.
