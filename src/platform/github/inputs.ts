@@ -216,7 +216,7 @@ export const ACTION_INPUTS = {
     ...COMMENT,
   },
   status: { 'workflow-id': workflowId(), ...LEDGER, ...COMMENT },
-  resume: { 'continue-workflow': text(), 'dry-run': flag(false), 'unstarted-after': { schema: durationText('30m') } as InputSpec<number>, ...LEDGER },
+  resume: { 'continue-workflow': text(), 'dry-run': flag(false), 'unstarted-after': { schema: durationText('30m') }, ...LEDGER },
 } as const satisfies Record<string, InputSpecs>;
 
 export type ActionName = keyof typeof ACTION_INPUTS;
