@@ -78,7 +78,7 @@ async function afterLedger(dir: string): Promise<string> {
 }
 
 const count = async (remote: string, refs: string[]) => Number((await git(['--git-dir', remote, 'rev-list', '--count', ...refs])).stdout.trim());
-const packKiB = async (gitDir: string) => Number((await runProcess('du', ['-sk', join(gitDir, 'objects')])).stdout.split('\t')[0]);
+const packKiB = async (dir: string) => Number((await runProcess('du', ['-sk', dir])).stdout.split('\t')[0]);
 
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
