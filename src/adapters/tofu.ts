@@ -62,7 +62,7 @@ export type TofuOutputs = Record<string, { value: unknown; sensitive: boolean; t
 
 export interface PlanResult {
   summary: PlanSummary;
-  /** planFingerprint of the saved plan (DESIGN.md §5). */
+  /** planFingerprint of the saved plan. */
   fingerprint: string;
   plan: PlanJson;
 }

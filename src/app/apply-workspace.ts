@@ -1,6 +1,6 @@
 /**
- * Applies a workspace and refreshes its standing inventory (DESIGN.md §2 step 1,
- * §3, §6). Used by the chain's apply step and by `exocomp workspace apply`.
+ * Applies a workspace and refreshes its standing inventory (docs/architecture.md,
+ * "The chain", "The standing inventory", "Secrets"). Used by the chain's apply step and by `exocomp workspace apply`.
  */
 import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';

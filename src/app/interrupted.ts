@@ -1,5 +1,5 @@
 /**
- * Which workflows a CI job left interrupted (DESIGN.md §1): provisioning, with
+ * Which workflows a CI job left interrupted (docs/architecture.md, "Leases"): provisioning, with
  * a step still `running` under a CI holder (a GitHub run, a GitLab job). The
  * probe judges the holder: gone (continue it), live, or unknown (never touched).
  * The faces' sweepers start the continuations their own way.

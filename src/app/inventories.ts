@@ -1,4 +1,4 @@
-/** Reads `tf:<name>` from the ledger, failing closed (DESIGN.md §3). */
+/** Reads `tf:<name>` from the ledger, failing closed (docs/architecture.md, "The standing inventory"). */
 import { resolveStandingInventory, InventoryUnusableError, type ResolvedInventory } from '../domain/standing-inventory.js';
 import { LedgerRecordError, readInventoryFile, readInventoryRecord } from '../ledger/records.js';
 import type { LedgerSnapshot } from '../ledger/store.js';

@@ -1,6 +1,6 @@
 /**
  * Pins host keys in the ledger's known_hosts store before anything is pushed to
- * a host (DESIGN.md §2 step 3). Trust on first use is one-way: a changed key
+ * a host (docs/architecture.md, "The chain"; ADR 0003). Trust on first use is one-way: a changed key
  * fails and is not re-pinned unless rotation was asked for that host.
  */
 import { ExocompError } from '../domain/errors.js';

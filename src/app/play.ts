@@ -1,5 +1,5 @@
 /**
- * Runs one play inside the boundary DESIGN.md §2 step 4 draws: a private 0700
+ * Runs one play inside the boundary docs/architecture.md ("Secrets") draws: a private 0700
  * copy of the inventory, the pinned known_hosts with strict checking, keys in a
  * per-run ssh-agent or a 0600 copy, a scrubbed environment plus only the values
  * meant for the play, and a working directory that holds nothing else.

@@ -1,5 +1,5 @@
 /**
- * The options every command shares (DESIGN.md §7), parsed once into a typed
+ * The options every command shares (docs/architecture.md, "Entry points"), parsed once into a typed
  * settings object, and the context a use case runs in.
  */
 import { Command, Option } from 'commander';

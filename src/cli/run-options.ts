@@ -1,5 +1,5 @@
 /**
- * Options of commands that run work (DESIGN.md §7), parsed once into typed
+ * Options of commands that run work (docs/architecture.md, "Entry points"), parsed once into typed
  * settings with zod before anything touches the ledger.
  */
 import { readFileSync } from 'node:fs';

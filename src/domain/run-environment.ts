@@ -1,7 +1,8 @@
 import { UsageError } from './errors.js';
 
 /**
- * The environment a play runs in (DESIGN.md §2 step 4, §6).
+ * The environment a play runs in (docs/architecture.md, "Secrets";
+ * ADR 0004).
  *
  * Rule: the ALLOWLIST decides. A parent variable reaches the play only when its
  * name is allowlisted and matches no entry of the denylist. The denylist exists

@@ -1,6 +1,6 @@
 /**
- * A recurring converge (DESIGN.md §1, §7; seed 001 "A recurring converge that new
- * hosts join by themselves") rendered for the CI: a scheduled GitHub workflow
+ * A recurring converge (one that new hosts join by
+ * themselves) rendered for the CI: a scheduled GitHub workflow
  * running the `converge` action, or the equivalent GitLab job and the settings of
  * its pipeline schedule. Pure, and byte-stable: the same spec always renders the
  * same bytes, so nothing about the file changes when the hosts do.

@@ -4,7 +4,7 @@ import { ExocompError, UsageError } from './errors.js';
 import { envNameForOutput, quoteValue } from './names.js';
 
 /**
- * Sealing of sensitive tofu outputs (DESIGN.md §6): AES-256-GCM, one record per
+ * Sealing of sensitive tofu outputs (docs/architecture.md, "Secrets"): AES-256-GCM, one record per
  * workspace, stored in the ledger branch. The record holds no plaintext and no
  * key material.
  *

@@ -1,5 +1,5 @@
 /**
- * The standing inventory `tf:<name>` (DESIGN.md §3): a registration record and
+ * The standing inventory `tf:<name>` (docs/architecture.md, "The standing inventory"): a registration record and
  * the materialized inventory file it points at, both on the ledger branch.
  * Resolving one fails closed, with a distinct reason for each way it can be
  * unusable, before any ansible process exists.

@@ -1,5 +1,5 @@
 /**
- * The provision workflow record and its state machine (DESIGN.md §4). Pure:
+ * The provision workflow record and its state machine (docs/architecture.md, "The chain", "Leases"). Pure:
  * every transition takes the record and the facts it needs (time, lease
  * liveness) and returns a new record, or throws a typed error. Nothing here
  * writes anything; the chain runner persists each returned record before it acts.
@@ -76,14 +76,14 @@ export const approvalSchema = z.object({
   at: z.string().optional(),
   via: z.string().optional(),
   comment: z.string().optional(),
-  /** Hash of the normalized plan that was approved (DESIGN.md §5). */
+  /** Hash of the normalized plan that was approved. */
   planFingerprint: z.string().optional(),
   planSummary: z.string().optional(),
   /** Fingerprint of the check-mode configure run against the hosts tf:<name> named at plan time: the approval binds it too. */
   configFingerprint: z.string().optional(),
   /** That preview: per host, the tasks that would change and their diffs (redacted). */
   configPreview: z.string().optional(),
-  /** The CI run whose artifacts hold that plan's saved plan, sealed; unset when no sealed plan was shipped (DESIGN.md §5). */
+  /** The CI run whose artifacts hold that plan's saved plan, sealed; unset when no sealed plan was shipped. */
   planRunId: z.number().int().optional(),
 });
 export type Approval = z.infer<typeof approvalSchema>;

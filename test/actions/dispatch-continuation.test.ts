@@ -1,5 +1,5 @@
 /**
- * Dispatch mode across runs (issue 4, DESIGN.md §5): the root action plans in
+ * Dispatch mode across runs (issue 4; docs/architecture.md, "Approval"): the root action plans in
  * run 100 and ships the sealed plan as an artifact of that run; the approve
  * action (run 101) dispatches the continuation, which runs as run 102 and
  * applies exactly the plan of run 100 — fetched through the REST API

@@ -1,5 +1,5 @@
 /**
- * The approved plan travelling between jobs (issue 4, DESIGN.md §5): the plan
+ * The approved plan travelling between jobs (issue 4; docs/architecture.md, "Approval"): the plan
  * job uploads the saved plan sealed with the seal key through @actions/artifact
  * (against a loopback results service), the apply job of the same run applies
  * exactly that plan, and refuses one whose content differs from what was

@@ -1,6 +1,6 @@
 /**
- * Crash and resume end to end (issue 3, acceptance 6; DESIGN.md §4
- * write-ahead and leases): `kill -9` of the CLI in step 3 and right after
+ * Crash and resume end to end (issue 3, acceptance 6; docs/architecture.md
+ * "The chain" and "Leases"): `kill -9` of the CLI in step 3 and right after
  * step 1's apply returned, then `provision resume`; a second runner against a
  * live lease is refused. Real sshd hosts, ansible-core and git; the OpenTofu stand-in.
  */

@@ -1,5 +1,5 @@
 /**
- * Runs an action's bundle the way the GitHub runner does (DESIGN.md §8, §9):
+ * Runs an action's bundle the way the GitHub runner does (test/README.md):
  * `node <runs.main>` from its action.yml, with every declared input as
  * INPUT_<NAME> (upper-cased, dashes kept) and the defaults applied FROM
  * action.yml (bundles never apply them), GITHUB_OUTPUT / GITHUB_STATE /

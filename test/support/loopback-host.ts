@@ -1,5 +1,5 @@
 /**
- * Disposable loopback hosts (DESIGN.md §8): an sshd on 127.A.B.C:port with its
+ * Disposable loopback hosts (test/README.md): an sshd on 127.A.B.C:port with its
  * own host key, running in private mount, PID and UTS namespaces whose writable
  * system paths are overlays and whose /tmp and /run are fresh tmpfs, so nothing
  * a play does on the host reaches the machine running the tests.

@@ -19,7 +19,7 @@ function commandPaths(command: Command, prefix: string[] = []): string[][] {
 const paths = commandPaths(buildProgram(capture().io)).filter((p) => p[p.length - 1] !== 'help');
 
 describe('exocomp CLI', () => {
-  it('has the commands DESIGN.md §7 names', () => {
+  it('has the documented commands', () => {
     const names = paths.map((p) => p.join(' '));
     for (const expected of [
       'provision run', 'provision status', 'provision resume', 'approval decide', 'approval list', 'host onboard', 'host known-hosts',

@@ -1,5 +1,5 @@
 /**
- * Lease holders for CI jobs (DESIGN.md §4): a step armed by a job is held by
+ * Lease holders for CI jobs (docs/architecture.md, "Leases"): a step armed by a job is held by
  * that run attempt; it is gone once GitHub says the run completed, or once a
  * newer attempt of the same run exists (a re-run replaces the old attempt).
  */

@@ -1,5 +1,5 @@
 /**
- * The ledger branch reached through the workflow's token (DESIGN.md §4, §9):
+ * The ledger branch reached through the workflow's token (docs/architecture.md, "The ledger"):
  * the token travels only as an `http.extraheader` in GIT_CONFIG_* variables,
  * never in a URL or an argument, and both it and its base64 form are masked.
  */

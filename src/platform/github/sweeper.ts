@@ -1,5 +1,5 @@
 /**
- * The resume sweeper (DESIGN.md §1): a workflow whose running step is held by
+ * The resume sweeper (docs/architecture.md, "Leases"): a workflow whose running step is held by
  * a CI run that has completed was interrupted (runner lost, job cancelled);
  * its continuation is dispatched. A step whose holder's run is still live, or
  * cannot be judged, is never touched.

@@ -1,5 +1,5 @@
 /**
- * Lease holders for GitLab jobs (DESIGN.md §4): a step armed by a job is held
+ * Lease holders for GitLab jobs (docs/architecture.md, "Leases"): a step armed by a job is held
  * by `gitlab:<project>:<pipeline>:<job>`; it is gone once the Jobs API says the
  * job finished (success, failed, canceled, skipped). Without an access token the
  * job cannot be looked up (the job token reaches only its own job), and the lease

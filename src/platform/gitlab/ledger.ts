@@ -1,5 +1,5 @@
 /**
- * The ledger branch on GitLab (DESIGN.md §4, §7). Which credential pushes, in
+ * The ledger branch on GitLab (docs/architecture.md, "The ledger"). Which credential pushes, in
  * order: a deploy key (EXOCOMP_LEDGER_DEPLOY_KEY, a File variable) over SSH; a
  * project/personal access token (EXOCOMP_LEDGER_TOKEN, `write_repository`); else
  * the job token, which GitLab lets push only to the job's own project and only
