@@ -66,13 +66,6 @@ export interface PlaybookResult {
   failures: TaskResultEvent[];
 }
 
-/** The seam use cases depend on, so they can be tested with a double. */
-export interface AnsiblePort {
-  runPlaybook(run: PlaybookRun): Promise<PlaybookResult>;
-}
-
-export const ansible: AnsiblePort = { runPlaybook };
-
 const INSTALL_HELP = 'apt-get install ansible-core (or pipx install ansible-core)';
 const TAIL_LINES = 40;
 // sun_path holds 107 characters and a NUL; ssh appends ".<16 random chars>" while it creates the socket.
