@@ -109,6 +109,9 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
         ANSIBLE_INVENTORY_UNPARSED_FAILED: 'true',
         ANSIBLE_INVENTORY_ENABLED: 'yaml',
         ANSIBLE_RETRY_FILES_ENABLED: 'false',
+        // One SSH round trip per task instead of several (modules are piped, not copied); needs no
+        // `requiretty` in the hosts' sudoers, which current distributions do not set (docs/converge.md).
+        ANSIBLE_PIPELINING: 'True',
         ANSIBLE_NOCOLOR: '1',
         ANSIBLE_HOME: ansibleHome,
         ANSIBLE_LOCAL_TEMP: join(ansibleHome, 'tmp'),

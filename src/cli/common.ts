@@ -16,6 +16,7 @@ import { interruptOnSignals } from '../adapters/signals.js';
 
 export interface GlobalSettings {
   ledger: string | undefined;
+  ledgerInit: boolean;
   ledgerBranch: string;
   /** How long a ledger write keeps retrying while other writers win the race on its record. */
   ledgerRetryForMs: number;
@@ -24,7 +25,8 @@ export interface GlobalSettings {
 
 export function addLedgerOptions(command: Command): Command {
   return command
-    .addOption(new Option('--ledger <url-or-path>', 'git URL or path of the ledger repository (default: the enclosing git repository, or .exocomp/ledger.git)'))
+    .addOption(new Option('--ledger <url-or-path>', 'git URL or path of an existing ledger repository (default: the enclosing git repository, or .exocomp/ledger.git)'))
+    .addOption(new Option('--ledger-init', 'create the --ledger path as a bare repository when it does not exist yet').default(false))
     .addOption(new Option('--ledger-branch <name>', 'ledger name: records live on the branches <name>-records/* (see docs/ledger.md)').default(DEFAULT_LEDGER_BRANCH))
     .addOption(new Option('--ledger-retry-for <duration>', 'how long a ledger write retries while other writers change the same record').default('5m'))
     .addOption(new Option('--json', 'machine-readable output').default(false));
@@ -33,6 +35,7 @@ export function addLedgerOptions(command: Command): Command {
 export function globalSettings(options: Record<string, unknown>): GlobalSettings {
   return {
     ledger: typeof options.ledger === 'string' ? options.ledger : undefined,
+    ledgerInit: options.ledgerInit === true,
     ledgerBranch: typeof options.ledgerBranch === 'string' ? options.ledgerBranch : DEFAULT_LEDGER_BRANCH,
     ledgerRetryForMs: parseDuration(typeof options.ledgerRetryFor === 'string' ? options.ledgerRetryFor : '5m'),
     json: options.json === true,
@@ -58,7 +61,7 @@ export const processIo: Io = {
 
 export async function buildContext(settings: GlobalSettings, io: Io): Promise<AppContext> {
   const cwd = process.cwd();
-  const location = await resolveLedgerLocation({ ledger: settings.ledger, cwd });
+  const location = await resolveLedgerLocation({ ledger: settings.ledger, cwd, init: settings.ledgerInit });
   const progress: ProgressListener = settings.json ? new JsonProgress(io.out) : new TerminalProgress(io.err);
   const gitStore = new GitLedgerStore({ remote: location.remote, branch: settings.ledgerBranch, retryForMs: settings.ledgerRetryForMs });
   const store = io.secrets ? new SecretGuardedStore(gitStore, io.secrets, (message) => progress.emit({ type: 'warning', message })) : gitStore;

@@ -19,9 +19,11 @@ export interface LedgerLocation {
 
 export const EMBEDDED_LEDGER_DIR = join('.exocomp', 'ledger.git');
 
-export async function resolveLedgerLocation(options: { ledger?: string | undefined; cwd: string }): Promise<LedgerLocation> {
+export async function resolveLedgerLocation(options: { ledger?: string | undefined; cwd: string; init?: boolean }): Promise<LedgerLocation> {
   if (options.ledger !== undefined && options.ledger !== '') {
-    const remote = isRemoteUrl(options.ledger) ? options.ledger : resolve(options.cwd, options.ledger);
+    if (isRemoteUrl(options.ledger)) return { remote: options.ledger, description: redactRemote(options.ledger) };
+    const remote = resolve(options.cwd, options.ledger);
+    await requireRepository(remote, options.ledger, options.init === true);
     return { remote, description: redactRemote(remote) };
   }
   const git = new ProcessGitCli({ cwd: options.cwd });
@@ -46,4 +48,20 @@ export async function resolveLedgerLocation(options: { ledger?: string | undefin
     }
   }
   return { remote: embedded, description: `the bare repository ${embedded}` };
+}
+
+/** A --ledger path must be a git repository; with --ledger-init a missing one is created bare. */
+async function requireRepository(path: string, given: string, init: boolean): Promise<void> {
+  const git = new ProcessGitCli({ cwd: '/' });
+  if (existsSync(path) && (await git.run(['-C', path, 'rev-parse', '--git-dir'])).code === 0) return;
+  if (!init) {
+    throw new ExocompError('usage', `--ledger ${given} is not a git repository`, {
+      help: `create one with: git init --bare ${given} (or pass --ledger-init), or point --ledger at an existing repository or git URL`,
+    });
+  }
+  await mkdir(path, { recursive: true });
+  const created = await git.run(['init', '--quiet', '--bare', path]);
+  if (created.code !== 0) {
+    throw new ExocompError('tool-failed', `cannot create the ledger repository ${given}: ${created.stderr.trim()}`, { help: 'make the directory writable, or create the repository yourself' });
+  }
 }

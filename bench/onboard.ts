@@ -1,0 +1,89 @@
+/**
+ * npm run bench:onboard — the onboarding step of `exocomp provision run`
+ * (key pinning, the fleet key, the run boundary, the seeded play) against the
+ * bare tools doing the same on the same kind of host: `ssh-keyscan` and
+ * `ansible-playbook playbooks/onboard.yml` with the bootstrap key. Each round
+ * uses fresh disposable hosts; the order alternates. Prints medians and the
+ * ratio (target ≤ 1.10). The exocomp figure is the step's own duration, as
+ * the chain reports it (`--json` step-succeeded event).
+ */
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { runProcess } from '../src/adapters/process.js';
+import { createLoopbackHost, generateKeyPair } from '../test/support/loopback-host.js';
+import { fixtureWorkspacesDir, standinPath } from '../test/support/tofu-standin.js';
+
+const root = resolve(import.meta.dirname, '..');
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+
+const bareOnboard = `#!/bin/bash
+set -euo pipefail
+cd "$WS"
+ssh-keyscan -T 5 -p "$PORT" "$ADDR" > known_hosts 2>/dev/null
+export ANSIBLE_PIPELINING=True ANSIBLE_HOST_KEY_CHECKING=True ANSIBLE_SSH_ARGS="-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=$WS/known_hosts -o StrictHostKeyChecking=yes"
+printf '{"exocomp_fleet_pubkey": %s}' "$(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read().strip()))' "$FLEET.pub")" > onboard-vars.json
+printf '{"all":{"hosts":{"web1":{"ansible_host":"%s","ansible_port":%s,"ansible_user":"root"}}}}' "$ADDR" "$PORT" > inventory.json
+ansible-playbook -i inventory.json --private-key "$BOOTSTRAP" -e @onboard-vars.json "$ONBOARD" >/dev/null
+`;
+
+async function round(kind: 'exocomp' | 'bare', dir: string): Promise<number> {
+  const bootstrap = await generateKeyPair(dir, 'bootstrap');
+  const fleet = await generateKeyPair(dir, 'fleet');
+  const host = await createLoopbackHost({ rootAuthorizedKey: bootstrap.publicKey, port: 2222 });
+  await host.start();
+  const ws = await mkdtemp(join(dir, `${kind}-`));
+  try {
+    if (kind === 'bare') {
+      await writeFile(join(ws, 'onboard.sh'), bareOnboard, { mode: 0o755 });
+      await writeFile(`${fleet.privateKeyPath}.pub`, `${fleet.publicKey}\n`);
+      const started = performance.now();
+      const result = await runProcess('bash', [join(ws, 'onboard.sh')], {
+        env: { ...process.env, WS: ws, ADDR: host.address, PORT: String(host.port), FLEET: fleet.privateKeyPath, BOOTSTRAP: bootstrap.privateKeyPath, ONBOARD: join(root, 'playbooks/onboard.yml') },
+      });
+      if (result.code !== 0) throw new Error(`bare onboarding failed:\n${result.stderr}`);
+      return performance.now() - started;
+    }
+    await cp(join(fixtureWorkspacesDir, 'edge'), ws, { recursive: true });
+    await writeFile(
+      join(ws, 'exocomp.auto.tfvars.json'),
+      JSON.stringify({ ansible_inventory: { all: { hosts: { web1: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } } } }),
+    );
+    await cp(join(root, 'examples/demo/site.yml'), join(ws, 'site.yml'));
+    await runProcess('git', ['init', '-q', '--bare', join(ws, 'ledger.git')]);
+    const result = await runProcess(
+      process.execPath,
+      [join(root, 'dist/cli.js'), 'provision', 'run', ws, join(ws, 'site.yml'), '--json', '--workspace-name', 'bench', '--ledger', join(ws, 'ledger.git'), '--tofu-binary', standinPath, '--fleet-key', fleet.privateKeyPath, '--bootstrap-key', bootstrap.privateKeyPath],
+      { cwd: ws },
+    );
+    if (result.code !== 0) throw new Error(`exocomp run failed:\n${result.stdout}\n${result.stderr}`);
+    const onboard = result.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { event?: string; step?: string; durationMs?: number })
+      .find((e) => e.event === 'step-succeeded' && e.step === 'onboard');
+    if (onboard?.durationMs === undefined) throw new Error(`no onboard step-succeeded event:\n${result.stdout}`);
+    return onboard.durationMs;
+  } finally {
+    await host.destroy();
+  }
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+const dir = await mkdtemp(join(tmpdir(), 'exocomp-bench-onboard-'));
+try {
+  const times = { exocomp: [] as number[], bare: [] as number[] };
+  for (let i = 0; i < rounds; i++) {
+    for (const kind of i % 2 === 0 ? (['bare', 'exocomp'] as const) : (['exocomp', 'bare'] as const)) {
+      const ms = await round(kind, dir);
+      times[kind].push(ms);
+      console.log(`round ${i + 1} ${kind.padEnd(8)} ${(ms / 1000).toFixed(2)} s`);
+    }
+  }
+  const e = median(times.exocomp);
+  const b = median(times.bare);
+  console.log(`\nonboarding, median of ${rounds}: exocomp step ${(e / 1000).toFixed(2)} s, bare keyscan + play ${(b / 1000).toFixed(2)} s, ratio ${(e / b).toFixed(2)} (target ≤ 1.10)`);
+} finally {
+  await rm(dir, { recursive: true, force: true });
+}
