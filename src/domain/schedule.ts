@@ -207,6 +207,9 @@ function convergeJob(spec: ScheduleSpec): string[] {
     '    steps:',
     `      - uses: ${CHECKOUT_ACTION}`,
     `      - uses: ${SETUP_ACTION}`,
+    // A converge runs no tofu: setup must not fail for want of one.
+    '        with:',
+    '          require-tofu: "false"',
     ...convergeStep(spec, [`          concurrency-key: ${yamlQuote(spec.concurrencyKey)}`]),
   ];
 }
@@ -234,6 +237,9 @@ function shardedConvergeJobs(spec: ScheduleSpec, shards: number): string[] {
     '    steps:',
     `      - uses: ${CHECKOUT_ACTION}`,
     `      - uses: ${SETUP_ACTION}`,
+    // A converge runs no tofu: setup must not fail for want of one.
+    '        with:',
+    '          require-tofu: "false"',
     ...convergeStep(spec, [`          shard: '\${{ matrix.shard }}/${shards}'`]),
     '  fold:',
     '    needs: converge',

@@ -96,6 +96,7 @@ describe('workflow files', () => {
       'examples/github/converge-nightly.yml',
       'examples/github/exocomp-approve.yml',
       'examples/github/plan-pull-request.yml',
+      'examples/github/provision-reusable-caller.yml',
       'examples/github/provision.yml',
       'examples/github/resume-sweeper.yml',
     ]);
