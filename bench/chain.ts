@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { runProcess } from '../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../test/support/loopback-host.js';
 import { fixtureWorkspacesDir, standinPath } from '../test/support/tofu-standin.js';
+import { sideBySide } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -73,21 +74,9 @@ async function round(kind: 'exocomp' | 'baseline', dir: string): Promise<number>
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
 const dir = await mkdtemp(join(tmpdir(), 'exocomp-bench-chain-'));
 try {
-  const times = { exocomp: [] as number[], baseline: [] as number[] };
-  for (let i = 0; i < rounds; i++) {
-    // Alternate the order so neither side always runs on a warmer machine.
-    for (const kind of i % 2 === 0 ? (['baseline', 'exocomp'] as const) : (['exocomp', 'baseline'] as const)) {
-      const ms = await round(kind, dir);
-      times[kind].push(ms);
-      console.log(`round ${i + 1} ${kind.padEnd(8)} ${(ms / 1000).toFixed(2)} s`);
-    }
-  }
-  const e = median(times.exocomp);
-  const b = median(times.baseline);
+  const { exocomp: e, baseline: b } = await sideBySide(['baseline', 'exocomp'] as const, rounds, (kind) => round(kind, dir));
   console.log(`\nwhole chain, median of ${rounds}: exocomp ${(e / 1000).toFixed(2)} s, shell baseline ${(b / 1000).toFixed(2)} s, ratio ${(e / b).toFixed(2)} (target ≤ 1.05)`);
 } finally {
   await rm(dir, { recursive: true, force: true });

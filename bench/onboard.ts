@@ -13,6 +13,7 @@ import { join, resolve } from 'node:path';
 import { runProcess } from '../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair } from '../test/support/loopback-host.js';
 import { fixtureWorkspacesDir, standinPath } from '../test/support/tofu-standin.js';
+import { sideBySide } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -69,20 +70,9 @@ async function round(kind: 'exocomp' | 'bare', dir: string): Promise<number> {
   }
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-
 const dir = await mkdtemp(join(tmpdir(), 'exocomp-bench-onboard-'));
 try {
-  const times = { exocomp: [] as number[], bare: [] as number[] };
-  for (let i = 0; i < rounds; i++) {
-    for (const kind of i % 2 === 0 ? (['bare', 'exocomp'] as const) : (['exocomp', 'bare'] as const)) {
-      const ms = await round(kind, dir);
-      times[kind].push(ms);
-      console.log(`round ${i + 1} ${kind.padEnd(8)} ${(ms / 1000).toFixed(2)} s`);
-    }
-  }
-  const e = median(times.exocomp);
-  const b = median(times.bare);
+  const { exocomp: e, bare: b } = await sideBySide(['bare', 'exocomp'] as const, rounds, (kind) => round(kind, dir));
   console.log(`\nonboarding, median of ${rounds}: exocomp step ${(e / 1000).toFixed(2)} s, bare keyscan + play ${(b / 1000).toFixed(2)} s, ratio ${(e / b).toFixed(2)} (target ≤ 1.10)`);
 } finally {
   await rm(dir, { recursive: true, force: true });
