@@ -189,13 +189,17 @@ describe('hostile and malformed input', () => {
     // A real record first (planned, awaiting approval), then a copy of it under another name.
     const planned = await fx.cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--require-approval', '--id', 'edge-real']);
     expect(planned.code, planned.stderr).toBe(0);
-    const clone = file('ledger-clone');
-    const git = (args: string[]) => runProcess('git', ['-C', clone, '-c', 'user.name=t', '-c', 'user.email=t@t', ...args]);
-    await runProcess('git', ['clone', '-q', '-b', 'exocomp-ledger', fx.ledger, clone]);
-    await copyFile(join(clone, 'workflows', 'edge-real.json'), join(clone, 'workflows', 'edge-copy.json'));
-    await git(['add', '-A']);
-    await git(['commit', '-qm', 'crafted records']);
-    await git(['push', '-q', 'origin', 'exocomp-ledger']);
+    // One branch per record (src/ledger/layout.ts): the copy is a branch of its own holding the same file under another name.
+    const env = { ...process.env, GIT_INDEX_FILE: file('copy-index'), GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
+    const git = async (args: string[], input?: string) =>
+      (await runProcess('git', ['--git-dir', fx.ledger, ...args], { env, ...(input === undefined ? {} : { input }) })).stdout.trim();
+    const record = await git(['show', 'exocomp-ledger-records/workflows/edge-real.json:workflows/edge-real.json']);
+    expect(record).toContain('"id": "edge-real"');
+    const blob = await git(['hash-object', '-w', '--stdin'], record);
+    await git(['update-index', '--add', '--cacheinfo', `100644,${blob},workflows/edge-copy.json`]);
+    const commit = await git(['commit-tree', await git(['write-tree']), '-m', 'crafted copy']);
+    const copyRef = 'refs/heads/exocomp-ledger-records/workflows/edge-copy.json';
+    await git(['update-ref', copyRef, commit]);
     const before = await ledgerRefs();
     expectRefusal(
       await fx.cli(['provision', 'status', 'edge-copy', ...fx.ledgerArgs]),
@@ -203,10 +207,8 @@ describe('hostile and malformed input', () => {
       1,
     );
     expect(await ledgerRefs()).toBe(before);
-    // The branch as it was, for the checks below.
-    await git(['revert', '--no-edit', 'HEAD']);
-    await git(['push', '-q', 'origin', 'exocomp-ledger']);
-    await rm(clone, { recursive: true, force: true });
+    // The ledger as it was, for the checks below.
+    await git(['update-ref', '-d', copyRef]);
   });
 
   it('a template from tofu outputs reaches the play as text: the play runs and the command in it never does', async () => {
