@@ -58,13 +58,16 @@ try {
     GITHUB_EVENT_PATH: join(dir, 'event.json'),
     GITHUB_API_URL: 'http://127.0.0.1:9',
     GITHUB_SERVER_URL: 'http://127.0.0.1:9',
-    'INPUT_TOKEN': 'ghs_benchtoken0000000000',
+    INPUT_TOKEN: 'ghs_benchtoken0000000000',
     'INPUT_WORKFLOW-ID': 'bench-1',
     INPUT_TARGET: 'tf:bench',
     INPUT_PLAYBOOK: 'site.yml',
     ...files,
   };
-  const names = (await readdir(join(root, 'dist'), { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+  const names = (await readdir(join(root, 'dist'), { withFileTypes: true }))
+    .filter((e) => e.isDirectory())
+    .map((e) => e.name)
+    .sort();
   console.log(`action       start (median of ${RUNS})   size      needs artifact/cache`);
   let over = 0;
   for (const name of names) {
@@ -77,7 +80,9 @@ try {
     const heavy = HEAVY.has(name);
     const verdict = heavy ? '' : ms <= TARGET_MS ? `ok (≤ ${TARGET_MS} ms)` : `OVER ${TARGET_MS} ms`;
     if (!heavy && ms > TARGET_MS) over += 1;
-    console.log(`${name.padEnd(12)} ${`${ms.toFixed(0)} ms`.padStart(8)}               ${`${(size / 1024 / 1024).toFixed(2)} MiB`.padStart(9)}  ${heavy ? 'yes' : 'no '}  ${verdict}`);
+    console.log(
+      `${name.padEnd(12)} ${`${ms.toFixed(0)} ms`.padStart(8)}               ${`${(size / 1024 / 1024).toFixed(2)} MiB`.padStart(9)}  ${heavy ? 'yes' : 'no '}  ${verdict}`,
+    );
   }
   if (over > 0) process.exitCode = 1;
 } finally {

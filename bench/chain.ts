@@ -55,7 +55,23 @@ async function round(kind: 'exocomp' | 'baseline', dir: string): Promise<number>
       await runProcess('git', ['init', '-q', '--bare', join(ws, 'ledger.git')]);
       result = await runProcess(
         process.execPath,
-        [join(root, 'dist/cli.js'), 'provision', 'run', ws, join(ws, 'site.yml'), '--workspace-name', 'bench', '--ledger', join(ws, 'ledger.git'), '--tofu-binary', standinPath, '--fleet-key', fleet.privateKeyPath, '--bootstrap-key', bootstrap.privateKeyPath],
+        [
+          join(root, 'dist/cli.js'),
+          'provision',
+          'run',
+          ws,
+          join(ws, 'site.yml'),
+          '--workspace-name',
+          'bench',
+          '--ledger',
+          join(ws, 'ledger.git'),
+          '--tofu-binary',
+          standinPath,
+          '--fleet-key',
+          fleet.privateKeyPath,
+          '--bootstrap-key',
+          bootstrap.privateKeyPath,
+        ],
         { cwd: ws },
       );
     } else {
@@ -63,7 +79,17 @@ async function round(kind: 'exocomp' | 'baseline', dir: string): Promise<number>
       await writeFile(`${fleet.privateKeyPath}.pub`, `${fleet.publicKey}\n`);
       result = await runProcess('bash', [join(ws, 'baseline.sh')], {
         cwd: ws,
-        env: { ...process.env, WS: ws, TOFU: standinPath, ADDR: host.address, PORT: String(host.port), FLEET: fleet.privateKeyPath, BOOTSTRAP: bootstrap.privateKeyPath, ONBOARD: join(root, 'playbooks/onboard.yml'), SITE: join(ws, 'site.yml') },
+        env: {
+          ...process.env,
+          WS: ws,
+          TOFU: standinPath,
+          ADDR: host.address,
+          PORT: String(host.port),
+          FLEET: fleet.privateKeyPath,
+          BOOTSTRAP: bootstrap.privateKeyPath,
+          ONBOARD: join(root, 'playbooks/onboard.yml'),
+          SITE: join(ws, 'site.yml'),
+        },
       });
     }
     const elapsed = performance.now() - started;

@@ -49,7 +49,11 @@ async function main(): Promise<void> {
     const playbook = join(root, 'trivial.yml');
     await writeFile(playbook, PLAY);
     const largest = Math.max(...SIZES);
-    console.log(`bench:converge — ${availableParallelism()} CPU(s), load ${loadavg().map((l) => l.toFixed(2)).join(' ')} at start`);
+    console.log(
+      `bench:converge — ${availableParallelism()} CPU(s), load ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')} at start`,
+    );
     console.log(`starting ${largest} loopback sshd hosts…`);
     for (let i = 0; i < largest; i += 1) hosts.push(await createLoopbackHost({ rootAuthorizedKey: key.publicKey }));
     await Promise.all(hosts.map((h) => h.start()));
@@ -69,20 +73,16 @@ async function main(): Promise<void> {
       await writeFile(inventoryFile, inventoryText);
 
       const bareStart = performance.now();
-      const bare = await runProcess(
-        'ansible-playbook',
-        ['-i', inventoryFile, '-u', 'root', '--private-key', key.privateKeyPath, playbook],
-        {
-          cwd: root,
-          env: {
-            PATH: process.env.PATH,
-            HOME: root,
-            ANSIBLE_HOST_KEY_CHECKING: 'True',
-            ANSIBLE_SSH_ARGS: `-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=${knownHostsFile} -o StrictHostKeyChecking=yes`,
-            ANSIBLE_PYTHON_INTERPRETER: 'auto_silent',
-          },
+      const bare = await runProcess('ansible-playbook', ['-i', inventoryFile, '-u', 'root', '--private-key', key.privateKeyPath, playbook], {
+        cwd: root,
+        env: {
+          PATH: process.env.PATH,
+          HOME: root,
+          ANSIBLE_HOST_KEY_CHECKING: 'True',
+          ANSIBLE_SSH_ARGS: `-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=${knownHostsFile} -o StrictHostKeyChecking=yes`,
+          ANSIBLE_PYTHON_INTERPRETER: 'auto_silent',
         },
-      );
+      });
       const bareMs = performance.now() - bareStart;
       if (bare.code !== 0) throw new Error(`bare ansible-playbook failed (${bare.code}):\n${bare.stdout.slice(-2000)}`);
 
@@ -100,7 +100,9 @@ async function main(): Promise<void> {
       const ms = performance.now() - start;
       if (outcome.code !== 0) throw new Error(`runPlay failed (${outcome.code}):\n${outcome.stdout.slice(-2000)}`);
       lastRate = size / (ms / 1000);
-      console.log(`${String(size).padStart(5)} | ${seconds(ms).padStart(17)} | ${seconds(bareMs).padStart(21)} | ${(ms / bareMs).toFixed(2).padStart(5)} | ${lastRate.toFixed(2).padStart(15)}`);
+      console.log(
+        `${String(size).padStart(5)} | ${seconds(ms).padStart(17)} | ${seconds(bareMs).padStart(21)} | ${(ms / bareMs).toFixed(2).padStart(5)} | ${lastRate.toFixed(2).padStart(15)}`,
+      );
     }
 
     const recommendation = recommendShards(FLEET, lastRate, WINDOW_SECONDS);
@@ -108,7 +110,11 @@ async function main(): Promise<void> {
     console.log(`recommended shards for ${FLEET} hosts in a ${WINDOW_SECONDS} s window, at the ${largest}-host rate (default forks, one runner per shard):`);
     for (const line of recommendation.lines) console.log(`  ${line}`);
     console.log(`  → schedule add --shards ${recommendation.shards}`);
-    console.log(`load ${loadavg().map((l) => l.toFixed(2)).join(' ')} at end`);
+    console.log(
+      `load ${loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')} at end`,
+    );
   } finally {
     await Promise.all(hosts.map((h) => h.destroy()));
     await rm(root, { recursive: true, force: true });

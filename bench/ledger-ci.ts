@@ -107,7 +107,10 @@ async function runSingleBranch(dir: string, n: number): Promise<CaseResult> {
   return { ok: times.length, total: n, times, wallMs: performance.now() - started, failures };
 }
 
-const load = () => loadavg().map((value) => value.toFixed(1)).join(' ');
+const load = () =>
+  loadavg()
+    .map((value) => value.toFixed(1))
+    .join(' ');
 console.log(`bench:ledger-ci — writers with separate caches against one bare remote (load average before: ${load()})`);
 for (const n of SIZES) {
   const dir = await mkdtemp(join(tmpdir(), `exocomp-ledger-ci-${n}-`));

@@ -46,7 +46,8 @@ function converges(heartbeats: boolean): [string, string | null, string][] {
   const changes: [string, string | null, string][] = [];
   for (let run = 1; run <= RUNS; run++) {
     changes.push(['locks/nightly.json', lockRecord(run, 0), `lock nightly: acquired by run ${run}`]);
-    if (heartbeats) for (let beat = 1; beat <= RUN_SECONDS / HEARTBEAT_SECONDS; beat++) changes.push(['locks/nightly.json', lockRecord(run, beat), `lock nightly: heartbeat run ${run}`]);
+    if (heartbeats)
+      for (let beat = 1; beat <= RUN_SECONDS / HEARTBEAT_SECONDS; beat++) changes.push(['locks/nightly.json', lockRecord(run, beat), `lock nightly: heartbeat run ${run}`]);
     changes.push(['locks/nightly.json', null, `lock nightly: released by run ${run}`]);
   }
   return changes;
@@ -90,13 +91,20 @@ async function readBefore(remote: string, cache: string): Promise<void> {
   await git(['init', '--quiet', '--bare', cache]);
   await git(['--git-dir', cache, 'fetch', '--quiet', '--no-tags', remote, '+refs/heads/exocomp-ledger:refs/exocomp/tmp']);
   const listing = await git(['--git-dir', cache, 'ls-tree', '-r', 'refs/exocomp/tmp']);
-  const blobs = listing.stdout.split('\n').filter(Boolean).map((line) => line.split(/\s+/)[2]);
+  const blobs = listing.stdout
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(/\s+/)[2]);
   await git(['--git-dir', cache, 'cat-file', '--batch'], { input: `${blobs.join('\n')}\n` });
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'exocomp-ledger-history-'));
 try {
-  console.log(`bench:ledger-history — ${RUNS} scheduled runs of ${RUN_SECONDS} s each, ${WORKFLOWS} workflows beside them (load average: ${loadavg().map((v) => v.toFixed(1)).join(' ')})`);
+  console.log(
+    `bench:ledger-history — ${RUNS} scheduled runs of ${RUN_SECONDS} s each, ${WORKFLOWS} workflows beside them (load average: ${loadavg()
+      .map((v) => v.toFixed(1))
+      .join(' ')})`,
+  );
   const before = await beforeLedger(dir);
   const after = await afterLedger(dir);
   const beforeCommits = await count(before, ['refs/heads/exocomp-ledger']);
@@ -120,8 +128,12 @@ try {
     afterKiB = await packKiB(newCache);
   }
   console.log(`ledger history:            before ${beforeCommits} commits on one branch   after ${afterCommits} commits over ${WORKFLOWS + 1} record branches`);
-  console.log(`fresh runner, full read:   before ${median(beforeTimes).toFixed(0)} ms, ${beforeKiB} KiB fetched   after ${median(afterTimes).toFixed(0)} ms, ${afterKiB} KiB fetched   (median of ${SAMPLES})`);
-  console.log(`ratio after/before:        time ${(median(afterTimes) / median(beforeTimes)).toFixed(2)}   bytes ${(afterKiB / beforeKiB).toFixed(2)}   commits ${(afterCommits / beforeCommits).toFixed(2)}`);
+  console.log(
+    `fresh runner, full read:   before ${median(beforeTimes).toFixed(0)} ms, ${beforeKiB} KiB fetched   after ${median(afterTimes).toFixed(0)} ms, ${afterKiB} KiB fetched   (median of ${SAMPLES})`,
+  );
+  console.log(
+    `ratio after/before:        time ${(median(afterTimes) / median(beforeTimes)).toFixed(2)}   bytes ${(afterKiB / beforeKiB).toFixed(2)}   commits ${(afterCommits / beforeCommits).toFixed(2)}`,
+  );
 } finally {
   await rm(dir, { recursive: true, force: true });
 }

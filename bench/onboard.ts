@@ -40,7 +40,15 @@ async function round(kind: 'exocomp' | 'bare', dir: string): Promise<number> {
       await writeFile(`${fleet.privateKeyPath}.pub`, `${fleet.publicKey}\n`);
       const started = performance.now();
       const result = await runProcess('bash', [join(ws, 'onboard.sh')], {
-        env: { ...process.env, WS: ws, ADDR: host.address, PORT: String(host.port), FLEET: fleet.privateKeyPath, BOOTSTRAP: bootstrap.privateKeyPath, ONBOARD: join(root, 'playbooks/onboard.yml') },
+        env: {
+          ...process.env,
+          WS: ws,
+          ADDR: host.address,
+          PORT: String(host.port),
+          FLEET: fleet.privateKeyPath,
+          BOOTSTRAP: bootstrap.privateKeyPath,
+          ONBOARD: join(root, 'playbooks/onboard.yml'),
+        },
       });
       if (result.code !== 0) throw new Error(`bare onboarding failed:\n${result.stderr}`);
       return performance.now() - started;
@@ -54,7 +62,24 @@ async function round(kind: 'exocomp' | 'bare', dir: string): Promise<number> {
     await runProcess('git', ['init', '-q', '--bare', join(ws, 'ledger.git')]);
     const result = await runProcess(
       process.execPath,
-      [join(root, 'dist/cli.js'), 'provision', 'run', ws, join(ws, 'site.yml'), '--json', '--workspace-name', 'bench', '--ledger', join(ws, 'ledger.git'), '--tofu-binary', standinPath, '--fleet-key', fleet.privateKeyPath, '--bootstrap-key', bootstrap.privateKeyPath],
+      [
+        join(root, 'dist/cli.js'),
+        'provision',
+        'run',
+        ws,
+        join(ws, 'site.yml'),
+        '--json',
+        '--workspace-name',
+        'bench',
+        '--ledger',
+        join(ws, 'ledger.git'),
+        '--tofu-binary',
+        standinPath,
+        '--fleet-key',
+        fleet.privateKeyPath,
+        '--bootstrap-key',
+        bootstrap.privateKeyPath,
+      ],
       { cwd: ws },
     );
     if (result.code !== 0) throw new Error(`exocomp run failed:\n${result.stdout}\n${result.stderr}`);
@@ -73,7 +98,9 @@ async function round(kind: 'exocomp' | 'bare', dir: string): Promise<number> {
 const dir = await mkdtemp(join(tmpdir(), 'exocomp-bench-onboard-'));
 try {
   const { exocomp: e, bare: b } = await sideBySide(['bare', 'exocomp'] as const, rounds, (kind) => round(kind, dir));
-  console.log(`\nonboarding, median of ${rounds}: exocomp step ${(e / 1000).toFixed(2)} s, bare keyscan + play ${(b / 1000).toFixed(2)} s, ratio ${(e / b).toFixed(2)} (target ≤ 1.10)`);
+  console.log(
+    `\nonboarding, median of ${rounds}: exocomp step ${(e / 1000).toFixed(2)} s, bare keyscan + play ${(b / 1000).toFixed(2)} s, ratio ${(e / b).toFixed(2)} (target ≤ 1.10)`,
+  );
 } finally {
   await rm(dir, { recursive: true, force: true });
 }

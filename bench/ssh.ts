@@ -111,14 +111,16 @@ async function detectionLatency(publicKey: string, hosts: LoopbackHost[]): Promi
 }
 
 /** known_hosts lines as a sorted set, for comparing the two ways of scanning. */
-const keyLines = (text: string): string[] => text.split('\n').filter((line) => line !== '' && !line.startsWith('#')).sort();
+const keyLines = (text: string): string[] =>
+  text
+    .split('\n')
+    .filter((line) => line !== '' && !line.startsWith('#'))
+    .sort();
 
 async function fleet(publicKey: string, hosts: LoopbackHost[]): Promise<void> {
   console.log(`(b) ${HOST_COUNT} loopback hosts (half on port 22, half on 2222), key types ${KEY_TYPES}`);
   const started = performance.now();
-  const fleetHosts = await Promise.all(
-    Array.from({ length: HOST_COUNT }, (_, i) => createLoopbackHost({ rootAuthorizedKey: publicKey, port: i % 2 === 0 ? 22 : 2222 })),
-  );
+  const fleetHosts = await Promise.all(Array.from({ length: HOST_COUNT }, (_, i) => createLoopbackHost({ rootAuthorizedKey: publicKey, port: i % 2 === 0 ? 22 : 2222 })));
   hosts.push(...fleetHosts);
   await Promise.all(fleetHosts.map((host) => host.start()));
   console.log(`    ${HOST_COUNT} sshd up in ${fmt(performance.now() - started)}`);

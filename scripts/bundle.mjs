@@ -10,10 +10,7 @@ const finalRoot = resolve(process.argv[2] ?? join(root, 'dist'));
 // Build beside the target and swap it in, so a concurrent reader never sees a half-empty dist/.
 const outRoot = `${finalRoot}.building-${process.pid}`;
 
-const banner = [
-  "import { createRequire as __exocompCreateRequire } from 'node:module';",
-  'const require = __exocompCreateRequire(import.meta.url);',
-].join('\n');
+const banner = ["import { createRequire as __exocompCreateRequire } from 'node:module';", 'const require = __exocompCreateRequire(import.meta.url);'].join('\n');
 
 const entries = [{ in: join(root, 'src/cli/main.ts'), out: join(outRoot, 'cli.js'), shebang: true }];
 const actionsDir = join(root, 'src/actions');

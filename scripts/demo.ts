@@ -47,7 +47,24 @@ try {
   console.log(`disposable host web1 at ${host.address}:${host.port} (sshd comes up in 2 s)`);
   await host.start();
   const run = await exocomp(
-    ['provision', 'run', 'edge', 'site.yml', ...ledger, '--ledger-init', '--tofu-binary', standinPath, '--vars-file', 'vars.json', '--fleet-key', 'keys/fleet_ed25519', '--bootstrap-key', 'keys/bootstrap_ed25519', '--ssh-wait', '1m'],
+    [
+      'provision',
+      'run',
+      'edge',
+      'site.yml',
+      ...ledger,
+      '--ledger-init',
+      '--tofu-binary',
+      standinPath,
+      '--vars-file',
+      'vars.json',
+      '--fleet-key',
+      'keys/fleet_ed25519',
+      '--bootstrap-key',
+      'keys/bootstrap_ed25519',
+      '--ssh-wait',
+      '1m',
+    ],
     dir,
     // The seal key from the environment, so the command line printed above does not show it.
     { ...process.env, EXOCOMP_SEAL_KEY: (await readFile(join(dir, 'keys', 'seal.key'), 'utf8')).trim() },

@@ -26,8 +26,8 @@ export interface PlaybookRun {
   check?: boolean;
   /** --diff: changed tasks report what they change (in the events, and in the output). */
   diff?: boolean;
-  limit?: string;
-  tags?: string;
+  limit?: string | undefined;
+  tags?: string | undefined;
   /** Further ansible-playbook arguments, given by the user. */
   passthrough?: string[];
   /** Values that never leave this adapter in clear. */
@@ -38,7 +38,7 @@ export interface PlaybookRun {
   onEvent?(event: AnsibleEvent): void;
   collectionsPath?: string;
   /** Stops ansible-playbook when aborted; the run then rejects with the signal's reason. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 export interface HostRecap {
@@ -136,9 +136,7 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
         ansible_ssh_host_key_checking: true,
         ansible_ssh_args: sshArgs,
         ...(run.remoteUser === undefined ? {} : { ansible_user: run.remoteUser }),
-        ...(run.privateKeyFile === undefined
-          ? {}
-          : { ansible_ssh_private_key_file: resolve(run.cwd, run.privateKeyFile) }),
+        ...(run.privateKeyFile === undefined ? {} : { ansible_ssh_private_key_file: resolve(run.cwd, run.privateKeyFile) }),
       };
       const extraVarsFile = join(workDir, 'extra-vars.json');
       await writeFile(extraVarsFile, JSON.stringify(extraVars), { mode: 0o600 });
@@ -196,8 +194,7 @@ export function parseRecap(stdout: string): Record<string, HostRecap> {
   const recap: Record<string, HostRecap> = {};
   const start = stdout.lastIndexOf('PLAY RECAP');
   if (start < 0) return recap;
-  const line =
-    /^(\S.*?)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)(?:\s+skipped=(\d+))?(?:\s+rescued=(\d+))?(?:\s+ignored=(\d+))?/;
+  const line = /^(\S.*?)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)(?:\s+skipped=(\d+))?(?:\s+rescued=(\d+))?(?:\s+ignored=(\d+))?/;
   for (const text of stdout.slice(start).split('\n').slice(1)) {
     const match = line.exec(text);
     if (!match) continue;
@@ -232,10 +229,7 @@ async function findOnPath(name: string, path: string | undefined): Promise<strin
 /** ssh splits -o values on whitespace and expands % and ~ in these paths: accept only plain ones. */
 function sshSafePath(path: string, what: string): string {
   if (!/^[A-Za-z0-9_/.@+,:=-]+$/.test(path)) {
-    throw new UsageError(
-      `${what} path ${JSON.stringify(path)} cannot be passed to ssh safely`,
-      'use a path made of letters, digits and / . _ - (no spaces, quotes, % or ~)',
-    );
+    throw new UsageError(`${what} path ${JSON.stringify(path)} cannot be passed to ssh safely`, 'use a path made of letters, digits and / . _ - (no spaces, quotes, % or ~)');
   }
   return path;
 }
@@ -270,7 +264,10 @@ async function stopControlMasters(controlDir: string, env: NodeJS.ProcessEnv): P
   await Promise.all(
     entries.map(async (entry) => {
       const socket = join(controlDir, entry);
-      const isSocket = await stat(socket).then((s) => s.isSocket(), () => false);
+      const isSocket = await stat(socket).then(
+        (s) => s.isSocket(),
+        () => false,
+      );
       if (!isSocket) return;
       await runProcess('ssh', ['-F', '/dev/null', '-o', `ControlPath=${socket}`, '-O', 'exit', 'exocomp-control'], {
         env,

@@ -13,10 +13,10 @@ import { redact, runProcess, type RunResult } from './process.js';
 
 export interface GitCommandOptions {
   /** Standard input of the command. */
-  input?: string;
+  input?: string | undefined;
   /** Extra environment for this command only (e.g. GIT_INDEX_FILE). */
   env?: Readonly<Record<string, string>>;
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Return stdout byte-exact instead of redacted (for object contents whose sizes are parsed). */
   rawStdout?: boolean;
 }
@@ -33,7 +33,7 @@ export type GitConfigEntry = readonly [key: string, value: string];
 export interface GitCliOptions {
   /** The repository to operate on (GIT_DIR). When omitted, git discovers it from `cwd`. */
   gitDir?: string;
-  cwd?: string;
+  cwd?: string | undefined;
   /** Configuration passed through the environment (e.g. an auth header); never in arguments. */
   config?: readonly GitConfigEntry[];
   /** Extra environment for every command (e.g. GIT_SSH_COMMAND). */

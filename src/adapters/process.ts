@@ -2,13 +2,13 @@ import { spawn } from 'node:child_process';
 import { InterruptedError } from '../domain/errors.js';
 
 export interface RunOptions {
-  cwd?: string;
+  cwd?: string | undefined;
   /** The complete environment of the child (not merged with process.env). */
   env?: NodeJS.ProcessEnv;
-  input?: string | Buffer;
-  timeoutMs?: number;
+  input?: string | Buffer | undefined;
+  timeoutMs?: number | undefined;
   /** Called with each chunk of output as it arrives (for progress), already redacted. */
-  onOutput?: (chunk: string, stream: 'stdout' | 'stderr') => void;
+  onOutput?: ((chunk: string, stream: 'stdout' | 'stderr') => void) | undefined;
   /** Values that must never leave this function in clear (replaced by ***). */
   secrets?: readonly string[];
   /**
@@ -16,7 +16,7 @@ export interface RunOptions {
    * forwards, if any), then SIGKILL after a short grace. The result is the
    * usual one (code/signal); callers see the abort on the signal.
    */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * A pipe on the child's file descriptor 3, for a tool that reports structured
    * events there (see ansible-events-plugin.ts). Chunks arrive as written: the

@@ -29,7 +29,10 @@ export function readPrivateKeyFile(path: string, role: string): string {
     facts = { isFile: info.isFile(), mode: info.mode & 0o777 };
     text = facts.isFile ? readFileSync(path, 'utf8') : '';
   } catch (error) {
-    throw new UsageError(`cannot read ${role} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, 'pass an existing private key file, e.g. one made by exocomp keys init');
+    throw new UsageError(
+      `cannot read ${role} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+      'pass an existing private key file, e.g. one made by exocomp keys init',
+    );
   }
   const problem = judgeKeyFile({ role, path, text, ...facts });
   if (problem) throw new UsageError(problem.message, problem.help);

@@ -30,12 +30,7 @@ function printable(text: string, max = 120): string {
  * Connects to address:port and waits up to timeoutMs for the first line that
  * starts with `SSH-`. Never rejects: every failure is `{ ok: false, reason }`.
  */
-export function probeSshBanner(
-  address: string,
-  port: number,
-  timeoutMs: number,
-  options: { signal?: AbortSignal } = {},
-): Promise<BannerProbe> {
+export function probeSshBanner(address: string, port: number, timeoutMs: number, options: { signal?: AbortSignal | undefined } = {}): Promise<BannerProbe> {
   return new Promise((resolve) => {
     const { signal } = options;
     if (signal?.aborted) {
@@ -65,11 +60,7 @@ export function probeSshBanner(
 
     const shownTimeout = Math.max(1, Math.round(timeoutMs));
     const timer = setTimeout(() => {
-      finish(
-        connected
-          ? notSsh(`${SILENT_AFTER_CONNECT} within ${shownTimeout} ms`)
-          : { ok: false, reason: `no TCP connection within ${shownTimeout} ms` },
-      );
+      finish(connected ? notSsh(`${SILENT_AFTER_CONNECT} within ${shownTimeout} ms`) : { ok: false, reason: `no TCP connection within ${shownTimeout} ms` });
     }, timeoutMs);
     signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -146,7 +137,7 @@ export interface WaitForSshOptions {
   attemptTimeoutMs?: number;
   /** How often onWaiting reports the hosts still pending. */
   waitingReportEveryMs?: number;
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   onReady?(host: SshTarget, elapsedMs: number): void;
   /** The hosts still without a banner (with the last reason seen), and the time spent so far. */
   onWaiting?(pending: { name: string; lastReason?: string }[], elapsedMs: number): void;
@@ -206,16 +197,7 @@ const MIN_PROBE_BUDGET_MS = 10;
  * the signal's reason), after every socket it opened is closed.
  */
 export async function waitForSsh(hosts: readonly SshTarget[], options: WaitForSshOptions): Promise<WaitForSshResult> {
-  const {
-    timeoutMs,
-    concurrency = 32,
-    intervalMs = 100,
-    attemptTimeoutMs = 1_000,
-    waitingReportEveryMs = 5_000,
-    signal,
-    onReady,
-    onWaiting,
-  } = options;
+  const { timeoutMs, concurrency = 32, intervalMs = 100, attemptTimeoutMs = 1_000, waitingReportEveryMs = 5_000, signal, onReady, onWaiting } = options;
   const started = performance.now();
   const deadline = started + Math.max(0, timeoutMs);
   const slots = new Slots(Math.max(1, Math.floor(concurrency)));
@@ -297,7 +279,7 @@ export interface KeyscanOptions {
   /** Targets handed to one ssh-keyscan process (it scans them in parallel itself). */
   hostsPerProcess?: number;
   /** Stops every scan when aborted; keyscan then rejects with the signal's reason. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -309,10 +291,7 @@ export interface KeyscanOptions {
  * Targets that share a port go to one ssh-keyscan process (it scans its hosts
  * in parallel); bench/ssh.ts measured that against one process per target.
  */
-export async function keyscan(
-  targets: readonly { address: string; port: number }[],
-  options: KeyscanOptions = {},
-): Promise<Map<string, string>> {
+export async function keyscan(targets: readonly { address: string; port: number }[], options: KeyscanOptions = {}): Promise<Map<string, string>> {
   const { timeoutSec = 5, concurrency = 16, keyTypes = 'ed25519,ecdsa,rsa', hostsPerProcess = 64, signal } = options;
   signal?.throwIfAborted();
   const lines = new Map<string, string[]>();
@@ -339,11 +318,7 @@ export async function keyscan(
   const scan = async (batch: { port: number; addresses: string[] }): Promise<void> => {
     let result;
     try {
-      result = await runProcess(
-        'ssh-keyscan',
-        ['-T', String(timeoutSec), '-t', keyTypes, '-p', String(batch.port), '--', ...batch.addresses],
-        { timeoutMs: killAfterMs, signal },
-      );
+      result = await runProcess('ssh-keyscan', ['-T', String(timeoutSec), '-t', keyTypes, '-p', String(batch.port), '--', ...batch.addresses], { timeoutMs: killAfterMs, signal });
     } catch (error) {
       signal?.throwIfAborted();
       throw new ExocompError('tool-missing', `ssh-keyscan could not be started: ${(error as Error).message}`, {
@@ -447,11 +422,10 @@ export class SshAgent {
   static async start(): Promise<SshAgent> {
     const dir = await makePrivateDir('agent');
     const socketPath = join(dir, 'agent.sock');
-    const keeper = spawn(
-      'ssh-agent',
-      ['-a', socketPath, '/bin/sh', '-c', 'echo "SSH_AGENT_PID=$SSH_AGENT_PID"; exec cat >/dev/null'],
-      { stdio: ['pipe', 'pipe', 'pipe'], env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } },
-    );
+    const keeper = spawn('ssh-agent', ['-a', socketPath, '/bin/sh', '-c', 'echo "SSH_AGENT_PID=$SSH_AGENT_PID"; exec cat >/dev/null'], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+    });
     try {
       const pid = await new Promise<number>((resolve, reject) => {
         let stdout = '';

@@ -3,15 +3,7 @@ import { access, stat, writeFile } from 'node:fs/promises';
 import { basename, delimiter, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ExocompError } from '../domain/errors.js';
-import {
-  collectStrings,
-  planFingerprint,
-  planJsonSchema,
-  sensitiveStringsInPlan,
-  summarizePlan,
-  type PlanJson,
-  type PlanSummary,
-} from '../domain/plan.js';
+import { collectStrings, planFingerprint, planJsonSchema, sensitiveStringsInPlan, summarizePlan, type PlanJson, type PlanSummary } from '../domain/plan.js';
 import { redact, runProcess } from './process.js';
 
 export const VARS_FILE = 'exocomp.auto.tfvars.json';
@@ -22,7 +14,7 @@ const INSTALL_HELP = 'install OpenTofu (https://opentofu.org/docs/intro/install/
  * Finds the OpenTofu/Terraform executable: `--tofu-binary` when given (it must
  * be an executable file), else `tofu` on PATH, else `terraform` on PATH.
  */
-export async function locateTofu({ tofuBinary, env }: { tofuBinary?: string; env: NodeJS.ProcessEnv }): Promise<string> {
+export async function locateTofu({ tofuBinary, env }: { tofuBinary?: string | undefined; env: NodeJS.ProcessEnv }): Promise<string> {
   if (tofuBinary !== undefined) {
     const path = resolve(tofuBinary);
     if (!(await isExecutableFile(path))) {
@@ -91,9 +83,9 @@ export interface TofuDriverOptions {
   /** Values redacted from progress lines and error messages. */
   secrets?: readonly string[];
   /** Called with each line the command prints, secrets redacted. */
-  onOutput?: (line: string, stream: 'stdout' | 'stderr') => void;
+  onOutput?: ((line: string, stream: 'stdout' | 'stderr') => void) | undefined;
   /** Stops the running command when aborted; every later command then throws the signal's reason. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 const STDERR_TAIL_LINES = 20;

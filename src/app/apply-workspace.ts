@@ -10,12 +10,7 @@ import { renderKnownHosts } from '../domain/known-hosts.js';
 import { planFingerprint, planHasChanges, summarizePlan, type PlanJson, type PlanSummary } from '../domain/plan.js';
 import { sealOutputs } from '../domain/seal.js';
 import { isCiEnvironment, isConfigFile, judgeStateBackend, stateBackendOf } from '../domain/state-backend.js';
-import {
-  INVENTORY_SCHEMA_VERSION,
-  renderInventoryFile,
-  sha256,
-  type InventoryRecord,
-} from '../domain/standing-inventory.js';
+import { INVENTORY_SCHEMA_VERSION, renderInventoryFile, sha256, type InventoryRecord } from '../domain/standing-inventory.js';
 import { locateTofu, TofuDriver, type PlanResult, type TofuOutputs, type TofuPort } from '../adapters/tofu.js';
 import {
   inventoryFileLocation,
@@ -36,8 +31,8 @@ export interface ApplyRequest {
   workspacePath: string;
   name: string;
   vars?: Record<string, unknown>;
-  tofuBinary?: string;
-  sealKey?: string;
+  tofuBinary?: string | undefined;
+  sealKey?: string | undefined;
   secrets: SecretRegistry;
   workflowId?: string;
   runUrl?: string;
@@ -50,7 +45,7 @@ export interface ApplyRequest {
   info(message: string): void;
   warn(message: string): void;
   /** Stops tofu when aborted; nothing is recorded after that and the apply rejects with the signal's reason. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 export interface ApplyOutcome {
@@ -89,10 +84,7 @@ export async function checkStateBackend(app: AppContext, workspacePath: string, 
   return verdict.verdict === 'warn' ? verdict.message : undefined;
 }
 
-export async function openTofu(
-  app: AppContext,
-  request: Pick<ApplyRequest, 'workspacePath' | 'tofuBinary' | 'secrets' | 'info' | 'signal'>,
-): Promise<TofuPort> {
+export async function openTofu(app: AppContext, request: Pick<ApplyRequest, 'workspacePath' | 'tofuBinary' | 'secrets' | 'info' | 'signal'>): Promise<TofuPort> {
   const workspaceDir = await requireWorkspaceDir(request.workspacePath, app.cwd);
   const binary = await locateTofu({ tofuBinary: request.tofuBinary, env: app.env });
   return new TofuDriver({
@@ -119,12 +111,7 @@ function tofuEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
  * The plan sequence every path shares: vars, `init`, `validate`, `plan -out`
  * (with `-detailed-exitcode` for a drift check, where "changes" is an answer).
  */
-export async function planWorkspace(
-  tofu: TofuPort,
-  vars: Record<string, unknown> | undefined,
-  planFile: string,
-  options: { detailed?: boolean } = {},
-): Promise<PlanResult> {
+export async function planWorkspace(tofu: TofuPort, vars: Record<string, unknown> | undefined, planFile: string, options: { detailed?: boolean } = {}): Promise<PlanResult> {
   if (vars && Object.keys(vars).length > 0) await tofu.writeVars(vars);
   await tofu.init();
   await tofu.validate();
@@ -183,7 +170,11 @@ function registerSensitive(secrets: SecretRegistry, value: unknown): void {
 function pinNamesOf(text: string | undefined): Set<string> {
   if (text === undefined) return new Set();
   try {
-    return new Set(deriveHosts(parseInventory(JSON.parse(text))).filter((h) => !h.local).map((h) => knownHostsName(h.address, h.port)));
+    return new Set(
+      deriveHosts(parseInventory(JSON.parse(text)))
+        .filter((h) => !h.local)
+        .map((h) => knownHostsName(h.address, h.port)),
+    );
   } catch {
     return new Set();
   }
@@ -200,10 +191,7 @@ async function recordApply(app: AppContext, request: ApplyRequest, outputs: Tofu
   const file = inventoryFileLocation(request.name);
   const eventLine = captureEventLine(capture.outputCount, `tf:${request.name} (${app.ledgerBranch}:${file})`, capture.hostCount);
   const sensitiveCount = Object.values(outputs).filter((o) => o.sensitive).length;
-  const sealed =
-    sensitiveCount > 0 && request.sealKey !== undefined
-      ? sealOutputs({ workspace: request.name, outputs, key: request.sealKey, now: app.now() })
-      : undefined;
+  const sealed = sensitiveCount > 0 && request.sealKey !== undefined ? sealOutputs({ workspace: request.name, outputs, key: request.sealKey, now: app.now() }) : undefined;
   if (sensitiveCount > 0 && !sealed) {
     request.warn(`${sensitiveCount} sensitive output(s) dropped: no seal key (set EXOCOMP_SEAL_KEY or --seal-key to hand them to plays)`);
   }

@@ -115,13 +115,7 @@ export async function runChain(
     if (beat.signal.aborted) throw beat.signal.reason;
     if (outcome.ok) {
       const safeDetail = inputs.secrets.redact(outcome.detail);
-      workflow = await saveOwnStep(
-        app,
-        workflowId,
-        step.name,
-        (w) => succeedStep(w, step.name, holder.id, app.now(), safeDetail),
-        `${workflowId}: ${step.name} succeeded`,
-      );
+      workflow = await saveOwnStep(app, workflowId, step.name, (w) => succeedStep(w, step.name, holder.id, app.now(), safeDetail), `${workflowId}: ${step.name} succeeded`);
       app.progress.emit({ type: 'step-succeeded', step: step.name, index, total, durationMs: app.now().getTime() - started, detail: safeDetail });
     } else {
       // An interrupted step failed because it was told to stop: the interruption is its failure context.
@@ -192,13 +186,7 @@ function keepStepAlive(app: AppContext, id: string, name: StepName, holder: Hold
  * success, failure); a refusal because the step is no longer ours becomes the
  * `lease-held` error that tells this runner to stop.
  */
-async function saveOwnStep(
-  app: AppContext,
-  id: string,
-  name: StepName,
-  change: (workflow: Workflow) => Workflow,
-  message: string,
-): Promise<Workflow> {
+async function saveOwnStep(app: AppContext, id: string, name: StepName, change: (workflow: Workflow) => Workflow, message: string): Promise<Workflow> {
   let seen: Step | undefined;
   try {
     return await saveWorkflow(

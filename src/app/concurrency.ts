@@ -7,14 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describeError } from '../domain/errors.js';
 import { formatDuration } from '../domain/duration.js';
-import {
-  decideAcquire,
-  describeHolder,
-  holdsLock,
-  LockHeldError,
-  renewLock,
-  type LockRecord,
-} from '../domain/lock.js';
+import { decideAcquire, describeHolder, holdsLock, LockHeldError, renewLock, type LockRecord } from '../domain/lock.js';
 import { leaseNeedsHeartbeats } from '../domain/workflow.js';
 import { readLock, RecordWrites } from '../ledger/records.js';
 import { keepLeaseAlive, localHolder, probeLocalHolder, type Holder, type HolderProbe } from './lease.js';

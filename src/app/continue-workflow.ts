@@ -194,8 +194,7 @@ async function approvedPlanFile(app: AppContext, request: ContinueRequest, workf
   const file = await downloadSealedPlan(ci.platform.artifacts, planRunId, sealKey, workflow.id, join(ci.scratch, 'plan'));
   if (file === undefined) {
     throw new ExocompError('approval', `approved plan artifact not found: run ${planRunId} holds no ${planArtifactName(workflow.id)} (it expired, or was deleted)`, {
-      help:
-        'nothing was applied; start a new workflow so a fresh plan is reviewed (on GitHub, raise the plan job’s artifact-retention-days, default 7, when approvals take longer)',
+      help: 'nothing was applied; start a new workflow so a fresh plan is reviewed (on GitHub, raise the plan job’s artifact-retention-days, default 7, when approvals take longer)',
     });
   }
   info(app, `applying the approved plan from the plan job (sealed artifact) of run ${planRunId}`);

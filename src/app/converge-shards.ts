@@ -6,14 +6,7 @@
  * pipeline id), so a re-run shard replaces its own earlier result.
  */
 import type { TaskResultEvent } from '../adapters/ansible-events.js';
-import {
-  appendConvergeRun,
-  failedHostsOf,
-  foldShardResults,
-  SHARD_RESULT_SCHEMA_VERSION,
-  type ConvergeRun,
-  type ShardResult,
-} from '../domain/converge-record.js';
+import { appendConvergeRun, failedHostsOf, foldShardResults, SHARD_RESULT_SCHEMA_VERSION, type ConvergeRun, type ShardResult } from '../domain/converge-record.js';
 import { checkShardSpec, formatShard, hostsOfShard, type ShardSpec } from '../domain/shard.js';
 import { readConvergeHistory, readShardResults, RecordWrites } from '../ledger/records.js';
 import type { AppContext } from './context.js';

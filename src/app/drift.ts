@@ -40,8 +40,8 @@ export interface DriftRequest {
   name: string;
   playbook: string;
   vars?: Record<string, unknown>;
-  tofuBinary?: string;
-  sealKey?: string;
+  tofuBinary?: string | undefined;
+  sealKey?: string | undefined;
   runSecrets: Record<string, string>;
   fleetKeyPath?: string;
   remoteUser?: string;
@@ -51,7 +51,7 @@ export interface DriftRequest {
   runUrl?: string;
   info(message: string): void;
   onOutput?(line: string): void;
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 export async function checkDrift(app: AppContext, request: DriftRequest): Promise<DriftReport> {

@@ -9,7 +9,11 @@ export function loadStandingInventory(snapshot: LedgerSnapshot, name: string): R
     record = readInventoryRecord(snapshot, name);
   } catch (error) {
     if (error instanceof LedgerRecordError) {
-      throw new InventoryUnusableError('corrupt', `inventory tf:${name} is corrupt: ${error.message}`, 're-apply the workspace, or restore the record from the ledger branch history');
+      throw new InventoryUnusableError(
+        'corrupt',
+        `inventory tf:${name} is corrupt: ${error.message}`,
+        're-apply the workspace, or restore the record from the ledger branch history',
+      );
     }
     throw error;
   }

@@ -20,14 +20,24 @@ export interface KeyFile {
 }
 
 export const KEY_FILES = {
-  fleet: { name: 'fleet_ed25519', secret: 'EXOCOMP_FLEET_PRIVATE_KEY', option: '--fleet-key', purpose: 'the fleet key: onboarding installs its public half; plays connect with it' },
+  fleet: {
+    name: 'fleet_ed25519',
+    secret: 'EXOCOMP_FLEET_PRIVATE_KEY',
+    option: '--fleet-key',
+    purpose: 'the fleet key: onboarding installs its public half; plays connect with it',
+  },
   bootstrap: {
     name: 'bootstrap_ed25519',
     secret: 'EXOCOMP_BOOTSTRAP_PRIVATE_KEY',
     option: '--bootstrap-key',
     purpose: "the bootstrap key: a new host's image or cloud-init authorizes its public half; only onboarding uses it",
   },
-  seal: { name: 'seal.key', secret: 'EXOCOMP_SEAL_KEY', option: '--seal-key "$(cat …)" or EXOCOMP_SEAL_KEY', purpose: "the seal key: encrypts the workspace's sensitive outputs in the ledger" },
+  seal: {
+    name: 'seal.key',
+    secret: 'EXOCOMP_SEAL_KEY',
+    option: '--seal-key "$(cat …)" or EXOCOMP_SEAL_KEY',
+    purpose: "the seal key: encrypts the workspace's sensitive outputs in the ledger",
+  },
 } as const;
 
 export async function initKeys(dir: string, cwd: string, options: { force: boolean }): Promise<KeyFile[]> {
@@ -37,7 +47,10 @@ export async function initKeys(dir: string, cwd: string, options: { force: boole
   if (!options.force) {
     const existing = (await Promise.all(paths.map(async (p) => ((await lstat(p).catch(() => undefined)) ? p : undefined)))).filter((p) => p !== undefined);
     if (existing.length > 0) {
-      throw new UsageError(`${existing.join(', ')} already exist${existing.length === 1 ? 's' : ''}; keys are never overwritten silently`, 'choose another --dir, or pass --force to replace them (hosts onboarded with the old fleet key keep it until re-onboarded: see docs/keys.md)');
+      throw new UsageError(
+        `${existing.join(', ')} already exist${existing.length === 1 ? 's' : ''}; keys are never overwritten silently`,
+        'choose another --dir, or pass --force to replace them (hosts onboarded with the old fleet key keep it until re-onboarded: see docs/keys.md)',
+      );
     }
   }
   const made: KeyFile[] = [];

@@ -58,12 +58,10 @@ export const probeLocalHolder: HolderProbe = async (lease) => {
  * signal then aborts with the reason and renewals stop. Any other failure is
  * passed to `onError` and the lease stays ours until someone else takes it.
  */
-export function keepLeaseAlive(options: {
-  everyMs?: number;
-  renew(): Promise<boolean>;
-  lost(): Error;
-  onError(error: unknown): void;
-}): { signal: AbortSignal; stop(): Promise<void> } {
+export function keepLeaseAlive(options: { everyMs?: number; renew(): Promise<boolean>; lost(): Error; onError(error: unknown): void }): {
+  signal: AbortSignal;
+  stop(): Promise<void>;
+} {
   const controller = new AbortController();
   let inFlight: Promise<void> = Promise.resolve();
   const beat = async () => {

@@ -21,11 +21,7 @@ export interface PinOutcome {
 /** Rotation may be asked by inventory name, address or known_hosts name. */
 function rotationNames(hosts: Array<Pick<DerivedHost, 'name' | 'address' | 'port'>>, asked: readonly string[]): Set<string> {
   const wanted = new Set(asked);
-  return new Set(
-    hosts
-      .filter((h) => wanted.has(h.name) || wanted.has(h.address) || wanted.has(knownHostsName(h.address, h.port)))
-      .map((h) => knownHostsName(h.address, h.port)),
-  );
+  return new Set(hosts.filter((h) => wanted.has(h.name) || wanted.has(h.address) || wanted.has(knownHostsName(h.address, h.port))).map((h) => knownHostsName(h.address, h.port)));
 }
 
 export async function pinHostKeys(
@@ -35,7 +31,10 @@ export async function pinHostKeys(
   options: { signal?: AbortSignal } = {},
 ): Promise<PinOutcome> {
   const { signal } = options;
-  const scans = await keyscan(hosts.map((h) => ({ address: h.address, port: h.port })), { signal });
+  const scans = await keyscan(
+    hosts.map((h) => ({ address: h.address, port: h.port })),
+    { signal },
+  );
   const scanned = new Map<string, Pin[]>();
   const silent: string[] = [];
   for (const host of hosts) {
@@ -62,10 +61,7 @@ export async function pinHostKeys(
       });
     }
     const knownHosts = renderKnownHosts(result.next);
-    const parts = [
-      result.added.length > 0 ? `pin ${result.added.join(', ')}` : '',
-      result.rotated.length > 0 ? `rotate ${result.rotated.join(', ')}` : '',
-    ].filter(Boolean);
+    const parts = [result.added.length > 0 ? `pin ${result.added.join(', ')}` : '', result.rotated.length > 0 ? `rotate ${result.rotated.join(', ')}` : ''].filter(Boolean);
     const changedStore = knownHosts !== readKnownHostsText(snapshot);
     return {
       writes: changedStore ? new RecordWrites().knownHosts(knownHosts) : new RecordWrites(),

@@ -33,15 +33,15 @@ export interface PlayRequest {
   envAdditions?: Record<string, string>;
   check?: boolean;
   diff?: boolean;
-  limit?: string;
-  tags?: string;
+  limit?: string | undefined;
+  tags?: string | undefined;
   passthrough?: string[];
   secrets: SecretRegistry;
-  onOutput?(line: string): void;
+  onOutput?: ((line: string) => void) | undefined;
   /** Each play, task and host result as the play runs (see app/progress.ts playProgress). */
-  onEvent?(event: AnsibleEvent): void;
+  onEvent?: ((event: AnsibleEvent) => void) | undefined;
   /** Stops the play when aborted; runPlay then rejects with the signal's reason. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 export interface PlayOutcome {
@@ -62,7 +62,9 @@ export function vendoredCollectionsPath(cwd: string): string {
 export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
   const playbook = resolve(request.cwd, request.playbook);
   if (!existsSync(playbook)) {
-    throw new ExocompError('usage', `playbook ${request.playbook} does not exist`, { help: 'pass the path of a playbook file; for a workflow whose playbook moved: exocomp provision resume <id> --playbook <file>' });
+    throw new ExocompError('usage', `playbook ${request.playbook} does not exist`, {
+      help: 'pass the path of a playbook file; for a workflow whose playbook moved: exocomp provision resume <id> --playbook <file>',
+    });
   }
   const privateDir = await makePrivateDir('run');
   let agent: SshAgent | undefined;
@@ -131,10 +133,7 @@ export function playFailureSummary(outcome: Pick<PlayOutcome, 'code' | 'stdout' 
 
 /** The error a failed play becomes: one line to show, everything (redacted) for the ledger's failure context. */
 export function playFailedError(what: string, outcome: PlayOutcome, help: string): ExocompError {
-  const detail =
-    outcome.failures.length > 0
-      ? failureDetail(outcome.failures)
-      : `${outcome.stdout}\n${outcome.stderr}`.trim().split('\n').slice(-60).join('\n');
+  const detail = outcome.failures.length > 0 ? failureDetail(outcome.failures) : `${outcome.stdout}\n${outcome.stderr}`.trim().split('\n').slice(-60).join('\n');
   return new ExocompError('play-failed', `${what} failed: ${playFailureSummary(outcome)}`, { help, detail });
 }
 

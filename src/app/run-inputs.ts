@@ -5,12 +5,12 @@
 import type { SecretRegistry } from './secrets.js';
 
 export interface RunInputs {
-  tofuBinary?: string;
+  tofuBinary?: string | undefined;
   /** Private key of the fleet user: its public half is onboarded, the key itself drives configure. */
   fleetKeyPath?: string;
   /** Private key the onboarding play connects with (the inventory's user). */
   bootstrapKeyPath?: string;
-  sealKey?: string;
+  sealKey?: string | undefined;
   /** Environment name → value, handed to the configure play. */
   runSecrets: Record<string, string>;
   /** Hosts (inventory name, address or [address]:port) whose changed key may be re-pinned. */

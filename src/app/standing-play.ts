@@ -25,7 +25,7 @@ export interface StandingPlayRequest {
   fleetKeyPath?: string;
   /** A key file granted to the run as its identity (a 0600 copy), never a directory. */
   identityFile?: string;
-  sealKey?: string;
+  sealKey?: string | undefined;
   runSecrets: Record<string, string>;
   /** Extra vars for the play (passed as data, -e @file.json). */
   extraVars?: Record<string, unknown>;
@@ -34,15 +34,15 @@ export interface StandingPlayRequest {
   diff?: boolean;
   /** Run against only these hosts of the inventory (a shard, or the hosts a check can reach). */
   onlyHosts?: ReadonlySet<string>;
-  limit?: string;
-  tags?: string;
+  limit?: string | undefined;
+  tags?: string | undefined;
   passthrough?: string[];
   secrets: SecretRegistry;
   info(message: string): void;
-  onOutput?(line: string): void;
-  onEvent?(event: AnsibleEvent): void;
+  onOutput?: ((line: string) => void) | undefined;
+  onEvent?: ((event: AnsibleEvent) => void) | undefined;
   /** Stops the play when aborted; the run then rejects with the signal's reason. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 function unsealedFor(snapshot: LedgerSnapshot, name: string, request: StandingPlayRequest): Record<string, string> {

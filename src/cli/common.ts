@@ -13,7 +13,6 @@ import { SecretGuardedStore } from '../app/secret-guarded-store.js';
 import { JsonProgress, TerminalProgress } from './terminal.js';
 import { interruptOnSignals } from '../adapters/signals.js';
 
-
 export interface GlobalSettings {
   ledger: string | undefined;
   ledgerInit: boolean;

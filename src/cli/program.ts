@@ -62,7 +62,15 @@ export async function main(argv: string[], rawIo: Io = processIo): Promise<numbe
     }
     const json = argv.includes('--json');
     if (json) {
-      io.out(JSON.stringify({ error: { kind: error instanceof ExocompError ? error.kind : 'internal', message: error instanceof Error ? error.message : String(error), help: error instanceof ExocompError ? error.help : undefined } }));
+      io.out(
+        JSON.stringify({
+          error: {
+            kind: error instanceof ExocompError ? error.kind : 'internal',
+            message: error instanceof Error ? error.message : String(error),
+            help: error instanceof ExocompError ? error.help : undefined,
+          },
+        }),
+      );
     } else {
       io.err(`error: ${describeError(error)}`);
     }

@@ -27,7 +27,12 @@ export function addTofuOptions(command: Command): Command {
     .addOption(new Option('--tofu-binary <path>', 'OpenTofu/Terraform binary (default: tofu, else terraform, on PATH)'))
     .addOption(allowLocalStateOption())
     .addOption(new Option('--workspace-name <name>', 'name of the standing inventory tf:<name> (default: the workspace directory name)'))
-    .addOption(new Option('--vars-file <file>', 'YAML/JSON mapping of input variables, written to exocomp.auto.tfvars.json and kept in the ledger for resume (no secrets: use TF_VAR_* for sensitive variables)'));
+    .addOption(
+      new Option(
+        '--vars-file <file>',
+        'YAML/JSON mapping of input variables, written to exocomp.auto.tfvars.json and kept in the ledger for resume (no secrets: use TF_VAR_* for sensitive variables)',
+      ),
+    );
 }
 
 export function allowLocalStateOption(): Option {
@@ -67,12 +72,7 @@ const keyOptionsSchema = z.object({
 });
 
 /** Builds the never-persisted run inputs and registers every secret value before anything is printed. */
-export function runInputs(
-  options: Record<string, unknown>,
-  env: NodeJS.ProcessEnv,
-  rotateHostKeys: string[] = [],
-  secrets: SecretRegistry = new SecretRegistry(),
-): RunInputs {
+export function runInputs(options: Record<string, unknown>, env: NodeJS.ProcessEnv, rotateHostKeys: string[] = [], secrets: SecretRegistry = new SecretRegistry()): RunInputs {
   const parsed = keyOptionsSchema.safeParse(options);
   if (!parsed.success) throw new UsageError(`bad options: ${describeZodIssues(parsed.error)}`);
   const o = parsed.data;
@@ -81,7 +81,10 @@ export function runInputs(
   secrets.add(sealKey);
   const runSecrets = readRunSecrets(o.runSecrets);
   secrets.add(...Object.values(runSecrets));
-  for (const [keyFile, role] of [[o.fleetKey, '--fleet-key'], [o.bootstrapKey, '--bootstrap-key']] as const) {
+  for (const [keyFile, role] of [
+    [o.fleetKey, '--fleet-key'],
+    [o.bootstrapKey, '--bootstrap-key'],
+  ] as const) {
     if (keyFile !== undefined) secrets.add(readPrivateKeyFile(keyFile, role));
   }
   return {

@@ -28,8 +28,7 @@ const FIVE_FIELDS: readonly FieldSpec[] = [
 /** GitHub Actions runs schedules at most this often. */
 export const MIN_INTERVAL_MINUTES = 5;
 
-const FORMAT_HELP =
-  "write six fields, seconds first — second minute hour day-of-month month day-of-week — e.g. '0 0 3 * * *' (03:00 UTC daily)";
+const FORMAT_HELP = "write six fields, seconds first — second minute hour day-of-month month day-of-week — e.g. '0 0 3 * * *' (03:00 UTC daily)";
 
 class FieldError extends Error {}
 
@@ -152,14 +151,16 @@ export function convertCron(raw: string): { cron: string } {
   const gap = shortestGapMinutes(minute.values, hour.values);
   if (gap < MIN_INTERVAL_MINUTES) {
     throw new UsageError(
-      `invalid schedule ${quoteValue(raw)}: it fires as often as every ${gap} minute(s), ` +
-        `but CI schedules run at most every ${MIN_INTERVAL_MINUTES} minutes`,
+      `invalid schedule ${quoteValue(raw)}: it fires as often as every ${gap} minute(s), ` + `but CI schedules run at most every ${MIN_INTERVAL_MINUTES} minutes`,
       'use minutes at least 5 apart, e.g. */5, */15 or 7,37',
     );
   }
   const never = neverFiresReason(parsed);
   if (never !== undefined) {
-    throw new UsageError(`invalid schedule ${quoteValue(raw)}: it never fires: ${never}`, 'choose a day that exists in the chosen month(s), e.g. 28 for the end of February, or use day-of-week');
+    throw new UsageError(
+      `invalid schedule ${quoteValue(raw)}: it never fires: ${never}`,
+      'choose a day that exists in the chosen month(s), e.g. 28 for the end of February, or use day-of-week',
+    );
   }
   return { cron: parsed.map((field) => field.rendered).join(' ') };
 }
@@ -258,9 +259,7 @@ export function missedTicks(fiveField: string, fires: readonly Date[], now: Date
   const ticks = cronFireTimes(fiveField, new Date(first.getTime() - toleranceMinutes * MINUTE_MS - MINUTE_MS), new Date(now.getTime() - graceMinutes * MINUTE_MS));
   const answered = new Set<number>();
   for (const fire of sorted) {
-    const tick = ticks.findLastIndex(
-      (t, i) => !answered.has(i) && t.getTime() <= fire.getTime() && fire.getTime() - t.getTime() <= toleranceMinutes * MINUTE_MS,
-    );
+    const tick = ticks.findLastIndex((t, i) => !answered.has(i) && t.getTime() <= fire.getTime() && fire.getTime() - t.getTime() <= toleranceMinutes * MINUTE_MS);
     if (tick >= 0) answered.add(tick);
   }
   const firstAnswered = Math.min(...[...answered]);

@@ -72,7 +72,11 @@ export function recordFire(previous: ScheduleFires | undefined, name: string, cr
 
 export function missedTicksOf(record: ScheduleFires | undefined, now: Date): Date[] {
   if (record === undefined) return [];
-  return missedTicks(record.cron, record.fires.map((f) => new Date(f)), now);
+  return missedTicks(
+    record.cron,
+    record.fires.map((f) => new Date(f)),
+    now,
+  );
 }
 
 export function renderDriftHistory(history: DriftHistory | undefined, missed: ReadonlyMap<string, readonly Date[]> = new Map()): string {

@@ -24,10 +24,7 @@ export interface OpenIssue {
 }
 
 export type DriftIssueAction =
-  | { kind: 'open'; title: string; body: string }
-  | { kind: 'update'; number: number; body: string }
-  | { kind: 'close'; number: number; comment: string }
-  | { kind: 'none' };
+  { kind: 'open'; title: string; body: string } | { kind: 'update'; number: number; body: string } | { kind: 'close'; number: number; comment: string } | { kind: 'none' };
 
 /** The sticky issue among open ones: ours by marker and author; the oldest when there are several. */
 export function findDriftIssue(issues: readonly OpenIssue[], name: string, author: string): OpenIssue | undefined {

@@ -4,15 +4,7 @@
  * a summary or an issue body stays within the platforms' limits; `--json`
  * carries the report itself, unbounded.
  */
-import {
-  driftHeadline,
-  driftVerdict,
-  infrastructureHasDrift,
-  type ConfigurationDrift,
-  type DriftReport,
-  type InfrastructureDrift,
-  type ResourceAction,
-} from './drift.js';
+import { driftHeadline, driftVerdict, infrastructureHasDrift, type ConfigurationDrift, type DriftReport, type InfrastructureDrift, type ResourceAction } from './drift.js';
 
 const ACTION_MARK: Record<ResourceAction, string> = { create: '+', update: '~', delete: '-', replace: '-/+', read: '<=' };
 /** Lines of one task's diff shown before "… N more lines". */
@@ -35,9 +27,7 @@ function hostsLine(infra: InfrastructureDrift): string | undefined {
   if (infra.hosts === undefined) return 'hosts of the inventory: known only after apply';
   const { joining, leaving } = infra.hosts;
   if (joining.length === 0 && leaving.length === 0) return undefined;
-  return [joining.length > 0 ? `joining: ${joining.join(', ')}` : '', leaving.length > 0 ? `leaving: ${leaving.join(', ')}` : '']
-    .filter(Boolean)
-    .join('; ');
+  return [joining.length > 0 ? `joining: ${joining.join(', ')}` : '', leaving.length > 0 ? `leaving: ${leaving.join(', ')}` : ''].filter(Boolean).join('; ');
 }
 
 // ---------------------------------------------------------------------------
@@ -47,9 +37,7 @@ function hostsLine(infra: InfrastructureDrift): string | undefined {
 export function renderDriftText(report: DriftReport): string {
   const verdict = driftVerdict(report);
   if (verdict === 'clean') return `${cleanLine(report)}\n`;
-  const out: string[] = [
-    `${verdict === 'drift' ? 'drift found' : 'drift check failed'} in tf:${report.workspace} (checked ${report.checkedAt}): ${driftHeadline(report)}`,
-  ];
+  const out: string[] = [`${verdict === 'drift' ? 'drift found' : 'drift check failed'} in tf:${report.workspace} (checked ${report.checkedAt}): ${driftHeadline(report)}`];
   const { infrastructure: infra, configuration: config } = report;
   out.push('', 'infrastructure:');
   if (!infra.ok) out.push(`  check failed: ${infra.error}`);

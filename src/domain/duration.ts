@@ -8,7 +8,7 @@ const UNIT_ORDER: readonly Unit[] = ['h', 'm', 's', 'ms'];
 /** Timers take at most a signed 32-bit delay; a longer one fires at once. */
 export const MAX_DURATION_MS = 2 ** 31 - 1;
 
-const DURATION_HELP = "write a whole number and a unit — h, m, s or ms — e.g. 90s, 5m, 1h30m, 500ms";
+const DURATION_HELP = 'write a whole number and a unit — h, m, s or ms — e.g. 90s, 5m, 1h30m, 500ms';
 const PART = /(\d+)(ms|h|m|s)(?![A-Za-z])/y;
 
 function describeUnreadable(rest: string): string {

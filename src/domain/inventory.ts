@@ -10,9 +10,9 @@ import { quoteValue } from './names.js';
 
 export type VarMap = Record<string, unknown>;
 export interface InventoryGroup {
-  hosts?: Record<string, VarMap | null> | null;
-  vars?: VarMap | null;
-  children?: Record<string, InventoryGroup | null> | null;
+  hosts?: Record<string, VarMap | null> | null | undefined;
+  vars?: VarMap | null | undefined;
+  children?: Record<string, InventoryGroup | null> | null | undefined;
 }
 export type StaticInventory = Record<string, InventoryGroup | null>;
 
@@ -108,8 +108,7 @@ function formatIssue(issue: z.core.$ZodIssue, input: unknown): string {
 const INVENTORY_HELP =
   'shape the ansible_inventory output as a static inventory: { all = { hosts = { <name> = { ansible_host = … } }, vars = { … }, children = { <group> = { hosts = … } } } }';
 
-const isMapping = (value: unknown): value is Record<string, unknown> =>
-  value !== null && typeof value === 'object' && !Array.isArray(value);
+const isMapping = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** How deep a JSON value nests (a scalar is 0), walked without recursion so no input can exhaust the stack. */
 function valueDepth(value: unknown, limit: number): number {
@@ -258,9 +257,7 @@ function renderYamlValue(value: unknown, isKeyLevel = false): string {
   if (typeof value === 'boolean') return value ? 'true' : 'false';
   if (value === null || value === undefined) return 'null';
   if (Array.isArray(value)) return `[${value.map((item) => renderYamlValue(item)).join(', ')}]`;
-  const entries = Object.entries(value as Record<string, unknown>).map(
-    ([key, item]) => `${yamlDoubleQuoted(key)}: ${renderYamlValue(item)}`,
-  );
+  const entries = Object.entries(value as Record<string, unknown>).map(([key, item]) => `${yamlDoubleQuoted(key)}: ${renderYamlValue(item)}`);
   return isKeyLevel ? `{\n${entries.map((e) => `  ${e}`).join(',\n')}\n}` : `{${entries.join(', ')}}`;
 }
 
@@ -420,7 +417,11 @@ function checkConnectionValues(name: string, vars: Map<string, unknown>, local: 
       );
     }
     if (!REMOTE_INTERPRETER.test(interpreter)) {
-      throw hostError(name, `ansible_python_interpreter ${quoteValue(interpreter)} is not an absolute path`, 'set ansible_python_interpreter to an absolute path such as /usr/bin/python3, or auto');
+      throw hostError(
+        name,
+        `ansible_python_interpreter ${quoteValue(interpreter)} is not an absolute path`,
+        'set ansible_python_interpreter to an absolute path such as /usr/bin/python3, or auto',
+      );
     }
   }
   if (vars.has('ansible_become')) {
@@ -486,11 +487,7 @@ export function deriveHosts(inv: StaticInventory): DerivedHost[] {
       memberships.set(host, ancestorsOf(group, set));
     }
   }
-  const sortKey = (group: string): [number, number, string] => [
-    depths.get(group) ?? 0,
-    groupPriority(group, groups.get(group) as GroupFacts),
-    group,
-  ];
+  const sortKey = (group: string): [number, number, string] => [depths.get(group) ?? 0, groupPriority(group, groups.get(group) as GroupFacts), group];
   const byPrecedence = (a: string, b: string): number => {
     const [depthA, priorityA, nameA] = sortKey(a);
     const [depthB, priorityB, nameB] = sortKey(b);

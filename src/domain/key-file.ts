@@ -36,7 +36,10 @@ export function judgeKeyFile(facts: KeyFileFacts): KeyFileProblem | undefined {
     return { message: `${role} is not an SSH private key`, help: 'make one with: exocomp keys init (or ssh-keygen -t ed25519 -N "" -f <file>)' };
   }
   if (isEncrypted(text)) {
-    return { message: `${role} is protected by a passphrase, and a run cannot type it`, help: `remove the passphrase: ssh-keygen -p -N "" -f ${path} (keep the file 0600, or store it only as a CI secret)` };
+    return {
+      message: `${role} is protected by a passphrase, and a run cannot type it`,
+      help: `remove the passphrase: ssh-keygen -p -N "" -f ${path} (keep the file 0600, or store it only as a CI secret)`,
+    };
   }
   if ((facts.mode & 0o077) !== 0) {
     return { message: `permissions ${octal(facts.mode)} of ${role} are too open: ssh refuses a private key others can read`, help: `chmod 600 ${path}` };

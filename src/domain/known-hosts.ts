@@ -88,7 +88,10 @@ export function renderKnownHosts(pins: readonly Pin[]): string {
     if (identities.has(identity)) throw new ExocompError('internal', `refusing to write two ${pin.keyType} pins for ${quoteValue(pin.name)}`);
     identities.add(identity);
   }
-  return [...pins].sort(comparePins).map((pin) => `${pin.name} ${pin.keyType} ${pin.key}\n`).join('');
+  return [...pins]
+    .sort(comparePins)
+    .map((pin) => `${pin.name} ${pin.keyType} ${pin.key}\n`)
+    .join('');
 }
 
 /**

@@ -34,22 +34,13 @@ export function parseConcurrencyKey(raw: string): string {
   return raw;
 }
 
-export type LockDecision =
-  | { kind: 'acquire'; record: LockRecord; replaced?: Lease }
-  | { kind: 'held'; record: LockRecord };
+export type LockDecision = { kind: 'acquire'; record: LockRecord; replaced?: Lease } | { kind: 'held'; record: LockRecord };
 
 /**
  * Decides whether `candidate` may take the lock `current` (undefined when free).
  * `facts` are about `current`'s holder; a dead lease is replaced and reported.
  */
-export function decideAcquire(
-  key: string,
-  current: LockRecord | undefined,
-  candidate: Lease,
-  purpose: string,
-  now: Date,
-  facts: LeaseFacts = {},
-): LockDecision {
+export function decideAcquire(key: string, current: LockRecord | undefined, candidate: Lease, purpose: string, now: Date, facts: LeaseFacts = {}): LockDecision {
   const record: LockRecord = { schemaVersion: LOCK_SCHEMA_VERSION, key, lease: candidate, purpose };
   if (current === undefined) return { kind: 'acquire', record };
   if (current.lease.holder === candidate.holder) return { kind: 'acquire', record: { ...record, lease: { ...candidate, acquiredAt: current.lease.acquiredAt } } };

@@ -32,9 +32,7 @@ export const planJsonSchema = z.looseObject({
   variables: z.record(z.string(), z.looseObject({ value: z.unknown().optional() })).optional(),
   configuration: z
     .looseObject({
-      root_module: z
-        .looseObject({ variables: z.record(z.string(), z.looseObject({ sensitive: z.boolean().optional() })).optional() })
-        .optional(),
+      root_module: z.looseObject({ variables: z.record(z.string(), z.looseObject({ sensitive: z.boolean().optional() })).optional() }).optional(),
     })
     .optional(),
 });
@@ -71,10 +69,7 @@ export function summarizePlan(plan: PlanJson): PlanSummary {
 
 /** True when applying the plan would change resources or outputs. */
 export function planHasChanges(plan: PlanJson): boolean {
-  const changes = [
-    ...(plan.resource_changes ?? []).map((r) => r.change),
-    ...Object.values(plan.output_changes ?? {}),
-  ];
+  const changes = [...(plan.resource_changes ?? []).map((r) => r.change), ...Object.values(plan.output_changes ?? {})];
   return changes.some((c) => !isNoop(c.actions));
 }
 

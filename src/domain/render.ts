@@ -79,7 +79,14 @@ function describeApproval(approval: Workflow['approval']): string {
 
 function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => (row[col] ?? '').length)));
-  return rows.map((row) => row.map((cell, col) => cell.padEnd(widths[col]!)).join('  ').trimEnd()).join('\n');
+  return rows
+    .map((row) =>
+      row
+        .map((cell, col) => cell.padEnd(widths[col]!))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 export function renderText(view: WorkflowView): string {

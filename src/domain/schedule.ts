@@ -37,13 +37,13 @@ export interface ScheduleSpec {
   args: string[];
   ledgerBranch: string;
   /** Split the converge over this many matrix jobs (GitHub), each holding the lease `<key>/<i>`, then fold. */
-  shards?: number;
+  shards?: number | undefined;
   /** At most this many shard jobs at once (`strategy.max-parallel`). */
-  maxParallel?: number;
+  maxParallel?: number | undefined;
   /** `drift`: the schedule runs the drift check of `workspace` instead of a converge. */
   kind?: 'play' | 'drift';
   /** With kind drift: the workspace directory, planned by the check. */
-  workspace?: string;
+  workspace?: string | undefined;
 }
 
 export function scheduleFileName(name: string): string {
@@ -327,7 +327,7 @@ export function describeGitLabIntervalWarning(fiveField: string): string | undef
   if (/^\d+$/.test(minute)) return undefined;
   return (
     `schedule ${quoteValue(fiveField)} fires more than once an hour: GitLab.com Free runs a pipeline schedule at most hourly, ` +
-    "and a self-managed instance at most as often as its pipeline_schedule_worker_cron; fires in between are skipped"
+    'and a self-managed instance at most as often as its pipeline_schedule_worker_cron; fires in between are skipped'
   );
 }
 
@@ -337,10 +337,7 @@ export type ScheduleSummary = Omit<ScheduleSpec, 'ledgerBranch'>;
 const workflowShape = z.object({
   on: z.object({ schedule: z.array(z.object({ cron: z.string() })).min(1) }),
   concurrency: z.object({ group: z.string() }),
-  jobs: z.record(
-    z.string(),
-    z.object({ steps: z.array(z.object({ uses: z.string().optional(), with: z.record(z.string(), z.unknown()).optional() })) }),
-  ),
+  jobs: z.record(z.string(), z.object({ steps: z.array(z.object({ uses: z.string().optional(), with: z.record(z.string(), z.unknown()).optional() })) })),
 });
 
 /** Reads a generated workflow back; throws a UsageError saying what is missing when the file is not one. */
@@ -368,6 +365,8 @@ export function readGitHubSchedule(name: string, text: string): ScheduleSummary 
     target: inputText('target'),
     concurrencyKey: parsed.data.concurrency.group,
     playbook: inputText('playbook'),
-    args: inputText('args').split('\n').filter((line) => line !== ''),
+    args: inputText('args')
+      .split('\n')
+      .filter((line) => line !== ''),
   };
 }

@@ -112,9 +112,7 @@ export function restrictInventory(inventory: StaticInventory, keep: ReadonlySet<
       if (section === 'hosts' && value) {
         next.hosts = Object.fromEntries(Object.entries(value as NonNullable<InventoryGroup['hosts']>).filter(([host]) => keep.has(host)));
       } else if (section === 'children' && value) {
-        next.children = Object.fromEntries(
-          Object.entries(value as NonNullable<InventoryGroup['children']>).map(([name, child]) => [name, restrictGroup(child)]),
-        );
+        next.children = Object.fromEntries(Object.entries(value as NonNullable<InventoryGroup['children']>).map(([name, child]) => [name, restrictGroup(child)]));
       } else {
         (next as Record<string, unknown>)[section] = value;
       }
@@ -148,8 +146,7 @@ export function recommendShards(hostCount: number, hostsPerSecond: number, windo
     lines: [
       `one runner: ${hostCount} hosts ÷ ${hostsPerSecond.toFixed(2)} hosts/s = ${oneRunner.toFixed(0)} s`,
       `budget: ${windowSeconds} s window × ${headroom} headroom = ${budget.toFixed(0)} s`,
-      `shards: ⌈${oneRunner.toFixed(0)} ÷ ${budget.toFixed(0)}⌉ = ${shards}` +
-        ` (≈${perShard} hosts per shard, ≈${(perShard / hostsPerSecond).toFixed(0)} s each)`,
+      `shards: ⌈${oneRunner.toFixed(0)} ÷ ${budget.toFixed(0)}⌉ = ${shards}` + ` (≈${perShard} hosts per shard, ≈${(perShard / hostsPerSecond).toFixed(0)} s each)`,
     ],
   };
 }

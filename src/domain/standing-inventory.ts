@@ -68,11 +68,7 @@ export interface ResolvedInventory {
  * registration (undefined when there is none) and `fileText` the materialized
  * file's text (undefined when it is missing).
  */
-export function resolveStandingInventory(
-  name: string,
-  record: InventoryRecord | undefined,
-  fileText: string | undefined,
-): ResolvedInventory {
+export function resolveStandingInventory(name: string, record: InventoryRecord | undefined, fileText: string | undefined): ResolvedInventory {
   const ref = `tf:${name}`;
   if (!record) {
     throw new InventoryUnusableError(

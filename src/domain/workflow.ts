@@ -13,14 +13,7 @@ export type StepName = (typeof STEP_NAMES)[number];
 export const STEP_STATES = ['pending', 'running', 'succeeded', 'failed', 'blocked'] as const;
 export type StepState = (typeof STEP_STATES)[number];
 
-export const WORKFLOW_STATES = [
-  'created',
-  'awaiting-approval',
-  'provisioning',
-  'provisioned',
-  'provision-failed',
-  'rejected',
-] as const;
+export const WORKFLOW_STATES = ['created', 'awaiting-approval', 'provisioning', 'provisioned', 'provision-failed', 'rejected'] as const;
 export type WorkflowState = (typeof WORKFLOW_STATES)[number];
 
 export const WORKFLOW_SCHEMA_VERSION = 1;
@@ -233,11 +226,7 @@ function withStep(workflow: Workflow, name: StepName, change: (step: Step) => St
 }
 
 /** Records that the workflow waits for a decision before anything is applied. */
-export function awaitApproval(
-  workflow: Workflow,
-  now: Date,
-  plan?: { fingerprint: string; summary: string; configuration?: { fingerprint: string; preview: string } },
-): Workflow {
+export function awaitApproval(workflow: Workflow, now: Date, plan?: { fingerprint: string; summary: string; configuration?: { fingerprint: string; preview: string } }): Workflow {
   if (!workflow.approval.required) {
     throw new IllegalTransitionError(`workflow ${workflow.id} does not require approval`);
   }
@@ -311,13 +300,7 @@ export function decideApproval(workflow: Workflow, decision: Decision): Workflow
  * when its predecessor succeeded; a running step whose lease is live refuses a
  * second runner; a dead lease is re-armed (attempts + 1).
  */
-export function startStep(
-  workflow: Workflow,
-  name: StepName,
-  lease: Lease,
-  now: Date,
-  facts: LeaseFacts = {},
-): Workflow {
+export function startStep(workflow: Workflow, name: StepName, lease: Lease, now: Date, facts: LeaseFacts = {}): Workflow {
   if (workflow.state === 'rejected') {
     throw new IllegalTransitionError(`workflow ${workflow.id} was rejected; no step runs`);
   }
@@ -339,9 +322,7 @@ export function startStep(
   const index = STEP_NAMES.indexOf(name);
   const previous = index > 0 ? workflow.steps[index - 1] : undefined;
   if (previous && previous.state !== 'succeeded') {
-    throw new IllegalTransitionError(
-      `step ${name} of ${workflow.id} cannot start: ${previous.name} is ${previous.state}, not succeeded`,
-    );
+    throw new IllegalTransitionError(`step ${name} of ${workflow.id} cannot start: ${previous.name} is ${previous.state}, not succeeded`);
   }
   const step = stepOf(workflow, name);
   switch (step.state) {
@@ -349,10 +330,7 @@ export function startStep(
       throw new IllegalTransitionError(`step ${name} of ${workflow.id} already succeeded; a succeeded step never runs again`);
     case 'failed':
     case 'blocked':
-      throw new IllegalTransitionError(
-        `step ${name} of ${workflow.id} is ${step.state}; resume the workflow to run it again`,
-        `exocomp provision resume ${workflow.id}`,
-      );
+      throw new IllegalTransitionError(`step ${name} of ${workflow.id} is ${step.state}; resume the workflow to run it again`, `exocomp provision resume ${workflow.id}`);
     case 'running': {
       if (!step.lease) break; // a running step without a lease can only come from a crash mid-write: re-arm
       if (step.lease.holder === lease.holder) {
@@ -420,13 +398,7 @@ export function succeedStep(workflow: Workflow, name: StepName, holder: string, 
 }
 
 /** A failed step blocks every later step; the workflow keeps the failure context. */
-export function failStep(
-  workflow: Workflow,
-  name: StepName,
-  holder: string,
-  now: Date,
-  failure: { kind: string; summary: string; detail?: string },
-): Workflow {
+export function failStep(workflow: Workflow, name: StepName, holder: string, now: Date, failure: { kind: string; summary: string; detail?: string }): Workflow {
   requireHolder(workflow, name, holder);
   const at = now.toISOString();
   const index = STEP_NAMES.indexOf(name);

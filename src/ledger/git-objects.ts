@@ -111,8 +111,5 @@ export function commitBytes(fields: CommitFields): Buffer {
   const seconds = Math.floor(fields.when.getTime() / 1000);
   const person = `${fields.name} <${fields.email}> ${seconds} +0000`;
   const message = fields.message.endsWith('\n') ? fields.message : `${fields.message}\n`;
-  return Buffer.from(
-    [`tree ${fields.tree}`, ...fields.parents.map((parent) => `parent ${parent}`), `author ${person}`, `committer ${person}`, '', message].join('\n'),
-    'utf8',
-  );
+  return Buffer.from([`tree ${fields.tree}`, ...fields.parents.map((parent) => `parent ${parent}`), `author ${person}`, `committer ${person}`, '', message].join('\n'), 'utf8');
 }

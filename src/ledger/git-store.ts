@@ -197,22 +197,13 @@ export class GitLedgerStore implements LedgerStore {
   private conflictError(records: readonly string[], writers: readonly string[], attempts: number, elapsedMs: number): ExocompError {
     const what = records.length > 0 ? records.map((record) => `${this.branch}${RECORDS_SUFFIX}/${record}`).join(', ') : `the ledger ${this.branch}`;
     const who = writers.length > 0 ? `; other writers seen: ${writers.slice(0, 5).join('; ')}${writers.length > 5 ? ` and ${writers.length - 5} more` : ''}` : '';
-    return new ExocompError(
-      'ledger-conflict',
-      `could not write ${what} in ${formatDuration(elapsedMs)} (${attempts} attempts): another writer changed it first every time${who}`,
-      {
-        help: 'runs that change the same record are racing; serialise them (a CI concurrency group, or --concurrency-key), or give the write longer (--ledger-retry-for / the ledger-retry-for input), then re-run',
-      },
-    );
+    return new ExocompError('ledger-conflict', `could not write ${what} in ${formatDuration(elapsedMs)} (${attempts} attempts): another writer changed it first every time${who}`, {
+      help: 'runs that change the same record are racing; serialise them (a CI concurrency group, or --concurrency-key), or give the write longer (--ledger-retry-for / the ledger-retry-for input), then re-run',
+    });
   }
 
   /** Applies `mutate` to the fetched state, commits and pushes; not done when another writer pushed first. */
-  private async attempt<T>(
-    git: GitCli,
-    state: LedgerState,
-    mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>,
-    forceMigration: boolean,
-  ): Promise<Attempt<T>> {
+  private async attempt<T>(git: GitCli, state: LedgerState, mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>, forceMigration: boolean): Promise<Attempt<T>> {
     const change = mutate(state.snapshot);
     const migrating = state.legacy !== null;
     const files = applyWrites(state.snapshot.entries(), change.writes);
@@ -237,7 +228,12 @@ export class GitLedgerStore implements LedgerStore {
 
     const work = await mkdtemp(join(tmpdir(), 'exocomp-ledger-'));
     try {
-      const blobs = await this.writeBlobs(git, work, state, [...byRecord.values()].flatMap((files) => [...files]));
+      const blobs = await this.writeBlobs(
+        git,
+        work,
+        state,
+        [...byRecord.values()].flatMap((files) => [...files]),
+      );
       const trees: Buffer[] = [];
       const commits: Buffer[] = [];
       const refspecs: string[] = [];
@@ -391,7 +387,10 @@ export class GitLedgerStore implements LedgerStore {
         refs.push({ name: name.slice(recordsPrefix.length), commit, tree });
       }
     }
-    const listings = await this.listTrees(git, refs.map((ref) => ref.tree));
+    const listings = await this.listTrees(
+      git,
+      refs.map((ref) => ref.tree),
+    );
     const states = refs.map((ref, index) => ({ ...ref, state: { commit: ref.commit, entries: listings[index] ?? new Map<string, TreeEntry>() } }));
 
     const legacyRef = states.find((ref) => ref.name === null);
@@ -424,7 +423,12 @@ export class GitLedgerStore implements LedgerStore {
       states.length === 0
         ? null
         : createHash('sha1')
-            .update(states.map((ref) => `${ref.name ?? ''} ${ref.commit}`).sort().join('\n'))
+            .update(
+              states
+                .map((ref) => `${ref.name ?? ''} ${ref.commit}`)
+                .sort()
+                .join('\n'),
+            )
             .digest('hex');
     return { snapshot: new FileSnapshot(revision, files), records, legacy, writers };
   }
@@ -518,7 +522,8 @@ export class GitLedgerStore implements LedgerStore {
     const conflicts: string[] = [];
     const namespace = `refs/heads/${this.branch}${RECORDS_SUFFIX}/`;
     for (const line of pushed.stdout.split('\n')) {
-      const match = /^!\t[^:]*:(\S+)\t\[(?:rejected|remote rejected)\] \((fetch first|non-fast-forward|stale info|cannot lock ref.*|failed to update ref.*|incorrect old value.*)\)/.exec(line);
+      const match =
+        /^!\t[^:]*:(\S+)\t\[(?:rejected|remote rejected)\] \((fetch first|non-fast-forward|stale info|cannot lock ref.*|failed to update ref.*|incorrect old value.*)\)/.exec(line);
       if (match) conflicts.push(match[1]!.startsWith(namespace) ? match[1]!.slice(namespace.length) : match[1]!);
     }
     // The remote's ref moved between its check and its update (its lock or old-value check failed).

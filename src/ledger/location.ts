@@ -62,6 +62,8 @@ async function requireRepository(path: string, given: string, init: boolean): Pr
   await mkdir(path, { recursive: true });
   const created = await git.run(['init', '--quiet', '--bare', path]);
   if (created.code !== 0) {
-    throw new ExocompError('tool-failed', `cannot create the ledger repository ${given}: ${created.stderr.trim()}`, { help: 'make the directory writable, or create the repository yourself' });
+    throw new ExocompError('tool-failed', `cannot create the ledger repository ${given}: ${created.stderr.trim()}`, {
+      help: 'make the directory writable, or create the repository yourself',
+    });
   }
 }

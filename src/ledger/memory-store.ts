@@ -57,10 +57,7 @@ export function checkLedgerPath(path: string): void {
  * when nothing changes. A file may not take the place of a folder or the
  * other way round.
  */
-export function applyWrites(
-  files: ReadonlyMap<string, string>,
-  writes: ReadonlyMap<string, string | null>,
-): Map<string, string> | null {
+export function applyWrites(files: ReadonlyMap<string, string>, writes: ReadonlyMap<string, string | null>): Map<string, string> | null {
   const next = new Map(files);
   let changed = false;
   for (const [path, content] of writes) {

@@ -49,9 +49,7 @@ describe('dispatch mode: the continuation applies the plan sealed by the run tha
       loopbackHostname: HOSTNAME,
       env: { ACTIONS_RESULTS_URL: results.url, ACTIONS_RUNTIME_TOKEN: results.runtimeToken(runId, 'provision') },
       ...(options.token ? { token: options.token } : {}),
-      ...(options.continues
-        ? { event: events.workflowDispatch(REPOSITORY, BOT, { 'workflow-id': options.continues }), actor: BOT }
-        : { event: events.push(REPOSITORY, 'alice') }),
+      ...(options.continues ? { event: events.workflowDispatch(REPOSITORY, BOT, { 'workflow-id': options.continues }), actor: BOT } : { event: events.push(REPOSITORY, 'alice') }),
       with: await chainInputs(fx, {
         'ssh-wait': '20s',
         'require-approval': 'true',
@@ -131,7 +129,10 @@ describe('dispatch mode: the continuation applies the plan sealed by the run tha
     try {
       await cp(fx.workspace, elsewhere, { recursive: true });
       await writeFile(join(elsewhere, 'exocomp.auto.tfvars.json'), inventory('127.0.0.9', 2222));
-      for (const args of [['init', '-input=false'], ['plan', '-input=false', '-out=other.tfplan']]) {
+      for (const args of [
+        ['init', '-input=false'],
+        ['plan', '-input=false', '-out=other.tfplan'],
+      ]) {
         const ran = await runProcess(standinPath, args, { cwd: elsewhere });
         expect(ran.code, ran.stderr).toBe(0);
       }

@@ -53,9 +53,27 @@ describe('action.yml files and the settings schemas', () => {
   it('gives the root action the inputs and outputs of the issue', async () => {
     const metadata = await readActionMetadata('provision');
     const required = [
-      'workspace', 'playbook', 'workspace-name', 'ssh-wait', 'onboard-playbook', 'require-approval', 'approval-mode', 'environment',
-      'fleet-private-key', 'bootstrap-private-key', 'onboard-user', 'run-secrets', 'seal-key', 'tofu-binary', 'vars', 'ledger-branch',
-      'ledger-repository', 'workflow-id', 'rotate-host-keys', 'token', 'comment',
+      'workspace',
+      'playbook',
+      'workspace-name',
+      'ssh-wait',
+      'onboard-playbook',
+      'require-approval',
+      'approval-mode',
+      'environment',
+      'fleet-private-key',
+      'bootstrap-private-key',
+      'onboard-user',
+      'run-secrets',
+      'seal-key',
+      'tofu-binary',
+      'vars',
+      'ledger-branch',
+      'ledger-repository',
+      'workflow-id',
+      'rotate-host-keys',
+      'token',
+      'comment',
     ];
     expect(Object.keys(metadata.inputs)).toEqual(expect.arrayContaining(required));
     expect(Object.keys(metadata.outputs).sort()).toEqual(['hosts', 'inventory', 'state', 'steps', 'workflow-id']);
@@ -170,7 +188,10 @@ describe('with: keys are declared inputs (the runner drops the others with a war
   });
 
   it('the check finds an undeclared key (it is live)', async () => {
-    const uses = await withKeys('x.yml', 'jobs:\n  a:\n    steps:\n      - uses: exocomp/provision/actions/converge@v1\n        with:\n          target: tf:a\n          no-such-input: x\n');
+    const uses = await withKeys(
+      'x.yml',
+      'jobs:\n  a:\n    steps:\n      - uses: exocomp/provision/actions/converge@v1\n        with:\n          target: tf:a\n          no-such-input: x\n',
+    );
     expect(await undeclared(uses)).toEqual(['x.yml job a: converge declares no input no-such-input']);
   });
 });

@@ -82,7 +82,10 @@ describe('the sealed plan artifact', () => {
     try {
       await cp(fx.workspace, elsewhere, { recursive: true });
       await writeFile(join(elsewhere, 'exocomp.auto.tfvars.json'), inventory('127.0.0.9'));
-      for (const args of [['init', '-input=false'], ['plan', '-input=false', '-out=other.tfplan']]) {
+      for (const args of [
+        ['init', '-input=false'],
+        ['plan', '-input=false', '-out=other.tfplan'],
+      ]) {
         const ran = await runProcess(standinPath, args, { cwd: elsewhere });
         expect(ran.code, ran.stderr).toBe(0);
       }

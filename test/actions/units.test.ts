@@ -8,7 +8,11 @@ import { readRunContext, workflowFileOf } from '../../src/platform/github/run-co
 import { COMMENT_LIMIT, commentMarker, statusMarkdown } from '../../src/platform/github/status.js';
 
 const read = (inputs: Record<string, string>, masked: string[] = []) =>
-  readSettings(ACTION_INPUTS.provision, (name) => inputs[name] ?? '', (value) => masked.push(value));
+  readSettings(
+    ACTION_INPUTS.provision,
+    (name) => inputs[name] ?? '',
+    (value) => masked.push(value),
+  );
 
 describe('settings from inputs', () => {
   it('applies the parsers: durations, booleans, lists, enums', () => {
@@ -62,14 +66,21 @@ describe('status markdown', () => {
   );
 
   it('carries the marker and stays under the comment limit however long the details are', () => {
-    const long = { ...workflow, steps: workflow.steps.map((s) => ({ ...s, detail: 'x'.repeat(200_000) })), failure: { step: 'apply' as const, kind: 'k', summary: 'y'.repeat(200_000), at: 'now' } };
+    const long = {
+      ...workflow,
+      steps: workflow.steps.map((s) => ({ ...s, detail: 'x'.repeat(200_000) })),
+      failure: { step: 'apply' as const, kind: 'k', summary: 'y'.repeat(200_000), at: 'now' },
+    };
     const body = statusMarkdown(long, { run, now: new Date() });
     expect(body.length).toBeLessThanOrEqual(COMMENT_LIMIT);
     expect(body.startsWith(commentMarker('edge-1'))).toBe(true);
   });
 
   it('gives the exact approve and reject commands while awaiting approval', () => {
-    const body = statusMarkdown({ ...workflow, state: 'awaiting-approval', approval: { ...workflow.approval, planSummary: '+2 ~1 -0' } }, { run, now: new Date(), approveWorkflow: 'ok.yml' });
+    const body = statusMarkdown(
+      { ...workflow, state: 'awaiting-approval', approval: { ...workflow.approval, planSummary: '+2 ~1 -0' } },
+      { run, now: new Date(), approveWorkflow: 'ok.yml' },
+    );
     expect(body).toContain('gh workflow run ok.yml --repo acme/infra -f workflow-id=edge-1 -f decision=approve');
     expect(body).toContain('gh workflow run ok.yml --repo acme/infra -f workflow-id=edge-1 -f decision=reject');
     expect(body).toContain('Plan: + 2 to add, ~ 1 to change, − 0 to destroy');

@@ -74,15 +74,24 @@ function describeRun(result: { code: number; tail: string }): string {
 /** Plain OpenSSH, as a user would log in, verifying against the pinned file only. */
 function sshAs(user: string, host: LoopbackHost, keyPath: string, knownHosts: string, command: string) {
   return runProcess('ssh', [
-    '-F', '/dev/null',
-    '-o', 'BatchMode=yes',
-    '-o', 'IdentitiesOnly=yes',
-    '-o', 'IdentityAgent=none',
-    '-o', `UserKnownHostsFile=${knownHosts}`,
-    '-o', 'GlobalKnownHostsFile=/dev/null',
-    '-o', 'StrictHostKeyChecking=yes',
-    '-i', keyPath,
-    '-p', String(host.port),
+    '-F',
+    '/dev/null',
+    '-o',
+    'BatchMode=yes',
+    '-o',
+    'IdentitiesOnly=yes',
+    '-o',
+    'IdentityAgent=none',
+    '-o',
+    `UserKnownHostsFile=${knownHosts}`,
+    '-o',
+    'GlobalKnownHostsFile=/dev/null',
+    '-o',
+    'StrictHostKeyChecking=yes',
+    '-i',
+    keyPath,
+    '-p',
+    String(host.port),
     `${user}@${host.address}`,
     command,
   ]);
@@ -132,16 +141,9 @@ describe('onboarding playbook against a loopback host', () => {
     expect(login.code, `${login.stderr}\n${await host.sshdLog()}`).toBe(0);
     expect(login.stdout).toBe('exocomp\nsudo-ok\n');
 
-    const modes = await host.exec(
-      'stat -c "%U %G %a %n" /home/exocomp/.ssh /home/exocomp/.ssh/authorized_keys /etc/sudoers.d/exocomp-exocomp',
-    );
+    const modes = await host.exec('stat -c "%U %G %a %n" /home/exocomp/.ssh /home/exocomp/.ssh/authorized_keys /etc/sudoers.d/exocomp-exocomp');
     expect(modes.stdout).toBe(
-      [
-        'exocomp exocomp 700 /home/exocomp/.ssh',
-        'exocomp exocomp 600 /home/exocomp/.ssh/authorized_keys',
-        'root root 440 /etc/sudoers.d/exocomp-exocomp',
-        '',
-      ].join('\n'),
+      ['exocomp exocomp 700 /home/exocomp/.ssh', 'exocomp exocomp 600 /home/exocomp/.ssh/authorized_keys', 'root root 440 /etc/sudoers.d/exocomp-exocomp', ''].join('\n'),
     );
     expect(await host.readFile('/home/exocomp/.ssh/authorized_keys')).toBe(`${fleet.publicKey}\n`);
     expect((await host.exec('getent passwd exocomp | cut -d: -f7; getent shadow exocomp | cut -d: -f2')).stdout).toBe('/bin/bash\n*\n');
@@ -159,9 +161,7 @@ describe('onboarding playbook against a loopback host', () => {
     const agent = await SshAgent.start();
     try {
       await agent.add(fleet.privateKeyPath);
-      const result = await runPlaybook(
-        baseRun({ playbook, inventoryPath, knownHostsFile: knownHosts, env: { ...runEnv(), ...agent.env() }, remoteUser: 'exocomp', become: true }),
-      );
+      const result = await runPlaybook(baseRun({ playbook, inventoryPath, knownHostsFile: knownHosts, env: { ...runEnv(), ...agent.env() }, remoteUser: 'exocomp', become: true }));
       expect(result.code, describeRun(result)).toBe(0);
     } finally {
       await agent.stop();
@@ -182,7 +182,7 @@ describe('onboarding playbook against a loopback host', () => {
         '    - ansible.builtin.copy: {dest: /root/key-line.txt, content: "{{ key_line }}"}',
         '    - ansible.builtin.copy:',
         '        dest: /root/all.json',
-        '        content: "{{ {\'tricky\': tricky, \'key_line\': key_line, \'count\': count, \'flags\': flags} | to_json }}"',
+        "        content: \"{{ {'tricky': tricky, 'key_line': key_line, 'count': count, 'flags': flags} | to_json }}\"",
         '',
       ].join('\n'),
     );
@@ -299,12 +299,12 @@ describe('control path', () => {
         '  gather_facts: false',
         '  tasks:',
         '    - ansible.builtin.raw: "true"',
-        '    - ansible.builtin.find: {paths: "{{ lookup(\'env\', \'ANSIBLE_SSH_CONTROL_PATH_DIR\') }}", file_type: any}',
+        "    - ansible.builtin.find: {paths: \"{{ lookup('env', 'ANSIBLE_SSH_CONTROL_PATH_DIR') }}\", file_type: any}",
         '      delegate_to: localhost',
         '      register: sockets',
         '    - ansible.builtin.copy:',
         `        dest: ${observed}`,
-        '        content: "{{ {\'dir\': lookup(\'env\', \'ANSIBLE_SSH_CONTROL_PATH_DIR\'), \'sockets\': sockets.files | map(attribute=\'path\') | list} | to_json }}"',
+        "        content: \"{{ {'dir': lookup('env', 'ANSIBLE_SSH_CONTROL_PATH_DIR'), 'sockets': sockets.files | map(attribute='path') | list} | to_json }}\"",
         '      delegate_to: localhost',
         '',
       ].join('\n'),
@@ -327,7 +327,7 @@ describe('control path', () => {
     const seen = JSON.parse(await readFile(observed, 'utf8')) as { dir: string; sockets: string[] };
     expect(seen.sockets).toHaveLength(1);
     expect(seen.sockets[0]?.startsWith(`${seen.dir}/`)).toBe(true);
-    expect((await stat(seen.dir).catch((error: NodeJS.ErrnoException) => error.code))).toBe('ENOENT');
+    expect(await stat(seen.dir).catch((error: NodeJS.ErrnoException) => error.code)).toBe('ENOENT');
     expect(await processesMentioning(seen.dir)).toEqual([]);
     expect(await readdir(runDir)).toEqual([]);
     return seen;
@@ -448,7 +448,7 @@ describe('local hosts and run options', () => {
     const lines: string[] = [];
     const secretPlay = await writeTestFile(
       'secret.yml',
-      '- hosts: one\n  gather_facts: false\n  tasks:\n    - ansible.builtin.debug: {msg: "the value is {{ lookup(\'env\', \'APP_SECRET\') }}"}\n',
+      "- hosts: one\n  gather_facts: false\n  tasks:\n    - ansible.builtin.debug: {msg: \"the value is {{ lookup('env', 'APP_SECRET') }}\"}\n",
     );
     const result = await runPlaybook(
       baseRun({

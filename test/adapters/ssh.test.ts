@@ -143,9 +143,7 @@ describe('waitForSsh', () => {
       { timeoutMs: 1_500 },
     );
     expect(result.ready.map((r) => r.name)).toEqual(['up']);
-    expect(result.missing).toEqual([
-      { name: 'never', address: nowhere, port: 22, lastReason: expect.stringContaining('connection refused') },
-    ]);
+    expect(result.missing).toEqual([{ name: 'never', address: nowhere, port: 22, lastReason: expect.stringContaining('connection refused') }]);
   });
 
   it('does not count a non-SSH TCP server as ready', async () => {
@@ -272,12 +270,18 @@ describe('SshAgent', () => {
       const login = await runProcess(
         'ssh',
         [
-          '-F', '/dev/null',
-          '-o', 'BatchMode=yes',
-          '-o', 'StrictHostKeyChecking=yes',
-          '-o', `UserKnownHostsFile=${knownHosts}`,
-          '-o', 'GlobalKnownHostsFile=/dev/null',
-          '-p', '2222',
+          '-F',
+          '/dev/null',
+          '-o',
+          'BatchMode=yes',
+          '-o',
+          'StrictHostKeyChecking=yes',
+          '-o',
+          `UserKnownHostsFile=${knownHosts}`,
+          '-o',
+          'GlobalKnownHostsFile=/dev/null',
+          '-p',
+          '2222',
           `root@${host2222.address}`,
           'echo logged-in',
         ],

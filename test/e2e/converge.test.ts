@@ -177,23 +177,52 @@ describe('a scheduled play converging a host a later apply added', () => {
     await expectExit(exocomp(['host', 'onboard', hostName, '--inventory', 'tf:edge', ...ledgerArgs()]), 0);
     await expectExit(
       exocomp([
-        'playbook', 'run', onboardPlaybook, '--inventory', 'tf:edge', '--limit', hostName,
-        '--remote-user', 'root', '--ssh-identity', bootstrap.privateKeyPath, ...ledgerArgs(),
-        '--', '-e', `@${fleetVars}`,
+        'playbook',
+        'run',
+        onboardPlaybook,
+        '--inventory',
+        'tf:edge',
+        '--limit',
+        hostName,
+        '--remote-user',
+        'root',
+        '--ssh-identity',
+        bootstrap.privateKeyPath,
+        ...ledgerArgs(),
+        '--',
+        '-e',
+        `@${fleetVars}`,
       ]),
       0,
     );
   }
 
   const converge = () =>
-    expectExit(exocomp(['playbook', 'run', 'converge.yml', '--inventory', 'tf:edge', '--fleet-key', fleet.privateKeyPath, '--concurrency-key', 'edge-converge', ...ledgerArgs()]), 0);
+    expectExit(
+      exocomp(['playbook', 'run', 'converge.yml', '--inventory', 'tf:edge', '--fleet-key', fleet.privateKeyPath, '--concurrency-key', 'edge-converge', ...ledgerArgs()]),
+      0,
+    );
 
   it('the next converge configures the new host, and the schedule file does not change', async () => {
     const host1 = await startHost();
     const applied = await apply('edge', 'edge', { host1: sshHost(host1) });
     expect(applied.stdout).toMatch(/naming 1 host\(s\)/);
 
-    const scheduleArgs = ['schedule', 'add', 'edge-converge', '--cron', '0 17 3 * * *', '--kind', 'play', '--target', 'tf:edge', '--concurrency-key', 'edge-converge', '--', 'converge.yml'];
+    const scheduleArgs = [
+      'schedule',
+      'add',
+      'edge-converge',
+      '--cron',
+      '0 17 3 * * *',
+      '--kind',
+      'play',
+      '--target',
+      'tf:edge',
+      '--concurrency-key',
+      'edge-converge',
+      '--',
+      'converge.yml',
+    ];
     const added = await expectExit(exocomp(scheduleArgs), 0);
     expect(added.stdout).toContain('.github/workflows/exocomp-edge-converge.yml: created');
     const scheduleFile = path.join(project, '.github/workflows/exocomp-edge-converge.yml');
@@ -250,36 +279,40 @@ describe('fail closed: no ansible-playbook process for an unusable inventory', (
 
   const withFake = () => ({ env: { PATH: `${fakeBin}:${baseEnv.PATH}` } });
 
-  it('refuses unregistered, lost, corrupt and hostless inventories with four distinct messages', async () => {
-    await apply('edge', 'lost', { l1: localHost });
-    await apply('edge', 'corrupt', { l1: localHost });
-    const hostless = await apply('no-inventory', 'hostless');
-    expect(hostless.stdout).toMatch(/naming 0 host\(s\)/);
-    await commitToLedger({ 'inventories/lost.inventory.json': null }, 'lose a file');
-    const original = (await ledgerFile('inventories/corrupt.inventory.json')) as string;
-    await commitToLedger({ 'inventories/corrupt.inventory.json': original.replace('"l1"', '"l9"') }, 'corrupt a file');
+  it(
+    'refuses unregistered, lost, corrupt and hostless inventories with four distinct messages',
+    async () => {
+      await apply('edge', 'lost', { l1: localHost });
+      await apply('edge', 'corrupt', { l1: localHost });
+      const hostless = await apply('no-inventory', 'hostless');
+      expect(hostless.stdout).toMatch(/naming 0 host\(s\)/);
+      await commitToLedger({ 'inventories/lost.inventory.json': null }, 'lose a file');
+      const original = (await ledgerFile('inventories/corrupt.inventory.json')) as string;
+      await commitToLedger({ 'inventories/corrupt.inventory.json': original.replace('"l1"', '"l9"') }, 'corrupt a file');
 
-    const cases: Array<[string, RegExp]> = [
-      ['unregistered', /inventory tf:unregistered is not registered/],
-      ['lost', /inventory tf:lost has lost its file: inventories\/lost\.inventory\.json is missing/],
-      ['corrupt', /inventory tf:corrupt is corrupt: .* does not match the hash recorded at apply/],
-      ['hostless', /inventory tf:hostless names no hosts/],
-    ];
-    const messages: string[] = [];
-    for (const [name, message] of cases) {
-      const r = await exocomp(['playbook', 'run', 'converge.yml', '--inventory', `tf:${name}`, ...ledgerArgs()], withFake());
-      expect(r.code, r.stderr).toBe(1);
-      expect(r.stderr).toMatch(message);
-      messages.push(r.stderr.split('\n').find((line) => line.startsWith('error:')) ?? '');
-    }
-    expect(new Set(messages).size).toBe(4);
-    expect(existsSync(record)).toBe(false);
+      const cases: Array<[string, RegExp]> = [
+        ['unregistered', /inventory tf:unregistered is not registered/],
+        ['lost', /inventory tf:lost has lost its file: inventories\/lost\.inventory\.json is missing/],
+        ['corrupt', /inventory tf:corrupt is corrupt: .* does not match the hash recorded at apply/],
+        ['hostless', /inventory tf:hostless names no hosts/],
+      ];
+      const messages: string[] = [];
+      for (const [name, message] of cases) {
+        const r = await exocomp(['playbook', 'run', 'converge.yml', '--inventory', `tf:${name}`, ...ledgerArgs()], withFake());
+        expect(r.code, r.stderr).toBe(1);
+        expect(r.stderr).toMatch(message);
+        messages.push(r.stderr.split('\n').find((line) => line.startsWith('error:')) ?? '');
+      }
+      expect(new Set(messages).size).toBe(4);
+      expect(existsSync(record)).toBe(false);
 
-    // The same command against a usable inventory does reach the stand-in ansible-playbook.
-    await apply('edge', 'usable', { l1: localHost });
-    await expectExit(exocomp(['playbook', 'run', 'converge.yml', '--inventory', 'tf:usable', ...ledgerArgs()], withFake()), 0);
-    expect(existsSync(record)).toBe(true);
-  }, scaled(300_000));
+      // The same command against a usable inventory does reach the stand-in ansible-playbook.
+      await apply('edge', 'usable', { l1: localHost });
+      await expectExit(exocomp(['playbook', 'run', 'converge.yml', '--inventory', 'tf:usable', ...ledgerArgs()], withFake()), 0);
+      expect(existsSync(record)).toBe(true);
+    },
+    scaled(300_000),
+  );
 
   it('--ssh-identity grants one file as a private 0600 copy, never a directory', async () => {
     await apply('edge', 'identity', { l1: localHost });
@@ -288,7 +321,10 @@ describe('fail closed: no ansible-playbook process for an unusable inventory', (
     await chmod(key.privateKeyPath, 0o640);
     await rm(record, { force: true });
     await expectExit(exocomp(['playbook', 'run', 'converge.yml', '--inventory', 'tf:identity', '--ssh-identity', key.privateKeyPath, ...ledgerArgs()], withFake()), 0);
-    const [entry] = (await readFile(record, 'utf8')).trim().split('\n').map((line) => JSON.parse(line) as { key?: { path: string; mode: string; text: string } });
+    const [entry] = (await readFile(record, 'utf8'))
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { key?: { path: string; mode: string; text: string } });
     expect(entry?.key?.mode).toBe('0o600');
     expect(entry?.key?.text).toBe(await readFile(key.privateKeyPath, 'utf8'));
     expect(path.dirname(entry?.key?.path ?? keys)).not.toBe(keys);
@@ -306,8 +342,7 @@ describe('--check, --limit and --tags reach ansible-playbook', () => {
     await apply('edge', 'tagged', { l1: localHost, l2: localHost });
   });
 
-  const run = (out: string, flags: string[]) =>
-    exocomp(['playbook', 'run', 'tagged.yml', '--inventory', 'tf:tagged', ...flags, ...ledgerArgs(), '--', '-e', `out=${out}`]);
+  const run = (out: string, flags: string[]) => exocomp(['playbook', 'run', 'tagged.yml', '--inventory', 'tf:tagged', ...flags, ...ledgerArgs(), '--', '-e', `out=${out}`]);
 
   it('--limit and --tags select hosts and tasks; --egress reaches the play as exocomp_egress_ports', async () => {
     const out = await newDir('limit-tags');
@@ -339,7 +374,24 @@ describe('--concurrency-key', () => {
   });
 
   const slowRun = (run: string, key: string, extra: string[] = [], pause = 2) =>
-    exocomp(['playbook', 'run', 'slow.yml', '--inventory', 'tf:serial', '--concurrency-key', key, ...extra, ...ledgerArgs(), '--', '-e', `out=${out}`, '-e', `run=${run}`, '-e', `pause=${pause}`]);
+    exocomp([
+      'playbook',
+      'run',
+      'slow.yml',
+      '--inventory',
+      'tf:serial',
+      '--concurrency-key',
+      key,
+      ...extra,
+      ...ledgerArgs(),
+      '--',
+      '-e',
+      `out=${out}`,
+      '-e',
+      `run=${run}`,
+      '-e',
+      `pause=${pause}`,
+    ]);
 
   async function interval(run: string): Promise<[bigint, bigint]> {
     const read = async (edge: string) => BigInt((await readFile(path.join(out, `${run}.${edge}`), 'utf8')).trim());
@@ -358,28 +410,36 @@ describe('--concurrency-key', () => {
     }
   }
 
-  it('two overlapping runs with one key never overlap', async () => {
-    const [a, b] = await Promise.all([slowRun('a', 'serial'), slowRun('b', 'serial')]);
-    expect(a.code, a.stderr).toBe(0);
-    expect(b.code, b.stderr).toBe(0);
-    const [aStart, aEnd] = await interval('a');
-    const [bStart, bEnd] = await interval('b');
-    expect(aEnd <= bStart || bEnd <= aStart).toBe(true);
-    expect([a.stderr, b.stderr].some((s) => s.includes('waiting up to 10m 00s for concurrency key serial'))).toBe(true);
-    expect(await ledgerFile('locks/serial.json')).toBeUndefined();
-  }, scaled(300_000));
+  it(
+    'two overlapping runs with one key never overlap',
+    async () => {
+      const [a, b] = await Promise.all([slowRun('a', 'serial'), slowRun('b', 'serial')]);
+      expect(a.code, a.stderr).toBe(0);
+      expect(b.code, b.stderr).toBe(0);
+      const [aStart, aEnd] = await interval('a');
+      const [bStart, bEnd] = await interval('b');
+      expect(aEnd <= bStart || bEnd <= aStart).toBe(true);
+      expect([a.stderr, b.stderr].some((s) => s.includes('waiting up to 10m 00s for concurrency key serial'))).toBe(true);
+      expect(await ledgerFile('locks/serial.json')).toBeUndefined();
+    },
+    scaled(300_000),
+  );
 
-  it('a waiting run gives up after --concurrency-wait and names the holder', async () => {
-    const holder = slowRun('holder', 'held', [], 8);
-    const lock = JSON.parse(await waitForLock('held', holder)) as { lease: { origin: { pid: number } } };
-    const refused = await slowRun('late', 'held', ['--concurrency-wait', '1s']);
-    expect(refused.code, refused.stderr).toBe(1);
-    expect(refused.stderr).toContain(`concurrency key held is held by local:${hostname()}:${lock.lease.origin.pid}:`);
-    expect(refused.stderr).toMatch(/playbook run slow\.yml --inventory tf:serial; since .*; gave up after waiting/);
-    expect(existsSync(path.join(out, 'late.start'))).toBe(false);
-    await expectExit(holder, 0);
-    expect(await ledgerFile('locks/held.json')).toBeUndefined();
-  }, scaled(300_000));
+  it(
+    'a waiting run gives up after --concurrency-wait and names the holder',
+    async () => {
+      const holder = slowRun('holder', 'held', [], 8);
+      const lock = JSON.parse(await waitForLock('held', holder)) as { lease: { origin: { pid: number } } };
+      const refused = await slowRun('late', 'held', ['--concurrency-wait', '1s']);
+      expect(refused.code, refused.stderr).toBe(1);
+      expect(refused.stderr).toContain(`concurrency key held is held by local:${hostname()}:${lock.lease.origin.pid}:`);
+      expect(refused.stderr).toMatch(/playbook run slow\.yml --inventory tf:serial; since .*; gave up after waiting/);
+      expect(existsSync(path.join(out, 'late.start'))).toBe(false);
+      await expectExit(holder, 0);
+      expect(await ledgerFile('locks/held.json')).toBeUndefined();
+    },
+    scaled(300_000),
+  );
 
   it('takes over a lease whose holder process is gone', async () => {
     const gone = await runProcess('sh', ['-c', 'echo $$']);
@@ -435,7 +495,24 @@ describe('schedule list / remove / refusals', () => {
     ['a cron CI cannot express', ['--cron', '0 */2 * * * *'], /at most every 5 minutes/],
     ['a file target', ['--target', 'hosts.yml'], /is not a standing inventory/],
   ])('refuses %s', async (_label, change, message) => {
-    const args = ['schedule', 'add', 'x', '--cron', '0 17 3 * * *', '--kind', 'play', '--target', 'tf:edge', '--concurrency-key', 'k', ...change, '--dir', await newDir('refused'), '--', 'converge.yml'];
+    const args = [
+      'schedule',
+      'add',
+      'x',
+      '--cron',
+      '0 17 3 * * *',
+      '--kind',
+      'play',
+      '--target',
+      'tf:edge',
+      '--concurrency-key',
+      'k',
+      ...change,
+      '--dir',
+      await newDir('refused'),
+      '--',
+      'converge.yml',
+    ];
     const r = await expectExit(exocomp(args), 2);
     expect(r.stderr).toMatch(message);
   });

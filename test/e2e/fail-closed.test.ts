@@ -109,9 +109,17 @@ describe('bad input: clear error, non-zero exit, untouched ledger', () => {
   it('no tofu or terraform on PATH', async () => {
     const emptyBin = join(fx.dir, 'empty-bin');
     await mkdir(emptyBin, { recursive: true });
-    const result = await fx.cli(['provision', 'run', fx.workspace, 'site.yml', '--ledger', fx.ledger, '--fleet-key', fx.fleet.privateKeyPath, '--bootstrap-key', fx.bootstrap.privateKeyPath], {
-      env: { PATH: `${emptyBin}:/usr/bin:/bin`.split(':').filter((p) => !p.includes('node_modules')).join(':') },
-    });
+    const result = await fx.cli(
+      ['provision', 'run', fx.workspace, 'site.yml', '--ledger', fx.ledger, '--fleet-key', fx.fleet.privateKeyPath, '--bootstrap-key', fx.bootstrap.privateKeyPath],
+      {
+        env: {
+          PATH: `${emptyBin}:/usr/bin:/bin`
+            .split(':')
+            .filter((p) => !p.includes('node_modules'))
+            .join(':'),
+        },
+      },
+    );
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/no tofu or terraform on PATH/);
     expect(result.stderr).toMatch(/--tofu-binary/);

@@ -185,7 +185,7 @@ describe('a host rekeyed seconds after a successful run to it', () => {
     expect(record.failure).toMatchObject({ step: 'onboard', kind: 'host-key' });
   });
 
-  it("leaves every authorized_keys as the first run left it and keeps the old pin", async () => {
+  it('leaves every authorized_keys as the first run left it and keeps the old pin', async () => {
     expect(fleetKeysBefore).toContain(keyOf(fx.fleet));
     expect(await host.readFile(FLEET_AUTHORIZED_KEYS)).toBe(fleetKeysBefore);
     expect(await host.readFile(ROOT_AUTHORIZED_KEYS)).toBe(rootKeysBefore);

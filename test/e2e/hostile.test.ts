@@ -51,10 +51,28 @@ const apply = (inventory: () => unknown) => async () => {
   await fx.setInventory(inventory());
   return ['workspace', 'apply', fx.workspace, ...fx.common, '--workspace-name', 'edge'];
 };
-const run = (...extra: string[]) => async () => ['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, ...extra];
+const run =
+  (...extra: string[]) =>
+  async () => ['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, ...extra];
 const keyRun = (option: string, key: string) => async () => ['provision', 'run', fx.workspace, 'site.yml', ...fx.common, option, file(key)];
 const playbookRun = (book: string) => async () => ['provision', 'run', fx.workspace, book, ...fx.keys];
-const schedule = (cron: string) => async () => ['schedule', 'add', 'nightly', '--cron', cron, '--kind', 'play', '--target', 'tf:edge', '--concurrency-key', 'k', '--dir', file('workflows'), '--', 'site.yml'];
+const schedule = (cron: string) => async () => [
+  'schedule',
+  'add',
+  'nightly',
+  '--cron',
+  cron,
+  '--kind',
+  'play',
+  '--target',
+  'tf:edge',
+  '--concurrency-key',
+  'k',
+  '--dir',
+  file('workflows'),
+  '--',
+  'site.yml',
+];
 const secretsRun = (name: string) => async () => [...(await run()()), '--run-secrets', file(name)];
 
 function nested(levels: number): unknown {
@@ -102,7 +120,12 @@ const CASES: Array<[string, () => Promise<string[]>, RegExp, 1 | 2]> = [
   // Key files.
   ['fleet key that is a public key', keyRun('--fleet-key', 'keys/good.pub'), /--fleet-key .*good\.pub is a public key/, 2],
   ['empty fleet key', keyRun('--fleet-key', 'keys/empty'), /--fleet-key .*empty is not an SSH private key/, 2],
-  ['bootstrap key with a passphrase', keyRun('--bootstrap-key', 'keys/protected'), /--bootstrap-key .*protected is protected by a passphrase, and a run cannot type it[\s\S]*ssh-keygen -p/, 2],
+  [
+    'bootstrap key with a passphrase',
+    keyRun('--bootstrap-key', 'keys/protected'),
+    /--bootstrap-key .*protected is protected by a passphrase, and a run cannot type it[\s\S]*ssh-keygen -p/,
+    2,
+  ],
   ['fleet key at mode 0644', keyRun('--fleet-key', 'keys/open'), /permissions 0644 of --fleet-key .*open are too open[\s\S]*chmod 600 .*open/, 2],
   ['missing bootstrap key', keyRun('--bootstrap-key', 'keys/missing'), /cannot read --bootstrap-key .*missing: ENOENT/, 2],
   ['key that is a directory', keyRun('--fleet-key', 'keys'), /--fleet-key .*keys is not a file/, 2],
@@ -119,12 +142,32 @@ const CASES: Array<[string, () => Promise<string[]>, RegExp, 1 | 2]> = [
     new RegExp(`host "web": sets ${variable}, which is not allowed from an inventory`),
     1,
   ]),
-  ['inventory with a template as address', apply(() => ({ all: { hosts: { web: { ansible_host: jinja('jinja-host') } } } })), /host "web": address ".*" is not a host name or IP address/, 1],
-  ['inventory with connection paramiko', apply(() => ({ all: { hosts: { web: { ansible_host: '127.0.0.1', ansible_connection: 'paramiko' } } } })), /ansible_connection "paramiko" is not allowed: only ssh and local are/, 1],
-  ['inventory with a local host running its own python', apply(() => ({ all: { hosts: { box: { ansible_connection: 'local', ansible_python_interpreter: '/tmp/evil' } } } })), /not allowed for a local host: a local host's interpreter runs on the runner/, 1],
+  [
+    'inventory with a template as address',
+    apply(() => ({ all: { hosts: { web: { ansible_host: jinja('jinja-host') } } } })),
+    /host "web": address ".*" is not a host name or IP address/,
+    1,
+  ],
+  [
+    'inventory with connection paramiko',
+    apply(() => ({ all: { hosts: { web: { ansible_host: '127.0.0.1', ansible_connection: 'paramiko' } } } })),
+    /ansible_connection "paramiko" is not allowed: only ssh and local are/,
+    1,
+  ],
+  [
+    'inventory with a local host running its own python',
+    apply(() => ({ all: { hosts: { box: { ansible_connection: 'local', ansible_python_interpreter: '/tmp/evil' } } } })),
+    /not allowed for a local host: a local host's interpreter runs on the runner/,
+    1,
+  ],
   // 200, not 1,000: the OpenTofu stand-in's own recursion ends there (the unit tests refuse 1,000 and 100,000 levels).
   ['inventory nested 200 levels', apply(() => nested(200)), /the ansible_inventory output nests groups \(children within children\) more than 64 levels deep/, 1],
-  ['inventory in the --list format', apply(() => ({ _meta: { hostvars: {} }, all: { children: ['web'] } })), /the ansible_inventory output is in the `ansible-inventory --list` format/, 1],
+  [
+    'inventory in the --list format',
+    apply(() => ({ _meta: { hostvars: {} }, all: { children: ['web'] } })),
+    /the ansible_inventory output is in the `ansible-inventory --list` format/,
+    1,
+  ],
   ['inventory with a list of hosts', apply(() => ({ all: { hosts: ['web'] } })), /all\.hosts: expected a mapping, got a list/, 1],
   ['inventory with a templated host name', apply(() => ({ all: { hosts: { "{{lookup('pipe','id')}}": null } } })), /contains a template marker/, 1],
 ];
@@ -236,7 +279,10 @@ describe('hostile and malformed input', () => {
     for (const [name, variable, value] of INJECTIONS) hosts[`h-${name}`] = { ...sshHostVars(host), [variable]: value() };
     hosts['h-jinja'] = { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3', motd: jinja('jinja-var') };
     await writeFile(file('control-inventory.json'), JSON.stringify({ all: { hosts } }));
-    await writeFile(file('control.yml'), '- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.ping:\n    - ansible.builtin.debug:\n        msg: "{{ motd | default(\'\') }}"\n');
+    await writeFile(
+      file('control.yml'),
+      '- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.ping:\n    - ansible.builtin.debug:\n        msg: "{{ motd | default(\'\') }}"\n',
+    );
     const home = file('control-home');
     await mkdir(home, { recursive: true });
     const control = await runProcess('ansible-playbook', ['-i', file('control-inventory.json'), file('control.yml'), '--private-key', fx.bootstrap.privateKeyPath], {

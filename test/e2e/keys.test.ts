@@ -66,6 +66,8 @@ describe('exocomp keys init', () => {
   it('says which key a play offered when the hosts refuse it, and how to pass the fleet key', async () => {
     const result = await fx.cli(['playbook', 'run', 'site.yml', '--inventory', 'tf:edge', ...fx.ledgerArgs], { env: { HOME: join(fx.dir, 'empty-home') } });
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/web1 refused the key: no key was given, so ssh offered only its defaults .* as user exocomp\. Pass the fleet key that onboarding installed: --fleet-key <private key file>/);
+    expect(result.stderr).toMatch(
+      /web1 refused the key: no key was given, so ssh offered only its defaults .* as user exocomp\. Pass the fleet key that onboarding installed: --fleet-key <private key file>/,
+    );
   });
 });

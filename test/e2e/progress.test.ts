@@ -77,7 +77,10 @@ describe('progress of the plays', () => {
 
   it('carries the same events in --json', async () => {
     const json = await fx.cli(['provision', 'resume', id, ...fx.keys, '--json']);
-    const events = json.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const events = json.stdout
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const results = events.filter((e) => e.event === 'task-result');
     expect(results, json.stdout).toHaveLength(14);
     expect(results.find((e) => e.host === 'two' && e.task === 'Task seven')).toMatchObject({ step: 'configure', status: 'failed', index: 7, total: 7, rc: 3 });

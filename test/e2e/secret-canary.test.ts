@@ -35,10 +35,14 @@ const PLAY = (fail: boolean) => `- hosts: all
           - "{{ lookup('ansible.builtin.env', item) | to_json }}"
           - "{{ [lookup('ansible.builtin.env', item)] | string }}"
       loop: [DEPLOY_KEY, MULTI_LINE, NASTY, DB_PASSWORD, GITHUB_TOKEN]
-${fail ? `    - name: fail with a secret in the message
+${
+  fail
+    ? `    - name: fail with a secret in the message
       ansible.builtin.fail:
         msg: "cannot continue: {{ lookup('ansible.builtin.env', 'NASTY') }} / {{ lookup('ansible.builtin.env', 'DB_PASSWORD') }}"
-` : ''}`;
+`
+    : ''
+}`;
 
 describe('the secret canary', () => {
   let fx: ChainFixture;
@@ -61,10 +65,7 @@ describe('the secret canary', () => {
     await mkdir(tmp);
     const deployKey = await generateKeyPair(fx.dir, 'deploy');
     pem = await readFile(deployKey.privateKeyPath, 'utf8');
-    await writeFile(
-      join(fx.workspace, 'exocomp.auto.tfvars.json'),
-      JSON.stringify({ ansible_inventory: { all: { hosts: { web: sshHostVars(host) } } }, db_password: SEALED }),
-    );
+    await writeFile(join(fx.workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: { all: { hosts: { web: sshHostVars(host) } } }, db_password: SEALED }));
     await writeFile(join(fx.dir, 'secrets.json'), JSON.stringify({ DEPLOY_KEY: pem, MULTI_LINE, NASTY }));
     await writeFile(join(fx.dir, 'canary.yml'), PLAY(true));
     const common = [...fx.keys, '--workspace-name', 'canary', '--ssh-wait', '60s', '--run-secrets', 'secrets.json', '--seal-key', SEAL_KEY];
@@ -82,7 +83,14 @@ describe('the secret canary', () => {
     await fx?.cleanup();
   });
 
-  const secrets = () => ({ 'PEM key': pem, 'multi-line run secret': MULTI_LINE, 'quotes and metacharacters': NASTY, 'sealed output': SEALED, "caller's token": CALLER_TOKEN, 'seal key': SEAL_KEY });
+  const secrets = () => ({
+    'PEM key': pem,
+    'multi-line run secret': MULTI_LINE,
+    'quotes and metacharacters': NASTY,
+    'sealed output': SEALED,
+    "caller's token": CALLER_TOKEN,
+    'seal key': SEAL_KEY,
+  });
 
   /** Names each secret form found in `text`: [secret, form]. */
   function leaks(text: string): string[] {

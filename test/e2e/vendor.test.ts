@@ -18,10 +18,7 @@ describe('playbook vendor', () => {
     dir = await mkdtemp(join(tmpdir(), 'exocomp-vendor-'));
     const source = join(dir, 'src', 'acme', 'tools');
     await mkdir(join(source, 'plugins', 'modules'), { recursive: true });
-    await writeFile(
-      join(source, 'galaxy.yml'),
-      'namespace: acme\nname: tools\nversion: 1.0.0\nreadme: README.md\nauthors: [exocomp tests]\n',
-    );
+    await writeFile(join(source, 'galaxy.yml'), 'namespace: acme\nname: tools\nversion: 1.0.0\nreadme: README.md\nauthors: [exocomp tests]\n');
     await writeFile(join(source, 'README.md'), 'test collection\n');
     await writeFile(
       join(source, 'plugins', 'modules', 'greet.py'),

@@ -135,9 +135,7 @@ describe('the octokit adapter against the GitHub double', () => {
 
     await client(WRITE_TOKEN).dispatchWorkflow(REPO, 'provision.yml', 'main', { 'workflow-id': 'wf-9', continue: 'apply' });
 
-    expect(double.state.dispatches).toEqual([
-      { workflow: 'provision.yml', ref: 'main', inputs: { 'workflow-id': 'wf-9', continue: 'apply' }, login: 'github-actions[bot]' },
-    ]);
+    expect(double.state.dispatches).toEqual([{ workflow: 'provision.yml', ref: 'main', inputs: { 'workflow-id': 'wf-9', continue: 'apply' }, login: 'github-actions[bot]' }]);
     expect(double.requestsTo('POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches').at(-1)?.status).toBe(204);
     expect(double.violations).toEqual([]);
   });
@@ -201,11 +199,7 @@ describe('refusals become permission errors that name the permission to add', ()
     double.state.runs[77] = { status: 'queued' };
     const github = client(NO_ACTIONS_TOKEN);
 
-    for (const attempt of [
-      github.listRunApprovals(REPO, 77),
-      github.environmentProtection(REPO, 'production'),
-      github.getWorkflowRun(REPO, 77),
-    ]) {
+    for (const attempt of [github.listRunApprovals(REPO, 77), github.environmentProtection(REPO, 'production'), github.getWorkflowRun(REPO, 77)]) {
       const error = await refusal(attempt);
       expect(error.kind).toBe('permission');
       expect(error.help).toContain('actions: read');
@@ -280,9 +274,7 @@ describe('the double validates what it receives and returns', () => {
     const response = await post('/repos/acme/infra/issues/40/comments', JSON.stringify({ body: 42 }));
 
     expect(response.status).toBe(422);
-    expect(double.violations).toEqual([
-      expect.objectContaining({ phase: 'request', message: 'request body.body: expected string, got integer 42' }),
-    ]);
+    expect(double.violations).toEqual([expect.objectContaining({ phase: 'request', message: 'request body.body: expected string, got integer 42' })]);
     expect(double.commentsOn(40)).toEqual([]);
     double.violations.length = 0;
   });
@@ -310,12 +302,8 @@ describe('the double validates what it receives and returns', () => {
     const comment = { id: 1, node_id: 'IC_1', html_url: 'h', issue_url: 'i', url: 'u', created_at: 'c', updated_at: 'u', user: null };
 
     expect(subset.validate(subset.schema('issue-comment'), comment)).toEqual([]);
-    expect(subset.validate(subset.schema('issue-comment'), { ...comment, user: { login: 'x' } })).toContain(
-      '$.user.avatar_url: required property is missing',
-    );
-    expect(subset.validate(subset.schema('issue-comment'), { ...comment, author_association: 'STRANGER' })[0]).toMatch(
-      /^\$\.author_association: "STRANGER" is not one of/,
-    );
+    expect(subset.validate(subset.schema('issue-comment'), { ...comment, user: { login: 'x' } })).toContain('$.user.avatar_url: required property is missing');
+    expect(subset.validate(subset.schema('issue-comment'), { ...comment, author_association: 'STRANGER' })[0]).toMatch(/^\$\.author_association: "STRANGER" is not one of/);
     const match = subset.match('GET', '/repos/a/b/actions/runs/1');
     expect(match).toBeDefined();
     if (match) {

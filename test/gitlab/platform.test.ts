@@ -177,7 +177,9 @@ describe('ledger push', () => {
     expect(ledger.credential).toBe('access-token');
     const error = await refusal(ledger.preflight());
     expect(error.help).toContain('write_repository');
-    expect(() => openGitLabLedger({ job: job(), branch: 'exocomp-ledger', ledgerProject: 'acme/ledger', env: {}, secrets: new SecretRegistry() })).toThrow(/only to the job's own project/);
+    expect(() => openGitLabLedger({ job: job(), branch: 'exocomp-ledger', ledgerProject: 'acme/ledger', env: {}, secrets: new SecretRegistry() })).toThrow(
+      /only to the job's own project/,
+    );
   });
 });
 
@@ -188,7 +190,12 @@ describe('approvals, continuation and schedules', () => {
     const carol = new GitLabApi(double.url, { accessToken: 'glpat-carol' }, new SecretRegistry());
     const before = await api().deploymentOfJob(42, 'production', 77);
     expect(before).toMatchObject({ id: 9, status: 'blocked', user: 'alice', approvals: [] });
-    await (carol as unknown as { viaToken: { deployments: { setApproval(p: number, d: number, s: string, o: object): Promise<unknown> } } }).viaToken.deployments.setApproval(42, 9, 'approved', { comment: 'ship it' });
+    await (carol as unknown as { viaToken: { deployments: { setApproval(p: number, d: number, s: string, o: object): Promise<unknown> } } }).viaToken.deployments.setApproval(
+      42,
+      9,
+      'approved',
+      { comment: 'ship it' },
+    );
     const after = await api().deploymentOfJob(42, 'production', 77);
     expect(after).toMatchObject({ status: 'created', approvals: [{ user: 'carol', status: 'approved', comment: 'ship it' }] });
     expect(await api().deploymentOfJob(42, 'production', 78)).toBeUndefined();
@@ -205,7 +212,12 @@ describe('approvals, continuation and schedules', () => {
   it('creates a schedule with its variables, lists it and removes it; the job token may not', async () => {
     const created = await api(BOT_TOKEN).createSchedule(42, { description: 'exocomp nightly', ref: 'main', cron: '17 3 * * *', variables: { EXOCOMP_SCHEDULE: 'nightly' } });
     expect(double.state.schedules).toHaveLength(1);
-    expect(double.state.schedules[0]).toMatchObject({ description: 'exocomp nightly', cron: '17 3 * * *', cronTimezone: 'UTC', variables: [{ key: 'EXOCOMP_SCHEDULE', value: 'nightly' }] });
+    expect(double.state.schedules[0]).toMatchObject({
+      description: 'exocomp nightly',
+      cron: '17 3 * * *',
+      cronTimezone: 'UTC',
+      variables: [{ key: 'EXOCOMP_SCHEDULE', value: 'nightly' }],
+    });
     expect((await api(BOT_TOKEN).schedules(42)).map((s) => s.id)).toEqual([created.id]);
     expect((await api(BOT_TOKEN).schedule(42, created.id)).variables).toEqual([{ key: 'EXOCOMP_SCHEDULE', value: 'nightly' }]);
     await api(BOT_TOKEN).removeSchedule(42, created.id);
@@ -220,7 +232,11 @@ describe('log sections and state backend', () => {
     const secrets = new SecretRegistry();
     secrets.add('hunter2-secret-value');
     let out = '';
-    const log = createGitLabLog(secrets, (t) => (out += t), () => 1_700_000_000_000);
+    const log = createGitLabLog(
+      secrets,
+      (t) => (out += t),
+      () => 1_700_000_000_000,
+    );
     log.startGroup('configure web');
     log.info('token hunter2-secret-value\n\u001b[0Ksection_end:1:fake\r');
     log.endGroup();

@@ -41,7 +41,17 @@ async function run(cmd: string, args: string[], cwd = project): Promise<RunResul
 
 /** One person's pass at the pipeline: their job token, their login. */
 function asUser(user: string, jobId: number): Record<string, string> {
-  const token = double.jobToken({ id: jobId, projectId: PROJECT.id, name: 'job', stage: 'deploy', status: 'running', pipelineId: PIPELINE, user, ref: 'main', sha: '0'.repeat(40) });
+  const token = double.jobToken({
+    id: jobId,
+    projectId: PROJECT.id,
+    name: 'job',
+    stage: 'deploy',
+    status: 'running',
+    pipelineId: PIPELINE,
+    user,
+    ref: 'main',
+    sha: '0'.repeat(40),
+  });
   return { ...variables, CI_JOB_TOKEN: token, GITLAB_USER_LOGIN: user };
 }
 
@@ -103,11 +113,32 @@ beforeAll(async () => {
   );
   await writeFile(
     path.join(project, '.gitlab-ci.yml'),
-    ['stages: [build, deploy]', 'include:', '  - local: templates/provision.yml', '    inputs:', '      workspace: edge', '      playbook: site.yml', '      approval: manual', '  - local: templates/resume.yml', ''].join('\n'),
+    [
+      'stages: [build, deploy]',
+      'include:',
+      '  - local: templates/provision.yml',
+      '    inputs:',
+      '      workspace: edge',
+      '      playbook: site.yml',
+      '      approval: manual',
+      '  - local: templates/resume.yml',
+      '',
+    ].join('\n'),
   );
   await writeFile(
     path.join(project, 'environment-mode.yml'),
-    ['stages: [build, deploy]', 'include:', '  - local: templates/provision.yml', '    inputs:', '      workspace: edge', '      playbook: site.yml', '      approval: environment', '      apply-when: on_success', '      environment: production', ''].join('\n'),
+    [
+      'stages: [build, deploy]',
+      'include:',
+      '  - local: templates/provision.yml',
+      '    inputs:',
+      '      workspace: edge',
+      '      playbook: site.yml',
+      '      approval: environment',
+      '      apply-when: on_success',
+      '      environment: production',
+      '',
+    ].join('\n'),
   );
   await writeFile(
     path.join(project, 'merge-request.yml'),
@@ -190,7 +221,12 @@ describe('provision through templates/provision.yml, approval: manual', () => {
     expect(apply.stdout).not.toContain(SEAL_KEY);
 
     // The configure job dies with its whole process group while the play runs (a lost runner).
-    const configure = spawn(path.join(repoRoot, 'node_modules/.bin/gitlab-ci-local'), pipelineArgs({ ...asUser('bob', 805), CI_JOB_ID: '805' }, ['exocomp-configure']), { cwd: project, env, stdio: 'ignore', detached: true });
+    const configure = spawn(path.join(repoRoot, 'node_modules/.bin/gitlab-ci-local'), pipelineArgs({ ...asUser('bob', 805), CI_JOB_ID: '805' }, ['exocomp-configure']), {
+      cwd: project,
+      env,
+      stdio: 'ignore',
+      detached: true,
+    });
     const exited = new Promise((resolve) => configure.on('exit', resolve));
     await until(async () => (await host.readFile('/etc/exocomp-configure-started')) !== undefined, 120_000);
     const pid = (await runProcess('pgrep', ['-f', 'cli.js gitlab configure'])).stdout.trim().split('\n')[0];

@@ -58,7 +58,16 @@ beforeAll(async () => {
   marker = path.join(root, 'converged');
   await writeFile(
     path.join(project, 'converge.yml'),
-    ['- name: Converge', '  hosts: all', '  gather_facts: false', '  tasks:', '    - ansible.builtin.copy:', `        dest: "${marker}-{{ inventory_hostname }}"`, '        content: "{{ inventory_hostname }}\\n"', ''].join('\n'),
+    [
+      '- name: Converge',
+      '  hosts: all',
+      '  gather_facts: false',
+      '  tasks:',
+      '    - ansible.builtin.copy:',
+      `        dest: "${marker}-{{ inventory_hostname }}"`,
+      '        content: "{{ inventory_hostname }}\\n"',
+      '',
+    ].join('\n'),
   );
   await writeFile(path.join(project, '.gitlab-ci.yml'), ['include:', '  - local: .gitlab/exocomp-nightly.yml', ''].join('\n'));
   await run('git', ['init', '--quiet', '-b', 'main']);
@@ -69,7 +78,24 @@ beforeAll(async () => {
   await cp(path.join(fixtureWorkspacesDir, 'edge'), workspace, { recursive: true });
   const vars = path.join(root, 'vars.json');
   await writeFile(vars, JSON.stringify({ ansible_inventory: { all: { hosts: { runner1: { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' } } } } }));
-  await run('exocomp', ['workspace', 'apply', workspace, '--workspace-name', 'edge', '--tofu-binary', standinPath, '--allow-local-state', '--vars-file', vars, '--ledger', `${double.url}/${PROJECT.path}.git`], { env: maintainerGitEnv() });
+  await run(
+    'exocomp',
+    [
+      'workspace',
+      'apply',
+      workspace,
+      '--workspace-name',
+      'edge',
+      '--tofu-binary',
+      standinPath,
+      '--allow-local-state',
+      '--vars-file',
+      vars,
+      '--ledger',
+      `${double.url}/${PROJECT.path}.git`,
+    ],
+    { env: maintainerGitEnv() },
+  );
 });
 
 afterAll(async () => {
@@ -82,14 +108,44 @@ describe('a GitLab pipeline schedule for a converge', () => {
     const api = { EXOCOMP_GITLAB_TOKEN: MAINTAINER_TOKEN };
     const added = await run(
       'exocomp',
-      ['schedule', 'add', 'nightly', '--gitlab', '--create', '--gitlab-url', double.url, '--gitlab-project', String(PROJECT.id), '--gitlab-template', 'templates/converge.yml',
-        '--cron', '0 17 3 * * *', '--kind', 'play', '--target', 'tf:edge', '--concurrency-key', 'edge-converge', '--json', '--', 'converge.yml'],
+      [
+        'schedule',
+        'add',
+        'nightly',
+        '--gitlab',
+        '--create',
+        '--gitlab-url',
+        double.url,
+        '--gitlab-project',
+        String(PROJECT.id),
+        '--gitlab-template',
+        'templates/converge.yml',
+        '--cron',
+        '0 17 3 * * *',
+        '--kind',
+        'play',
+        '--target',
+        'tf:edge',
+        '--concurrency-key',
+        'edge-converge',
+        '--json',
+        '--',
+        'converge.yml',
+      ],
       { env: api },
     );
     const result = (JSON.parse(added.stdout) as { result: { path: string; state: string; schedule: { id: number } } }).result;
     expect(result.state).toBe('created');
     expect(double.state.schedules).toEqual([
-      expect.objectContaining({ id: result.schedule.id, description: 'exocomp nightly', cron: '17 3 * * *', cronTimezone: 'UTC', ref: 'refs/heads/main', active: true, variables: [{ key: 'EXOCOMP_SCHEDULE', value: 'nightly', variableType: 'env_var' }] }),
+      expect.objectContaining({
+        id: result.schedule.id,
+        description: 'exocomp nightly',
+        cron: '17 3 * * *',
+        cronTimezone: 'UTC',
+        ref: 'refs/heads/main',
+        active: true,
+        variables: [{ key: 'EXOCOMP_SCHEDULE', value: 'nightly', variableType: 'env_var' }],
+      }),
     ]);
     const file = parseYaml(await readFile(path.join(project, '.gitlab/exocomp-nightly.yml'), 'utf8')) as { include: [{ local: string }] };
     expect(file.include[0].local).toBe('templates/converge.yml');
@@ -100,7 +156,17 @@ describe('a GitLab pipeline schedule for a converge', () => {
     // What the schedule fires: a pipeline with its variables, run by the schedule's owner.
     await run('git', ['add', '-A']);
     await run('git', ['-c', 'user.name=maria', '-c', 'user.email=maria@example.invalid', 'commit', '--quiet', '-m', 'converge schedule']);
-    const jobToken = double.jobToken({ id: 901, projectId: PROJECT.id, name: 'exocomp-converge-nightly', stage: 'deploy', status: 'running', pipelineId: 900, user: 'maria', ref: 'main', sha: '0'.repeat(40) });
+    const jobToken = double.jobToken({
+      id: 901,
+      projectId: PROJECT.id,
+      name: 'exocomp-converge-nightly',
+      stage: 'deploy',
+      status: 'running',
+      pipelineId: 900,
+      user: 'maria',
+      ref: 'main',
+      sha: '0'.repeat(40),
+    });
     const pipeline = await runPipeline({
       cwd: project,
       env,

@@ -47,25 +47,30 @@ async function pinHostKey(host: LoopbackHost): Promise<string> {
   return file;
 }
 
-function ssh(
-  host: LoopbackHost,
-  knownHosts: string,
-  command: string,
-  options: { user?: string; key?: string; onOutput?: (chunk: string) => void } = {},
-): Promise<RunResult> {
+function ssh(host: LoopbackHost, knownHosts: string, command: string, options: { user?: string; key?: string; onOutput?: (chunk: string) => void } = {}): Promise<RunResult> {
   return runProcess(
     'ssh',
     [
-      '-F', '/dev/null',
-      '-i', options.key ?? bootstrapKey.privateKeyPath,
-      '-o', 'IdentitiesOnly=yes',
-      '-o', 'IdentityAgent=none',
-      '-o', 'BatchMode=yes',
-      '-o', `UserKnownHostsFile=${knownHosts}`,
-      '-o', 'GlobalKnownHostsFile=/dev/null',
-      '-o', 'StrictHostKeyChecking=yes',
-      '-o', 'ConnectTimeout=10',
-      '-p', String(host.port),
+      '-F',
+      '/dev/null',
+      '-i',
+      options.key ?? bootstrapKey.privateKeyPath,
+      '-o',
+      'IdentitiesOnly=yes',
+      '-o',
+      'IdentityAgent=none',
+      '-o',
+      'BatchMode=yes',
+      '-o',
+      `UserKnownHostsFile=${knownHosts}`,
+      '-o',
+      'GlobalKnownHostsFile=/dev/null',
+      '-o',
+      'StrictHostKeyChecking=yes',
+      '-o',
+      'ConnectTimeout=10',
+      '-p',
+      String(host.port),
       `${options.user ?? 'root'}@${host.address}`,
       command,
     ],
@@ -231,10 +236,7 @@ describe('loopback host', () => {
     const [onDefault, onOther] = await Promise.all([startedHost(), startedHost({ port: 2222 })]);
     expect(onOther.knownHostsName).toBe(`[${onOther.address}]:2222`);
 
-    const [a, b] = await Promise.all([
-      ssh(onDefault, await pinHostKey(onDefault), 'hostname'),
-      ssh(onOther, await pinHostKey(onOther), 'hostname'),
-    ]);
+    const [a, b] = await Promise.all([ssh(onDefault, await pinHostKey(onDefault), 'hostname'), ssh(onOther, await pinHostKey(onOther), 'hostname')]);
     expect([a.code, b.code]).toEqual([0, 0]);
     expect(a.stdout).toContain(onDefault.id);
     expect(b.stdout).toContain(onOther.id);

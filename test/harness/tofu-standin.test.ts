@@ -34,8 +34,7 @@ async function workspace(fixture: string, vars?: unknown): Promise<Workspace> {
   return {
     dir,
     log,
-    tofu: (args, env = {}) =>
-      runProcess(standinPath, args, { cwd: dir, env: { ...process.env, EXOCOMP_TOFU_STANDIN_LOG: log, ...env }, timeoutMs: scaled(60_000) }),
+    tofu: (args, env = {}) => runProcess(standinPath, args, { cwd: dir, env: { ...process.env, EXOCOMP_TOFU_STANDIN_LOG: log, ...env }, timeoutMs: scaled(60_000) }),
   };
 }
 
@@ -241,10 +240,7 @@ describe('OpenTofu stand-in', () => {
 
     const unknown = await workspace('edge', inventory({}));
     expect((await unknown.tofu(['init', '-input=false'])).code).toBe(0);
-    await writeFile(
-      path.join(unknown.dir, 'extra.tf.json'),
-      JSON.stringify({ output: { a: { value: '${var.nope}' }, b: { value: 'x-${terraform_data.missing.output}' } } }),
-    );
+    await writeFile(path.join(unknown.dir, 'extra.tf.json'), JSON.stringify({ output: { a: { value: '${var.nope}' }, b: { value: 'x-${terraform_data.missing.output}' } } }));
     const human = await unknown.tofu(['validate', '-no-color']);
     expect(human.code).toBe(1);
     expect(human.stderr).toContain('Error: Reference to undeclared input variable');

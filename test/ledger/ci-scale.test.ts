@@ -68,7 +68,14 @@ describe('writers with separate caches', () => {
     const held: { name: string; from: number; to: number }[] = [];
     const outcomes = await Promise.allSettled(
       names.map(async (name) => {
-        const app: AppContext = { store: storeFor(remote, name), ledgerBranch: 'exocomp-ledger', now: () => new Date(), cwd: temp.path, env: {}, progress: new RecordingProgress() };
+        const app: AppContext = {
+          store: storeFor(remote, name),
+          ledgerBranch: 'exocomp-ledger',
+          now: () => new Date(),
+          cwd: temp.path,
+          env: {},
+          progress: new RecordingProgress(),
+        };
         return withConcurrencyLock(app, { key: 'nightly', waitMs: 0, purpose: `converge by ${name}`, info: () => undefined, warn: () => undefined }, async () => {
           const from = Date.now();
           await new Promise((done) => setTimeout(done, 300));

@@ -105,48 +105,52 @@ describe('concurrent ledger writers', () => {
     expect((await readHookLog(hookLog)).filter((line) => line.startsWith('REJECTED'))).toEqual([]);
   }, 240_000);
 
-  it('keeps the remote consistent when a writer is killed between commit and push', async () => {
-    const { remote, hookLog } = await remoteWithGuardHook('killed.git');
-    const cacheDir = join(temp.path, 'killed-cache');
-    expect((await runWriter(remote, cacheDir, 'before', 2)).code).toBe(0);
-    const refsBeforeKill = await ledgerRefs(remote);
+  it(
+    'keeps the remote consistent when a writer is killed between commit and push',
+    async () => {
+      const { remote, hookLog } = await remoteWithGuardHook('killed.git');
+      const cacheDir = join(temp.path, 'killed-cache');
+      expect((await runWriter(remote, cacheDir, 'before', 2)).code).toBe(0);
+      const refsBeforeKill = await ledgerRefs(remote);
 
-    // runProcess gives no handle to kill the child, so this one is spawned directly.
-    const pauseFile = join(temp.path, 'paused-before-push');
-    const victim = spawn(process.execPath, ['--import', 'tsx', WRITER_SCRIPT, remote, cacheDir, 'victim', '1'], {
-      cwd: ROOT,
-      env: { ...process.env, [TEST_PAUSE_BEFORE_PUSH_VARIABLE]: pauseFile },
-      stdio: 'ignore',
-    });
-    const exited = new Promise<NodeJS.Signals | null>((done) => victim.on('exit', (_code, signal) => done(signal)));
-    try {
-      while (!existsSync(pauseFile) || (await readFile(pauseFile, 'utf8')).trim() === '') {
-        if (victim.exitCode !== null) throw new Error('the writer exited before reaching the pause');
-        await sleep(20);
+      // runProcess gives no handle to kill the child, so this one is spawned directly.
+      const pauseFile = join(temp.path, 'paused-before-push');
+      const victim = spawn(process.execPath, ['--import', 'tsx', WRITER_SCRIPT, remote, cacheDir, 'victim', '1'], {
+        cwd: ROOT,
+        env: { ...process.env, [TEST_PAUSE_BEFORE_PUSH_VARIABLE]: pauseFile },
+        stdio: 'ignore',
+      });
+      const exited = new Promise<NodeJS.Signals | null>((done) => victim.on('exit', (_code, signal) => done(signal)));
+      try {
+        while (!existsSync(pauseFile) || (await readFile(pauseFile, 'utf8')).trim() === '') {
+          if (victim.exitCode !== null) throw new Error('the writer exited before reaching the pause');
+          await sleep(20);
+        }
+      } finally {
+        victim.kill('SIGKILL');
       }
-    } finally {
-      victim.kill('SIGKILL');
-    }
-    expect(await exited).toBe('SIGKILL');
-    const unpushed = (await readFile(pauseFile, 'utf8')).trim().split('\n');
-    // Its own record and the shared one: two commits, pushed together or not at all.
-    expect(unpushed).toHaveLength(2);
-    for (const commit of unpushed) expect(commit).toMatch(/^[0-9a-f]{40}$/);
+      expect(await exited).toBe('SIGKILL');
+      const unpushed = (await readFile(pauseFile, 'utf8')).trim().split('\n');
+      // Its own record and the shared one: two commits, pushed together or not at all.
+      expect(unpushed).toHaveLength(2);
+      for (const commit of unpushed) expect(commit).toMatch(/^[0-9a-f]{40}$/);
 
-    await git(['--git-dir', remote, 'fsck', '--strict', '--no-progress']);
-    expect(await ledgerRefs(remote)).toBe(refsBeforeKill);
-    for (const commit of unpushed) expect((await git(['--git-dir', remote, 'cat-file', '-e', commit], { allowFailure: true })).code).not.toBe(0);
-    const reader = new GitLedgerStore({ remote, cacheDir: join(temp.path, 'killed-reader-cache') });
-    expect(JSON.parse((await reader.read()).read(SHARED_FILE) ?? '')).toEqual(['before-1', 'before-2']);
+      await git(['--git-dir', remote, 'fsck', '--strict', '--no-progress']);
+      expect(await ledgerRefs(remote)).toBe(refsBeforeKill);
+      for (const commit of unpushed) expect((await git(['--git-dir', remote, 'cat-file', '-e', commit], { allowFailure: true })).code).not.toBe(0);
+      const reader = new GitLedgerStore({ remote, cacheDir: join(temp.path, 'killed-reader-cache') });
+      expect(JSON.parse((await reader.read()).read(SHARED_FILE) ?? '')).toEqual(['before-1', 'before-2']);
 
-    // The next writer, sharing the killed writer's cache (and its lock), succeeds.
-    const next = await runWriter(remote, cacheDir, 'after', 1);
-    expect(next.stderr).toBe('');
-    expect(next.code).toBe(0);
-    const after = await reader.read();
-    expect(JSON.parse(after.read(SHARED_FILE) ?? '')).toEqual(['before-1', 'before-2', 'after-1']);
-    expect(after.read(ownFile('victim'))).toBeUndefined();
-    await git(['--git-dir', remote, 'fsck', '--strict', '--no-progress']);
-    expect((await readHookLog(hookLog)).filter((line) => line.startsWith('REJECTED'))).toEqual([]);
-  }, scaled(120_000));
+      // The next writer, sharing the killed writer's cache (and its lock), succeeds.
+      const next = await runWriter(remote, cacheDir, 'after', 1);
+      expect(next.stderr).toBe('');
+      expect(next.code).toBe(0);
+      const after = await reader.read();
+      expect(JSON.parse(after.read(SHARED_FILE) ?? '')).toEqual(['before-1', 'before-2', 'after-1']);
+      expect(after.read(ownFile('victim'))).toBeUndefined();
+      await git(['--git-dir', remote, 'fsck', '--strict', '--no-progress']);
+      expect((await readHookLog(hookLog)).filter((line) => line.startsWith('REJECTED'))).toEqual([]);
+    },
+    scaled(120_000),
+  );
 });

@@ -119,12 +119,20 @@ describe('GitLedgerStore', () => {
   it('writes nothing when mutate throws', async () => {
     const ledger = store({ cacheDir: join(temp.path, 'own-cache') });
     const boom = new Error('boom');
-    await expect(ledger.update(() => { throw boom; })).rejects.toBe(boom);
+    await expect(
+      ledger.update(() => {
+        throw boom;
+      }),
+    ).rejects.toBe(boom);
     expect(await ledgerRefs(remote)).toBeNull();
 
     await ledger.update(() => change({ 'a.json': 'a' }));
     const before = await ledgerRefs(remote);
-    await expect(ledger.update(() => { throw boom; })).rejects.toBe(boom);
+    await expect(
+      ledger.update(() => {
+        throw boom;
+      }),
+    ).rejects.toBe(boom);
     expect(await ledgerRefs(remote)).toBe(before);
   });
 
@@ -143,7 +151,10 @@ describe('GitLedgerStore', () => {
     await ledger.update(() => change({ 'a.json': 'a' }, 'workflow w1: apply running'));
     await ledger.update(() => change({ 'a.json': 'b' }, 'workflow w1: apply succeeded\n\nwith detail'));
     const log = await git(['--git-dir', remote, 'log', '--format=%an <%ae>|%cn <%ce>|%B%x00', 'exocomp-ledger-records/a.json']);
-    const entries = log.stdout.split('\0').map((entry) => entry.trim()).filter(Boolean);
+    const entries = log.stdout
+      .split('\0')
+      .map((entry) => entry.trim())
+      .filter(Boolean);
     expect(entries).toEqual([
       'exocomp-ledger <ledger@exocomp.invalid>|exocomp-ledger <ledger@exocomp.invalid>|workflow w1: apply succeeded\n\nwith detail\n\nExocomp-Writer: run 42 of ci',
       'exocomp-ledger <ledger@exocomp.invalid>|exocomp-ledger <ledger@exocomp.invalid>|workflow w1: apply running\n\nExocomp-Writer: run 42 of ci',
@@ -155,11 +166,12 @@ describe('GitLedgerStore', () => {
     await other.update(() => change({ 'list.json': '["first"]' }));
     let interposed = false;
     const ledger = store({
-      git: (gitDir) => pushInterceptor(gitDir, async () => {
-        if (interposed) return;
-        interposed = true;
-        await other.update((snapshot) => change({ 'list.json': appendTo(snapshot.read('list.json'), 'other') }));
-      }),
+      git: (gitDir) =>
+        pushInterceptor(gitDir, async () => {
+          if (interposed) return;
+          interposed = true;
+          await other.update((snapshot) => change({ 'list.json': appendTo(snapshot.read('list.json'), 'other') }));
+        }),
     });
     let calls = 0;
     await ledger.update((snapshot) => {
@@ -215,7 +227,10 @@ describe('GitLedgerStore', () => {
     const readError = await expectExocompError(store({ remote: missing }).read(), 'ledger-unreachable');
     expect(readError.message).toContain(missing);
     expect(readError.help).toBeTruthy();
-    await expectExocompError(store({ remote: missing }).update(() => change({ 'a.json': 'a' })), 'ledger-unreachable');
+    await expectExocompError(
+      store({ remote: missing }).update(() => change({ 'a.json': 'a' })),
+      'ledger-unreachable',
+    );
   });
 
   it('keeps credentials out of descriptions and errors', async () => {
@@ -229,8 +244,13 @@ describe('GitLedgerStore', () => {
 
   it('explains a push rejected by a branch rule', async () => {
     const hook = join(remote, 'hooks', 'pre-receive');
-    await writeFile(hook, '#!/bin/sh\ncat >/dev/null\necho "error: GH013: Repository rule violations found for refs/heads/exocomp-ledger-records/a.json." >&2\nexit 1\n', { mode: 0o755 });
-    const error = await expectExocompError(store().update(() => change({ 'a.json': 'a' })), 'ledger-unreachable');
+    await writeFile(hook, '#!/bin/sh\ncat >/dev/null\necho "error: GH013: Repository rule violations found for refs/heads/exocomp-ledger-records/a.json." >&2\nexit 1\n', {
+      mode: 0o755,
+    });
+    const error = await expectExocompError(
+      store().update(() => change({ 'a.json': 'a' })),
+      'ledger-unreachable',
+    );
     expect(error.message).toContain('rejected by a rule or hook');
     expect(error.message).toContain('GH013');
     expect(error.help).toContain('ledger-repository');
@@ -243,7 +263,10 @@ describe('GitLedgerStore', () => {
   });
 
   it('refuses a path that cannot become a branch, before writing anything', async () => {
-    await expectExocompError(store().update(() => change({ 'locks/x.lock': 'x' })), 'ledger-record');
+    await expectExocompError(
+      store().update(() => change({ 'locks/x.lock': 'x' })),
+      'ledger-record',
+    );
     expect(await ledgerRefs(remote)).toBeNull();
   });
 });
@@ -316,7 +339,10 @@ describe('the old single-branch layout', () => {
   it('refuses to move an entry it does not understand, naming it, and writes nothing', async () => {
     await oldLedger({ 'notes/x.lock': 'hand-written\n' });
     const before = await ledgerRefs(remote);
-    const error = await expectExocompError(store().update(() => change({ 'workflows/b.json': 'b\n' })), 'ledger-record');
+    const error = await expectExocompError(
+      store().update(() => change({ 'workflows/b.json': 'b\n' })),
+      'ledger-record',
+    );
     expect(error.message).toContain('notes/x.lock');
     expect(await ledgerRefs(remote)).toBe(before);
   });

@@ -31,6 +31,8 @@ describe('an explicit --ledger path', () => {
   });
 
   it('leaves git URLs to git', async () => {
-    await expect(resolveLedgerLocation({ ledger: 'https://example.invalid/acme/infra.git', cwd: dir })).resolves.toMatchObject({ remote: 'https://example.invalid/acme/infra.git' });
+    await expect(resolveLedgerLocation({ ledger: 'https://example.invalid/acme/infra.git', cwd: dir })).resolves.toMatchObject({
+      remote: 'https://example.invalid/acme/infra.git',
+    });
   });
 });

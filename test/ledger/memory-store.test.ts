@@ -14,7 +14,7 @@ describe('MemoryLedgerStore', () => {
     expect(empty.revision).toBeNull();
     expect(empty.list('')).toEqual([]);
 
-    expect(await store.update(() => change({ 'workflows/b.json': 'b', 'workflows/a.json': 'a', 'known_hosts': 'k' }, 'first', 1))).toBe(1);
+    expect(await store.update(() => change({ 'workflows/b.json': 'b', 'workflows/a.json': 'a', known_hosts: 'k' }, 'first', 1))).toBe(1);
     await store.update(() => change({ 'workflows/a.json': null }, 'delete a', 2));
     const snapshot = await store.read();
     expect(snapshot.list('workflows/')).toEqual(['workflows/b.json']);
@@ -31,7 +31,11 @@ describe('MemoryLedgerStore', () => {
     const before = (await store.read()).revision;
     expect(await store.update(() => change({}, 'nothing', 'r'))).toBe('r');
     await store.update(() => change({ 'a.json': 'a', 'gone.json': null }, 'same', undefined));
-    await expect(store.update(() => { throw new Error('boom'); })).rejects.toThrow('boom');
+    await expect(
+      store.update(() => {
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
     expect((await store.read()).revision).toBe(before);
     expect(store.history()).toHaveLength(1);
   });

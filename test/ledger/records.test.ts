@@ -70,7 +70,18 @@ describe('malformed ledger records', () => {
     const before = (await store.read()).revision;
     for (const id of ['broken-json', 'future', 'odd-state']) {
       await expect(
-        saveWorkflow(app, id, (w) => startStep(w, 'apply', { holder: 'x', origin: { kind: 'local', hostname: 'h', pid: 1 }, acquiredAt: now.toISOString(), heartbeatAt: now.toISOString(), ttlMs: 1000 }, now), 'should not happen'),
+        saveWorkflow(
+          app,
+          id,
+          (w) =>
+            startStep(
+              w,
+              'apply',
+              { holder: 'x', origin: { kind: 'local', hostname: 'h', pid: 1 }, acquiredAt: now.toISOString(), heartbeatAt: now.toISOString(), ttlMs: 1000 },
+              now,
+            ),
+          'should not happen',
+        ),
       ).rejects.toBeInstanceOf(LedgerRecordError);
     }
     const after = await store.read();
@@ -80,7 +91,20 @@ describe('malformed ledger records', () => {
 
   it('an illegal transition writes nothing either', async () => {
     const before = (await store.read()).revision;
-    await expect(saveWorkflow(app, 'good', (w) => startStep(w, 'configure', { holder: 'x', origin: { kind: 'local', hostname: 'h', pid: 1 }, acquiredAt: now.toISOString(), heartbeatAt: now.toISOString(), ttlMs: 1000 }, now), 'no')).rejects.toThrow(/configure of good cannot start: onboard is pending/);
+    await expect(
+      saveWorkflow(
+        app,
+        'good',
+        (w) =>
+          startStep(
+            w,
+            'configure',
+            { holder: 'x', origin: { kind: 'local', hostname: 'h', pid: 1 }, acquiredAt: now.toISOString(), heartbeatAt: now.toISOString(), ttlMs: 1000 },
+            now,
+          ),
+        'no',
+      ),
+    ).rejects.toThrow(/configure of good cannot start: onboard is pending/);
     expect((await store.read()).revision).toBe(before);
   });
 });

@@ -84,7 +84,13 @@ describe('Dockerfile of the job image', () => {
     const apt = runs.find((r) => r.includes('apt-get install')) ?? '';
     for (const pkg of ['ansible-core', 'openssh-client', 'git']) expect(apt.split(/\s+/)).toContain(pkg);
     const copies = finalInstructions.filter((i): i is Copy => i.getKeyword() === 'COPY');
-    const fromStages = copies.map((c) => [c.getFromFlag()?.getValue(), c.getArguments().map((a) => a.getValue()).join(' ')]);
+    const fromStages = copies.map((c) => [
+      c.getFromFlag()?.getValue(),
+      c
+        .getArguments()
+        .map((a) => a.getValue())
+        .join(' '),
+    ]);
     expect(fromStages).toContainEqual(['tofu', '/usr/local/bin/tofu /usr/local/bin/tofu']);
     expect(fromStages).toContainEqual(['package', '/tmp/exocomp.tgz /tmp/exocomp.tgz']);
     expect(runs.some((r) => /npm install --global --offline .*\/tmp\/exocomp\.tgz/.test(r))).toBe(true);
@@ -96,7 +102,12 @@ describe('Dockerfile of the job image', () => {
   it('copies from the build context only files the npm package ships', async () => {
     const dockerfile = await parse();
     const packageStage = dockerfile.getInstructions().filter((i): i is Copy => i.getKeyword() === 'COPY' && (i as Copy).getFromFlag() === null);
-    const sources = packageStage.flatMap((c) => c.getArguments().slice(0, -1).map((a) => a.getValue()));
+    const sources = packageStage.flatMap((c) =>
+      c
+        .getArguments()
+        .slice(0, -1)
+        .map((a) => a.getValue()),
+    );
     expect(sources.sort()).toEqual(['LICENSE', 'README.md', 'dist/cli.js', 'package.json', 'playbooks']);
     for (const source of sources) expect(existsSync(path.join(repoRoot, source)), source).toBe(true);
   });

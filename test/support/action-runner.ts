@@ -293,7 +293,12 @@ export class RunnerJob {
     const contents: Record<string, string> = {};
     for (const [name, file] of Object.entries(files)) contents[name] = await readFile(file, 'utf8');
     Object.assign(this.exported, parseCommandFile(contents.GITHUB_ENV ?? ''));
-    this.paths.unshift(...(contents.GITHUB_PATH ?? '').split('\n').filter((line) => line !== '').reverse());
+    this.paths.unshift(
+      ...(contents.GITHUB_PATH ?? '')
+        .split('\n')
+        .filter((line) => line !== '')
+        .reverse(),
+    );
     return {
       code,
       stdout,

@@ -13,10 +13,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 export type ContentsAccess = 'none' | 'read' | 'write';
 
 /** Who a token is and what it may do to a repository; `unknown-token` (401) or `hidden` (404, the token may not see it) otherwise. */
-export type GitAuthorizer = (
-  token: string,
-  repository: string,
-) => { login: string; contents: ContentsAccess } | 'unknown-token' | 'hidden';
+export type GitAuthorizer = (token: string, repository: string) => { login: string; contents: ContentsAccess } | 'unknown-token' | 'hidden';
 
 export interface GitHttpRequest {
   /** `owner/repo` (without `.git`). */

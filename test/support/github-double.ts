@@ -267,9 +267,7 @@ export class GitHubDouble {
     this.repo = repo;
     this.gitRoot = options.gitRoot;
     this.git =
-      options.gitRoot === undefined
-        ? undefined
-        : createGitHttpHandler({ projectRoot: options.gitRoot, authorize: (token, repository) => this.authorizeGit(token, repository) });
+      options.gitRoot === undefined ? undefined : createGitHttpHandler({ projectRoot: options.gitRoot, authorize: (token, repository) => this.authorizeGit(token, repository) });
     this.server = createServer((request, response) => {
       this.serve(request, response).catch((error: unknown) => {
         this.violations.push({ method: request.method ?? '', url: request.url ?? '', phase: 'response', message: `the double failed: ${String(error)}` });
@@ -403,9 +401,7 @@ export class GitHubDouble {
       violate('route', `${method} ${url.pathname} is not an operation of the OpenAPI subset`);
       reply = error(404, 'Not Found');
     } else {
-      const problems = !isJson
-        ? ['the request body is not JSON']
-        : this.subset.validateRequest(match, url.searchParams, request.headers['content-type'], body);
+      const problems = !isJson ? ['the request body is not JSON'] : this.subset.validateRequest(match, url.searchParams, request.headers['content-type'], body);
       problems.forEach((problem) => violate('request', problem));
       reply = this.authorizeAndHandle(request, match, url.searchParams, body, problems, record);
       for (const problem of this.subset.validateResponse(match, reply.status, reply.body)) violate('response', problem);
@@ -420,14 +416,7 @@ export class GitHubDouble {
     response.end(reply.body === undefined ? undefined : JSON.stringify(reply.body));
   }
 
-  private authorizeAndHandle(
-    request: IncomingMessage,
-    match: MatchedOperation,
-    query: URLSearchParams,
-    body: unknown,
-    problems: string[],
-    record: RecordedRequest,
-  ): Reply {
+  private authorizeAndHandle(request: IncomingMessage, match: MatchedOperation, query: URLSearchParams, body: unknown, problems: string[], record: RecordedRequest): Reply {
     const token = /^(?:token|bearer)\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];
     if (token === undefined) return error(401, 'Requires authentication');
     const grant = this.state.tokens[token];
@@ -436,7 +425,7 @@ export class GitHubDouble {
     const repository = `${match.params.owner ?? ''}/${match.params.repo ?? ''}`;
     if (repository.toLowerCase() !== this.repository.toLowerCase() || !reaches(grant, repository)) return error(404, 'Not Found');
     if (problems.length > 0) {
-      return { status: 422, body: { ...error(422, 'Invalid request.').body as object, errors: problems.map((message) => ({ code: 'invalid', message })) } };
+      return { status: 422, body: { ...(error(422, 'Invalid request.').body as object), errors: problems.map((message) => ({ code: 'invalid', message })) } };
     }
     const injected = this.failures.findIndex((entry) => entry.route === record.route);
     const failure = injected >= 0 ? this.failures.splice(injected, 1)[0]?.failure : undefined;
@@ -643,7 +632,17 @@ export class GitHubDouble {
     const number = this.nextId();
     const now = timestamp();
     const labels = Array.isArray(body.labels) ? body.labels.map((label) => String(typeof label === 'object' && label !== null ? (label as { name?: unknown }).name : label)) : [];
-    const issue: SeedIssue = { pullRequest: false, title: String(body.title), body: text, state: 'open', labels, author: grant.login, createdAt: now, updatedAt: now, closedAt: null };
+    const issue: SeedIssue = {
+      pullRequest: false,
+      title: String(body.title),
+      body: text,
+      state: 'open',
+      labels,
+      author: grant.login,
+      createdAt: now,
+      updatedAt: now,
+      closedAt: null,
+    };
     this.state.issues[number] = issue;
     const json = this.issueJson(number, issue);
     return { status: 201, body: json, headers: { location: String(json.url) } };
@@ -697,8 +696,7 @@ export class GitHubDouble {
   private dispatch({ match, body, grant }: Context): Reply {
     if (!can(grant, 'actions', 'write')) return forbidden();
     const requested = match.params.workflow_id ?? '';
-    const workflow =
-      this.state.workflows[requested] ?? Object.values(this.state.workflows).find((candidate) => String(candidate.id) === requested);
+    const workflow = this.state.workflows[requested] ?? Object.values(this.state.workflows).find((candidate) => String(candidate.id) === requested);
     if (!workflow) return error(404, 'Not Found');
     if (!workflow.workflowDispatch) return error(422, "Workflow does not have 'workflow_dispatch' trigger");
     const inputs = (body.inputs ?? {}) as Record<string, unknown>;
@@ -808,7 +806,13 @@ export class GitHubDouble {
             created_at: created,
             updated_at: created,
             expires_at: expires,
-            workflow_run: { id: artifact.runId, repository_id: 1, head_repository_id: 1, head_branch: this.state.runs[artifact.runId]?.headBranch ?? 'main', head_sha: this.state.runs[artifact.runId]?.headSha ?? '0'.repeat(40) },
+            workflow_run: {
+              id: artifact.runId,
+              repository_id: 1,
+              head_repository_id: 1,
+              head_branch: this.state.runs[artifact.runId]?.headBranch ?? 'main',
+              head_sha: this.state.runs[artifact.runId]?.headSha ?? '0'.repeat(40),
+            },
           };
         }),
       },
@@ -866,7 +870,15 @@ export class GitHubDouble {
       active_lock_reason: null,
       comments: this.commentsOn(number).length,
       ...(issue.pullRequest
-        ? { pull_request: { url: `${api}/pulls/${number}`, html_url: `${this.htmlRepoUrl()}/pull/${number}`, diff_url: `${this.htmlRepoUrl()}/pull/${number}.diff`, patch_url: `${this.htmlRepoUrl()}/pull/${number}.patch`, merged_at: null } }
+        ? {
+            pull_request: {
+              url: `${api}/pulls/${number}`,
+              html_url: `${this.htmlRepoUrl()}/pull/${number}`,
+              diff_url: `${this.htmlRepoUrl()}/pull/${number}.diff`,
+              patch_url: `${this.htmlRepoUrl()}/pull/${number}.patch`,
+              merged_at: null,
+            },
+          }
         : {}),
       closed_at: issue.closedAt ?? null,
       created_at: created,
@@ -988,19 +1000,42 @@ export class GitHubDouble {
     const api = this.apiRepoUrl();
     const urls = Object.fromEntries(
       [
-        ['archive_url', '/{archive_format}{/ref}'], ['assignees_url', '/assignees{/user}'], ['blobs_url', '/git/blobs{/sha}'],
-        ['branches_url', '/branches{/branch}'], ['collaborators_url', '/collaborators{/collaborator}'],
-        ['comments_url', '/comments{/number}'], ['commits_url', '/commits{/sha}'], ['compare_url', '/compare/{base}...{head}'],
-        ['contents_url', '/contents/{+path}'], ['contributors_url', '/contributors'], ['deployments_url', '/deployments'],
-        ['downloads_url', '/downloads'], ['events_url', '/events'], ['forks_url', '/forks'], ['git_commits_url', '/git/commits{/sha}'],
-        ['git_refs_url', '/git/refs{/sha}'], ['git_tags_url', '/git/tags{/sha}'], ['hooks_url', '/hooks'],
-        ['issue_comment_url', '/issues/comments{/number}'], ['issue_events_url', '/issues/events{/number}'],
-        ['issues_url', '/issues{/number}'], ['keys_url', '/keys{/key_id}'], ['labels_url', '/labels{/name}'],
-        ['languages_url', '/languages'], ['merges_url', '/merges'], ['milestones_url', '/milestones{/number}'],
-        ['notifications_url', '/notifications{?since,all,participating}'], ['pulls_url', '/pulls{/number}'],
-        ['releases_url', '/releases{/id}'], ['stargazers_url', '/stargazers'], ['statuses_url', '/statuses/{sha}'],
-        ['subscribers_url', '/subscribers'], ['subscription_url', '/subscription'], ['tags_url', '/tags'],
-        ['teams_url', '/teams'], ['trees_url', '/git/trees{/sha}'],
+        ['archive_url', '/{archive_format}{/ref}'],
+        ['assignees_url', '/assignees{/user}'],
+        ['blobs_url', '/git/blobs{/sha}'],
+        ['branches_url', '/branches{/branch}'],
+        ['collaborators_url', '/collaborators{/collaborator}'],
+        ['comments_url', '/comments{/number}'],
+        ['commits_url', '/commits{/sha}'],
+        ['compare_url', '/compare/{base}...{head}'],
+        ['contents_url', '/contents/{+path}'],
+        ['contributors_url', '/contributors'],
+        ['deployments_url', '/deployments'],
+        ['downloads_url', '/downloads'],
+        ['events_url', '/events'],
+        ['forks_url', '/forks'],
+        ['git_commits_url', '/git/commits{/sha}'],
+        ['git_refs_url', '/git/refs{/sha}'],
+        ['git_tags_url', '/git/tags{/sha}'],
+        ['hooks_url', '/hooks'],
+        ['issue_comment_url', '/issues/comments{/number}'],
+        ['issue_events_url', '/issues/events{/number}'],
+        ['issues_url', '/issues{/number}'],
+        ['keys_url', '/keys{/key_id}'],
+        ['labels_url', '/labels{/name}'],
+        ['languages_url', '/languages'],
+        ['merges_url', '/merges'],
+        ['milestones_url', '/milestones{/number}'],
+        ['notifications_url', '/notifications{?since,all,participating}'],
+        ['pulls_url', '/pulls{/number}'],
+        ['releases_url', '/releases{/id}'],
+        ['stargazers_url', '/stargazers'],
+        ['statuses_url', '/statuses/{sha}'],
+        ['subscribers_url', '/subscribers'],
+        ['subscription_url', '/subscription'],
+        ['tags_url', '/tags'],
+        ['teams_url', '/teams'],
+        ['trees_url', '/git/trees{/sha}'],
       ].map(([key, suffix]) => [key, `${api}${suffix}`]),
     );
     return {

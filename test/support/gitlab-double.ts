@@ -186,9 +186,7 @@ export class GitLabDouble {
   url = '';
 
   constructor(options: { gitRoot?: string } = {}) {
-    this.git = options.gitRoot
-      ? createGitHttpHandler({ projectRoot: options.gitRoot, authorize: (token, repository) => this.authorizeGit(token, repository) })
-      : undefined;
+    this.git = options.gitRoot ? createGitHttpHandler({ projectRoot: options.gitRoot, authorize: (token, repository) => this.authorizeGit(token, repository) }) : undefined;
   }
 
   /** Listens on 127.0.0.1 (or `host`); `url` is the instance URL (CI_SERVER_URL), the API is under `/api/v4`. */
@@ -248,7 +246,8 @@ export class GitLabDouble {
     if (!project) return 'hidden' as const;
     if (grant.kind === 'job') return { login: grant.username, contents: project.jobTokenPushAllowed ? ('write' as const) : ('read' as const) };
     const scopes = grant.scopes ?? [];
-    const contents: 'write' | 'read' | 'none' = scopes.includes('write_repository') || scopes.includes('api') ? 'write' : scopes.includes('read_repository') || scopes.includes('read_api') ? 'read' : 'none';
+    const contents: 'write' | 'read' | 'none' =
+      scopes.includes('write_repository') || scopes.includes('api') ? 'write' : scopes.includes('read_repository') || scopes.includes('read_api') ? 'read' : 'none';
     return { login: grant.username, contents };
   }
 
@@ -269,7 +268,8 @@ export class GitLabDouble {
         return;
       }
       const headers: Record<string, string> = { 'content-type': 'application/json' };
-      if (Array.isArray(body)) Object.assign(headers, { 'x-page': '1', 'x-per-page': '100', 'x-total': String(body.length), 'x-total-pages': '1', 'x-next-page': '', 'x-prev-page': '' });
+      if (Array.isArray(body))
+        Object.assign(headers, { 'x-page': '1', 'x-per-page': '100', 'x-total': String(body.length), 'x-total-pages': '1', 'x-next-page': '', 'x-prev-page': '' });
       response.writeHead(status, headers).end(JSON.stringify(body));
     };
     if (!match) {
@@ -330,7 +330,11 @@ export class GitLabDouble {
     const scopes = grant.scopes ?? [];
     const enough = route.scope === 'api' ? WRITE_SCOPES : route.scope === 'read_user' ? ['api', 'read_api', 'read_user'] : READ_SCOPES;
     if (!scopes.some((s) => enough.includes(s))) {
-      throw new HttpError(403, { error: 'insufficient_scope', error_description: 'The request requires higher privileges than provided by the access token.', scope: enough.join(' ') });
+      throw new HttpError(403, {
+        error: 'insufficient_scope',
+        error_description: 'The request requires higher privileges than provided by the access token.',
+        scope: enough.join(' '),
+      });
     }
     return grant;
   }
@@ -362,7 +366,16 @@ export class GitLabDouble {
         const project = this.project(params.id ?? '');
         const iid = Number(params.merge_request_iid);
         this.mergeRequest(project.id, iid);
-        const note: DoubleNote = { id: this.newId(), projectId: project.id, mergeRequestIid: iid, body: String(input.body), author: caller.username, system: false, createdAt: NOW(), updatedAt: NOW() };
+        const note: DoubleNote = {
+          id: this.newId(),
+          projectId: project.id,
+          mergeRequestIid: iid,
+          body: String(input.body),
+          author: caller.username,
+          system: false,
+          createdAt: NOW(),
+          updatedAt: NOW(),
+        };
         s.notes.push(note);
         return noteBody(note);
       }
@@ -395,7 +408,10 @@ export class GitLabDouble {
       case 'list-deployments': {
         const project = this.project(params.id ?? '');
         return s.deployments
-          .filter((d) => d.projectId === project.id && (input.environment === undefined || d.environment === input.environment) && (input.status === undefined || d.status === input.status))
+          .filter(
+            (d) =>
+              d.projectId === project.id && (input.environment === undefined || d.environment === input.environment) && (input.status === undefined || d.status === input.status),
+          )
           .map((d) => this.deploymentBody(d));
       }
       case 'get-deployment':
@@ -423,7 +439,18 @@ export class GitLabDouble {
         if (input.variables && typeof input.variables === 'object') Object.assign(variables, input.variables);
         const id = this.newId();
         s.triggered.push({ id, projectId: project.id, ref: String(input.ref), variables, username: caller.username });
-        return { id, iid: s.triggered.length, project_id: project.id, sha: '0'.repeat(40), ref: String(input.ref), status: 'created', source: caller.kind === 'job' ? 'pipeline' : 'trigger', created_at: NOW(), updated_at: NOW(), web_url: `${this.url}/${project.path}/-/pipelines/${id}` };
+        return {
+          id,
+          iid: s.triggered.length,
+          project_id: project.id,
+          sha: '0'.repeat(40),
+          ref: String(input.ref),
+          status: 'created',
+          source: caller.kind === 'job' ? 'pipeline' : 'trigger',
+          created_at: NOW(),
+          updated_at: NOW(),
+          web_url: `${this.url}/${project.path}/-/pipelines/${id}`,
+        };
       }
       case 'list-schedules': {
         const project = this.project(params.id ?? '');
@@ -455,7 +482,7 @@ export class GitLabDouble {
       case 'create-schedule-variable': {
         const schedule = this.schedule(params);
         const key = String(input.key);
-        if (!/^[A-Za-z0-9_]{1,255}$/.test(key)) throw new HttpError(400, { message: { key: ['can contain only letters, digits and \'_\'.'] } });
+        if (!/^[A-Za-z0-9_]{1,255}$/.test(key)) throw new HttpError(400, { message: { key: ["can contain only letters, digits and '_'."] } });
         if (schedule.variables.some((v) => v.key === key)) throw new HttpError(400, { message: { key: ['(' + key + ') has already been taken'] } });
         const variable = { key, value: String(input.value), variableType: input.variable_type === 'file' ? ('file' as const) : ('env_var' as const) };
         schedule.variables.push(variable);
@@ -499,7 +526,12 @@ export class GitLabDouble {
       status: d.status,
       user: user(d.user),
       environment: { id: 1, name: d.environment },
-      deployable: { id: d.jobId, status: job?.status ?? 'manual', name: job?.name ?? 'apply', pipeline: { id: job?.pipelineId ?? 0, project_id: d.projectId, ref: job?.ref ?? 'main', sha: job?.sha ?? '0'.repeat(40), status: 'running' } },
+      deployable: {
+        id: d.jobId,
+        status: job?.status ?? 'manual',
+        name: job?.name ?? 'apply',
+        pipeline: { id: job?.pipelineId ?? 0, project_id: d.projectId, ref: job?.ref ?? 'main', sha: job?.sha ?? '0'.repeat(40), status: 'running' },
+      },
       pending_approval_count: Math.max(0, d.requiredApprovals - approved),
       approvals: d.approvals.map((a) => ({ user: user(a.user), status: a.status, created_at: a.createdAt, comment: a.comment })),
     };

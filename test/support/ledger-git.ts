@@ -39,7 +39,10 @@ export async function ledgerRefs(gitDir: string, branch = LEDGER_BRANCH): Promis
 
 /** The subjects of every ledger commit, oldest first, across all records. */
 export async function ledgerMessages(gitDir: string, branch = LEDGER_BRANCH): Promise<string[]> {
-  const refs = (await ledgerRefs(gitDir, branch)).split('\n').filter(Boolean).map((line) => line.split(' ')[1] ?? '');
+  const refs = (await ledgerRefs(gitDir, branch))
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(' ')[1] ?? '');
   if (refs.length === 0) return [];
   const log = await git(gitDir, ['log', '--reverse', '--date-order', '--format=%s', ...refs]);
   return log.code === 0 ? log.stdout.split('\n').filter(Boolean) : [];
@@ -47,7 +50,10 @@ export async function ledgerMessages(gitDir: string, branch = LEDGER_BRANCH): Pr
 
 /** `git log -p` of every ledger record, newest first, as a reviewer would read the whole trail. */
 export async function ledgerHistory(gitDir: string, branch = LEDGER_BRANCH): Promise<string> {
-  const refs = (await ledgerRefs(gitDir, branch)).split('\n').filter(Boolean).map((line) => line.split(' ')[1] ?? '');
+  const refs = (await ledgerRefs(gitDir, branch))
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(' ')[1] ?? '');
   if (refs.length === 0) return '';
   const log = await git(gitDir, ['log', '-p', '--no-color', '--format=commit %H%n%B', ...refs]);
   return log.code === 0 ? log.stdout : '';

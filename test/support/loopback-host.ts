@@ -288,7 +288,20 @@ exit 0
     await rm(this.pidFilePath, { force: true });
     const child = spawn(
       'unshare',
-      ['--mount', '--propagation', 'private', '--pid', '--fork', '--mount-proc', '--uts', '--kill-child', '--', '/bin/sh', path.join(this.directory, 'init.sh'), (delayMs / 1000).toFixed(3)],
+      [
+        '--mount',
+        '--propagation',
+        'private',
+        '--pid',
+        '--fork',
+        '--mount-proc',
+        '--uts',
+        '--kill-child',
+        '--',
+        '/bin/sh',
+        path.join(this.directory, 'init.sh'),
+        (delayMs / 1000).toFixed(3),
+      ],
       { cwd: '/', env: HOST_ENV, stdio: ['pipe', 'pipe', 'pipe'] },
     );
     this.child = child;
@@ -336,10 +349,7 @@ exit 0
     const child = this.child;
     if (!child) return;
     child.stdin?.end();
-    const exited = await Promise.race([
-      this.childExited!.then(() => true),
-      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), STOP_TIMEOUT_MS)),
-    ]);
+    const exited = await Promise.race([this.childExited!.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), STOP_TIMEOUT_MS))]);
     if (!exited) {
       // --kill-child makes the kernel SIGKILL the namespace's init when unshare dies.
       child.kill('SIGKILL');
@@ -359,11 +369,10 @@ exit 0
 
   async exec(command: string): Promise<{ code: number; stdout: string; stderr: string }> {
     if (this.initPid === undefined) throw new Error(`loopback host ${this.id} is not running`);
-    const result = await runProcess(
-      'nsenter',
-      ['--target', String(this.initPid), '--mount', '--pid', '--uts', '--root', '--wd', '--', '/bin/sh', '-c', command],
-      { cwd: '/', env: HOST_ENV },
-    );
+    const result = await runProcess('nsenter', ['--target', String(this.initPid), '--mount', '--pid', '--uts', '--root', '--wd', '--', '/bin/sh', '-c', command], {
+      cwd: '/',
+      env: HOST_ENV,
+    });
     return { code: result.code, stdout: result.stdout, stderr: result.stderr };
   }
 

@@ -81,9 +81,26 @@ export interface MatchedOperation {
 }
 
 const VALIDATING_KEYWORDS = new Set([
-  '$ref', 'type', 'nullable', 'enum', 'properties', 'required', 'additionalProperties', 'maxProperties',
-  'minProperties', 'items', 'minItems', 'maxItems', 'minLength', 'maxLength', 'pattern', 'minimum', 'maximum',
-  'allOf', 'anyOf', 'oneOf',
+  '$ref',
+  'type',
+  'nullable',
+  'enum',
+  'properties',
+  'required',
+  'additionalProperties',
+  'maxProperties',
+  'minProperties',
+  'items',
+  'minItems',
+  'maxItems',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minimum',
+  'maximum',
+  'allOf',
+  'anyOf',
+  'oneOf',
 ]);
 /** Keywords that describe but never constrain (format is deliberately not checked). */
 const ANNOTATION_KEYWORDS = new Set(['title', 'description', 'format', 'default', 'readOnly', 'writeOnly', 'deprecated']);

@@ -180,7 +180,8 @@ export class ResultsDouble {
       case 'FinalizeArtifact': {
         const artifact = this.artifacts.find((a) => a.runBackendId === scope.run && a.name === message.name && !a.finalized);
         if (!artifact) return json(response, 404, { code: 'not_found', msg: 'no artifact to finalize' });
-        if (String(message.size) !== String(artifact.content.length)) this.violations.push(`FinalizeArtifact: size ${String(message.size)} but ${artifact.content.length} bytes uploaded`);
+        if (String(message.size) !== String(artifact.content.length))
+          this.violations.push(`FinalizeArtifact: size ${String(message.size)} but ${artifact.content.length} bytes uploaded`);
         artifact.digest = typeof message.hash === 'string' ? message.hash : undefined;
         artifact.finalized = true;
         return json(response, 200, { ok: true, artifact_id: String(artifact.id) });
@@ -188,7 +189,9 @@ export class ResultsDouble {
       case 'ListArtifacts': {
         const name = message.name_filter as string | undefined;
         const id = message.id_filter as string | undefined;
-        const found = this.artifacts.filter((a) => a.runBackendId === scope.run && a.finalized && (name === undefined || a.name === name) && (id === undefined || String(a.id) === id));
+        const found = this.artifacts.filter(
+          (a) => a.runBackendId === scope.run && a.finalized && (name === undefined || a.name === name) && (id === undefined || String(a.id) === id),
+        );
         return json(response, 200, {
           artifacts: found.map((a) => ({
             workflow_run_backend_id: a.runBackendId,

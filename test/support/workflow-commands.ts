@@ -17,7 +17,22 @@ export interface Annotation {
   properties: Record<string, string>;
 }
 
-const REGISTERED = ['set-env', 'set-output', 'save-state', 'add-mask', 'add-path', 'add-matcher', 'remove-matcher', 'warning', 'error', 'notice', 'debug', 'group', 'endgroup', 'echo'];
+const REGISTERED = [
+  'set-env',
+  'set-output',
+  'save-state',
+  'add-mask',
+  'add-path',
+  'add-matcher',
+  'remove-matcher',
+  'warning',
+  'error',
+  'notice',
+  'debug',
+  'group',
+  'endgroup',
+  'echo',
+];
 const STOP = 'stop-commands';
 /** What the runner shows in place of a masked value. */
 const MASKED = '***';
@@ -44,7 +59,11 @@ function parseV2(line: string, registered: Set<string>): Command | undefined {
   if (!registered.has(name)) return undefined;
   const properties: Record<string, string> = {};
   if (space > 0) {
-    for (const pair of info.slice(space + 1).trim().split(',').filter(Boolean)) {
+    for (const pair of info
+      .slice(space + 1)
+      .trim()
+      .split(',')
+      .filter(Boolean)) {
       const eq = pair.indexOf('=');
       if (eq > 0 && eq < pair.length - 1) properties[pair.slice(0, eq)] = unescapeProperty(pair.slice(eq + 1));
     }
@@ -64,7 +83,10 @@ function parseLegacy(line: string, registered: Set<string>): Command | undefined
   if (!registered.has(name)) return undefined;
   const properties: Record<string, string> = {};
   if (space > 0) {
-    for (const pair of info.slice(space + 1).split(';').filter(Boolean)) {
+    for (const pair of info
+      .slice(space + 1)
+      .split(';')
+      .filter(Boolean)) {
       const eq = pair.indexOf('=');
       if (eq > 0 && eq < pair.length - 1) properties[pair.slice(0, eq)] = unescapeLegacy(pair.slice(eq + 1));
     }

@@ -31,13 +31,15 @@ function holder(id: string): Holder {
 }
 
 function steps(calls: string[], behaviour: Partial<Record<string, StepAction>> = {}): Record<StepName, StepAction> {
-  const step = (name: StepName): StepAction => async (context) => {
-    calls.push(name);
-    // Write-ahead: when a step runs, the ledger already says it is running under our lease.
-    const recorded = stepOf(requireWorkflow(await context.app.store.read(), context.workflow.id), name);
-    expect(recorded.state).toBe('running');
-    return (await behaviour[name]?.(context)) ?? `${name} done`;
-  };
+  const step =
+    (name: StepName): StepAction =>
+    async (context) => {
+      calls.push(name);
+      // Write-ahead: when a step runs, the ledger already says it is running under our lease.
+      const recorded = stepOf(requireWorkflow(await context.app.store.read(), context.workflow.id), name);
+      expect(recorded.state).toBe('running');
+      return (await behaviour[name]?.(context)) ?? `${name} done`;
+    };
   return Object.fromEntries(STEP_NAMES.map((name) => [name, step(name)])) as Record<StepName, StepAction>;
 }
 
@@ -121,7 +123,12 @@ describe('chain runner', () => {
     const apply = stepOf(requireWorkflow(await store.read(), id), 'apply');
     expect(apply).toMatchObject({ state: 'running', attempts: 2, lease: { holder: 'b' } });
     // The takeover is the last commit: the loser wrote nothing after it.
-    expect(store.history().slice(commitsBefore).map((c) => c.message)).toEqual([`${id}: apply running (a)`, `${id}: apply running (b)`]);
+    expect(
+      store
+        .history()
+        .slice(commitsBefore)
+        .map((c) => c.message),
+    ).toEqual([`${id}: apply running (a)`, `${id}: apply running (b)`]);
   });
 
   it('a CI holder commits no heartbeats, but still stops when its step is taken over', async () => {
@@ -135,7 +142,10 @@ describe('chain runner', () => {
         ttlMs: 60_000,
       }),
     });
-    const slow = (ms: number): StepAction => () => new Promise((resolve) => setTimeout(() => resolve('done'), ms));
+    const slow =
+      (ms: number): StepAction =>
+      () =>
+        new Promise((resolve) => setTimeout(() => resolve('done'), ms));
     const local = setup();
     // A moving clock, so that each heartbeat changes the record.
     await runChain({ ...local.app, now: () => new Date() }, local.id, local.inputs, { holder: holder('a'), steps: { ...steps([]), apply: slow(300) }, heartbeatMs: 50 });

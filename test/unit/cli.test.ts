@@ -22,8 +22,20 @@ describe('exocomp CLI', () => {
   it('has the documented commands', () => {
     const names = paths.map((p) => p.join(' '));
     for (const expected of [
-      'provision run', 'provision status', 'provision resume', 'approval decide', 'approval list', 'host onboard', 'host known-hosts',
-      'workspace apply', 'playbook run', 'playbook vendor', 'schedule add', 'schedule list', 'schedule remove', 'inventory show',
+      'provision run',
+      'provision status',
+      'provision resume',
+      'approval decide',
+      'approval list',
+      'host onboard',
+      'host known-hosts',
+      'workspace apply',
+      'playbook run',
+      'playbook vendor',
+      'schedule add',
+      'schedule list',
+      'schedule remove',
+      'inventory show',
     ]) {
       expect(names).toContain(expected);
     }
@@ -31,8 +43,8 @@ describe('exocomp CLI', () => {
 
   it.each(paths.map((p) => [p.join(' '), p]))('%s --help exits 0 with usage', async (_name, path) => {
     const { io, out } = capture();
-    expect(await main([...(path), '--help'], io)).toBe(0);
-    expect(out.join('\n')).toMatch(new RegExp(`Usage: exocomp ${(path).join(' ')}`));
+    expect(await main([...path, '--help'], io)).toBe(0);
+    expect(out.join('\n')).toMatch(new RegExp(`Usage: exocomp ${path.join(' ')}`));
   });
 
   it('every command that does work has --json', () => {
@@ -45,19 +57,19 @@ describe('exocomp CLI', () => {
     for (const path of leaves) {
       let command: Command | undefined = program;
       for (const name of path) command = command?.commands.find((c) => c.name() === name);
-      expect(command!.options.map((o) => o.long), path.join(' ')).toContain('--json');
+      expect(
+        command!.options.map((o) => o.long),
+        path.join(' '),
+      ).toContain('--json');
     }
   });
 
-  it.each([
-    [['nonsense']],
-    [['provision', 'run']],
-    [['provision', 'run', 'ws', 'pb.yml', '--ssh-wait', 'soon']],
-    [['provision', 'status', '--no-such-flag']],
-    [['provision']],
-  ])('bad usage %j exits 2 and says what is wrong', async (argv) => {
-    const { io, err } = capture();
-    expect(await main(argv, io)).toBe(2);
-    expect(err.join('\n')).toMatch(/error|missing|unknown|usage/i);
-  });
+  it.each([[['nonsense']], [['provision', 'run']], [['provision', 'run', 'ws', 'pb.yml', '--ssh-wait', 'soon']], [['provision', 'status', '--no-such-flag']], [['provision']]])(
+    'bad usage %j exits 2 and says what is wrong',
+    async (argv) => {
+      const { io, err } = capture();
+      expect(await main(argv, io)).toBe(2);
+      expect(err.join('\n')).toMatch(/error|missing|unknown|usage/i);
+    },
+  );
 });

@@ -4,9 +4,7 @@ import { convertCron, describeMinuteWarning } from '../../src/domain/cron.js';
 import { quoteValue } from '../../src/domain/names.js';
 import { thrown } from '../support/errors.js';
 
-
-const FORMAT_HELP =
-  "write six fields, seconds first — second minute hour day-of-month month day-of-week — e.g. '0 0 3 * * *' (03:00 UTC daily)";
+const FORMAT_HELP = "write six fields, seconds first — second minute hour day-of-month month day-of-week — e.g. '0 0 3 * * *' (03:00 UTC daily)";
 
 describe('convertCron', () => {
   it.each([
@@ -58,9 +56,7 @@ describe('convertCron', () => {
     ] as const)('refuses %j (every %d minute(s))', (six, gap) => {
       const error = thrown(() => convertCron(six));
       expect(error).toBeInstanceOf(UsageError);
-      expect(error.message).toBe(
-        `invalid schedule ${quoteValue(six)}: it fires as often as every ${gap} minute(s), but CI schedules run at most every 5 minutes`,
-      );
+      expect(error.message).toBe(`invalid schedule ${quoteValue(six)}: it fires as often as every ${gap} minute(s), but CI schedules run at most every 5 minutes`);
       expect(error.help).toBe('use minutes at least 5 apart, e.g. */5, */15 or 7,37');
     });
 
@@ -96,9 +92,7 @@ describe('convertCron', () => {
     const six = `${seconds} 0 3 * * *`;
     const error = thrown(() => convertCron(six));
     expect(error).toBeInstanceOf(UsageError);
-    expect(error.message).toBe(
-      `invalid schedule ${quoteValue(six)}: the seconds field is ${quoteValue(seconds)}, but CI schedules have minute resolution`,
-    );
+    expect(error.message).toBe(`invalid schedule ${quoteValue(six)}: the seconds field is ${quoteValue(seconds)}, but CI schedules have minute resolution`);
     expect(error.help).toBe("make the seconds field 0, e.g. '0 0 3 * * *'");
   });
 

@@ -134,7 +134,12 @@ describe('configurationDrift', () => {
     expect(configurationFingerprint(facts([a, b, c], { keyMismatches: [{ host: 'db1', detail: 'x' }] }))).not.toBe(base);
     expect(base).toMatch(/^[0-9a-f]{64}$/);
     // ansible's temporary file in the header differs on every run; the hunks decide.
-    const run = (tmp: string, line: string): TaskResult => ({ host: 'web1', task: 'T', status: 'changed', diff: `--- before: /etc/motd\n+++ after: ${tmp}\n@@ -1 +1 @@\n-a\n+${line}\n` });
+    const run = (tmp: string, line: string): TaskResult => ({
+      host: 'web1',
+      task: 'T',
+      status: 'changed',
+      diff: `--- before: /etc/motd\n+++ after: ${tmp}\n@@ -1 +1 @@\n-a\n+${line}\n`,
+    });
     expect(configurationFingerprint(facts([run('/tmp/x/tmp1', 'b')]))).toBe(configurationFingerprint(facts([run('/tmp/y/tmp2', 'b')])));
     expect(configurationFingerprint(facts([run('/tmp/x/tmp1', 'b')]))).not.toBe(configurationFingerprint(facts([run('/tmp/x/tmp1', 'c')])));
   });
@@ -153,7 +158,10 @@ describe('verdict and exit codes', () => {
   });
 
   it.each([
-    ['a resource change', () => report({ ok: true, value: infrastructureDrift(plan({ resource_changes: [{ address: 'r.a', change: change(['update']) }] }), 'a', []) }, cleanConfig())],
+    [
+      'a resource change',
+      () => report({ ok: true, value: infrastructureDrift(plan({ resource_changes: [{ address: 'r.a', change: change(['update']) }] }), 'a', []) }, cleanConfig()),
+    ],
     ['an output change', () => report({ ok: true, value: infrastructureDrift(plan({ output_changes: { x: change(['update']) } }), 'a', []) }, cleanConfig())],
     ['a changed task', () => report(cleanInfra(), { ok: true, value: configurationDrift(facts([{ host: 'web1', task: 'T', status: 'changed' }])) })],
     ['an unreachable host', () => report(cleanInfra(), { ok: true, value: configurationDrift(facts([{ host: 'web1', task: 'T', status: 'unreachable' }])) })],

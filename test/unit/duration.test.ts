@@ -4,7 +4,6 @@ import { quoteValue } from '../../src/domain/names.js';
 import { MAX_DURATION_MS, formatDuration, parseDuration } from '../../src/domain/duration.js';
 import { thrown } from '../support/errors.js';
 
-
 describe('parseDuration', () => {
   it.each([
     ['90s', 90_000],

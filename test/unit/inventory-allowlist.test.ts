@@ -1,12 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  ALLOWED_CONNECTION_VARIABLES,
-  captureInventory,
-  deriveHosts,
-  MAX_GROUP_DEPTH,
-  parseInventory,
-  renderAnsibleInventory,
-} from '../../src/domain/inventory.js';
+import { ALLOWED_CONNECTION_VARIABLES, captureInventory, deriveHosts, MAX_GROUP_DEPTH, parseInventory, renderAnsibleInventory } from '../../src/domain/inventory.js';
 import { thrown } from '../support/errors.js';
 
 const hostWith = (vars: Record<string, unknown>) => ({ all: { hosts: { web1: { ansible_host: '10.0.0.1', ...vars } } } });
@@ -105,7 +98,7 @@ describe('connection variables from an inventory', () => {
 describe('names and nesting', () => {
   it.each([
     [{ all: { hosts: { "{{lookup('pipe','id')}}": null } } }, 'host name'],
-    [{ "{%if%}": {} }, 'group name'],
+    [{ '{%if%}': {} }, 'group name'],
     [{ all: { vars: { '{#x#}': 1 } } }, 'variable name'],
   ])('refuses a template marker in a name: %j', (inv, what) => {
     const error = thrown(() => parseInventory(inv));
@@ -139,9 +132,7 @@ describe('names and nesting', () => {
   it('refuses a variable nested beyond the limit', () => {
     let value: unknown = 'x';
     for (let i = 0; i < 10_000; i += 1) value = [value];
-    expect(thrown(() => parseInventory({ all: { vars: { deep: value } } })).message).toBe(
-      'group "all": variable "deep" nests values more than 32 levels deep',
-    );
+    expect(thrown(() => parseInventory({ all: { vars: { deep: value } } })).message).toBe('group "all": variable "deep" nests values more than 32 levels deep');
   });
 });
 

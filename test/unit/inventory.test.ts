@@ -17,7 +17,6 @@ import {
 } from '../../src/domain/inventory.js';
 import { thrown } from '../support/errors.js';
 
-
 const INVENTORY_HELP_START = 'shape the ansible_inventory output as a static inventory';
 
 describe('parseInventory', () => {
@@ -50,14 +49,18 @@ describe('parseInventory', () => {
     ['a list as host vars', { all: { hosts: { '10.0.0.1': [] } } }, 'all.hosts["10.0.0.1"]: expected a mapping, got a list'],
     ['a list as a child group', { all: { children: { web: ['h'] } } }, 'all.children.web: expected a mapping, got a list'],
     ['a typo in a section', { all: { host: {} } }, 'all: unexpected key(s) "host" — a group has only hosts, vars and children'],
-    ['unknown keys', { all: { children: { web: { hostvars: {}, groups: {} } } } }, 'all.children.web: unexpected key(s) "hostvars", "groups" — a group has only hosts, vars and children'],
+    [
+      'unknown keys',
+      { all: { children: { web: { hostvars: {}, groups: {} } } } },
+      'all.children.web: unexpected key(s) "hostvars", "groups" — a group has only hosts, vars and children',
+    ],
     ['an empty host name', { all: { hosts: { '': {} } } }, 'all.hosts[""]: a host name is empty'],
-    ['a host name with a space', { all: { hosts: { 'web 1': {} } } }, 'all.hosts["web 1"]: host name "web 1" contains whitespace, \'[\', \']\', \':\' or \',\''],
-    ['a host range', { all: { hosts: { 'web[1:3]': {} } } }, 'all.hosts["web[1:3]"]: host name "web[1:3]" contains whitespace, \'[\', \']\', \':\' or \',\''],
-    ['a host:port name', { all: { hosts: { 'web:2222': {} } } }, 'all.hosts["web:2222"]: host name "web:2222" contains whitespace, \'[\', \']\', \':\' or \',\''],
-    ['a host list name', { all: { hosts: { 'a,b': {} } } }, 'all.hosts["a,b"]: host name "a,b" contains whitespace, \'[\', \']\', \':\' or \',\''],
-    ['a group name with a space', { 'my group': {} }, '["my group"]: group name "my group" contains whitespace, \'[\', \']\', \':\' or \',\''],
-    ['a child group name with a tab', { all: { children: { 'a\tb': {} } } }, 'all.children["a\\tb"]: group name "a\\tb" contains whitespace, \'[\', \']\', \':\' or \',\''],
+    ['a host name with a space', { all: { hosts: { 'web 1': {} } } }, "all.hosts[\"web 1\"]: host name \"web 1\" contains whitespace, '[', ']', ':' or ','"],
+    ['a host range', { all: { hosts: { 'web[1:3]': {} } } }, "all.hosts[\"web[1:3]\"]: host name \"web[1:3]\" contains whitespace, '[', ']', ':' or ','"],
+    ['a host:port name', { all: { hosts: { 'web:2222': {} } } }, "all.hosts[\"web:2222\"]: host name \"web:2222\" contains whitespace, '[', ']', ':' or ','"],
+    ['a host list name', { all: { hosts: { 'a,b': {} } } }, "all.hosts[\"a,b\"]: host name \"a,b\" contains whitespace, '[', ']', ':' or ','"],
+    ['a group name with a space', { 'my group': {} }, "[\"my group\"]: group name \"my group\" contains whitespace, '[', ']', ':' or ','"],
+    ['a child group name with a tab', { all: { children: { 'a\tb': {} } } }, "all.children[\"a\\tb\"]: group name \"a\\tb\" contains whitespace, '[', ']', ':' or ','"],
     ['an empty group name', { '': {} }, '[""]: a group name is empty'],
   ])('refuses %s', (_label, value, problem) => {
     const error = thrown(() => parseInventory(value));
@@ -78,9 +81,7 @@ describe('parseInventory', () => {
 
   it('names every bad path at once', () => {
     const error = thrown(() => parseInventory({ all: { hosts: [], children: { web: { vars: 'x' } } } }));
-    expect(error.message).toBe(
-      'the inventory is not a valid static inventory: all.hosts: expected a mapping, got a list; all.children.web.vars: expected a mapping, got a string',
-    );
+    expect(error.message).toBe('the inventory is not a valid static inventory: all.hosts: expected a mapping, got a list; all.children.web.vars: expected a mapping, got a string');
   });
 
   it('recognises the ansible-inventory --list format', () => {
@@ -121,16 +122,8 @@ const PRECEDENCE_CASES: [string, StaticInventory, DerivedHost[]][] = [
     [host('web1', { address: '203.0.113.7', user: 'root' })],
   ],
   ['defaults', { all: { hosts: { 'web1.example.com': null } } }, [host('web1.example.com')]],
-  [
-    'a port as digits in a string',
-    { all: { hosts: { a: { ansible_port: '2222' }, b: { ansible_port: 2200 } } } },
-    [host('a', { port: 2222 }), host('b', { port: 2200 })],
-  ],
-  [
-    'a local connection',
-    { all: { hosts: { localhost: { ansible_connection: 'local' }, box: { ansible_connection: 'ssh' } } } },
-    [host('box'), host('localhost', { local: true })],
-  ],
+  ['a port as digits in a string', { all: { hosts: { a: { ansible_port: '2222' }, b: { ansible_port: 2200 } } } }, [host('a', { port: 2222 }), host('b', { port: 2200 })]],
+  ['a local connection', { all: { hosts: { localhost: { ansible_connection: 'local' }, box: { ansible_connection: 'ssh' } } } }, [host('box'), host('localhost', { local: true })]],
   [
     'host vars override group vars',
     { all: { vars: { ansible_user: 'admin', ansible_port: 2222 }, hosts: { a: { ansible_user: 'root' }, b: null } } },
@@ -151,11 +144,7 @@ const PRECEDENCE_CASES: [string, StaticInventory, DerivedHost[]][] = [
         hosts: { top: null },
       },
     },
-    [
-      host('e1', { user: 'web-user', port: 2203 }),
-      host('top', { user: 'all-user', port: 2201, local: true }),
-      host('w1', { user: 'web-user', port: 2201 }),
-    ],
+    [host('e1', { user: 'web-user', port: 2203 }), host('top', { user: 'all-user', port: 2201, local: true }), host('w1', { user: 'web-user', port: 2201 })],
   ],
   [
     'a host in several groups appears once; the deeper group wins',
@@ -266,19 +255,51 @@ describe('deriveHosts', () => {
     [{ all: { hosts: { h: { ansible_host: '' } } } }, 'host "h": ansible_host must be a non-empty string, got a string', 'set ansible_host to a string, or leave it out'],
     [{ all: { hosts: { h: { ansible_host: 10 } } } }, 'host "h": ansible_host must be a non-empty string, got a number', 'set ansible_host to a string, or leave it out'],
     [{ all: { hosts: { h: { ansible_user: 0 } } } }, 'host "h": ansible_user must be a non-empty string, got a number', 'set ansible_user to a string, or leave it out'],
-    [{ all: { hosts: { h: { ansible_connection: true } } } }, 'host "h": ansible_connection must be a non-empty string, got a boolean', 'set ansible_connection to a string, or leave it out'],
-    [{ all: { hosts: { h: { ansible_host: '-oProxyCommand=x' } } } }, 'host "h": address "-oProxyCommand=x" is not a host name or IP address', 'set ansible_host to a DNS name or an IPv4/IPv6 address (no brackets, no port, no templates)'],
-    [{ all: { hosts: { h: { ansible_host: '[::1]' } } } }, 'host "h": address "[::1]" is not a host name or IP address', 'set ansible_host to a DNS name or an IPv4/IPv6 address (no brackets, no port, no templates)'],
-    [{ all: { hosts: { h: { ansible_host: '{{ ip }}' } } } }, 'host "h": address "{{ ip }}" is not a host name or IP address', 'set ansible_host to a DNS name or an IPv4/IPv6 address (no brackets, no port, no templates)'],
-    [{ all: { hosts: { h: { ansible_host: 'a b' } } } }, 'host "h": address "a b" is not a host name or IP address', 'set ansible_host to a DNS name or an IPv4/IPv6 address (no brackets, no port, no templates)'],
-    [{ all: { hosts: { '-h': null } } }, 'host "-h": address "-h" is not a host name or IP address', 'set ansible_host to a DNS name or an IPv4/IPv6 address (no brackets, no port, no templates)'],
+    [
+      { all: { hosts: { h: { ansible_connection: true } } } },
+      'host "h": ansible_connection must be a non-empty string, got a boolean',
+      'set ansible_connection to a string, or leave it out',
+    ],
+    [
+      { all: { hosts: { h: { ansible_host: '-oProxyCommand=x' } } } },
+      'host "h": address "-oProxyCommand=x" is not a host name or IP address',
+      'set ansible_host to a DNS name or an IPv4/IPv6 address (no brackets, no port, no templates)',
+    ],
+    [
+      { all: { hosts: { h: { ansible_host: '[::1]' } } } },
+      'host "h": address "[::1]" is not a host name or IP address',
+      'set ansible_host to a DNS name or an IPv4/IPv6 address (no brackets, no port, no templates)',
+    ],
+    [
+      { all: { hosts: { h: { ansible_host: '{{ ip }}' } } } },
+      'host "h": address "{{ ip }}" is not a host name or IP address',
+      'set ansible_host to a DNS name or an IPv4/IPv6 address (no brackets, no port, no templates)',
+    ],
+    [
+      { all: { hosts: { h: { ansible_host: 'a b' } } } },
+      'host "h": address "a b" is not a host name or IP address',
+      'set ansible_host to a DNS name or an IPv4/IPv6 address (no brackets, no port, no templates)',
+    ],
+    [
+      { all: { hosts: { '-h': null } } },
+      'host "-h": address "-h" is not a host name or IP address',
+      'set ansible_host to a DNS name or an IPv4/IPv6 address (no brackets, no port, no templates)',
+    ],
     [{ all: { hosts: { h: { ansible_user: '-oX' } } } }, 'host "h": ansible_user "-oX" is not a user name', "set ansible_user to letters, digits, '.', '_' and '-'"],
     [{ all: { hosts: { h: { ansible_user: 'ro ot' } } } }, 'host "h": ansible_user "ro ot" is not a user name', "set ansible_user to letters, digits, '.', '_' and '-'"],
     [{ all: { hosts: { h: { ansible_ssh_host: '10.0.0.1' } } } }, 'host "h": uses ansible_ssh_host', 'write ansible_host instead of ansible_ssh_host'],
     [{ all: { vars: { ansible_ssh_port: 2222 }, hosts: { h: null } } }, 'group "all": uses ansible_ssh_port', 'write ansible_port instead of ansible_ssh_port'],
     [{ all: { hosts: { h: { ansible_ssh_user: 'root' } } } }, 'host "h": uses ansible_ssh_user', 'write ansible_user instead of ansible_ssh_user'],
-    [{ all: { children: { g: { vars: { ansible_group_priority: 'high' }, hosts: { h: null } } } } }, 'group "g": ansible_group_priority must be a whole number', 'set ansible_group_priority to an integer, or remove it'],
-    [{ all: { children: { a: { children: { b: { children: { a: null } } } } } } }, 'group "a" is its own ancestor (a children loop)', 'remove one of the children entries that form the loop'],
+    [
+      { all: { children: { g: { vars: { ansible_group_priority: 'high' }, hosts: { h: null } } } } },
+      'group "g": ansible_group_priority must be a whole number',
+      'set ansible_group_priority to an integer, or remove it',
+    ],
+    [
+      { all: { children: { a: { children: { b: { children: { a: null } } } } } } },
+      'group "a" is its own ancestor (a children loop)',
+      'remove one of the children entries that form the loop',
+    ],
     [{ web: { children: { all: { hosts: { h: null } } } } }, 'group "web" is its own ancestor (a children loop)', 'remove one of the children entries that form the loop'],
   ])('refuses %j', (inv, message, help) => {
     const error = thrown(() => deriveHosts(parseInventory(inv)));
@@ -427,9 +448,7 @@ describe('captureInventory', () => {
   });
 
   it('refuses a sensitive ansible_inventory, without echoing it', () => {
-    const error = thrown(() =>
-      captureInventory({ ansible_inventory: { value: { all: { vars: { token: 'hunter2' } } }, sensitive: true } }),
-    );
+    const error = thrown(() => captureInventory({ ansible_inventory: { value: { all: { vars: { token: 'hunter2' } } }, sensitive: true } }));
     expect(error.kind).toBe('inventory');
     expect(error.message).toBe('the ansible_inventory output is marked sensitive, but the inventory is stored in clear');
     expect(error.help).toContain('drop sensitive = true');
@@ -443,9 +462,7 @@ describe('captureInventory', () => {
   });
 
   it('refuses an ansible_inventory whose hosts cannot be derived', () => {
-    const error = thrown(() =>
-      captureInventory({ ansible_inventory: { value: { all: { hosts: { h: { ansible_port: 'x' } } } }, sensitive: false } }),
-    );
+    const error = thrown(() => captureInventory({ ansible_inventory: { value: { all: { hosts: { h: { ansible_port: 'x' } } } }, sensitive: false } }));
     expect(error.message).toBe('host "h": ansible_port "x" is not a port number');
   });
 

@@ -6,20 +6,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
 import { knownHostsName } from '../../src/domain/inventory.js';
-import {
-  parseKeyscanOutput,
-  parseKnownHosts,
-  reconcilePins,
-  renderKnownHosts,
-  type Pin,
-  type ReconcileInput,
-} from '../../src/domain/known-hosts.js';
+import { parseKeyscanOutput, parseKnownHosts, reconcilePins, renderKnownHosts, type Pin, type ReconcileInput } from '../../src/domain/known-hosts.js';
 import { thrown } from '../support/errors.js';
 import { scaled } from '../support/time.js';
 
-
-const STORE_HELP =
-  'the pinned store holds unhashed `name keytype key` lines only; fix or remove the line (the ledger branch history has earlier versions)';
+const STORE_HELP = 'the pinned store holds unhashed `name keytype key` lines only; fix or remove the line (the ledger branch history has earlier versions)';
 
 let dir: string;
 /** Real public keys from ssh-keygen: [keyType, base64] by label. */
@@ -35,13 +26,7 @@ async function generateKey(label: keyof typeof keys, type: string): Promise<void
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'exocomp-known-hosts-'));
-  await Promise.all([
-    generateKey('ed1', 'ed25519'),
-    generateKey('ed2', 'ed25519'),
-    generateKey('ec1', 'ecdsa'),
-    generateKey('ec2', 'ecdsa'),
-    generateKey('rsa1', 'rsa'),
-  ]);
+  await Promise.all([generateKey('ed1', 'ed25519'), generateKey('ed2', 'ed25519'), generateKey('ec1', 'ecdsa'), generateKey('ec2', 'ecdsa'), generateKey('rsa1', 'rsa')]);
 });
 
 afterAll(async () => {
@@ -63,12 +48,7 @@ describe('parseKnownHosts', () => {
       line('10.0.0.4', 'ed2'),
       '\t# indented comment',
     ].join('\r\n');
-    expect(parseKnownHosts(text)).toEqual([
-      pin('10.0.0.4', 'ed2'),
-      pin('10.0.0.4', 'rsa1'),
-      pin('[10.0.0.5]:2222', 'ec1'),
-      pin('web1.example.com', 'ed1'),
-    ]);
+    expect(parseKnownHosts(text)).toEqual([pin('10.0.0.4', 'ed2'), pin('10.0.0.4', 'rsa1'), pin('[10.0.0.5]:2222', 'ec1'), pin('web1.example.com', 'ed1')]);
   });
 
   it('reads an empty store', () => {
@@ -77,15 +57,20 @@ describe('parseKnownHosts', () => {
   });
 
   it('reads IPv6 names, plain and bracketed', () => {
-    expect(parseKnownHosts(`${line('2001:db8::1', 'ed1')}\n${line('[2001:db8::1]:2222', 'ed1')}\n`)).toEqual([
-      pin('2001:db8::1', 'ed1'),
-      pin('[2001:db8::1]:2222', 'ed1'),
-    ]);
+    expect(parseKnownHosts(`${line('2001:db8::1', 'ed1')}\n${line('[2001:db8::1]:2222', 'ed1')}\n`)).toEqual([pin('2001:db8::1', 'ed1'), pin('[2001:db8::1]:2222', 'ed1')]);
   });
 
   it.each<[string, () => string, string]>([
-    ['a hashed entry', () => `|1|F1E1KeoE/eEWhi10WpGv4OdiO6Y=|3988QV0VE8wmZL7suNrYQLITLCg= ${keys.ed1.keyType} ${keys.ed1.key}`, 'known_hosts line 2: hashed host names (|1|…) are not kept in the pinned store; it must stay unhashed'],
-    ['a @cert-authority marker', () => `@cert-authority *.example.com ${keys.ed1.keyType} ${keys.ed1.key}`, 'known_hosts line 2: markers such as @cert-authority and @revoked are not pins'],
+    [
+      'a hashed entry',
+      () => `|1|F1E1KeoE/eEWhi10WpGv4OdiO6Y=|3988QV0VE8wmZL7suNrYQLITLCg= ${keys.ed1.keyType} ${keys.ed1.key}`,
+      'known_hosts line 2: hashed host names (|1|…) are not kept in the pinned store; it must stay unhashed',
+    ],
+    [
+      'a @cert-authority marker',
+      () => `@cert-authority *.example.com ${keys.ed1.keyType} ${keys.ed1.key}`,
+      'known_hosts line 2: markers such as @cert-authority and @revoked are not pins',
+    ],
     ['a @revoked marker', () => `@revoked h ${keys.ed1.keyType} ${keys.ed1.key}`, 'known_hosts line 2: markers such as @cert-authority and @revoked are not pins'],
     ['a line without a key', () => `h ${keys.ed1.keyType}`, 'known_hosts line 2: expected `name keytype key`'],
     ['a name alone', () => 'h', 'known_hosts line 2: expected `name keytype key`'],
@@ -116,9 +101,7 @@ describe('renderKnownHosts', () => {
   it('writes one sorted line per pin, and reads back what it wrote', () => {
     const pins = [pin('web1', 'ed1'), pin('[10.0.0.5]:2222', 'ec1'), pin('10.0.0.4', 'ed2'), pin('10.0.0.4', 'rsa1')];
     const text = renderKnownHosts(pins);
-    expect(text).toBe(
-      `${line('10.0.0.4', 'ed2')}\n${line('10.0.0.4', 'rsa1')}\n${line('[10.0.0.5]:2222', 'ec1')}\n${line('web1', 'ed1')}\n`,
-    );
+    expect(text).toBe(`${line('10.0.0.4', 'ed2')}\n${line('10.0.0.4', 'rsa1')}\n${line('[10.0.0.5]:2222', 'ec1')}\n${line('web1', 'ed1')}\n`);
     expect(renderKnownHosts(parseKnownHosts(text))).toBe(text);
   });
 
@@ -229,24 +212,15 @@ describe('parseKeyscanOutput reads real ssh-keyscan output', () => {
     port = await freePort();
     await writeFile(
       join(hostDir, 'sshd_config'),
-      [
-        `ListenAddress 127.0.0.1:${port}`,
-        `HostKey ${join(hostDir, 'host_ed25519')}`,
-        `HostKey ${join(hostDir, 'host_ecdsa')}`,
-        'PidFile none',
-        'UsePAM no',
-        '',
-      ].join('\n'),
+      [`ListenAddress 127.0.0.1:${port}`, `HostKey ${join(hostDir, 'host_ed25519')}`, `HostKey ${join(hostDir, 'host_ecdsa')}`, 'PidFile none', 'UsePAM no', ''].join('\n'),
     );
     // sshd run as root needs /run/sshd; as nobody it needs nothing outside its own directory.
     for (const file of ['', 'host_ed25519', 'host_ed25519.pub', 'host_ecdsa', 'host_ecdsa.pub', 'sshd_config']) {
       await chown(join(hostDir, file), 65534, 65534);
     }
-    const child = spawn(
-      'setpriv',
-      ['--reuid=65534', '--regid=65534', '--clear-groups', '/usr/sbin/sshd', '-D', '-e', '-f', join(hostDir, 'sshd_config')],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
+    const child = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '/usr/sbin/sshd', '-D', '-e', '-f', join(hostDir, 'sshd_config')], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     sshd = child;
     await new Promise<void>((resolve, reject) => {
       let log = '';
@@ -291,8 +265,7 @@ describe('parseKeyscanOutput reads real ssh-keyscan output', () => {
 });
 
 describe('reconcilePins', () => {
-  const reconcile = (input: Partial<ReconcileInput> & Pick<ReconcileInput, 'current'>) =>
-    reconcilePins({ scanned: new Map(), rotate: new Set(), ...input });
+  const reconcile = (input: Partial<ReconcileInput> & Pick<ReconcileInput, 'current'>) => reconcilePins({ scanned: new Map(), rotate: new Set(), ...input });
 
   it('pins every scanned key of a name never pinned (trust on first use)', () => {
     const result = reconcile({ current: [], scanned: new Map([['h', [pin('h', 'ed1'), pin('h', 'ec1')]]]) });

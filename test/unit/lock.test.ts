@@ -58,9 +58,7 @@ describe('renewLock / holdsLock', () => {
 describe('LockHeldError', () => {
   it('names the holder, where it runs and what it does', () => {
     const error = new LockHeldError(held('local:box:4242:ab'), '10m 00s');
-    expect(error.message).toBe(
-      `concurrency key k is held by ${describeHolder(held('local:box:4242:ab'))}; gave up after waiting 10m 00s`,
-    );
+    expect(error.message).toBe(`concurrency key k is held by ${describeHolder(held('local:box:4242:ab'))}; gave up after waiting 10m 00s`);
     expect(error.message).toContain('pid 4242 on box');
     expect(error.message).toContain('playbook run a.yml --inventory tf:edge');
     expect(error.exitCode).toBe(1);

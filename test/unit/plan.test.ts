@@ -60,7 +60,11 @@ function samplePlan(overrides: { webIp?: string; password?: string; dbOutput?: s
 function reverseKeys(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(reverseKeys);
   if (typeof value === 'object' && value !== null) {
-    return Object.fromEntries(Object.entries(value).reverse().map(([k, v]) => [k, reverseKeys(v)]));
+    return Object.fromEntries(
+      Object.entries(value)
+        .reverse()
+        .map(([k, v]) => [k, reverseKeys(v)]),
+    );
   }
   return value;
 }

@@ -87,7 +87,10 @@ describe('properties', () => {
 
   it('captureInventory only ever throws the typed error, whatever the outputs', () => {
     const output = fc.record({ value: fc.oneof(inventory, fc.anything()), sensitive: fc.boolean() });
-    fc.assert(fc.property(fc.dictionary(fc.oneof(fc.constant('ansible_inventory'), name), output, { maxKeys: 3 }), (outputs) => typedOutcome(() => captureInventory(outputs))), RUNS);
+    fc.assert(
+      fc.property(fc.dictionary(fc.oneof(fc.constant('ansible_inventory'), name), output, { maxKeys: 3 }), (outputs) => typedOutcome(() => captureInventory(outputs))),
+      RUNS,
+    );
   });
 
   it('every string value reaches ansible tagged !unsafe, and the file is printable ASCII', () => {
@@ -127,6 +130,9 @@ describe('properties', () => {
       fc.tuple(fc.constantFrom('0', '00', '30'), field, field, field, field, field).map((parts) => parts.join(' ')),
       fc.string({ unit: 'binary', maxLength: 40 }),
     );
-    fc.assert(fc.property(cron, (raw) => typedOutcome(() => convertCron(raw))), { numRuns: 1000 });
+    fc.assert(
+      fc.property(cron, (raw) => typedOutcome(() => convertCron(raw))),
+      { numRuns: 1000 },
+    );
   });
 });

@@ -98,7 +98,14 @@ describe('SecretGuardedStore', () => {
     const warnings: string[] = [];
     const store = new SecretGuardedStore(new MemoryLedgerStore(), secrets, (m) => warnings.push(m));
     const leaked = JSON.stringify({ schemaVersion: 1, summary: `play failed: ${SECRETS.quotes}` });
-    await store.update(() => ({ writes: new Map([['workflows/w-1.json', leaked], ['notes.txt', 'clean']]), message: `w-1: ${SECRETS.quotes}`, result: undefined }));
+    await store.update(() => ({
+      writes: new Map([
+        ['workflows/w-1.json', leaked],
+        ['notes.txt', 'clean'],
+      ]),
+      message: `w-1: ${SECRETS.quotes}`,
+      result: undefined,
+    }));
     const snapshot = await store.read();
     const written = snapshot.read('workflows/w-1.json') as string;
     expect(secrets.exposes(written)).toBe(false);

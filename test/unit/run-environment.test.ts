@@ -51,9 +51,7 @@ describe('scrubEnvironment', () => {
   const scrubbed = scrubEnvironment(runnerEnvironment, {});
 
   it('keeps exactly the allowlisted names and harmless ANSIBLE_* settings', () => {
-    expect(Object.keys(scrubbed).sort()).toEqual(
-      ['ANSIBLE_ROLES_PATH', 'HOME', 'LANG', 'LC_ALL', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'TMPDIR', 'TZ', 'USER'].sort(),
-    );
+    expect(Object.keys(scrubbed).sort()).toEqual(['ANSIBLE_ROLES_PATH', 'HOME', 'LANG', 'LC_ALL', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'TMPDIR', 'TZ', 'USER'].sort());
     expect(scrubbed.PATH).toBe('/usr/bin:/bin');
     expect(scrubbed.ANSIBLE_ROLES_PATH).toBe('/repo/roles');
   });

@@ -47,7 +47,11 @@ describe('renderGitHubSchedule', () => {
 
   it('the linter does report a broken workflow (so a clean result means something)', () => {
     const broken = renderGitHubSchedule(base).replace("cron: '17 3 * * *'", "cron: '17 3 * *'").replace('contents: write', 'contents: wrote');
-    expect(lint(broken, 'broken.yml').map((r) => r.kind).sort()).toEqual(['events', 'permissions']);
+    expect(
+      lint(broken, 'broken.yml')
+        .map((r) => r.kind)
+        .sort(),
+    ).toEqual(['events', 'permissions']);
   });
 
   it('renders the converted cron, the concurrency group without cancel-in-progress, minimal permissions and the converge step', () => {

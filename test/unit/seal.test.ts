@@ -18,7 +18,6 @@ function seal(workspace = 'demo'): SealedRecord {
   return sealOutputs({ workspace, outputs, key: KEY, now: NOW });
 }
 
-
 describe('sealOutputs / unsealOutputs', () => {
   it('round-trips sensitive outputs bound to env names; non-strings as JSON; non-sensitive left out', () => {
     const record = seal();

@@ -2,16 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/domain/errors.js';
 import { deriveHosts, parseInventory } from '../../src/domain/inventory.js';
-import {
-  formatShard,
-  hostsOfShard,
-  parseShardNumber,
-  parseShardSpec,
-  recommendShards,
-  restrictInventory,
-  shardOf,
-  splitIntoShards,
-} from '../../src/domain/shard.js';
+import { formatShard, hostsOfShard, parseShardNumber, parseShardSpec, recommendShards, restrictInventory, shardOf, splitIntoShards } from '../../src/domain/shard.js';
 import { thrown } from '../support/errors.js';
 
 const hostNames = (count: number, prefix = 'web') => Array.from({ length: count }, (_, i) => `${prefix}${i + 1}.example.net`);
@@ -99,7 +90,7 @@ describe('shard specs', () => {
   it.each(['0/3', '4/3', '1/0', '1/257', 'a/b', '1', '1/2/3', '-1/2', '1.5/2', '', '01/2x'])('refuses %j as bad usage', (raw) => {
     const error = thrown(() => parseShardSpec(raw));
     expect(error).toBeInstanceOf(UsageError);
-    expect((error).help).toContain('i/N');
+    expect(error.help).toContain('i/N');
   });
 
   it('reads counts and indexes from CI variables', () => {

@@ -33,14 +33,20 @@ describe('stateBackendOf', () => {
 
   it('reads JSON syntax, objects and lists alike', () => {
     expect(stateBackendOf([file('backend.tf.json', JSON.stringify({ terraform: { backend: { gcs: { bucket: 'b' } } } }))])).toEqual({ type: 'gcs', file: 'backend.tf.json' });
-    expect(stateBackendOf([file('b.tf.json', JSON.stringify({ terraform: [{ required_version: '>= 1' }, { backend: [{ http: {} }] }] }))])).toEqual({ type: 'http', file: 'b.tf.json' });
+    expect(stateBackendOf([file('b.tf.json', JSON.stringify({ terraform: [{ required_version: '>= 1' }, { backend: [{ http: {} }] }] }))])).toEqual({
+      type: 'http',
+      file: 'b.tf.json',
+    });
     expect(stateBackendOf([file('b.tf.json', '{ not json')])).toEqual({ type: 'local' });
   });
 
   it('lets override files win', () => {
     const files = [file('override.tf', 'terraform {\n backend "local" {}\n}'), file('backend.tf', 'terraform {\n backend "s3" {}\n}')];
     expect(stateBackendOf(files)).toEqual({ type: 'local', file: 'override.tf' });
-    expect(stateBackendOf([file('a.tf', 'terraform {\n backend "local" {}\n}'), file('ci_override.tf.json', JSON.stringify({ terraform: { backend: { s3: {} } } }))])).toEqual({ type: 's3', file: 'ci_override.tf.json' });
+    expect(stateBackendOf([file('a.tf', 'terraform {\n backend "local" {}\n}'), file('ci_override.tf.json', JSON.stringify({ terraform: { backend: { s3: {} } } }))])).toEqual({
+      type: 's3',
+      file: 'ci_override.tf.json',
+    });
   });
 });
 
@@ -58,7 +64,10 @@ describe('judgeStateBackend', () => {
   });
 
   it('warns when local state is allowed in CI; says nothing locally or with a remote backend', () => {
-    expect(judgeStateBackend({ type: 'local', file: 'main.tf' }, 'ws', { ci: true, allowLocalState: true })).toMatchObject({ verdict: 'warn', message: expect.stringContaining('backend "local" in main.tf') });
+    expect(judgeStateBackend({ type: 'local', file: 'main.tf' }, 'ws', { ci: true, allowLocalState: true })).toMatchObject({
+      verdict: 'warn',
+      message: expect.stringContaining('backend "local" in main.tf'),
+    });
     expect(judgeStateBackend(local, 'ws', { ci: false, allowLocalState: false })).toEqual({ verdict: 'ok' });
     expect(judgeStateBackend({ type: 's3', file: 'b.tf' }, 'ws', { ci: true, allowLocalState: false })).toEqual({ verdict: 'ok' });
   });

@@ -23,7 +23,6 @@ import { localLease as lease, sampleWorkflow, T0 as t0 } from '../support/workfl
 
 const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
 
-
 const fresh = (requireApproval = false): Workflow => sampleWorkflow('edge-0001', { requireApproval });
 
 function runTo(workflow: Workflow, upTo: number, holder = 'runner-a'): Workflow {

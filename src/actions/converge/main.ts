@@ -48,7 +48,13 @@ await runAction('converge', async (session) => {
   const app = await openLedger(session, s, { write: shard !== undefined || key !== undefined });
   const inputs = await githubRunInputs(session, s);
   // One argument per line (as `schedule add` writes them) keeps spaces inside an argument.
-  const passthrough = s.args === undefined ? [] : s.args.split(s.args.includes('\n') ? /\n/ : /\s+/).map((arg) => arg.trim()).filter((arg) => arg !== '');
+  const passthrough =
+    s.args === undefined
+      ? []
+      : s.args
+          .split(s.args.includes('\n') ? /\n/ : /\s+/)
+          .map((arg) => arg.trim())
+          .filter((arg) => arg !== '');
   const request = {
     name: ref.name,
     playbook: s.playbook,
@@ -82,7 +88,10 @@ await runAction('converge', async (session) => {
   core.setOutput('hosts', String(hostCount));
   core.setOutput('state', outcome.code === 0 ? 'converged' : 'failed');
   await core.summary
-    .addRaw(`### exocomp converge \`${s.playbook}\` on \`${s.target}\`${where}\n\n${outcome.code === 0 ? '✓ converged' : `✗ ${inputs.secrets.redact(playFailureSummary(outcome))}`} · ${hostCount} host(s)`, true)
+    .addRaw(
+      `### exocomp converge \`${s.playbook}\` on \`${s.target}\`${where}\n\n${outcome.code === 0 ? '✓ converged' : `✗ ${inputs.secrets.redact(playFailureSummary(outcome))}`} · ${hostCount} host(s)`,
+      true,
+    )
     .write();
   if (outcome.code !== 0) {
     throw new ExocompError('play-failed', `the play failed: ${playFailureSummary(outcome)}`, { help: 'the play’s output is in the log above' });

@@ -69,6 +69,8 @@ await runAction('drift', async (session) => {
       core.warning(redact(`the drift issue was not updated: ${error.message}`));
     }
   }
-  if (verdict === 'failed') throw new ExocompError('tool-failed', redact(`the drift check failed: ${driftHeadline(report)}`), { help: 'the report above says which half failed and why' });
-  if (verdict === 'drift' && s['fail-on-drift']) throw new ExocompError('play-failed', redact(`drift found: ${driftHeadline(report)}`), { help: 'converge (and apply) to remove it' });
+  if (verdict === 'failed')
+    throw new ExocompError('tool-failed', redact(`the drift check failed: ${driftHeadline(report)}`), { help: 'the report above says which half failed and why' });
+  if (verdict === 'drift' && s['fail-on-drift'])
+    throw new ExocompError('play-failed', redact(`drift found: ${driftHeadline(report)}`), { help: 'converge (and apply) to remove it' });
 });

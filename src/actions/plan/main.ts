@@ -20,7 +20,12 @@ await runAction(
     if (s['plan-only']) {
       const name = workspaceNameOf(s);
       const vars = s.vars === undefined ? {} : parseMapping(s.vars, 'the vars input');
-      const summary = await previewPlan(previewContext(session, s['ledger-branch']), { workspacePath: s.workspace, vars, inputs, planFile: join(session.scratch, 'exocomp.tfplan') });
+      const summary = await previewPlan(previewContext(session, s['ledger-branch']), {
+        workspacePath: s.workspace,
+        vars,
+        inputs,
+        planFile: join(session.scratch, 'exocomp.tfplan'),
+      });
       const body = planPreviewMarkdown(name, summary, session.run);
       session.platform.setOutput('plan-summary', summary);
       session.platform.setOutput('state', 'planned');

@@ -42,7 +42,8 @@ export function environmentGate(platform: CiPlatform, environment: string | unde
       if (approval.selfReviewAllowed && approval.by === workflow.requester) {
         const message = `${approval.by} approved a deployment they requested, and environment ${environment ?? ''} allows self-review`;
         const fix = 'turn on "Prevent self-review" in the environment’s required reviewers';
-        if (selfReview === 'refuse') throw new ExocompError('approval', `${message}; refusing to apply`, { help: `${fix}, and have someone else approve (or set self-review: warn)` });
+        if (selfReview === 'refuse')
+          throw new ExocompError('approval', `${message}; refusing to apply`, { help: `${fix}, and have someone else approve (or set self-review: warn)` });
         app.progress.emit({ type: 'warning', message: `${message}: ${fix}` });
       }
       app.progress.emit({ type: 'info', message: `approved by ${approval.by} via ${approval.via}` });

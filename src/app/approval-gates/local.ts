@@ -6,8 +6,7 @@ export function localGate(options: { wait: boolean; pollMs?: number }): Approval
   return {
     mode: 'local',
     decideNow: async () => undefined,
-    awaitDecision: async (app, workflow) =>
-      options.wait ? waitForDecision(app, workflow.id, options.pollMs === undefined ? {} : { pollMs: options.pollMs }) : undefined,
+    awaitDecision: async (app, workflow) => (options.wait ? waitForDecision(app, workflow.id, options.pollMs === undefined ? {} : { pollMs: options.pollMs }) : undefined),
     howToDecide: (workflow) => `awaiting approval: exocomp approval decide ${workflow.id} --approve (or --reject)`,
   };
 }

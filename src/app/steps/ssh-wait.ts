@@ -37,7 +37,10 @@ const LISTED_SEPARATELY = 5;
 export function stillWaitingLines(pending: { name: string; lastReason?: string }[], elapsedMs: number, boundMs: number): string[] {
   const clock = `${formatDuration(elapsedMs)} of ${formatDuration(boundMs)}`;
   if (pending.length > LISTED_SEPARATELY) {
-    const shown = pending.slice(0, LISTED_SEPARATELY).map((p) => p.name).join(', ');
+    const shown = pending
+      .slice(0, LISTED_SEPARATELY)
+      .map((p) => p.name)
+      .join(', ');
     return [`${pending.length} hosts without a banner yet (${shown}, …), ${clock}`];
   }
   return pending.map((p) => `${p.name}: no banner yet${p.lastReason ? ` (${p.lastReason})` : ''}, ${clock}`);

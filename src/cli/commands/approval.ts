@@ -42,7 +42,18 @@ export function registerApproval(program: Command, io: Io): void {
     const context = await buildContext(settings, io);
     const pending = await pendingApprovals(context);
     if (settings.json) {
-      io.out(JSON.stringify({ pending: pending.map((w) => ({ id: w.id, workspace: w.workspace.name, playbook: w.playbook, requester: w.requester, plan: w.approval.planSummary ?? null, createdAt: w.createdAt })) }));
+      io.out(
+        JSON.stringify({
+          pending: pending.map((w) => ({
+            id: w.id,
+            workspace: w.workspace.name,
+            playbook: w.playbook,
+            requester: w.requester,
+            plan: w.approval.planSummary ?? null,
+            createdAt: w.createdAt,
+          })),
+        }),
+      );
       return;
     }
     if (pending.length === 0) io.out('no workflow is waiting for approval');

@@ -20,7 +20,9 @@ export function registerGitLab(program: Command, io: Io): void {
 
   gitlab
     .command('env')
-    .description('check that the job may push to the ledger (a dry run), then print `export` lines for eval: EXOCOMP_LEDGER, the git credentials, and TF_HTTP_* with --state gitlab')
+    .description(
+      'check that the job may push to the ledger (a dry run), then print `export` lines for eval: EXOCOMP_LEDGER, the git credentials, and TF_HTTP_* with --state gitlab',
+    )
     .addOption(new Option('--ledger-project <group/project>', "project holding the ledger branch (default: the job's project)"))
     .addOption(new Option('--ledger-branch <name>', 'ledger branch').default(DEFAULT_LEDGER_BRANCH))
     .addOption(new Option('--state <kind>', '`gitlab`: the project’s GitLab-managed OpenTofu state (http backend)').choices(['local', 'gitlab']).default('local'))
@@ -32,7 +34,8 @@ export function registerGitLab(program: Command, io: Io): void {
       const parsed = envOptions.safeParse(blankless);
       if (!parsed.success) throw new UsageError(`invalid option: ${parsed.error.issues[0]?.message ?? 'bad value'}`);
       const options = parsed.data;
-      if (options.state === 'gitlab' && options.stateName === undefined) throw new UsageError('--state gitlab needs --state-name', 'pass the workspace name, as GitLab’s OpenTofu component does');
+      if (options.state === 'gitlab' && options.stateName === undefined)
+        throw new UsageError('--state gitlab needs --state-name', 'pass the workspace name, as GitLab’s OpenTofu component does');
       const vars = await gitlabJobEnv({
         job: readGitLabJob(process.env),
         branch: options.ledgerBranch,

@@ -8,10 +8,7 @@ import { addLedgerOptions, buildContext, globalSettings, type Io } from '../comm
 export function registerInventory(program: Command, io: Io): void {
   const inventory = program.command('inventory').description('standing inventories tf:<name>');
   addLedgerOptions(
-    inventory
-      .command('show')
-      .description('print a standing inventory, its hosts and where it came from (fails closed like a play would)')
-      .argument('<ref>', 'tf:<name>'),
+    inventory.command('show').description('print a standing inventory, its hosts and where it came from (fails closed like a play would)').argument('<ref>', 'tf:<name>'),
   ).action(async (raw: string, options: Record<string, unknown>) => {
     const ref = parseInventoryRef(raw);
     if (ref.kind !== 'standing') throw new UsageError(`${raw} is not a standing inventory`, 'name it as tf:<workspace-name>');

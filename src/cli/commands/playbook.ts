@@ -49,11 +49,14 @@ export function registerPlaybook(program: Command, io: Io): void {
     checkPlaybookFile(book, 'playbook');
     const shard = typeof options.shard === 'string' ? parseShardSpec(options.shard) : undefined;
     if (shard !== undefined && ref.kind !== 'standing') throw new UsageError('--shard splits a standing inventory', 'pass --inventory tf:<name>');
-    if (shard !== undefined && typeof options.runId !== 'string') throw new UsageError('--shard needs --run-id', 'pass the id the shards of this converge share, e.g. --run-id "$CI_PIPELINE_ID"');
+    if (shard !== undefined && typeof options.runId !== 'string')
+      throw new UsageError('--shard needs --run-id', 'pass the id the shards of this converge share, e.g. --run-id "$CI_PIPELINE_ID"');
     const runId = typeof options.runId === 'string' ? checkRecordName('converge run', options.runId) : undefined;
     const concurrencyKey =
       typeof options.concurrencyKey === 'string'
-        ? (shard ? shardLease(parseConcurrencyKey(options.concurrencyKey), shard).ledgerKey : parseConcurrencyKey(options.concurrencyKey))
+        ? shard
+          ? shardLease(parseConcurrencyKey(options.concurrencyKey), shard).ledgerKey
+          : parseConcurrencyKey(options.concurrencyKey)
         : undefined;
     const concurrencyWaitMs = parseDuration(String(options.concurrencyWait));
     const egressPorts = parseEgressPorts(options.egress as string[]);

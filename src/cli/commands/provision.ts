@@ -122,45 +122,48 @@ export function registerProvision(program: Command, io: Io): void {
     process.exitCode = report(io, settings.json, context, outcome);
   });
 
-  addLedgerOptions(
-    provision
-      .command('status')
-      .description('show a workflow from the ledger (all workflows when no id is given)')
-      .argument('[id]', 'workflow id'),
-  ).action(async (id: string | undefined, options: Record<string, unknown>) => {
-    if (id !== undefined) parseWorkflowId(id);
-    const settings = globalSettings(options);
-    const context = await buildContext(settings, io);
-    const snapshot = await context.store.read();
-    const now = context.now();
-    if (id !== undefined) {
-      const view = viewWorkflow(requireWorkflow(snapshot, id), now);
-      io.out(settings.json ? JSON.stringify(view) : renderText(view));
-      return;
-    }
-    const listed = listWorkflows(snapshot);
-    const { workflows } = listed;
-    const drift = listDriftHistories(snapshot);
-    const errors = [...listed.errors, ...drift.errors];
-    if (settings.json) {
-      io.out(
-        JSON.stringify({
-          workflows: workflows.map((w) => viewWorkflow(w, now)),
-          drift: drift.histories,
-          schedules: listScheduleFires(snapshot).map((f) => ({ name: f.name, cron: f.cron, fires: f.fires.length, missedTicks: missedTicksOf(f, now).map((t) => t.toISOString()) })),
-          errors: errors.map((e) => ({ file: e.file, reason: e.reason })),
-        }),
-      );
-    } else {
-      if (workflows.length === 0) io.out(`no workflows in ${context.store.description}`);
-      for (const w of workflows) io.out(`${w.id}  ${w.state.padEnd(17)} ${w.workspace.name}  ${w.playbook}  ${w.createdAt}`);
-      for (const history of drift.histories) io.out(`\n${renderDriftHistory(history)}`);
-      for (const schedule of listScheduleFires(snapshot)) {
-        const missed = missedTicksOf(schedule, now);
-        if (missed.length > 0) io.out(`\nschedule ${schedule.name} ('${schedule.cron}' UTC): ${missed.length} tick(s) never ran: ${missed.map((t) => t.toISOString()).join(', ')}`);
+  addLedgerOptions(provision.command('status').description('show a workflow from the ledger (all workflows when no id is given)').argument('[id]', 'workflow id')).action(
+    async (id: string | undefined, options: Record<string, unknown>) => {
+      if (id !== undefined) parseWorkflowId(id);
+      const settings = globalSettings(options);
+      const context = await buildContext(settings, io);
+      const snapshot = await context.store.read();
+      const now = context.now();
+      if (id !== undefined) {
+        const view = viewWorkflow(requireWorkflow(snapshot, id), now);
+        io.out(settings.json ? JSON.stringify(view) : renderText(view));
+        return;
       }
-      for (const e of errors) io.err(e.message);
-    }
-    if (errors.length > 0) process.exitCode = 1;
-  });
+      const listed = listWorkflows(snapshot);
+      const { workflows } = listed;
+      const drift = listDriftHistories(snapshot);
+      const errors = [...listed.errors, ...drift.errors];
+      if (settings.json) {
+        io.out(
+          JSON.stringify({
+            workflows: workflows.map((w) => viewWorkflow(w, now)),
+            drift: drift.histories,
+            schedules: listScheduleFires(snapshot).map((f) => ({
+              name: f.name,
+              cron: f.cron,
+              fires: f.fires.length,
+              missedTicks: missedTicksOf(f, now).map((t) => t.toISOString()),
+            })),
+            errors: errors.map((e) => ({ file: e.file, reason: e.reason })),
+          }),
+        );
+      } else {
+        if (workflows.length === 0) io.out(`no workflows in ${context.store.description}`);
+        for (const w of workflows) io.out(`${w.id}  ${w.state.padEnd(17)} ${w.workspace.name}  ${w.playbook}  ${w.createdAt}`);
+        for (const history of drift.histories) io.out(`\n${renderDriftHistory(history)}`);
+        for (const schedule of listScheduleFires(snapshot)) {
+          const missed = missedTicksOf(schedule, now);
+          if (missed.length > 0)
+            io.out(`\nschedule ${schedule.name} ('${schedule.cron}' UTC): ${missed.length} tick(s) never ran: ${missed.map((t) => t.toISOString()).join(', ')}`);
+        }
+        for (const e of errors) io.err(e.message);
+      }
+      if (errors.length > 0) process.exitCode = 1;
+    },
+  );
 }

@@ -66,7 +66,10 @@ async function writeScheduleFile(path: string, text: string, force: boolean): Pr
   const existing = await readIfExists(path);
   const state = existing === undefined ? 'created' : existing === text ? 'unchanged' : 'replaced';
   if (state === 'replaced' && !force) {
-    throw new UsageError(`${relative(process.cwd(), path)} already exists with different contents`, 'pass --force to replace it, or remove it first with `exocomp schedule remove`');
+    throw new UsageError(
+      `${relative(process.cwd(), path)} already exists with different contents`,
+      'pass --force to replace it, or remove it first with `exocomp schedule remove`',
+    );
   }
   if (state !== 'unchanged') {
     await mkdir(dirname(path), { recursive: true });
@@ -78,9 +81,10 @@ async function writeScheduleFile(path: string, text: string, force: boolean): Pr
 export function registerSchedule(program: Command, io: Io): void {
   const schedule = program.command('schedule').description('recurring converges of a standing inventory, as scheduled CI workflows');
 
-  addGitLabProjectOptions(schedule
-    .command('add'))
-    .description('write .github/workflows/exocomp-<name>.yml, or with --gitlab .gitlab/exocomp-<name>.yml (and --create its pipeline schedule); after -- give the playbook and --check/--limit/--tags')
+  addGitLabProjectOptions(schedule.command('add'))
+    .description(
+      'write .github/workflows/exocomp-<name>.yml, or with --gitlab .gitlab/exocomp-<name>.yml (and --create its pipeline schedule); after -- give the playbook and --check/--limit/--tags',
+    )
     .argument('<name>', 'schedule name: a-z, 0-9 and -')
     .argument('<playbook-and-flags...>', 'after --: the playbook, then --check, --limit <pattern>, --tags <tags>')
     .requiredOption('--cron <six fields>', "six-field cron, seconds first, in UTC, e.g. '0 17 3 * * *'")
@@ -89,10 +93,19 @@ export function registerSchedule(program: Command, io: Io): void {
     .requiredOption('--target <tf:name>', 'the standing inventory the play runs against')
     .requiredOption('--concurrency-key <key>', 'fires sharing a key never overlap (CI concurrency group and ledger lease)')
     .addOption(dirOption())
-    .addOption(new Option('--shards <N>', 'split the converge into N matrix jobs (shard i holds the lease <key>/<i>) and a final job that folds their results; GitLab: the template\'s parallel: N'))
+    .addOption(
+      new Option(
+        '--shards <N>',
+        "split the converge into N matrix jobs (shard i holds the lease <key>/<i>) and a final job that folds their results; GitLab: the template's parallel: N",
+      ),
+    )
     .addOption(new Option('--max-parallel <M>', 'with --shards: at most M shard jobs at once'))
     .addOption(new Option('--ledger-branch <name>', 'ledger branch the converge reads').default(DEFAULT_LEDGER_BRANCH))
-    .addOption(new Option('--gitlab-template <component-or-path>', 'with --gitlab: the converge template to include, a component or a .yml path in the project').default(GITLAB_CONVERGE_COMPONENT))
+    .addOption(
+      new Option('--gitlab-template <component-or-path>', 'with --gitlab: the converge template to include, a component or a .yml path in the project').default(
+        GITLAB_CONVERGE_COMPONENT,
+      ),
+    )
     .addOption(new Option('--print', 'with --gitlab: print the file and the schedule settings instead of writing the file').default(false))
     .addOption(new Option('--create', 'with --gitlab: also create the pipeline schedule and its variable through the API').default(false))
     .addOption(new Option('--gitlab-ref <branch>', 'with --create: the branch the schedule runs on (default: $CI_DEFAULT_BRANCH, else main)'))
@@ -120,7 +133,10 @@ export function registerSchedule(program: Command, io: Io): void {
         ...(typeof options.maxParallel === 'string' ? { maxParallel: parseShardNumber(options.maxParallel, '--max-parallel') } : {}),
       };
       if (spec.shards !== undefined && options.gitlab === true) {
-        throw new UsageError('--shards writes a GitHub matrix workflow', "on GitLab, give the converge job `parallel: N`: each job runs `playbook run --shard \"$CI_NODE_INDEX/$CI_NODE_TOTAL\" --run-id \"$CI_PIPELINE_ID\"`, a later job `converge fold`");
+        throw new UsageError(
+          '--shards writes a GitHub matrix workflow',
+          'on GitLab, give the converge job `parallel: N`: each job runs `playbook run --shard "$CI_NODE_INDEX/$CI_NODE_TOTAL" --run-id "$CI_PIPELINE_ID"`, a later job `converge fold`',
+        );
       }
       const { fiveFieldCron } = validateScheduleSpec(spec);
       const warning = describeMinuteWarning(fiveFieldCron);
@@ -137,11 +153,18 @@ export function registerSchedule(program: Command, io: Io): void {
           if (options.create === true) {
             const ref = gitlabProject(options);
             const branch = typeof options.gitlabRef === 'string' ? options.gitlabRef : process.env.CI_DEFAULT_BRANCH || 'main';
-            const { schedule: made, replaced } = await createExocompSchedule(scheduleApi(ref, process.env), ref.project, { name, cron: fiveFieldCron, ref: branch, replace: options.force === true });
+            const { schedule: made, replaced } = await createExocompSchedule(scheduleApi(ref, process.env), ref.project, {
+              name,
+              cron: fiveFieldCron,
+              ref: branch,
+              replace: options.force === true,
+            });
             created = { id: made.id, replaced };
           }
           if (options.json === true) {
-            io.out(JSON.stringify({ result: { path, state, cron: fiveFieldCron, ...(created ? { schedule: created } : {}), ...(gitlabWarning ? { warning: gitlabWarning } : {}) } }));
+            io.out(
+              JSON.stringify({ result: { path, state, cron: fiveFieldCron, ...(created ? { schedule: created } : {}), ...(gitlabWarning ? { warning: gitlabWarning } : {}) } }),
+            );
           } else {
             io.out(`${relative(process.cwd(), path) || path}: ${state} (cron '${fiveFieldCron}' UTC, ${spec.target}, resource group ${spec.concurrencyKey})`);
             if (created) io.out(`pipeline schedule ${created.id} created${created.replaced ? ` (replacing ${created.replaced})` : ''}`);
@@ -164,77 +187,83 @@ export function registerSchedule(program: Command, io: Io): void {
       if (warning) io.err(`warning: ${warning}`);
     });
 
-  addGitLabProjectOptions(schedule
-    .command('list')
-    .description('list the schedules generated in --dir, or with --gitlab the pipeline schedules exocomp created in the project')
-    .addOption(dirOption())
-    .addOption(jsonOption()))
-    .action(async (options: Record<string, unknown>) => {
-      if (options.gitlab === true) {
-        const ref = gitlabProject(options);
-        const found = await listExocompSchedules(scheduleApi(ref, process.env), ref.project);
-        const schedules = found.map((s) => ({ name: s.name, id: s.id, cron: s.cron, cronTimezone: s.cronTimezone, ref: s.ref, active: s.active, owner: s.owner }));
-        if (options.json === true) io.out(JSON.stringify({ result: { schedules } }));
-        else if (schedules.length === 0) io.out(`no exocomp pipeline schedules in project ${ref.project}`);
-        else for (const s of schedules) io.out(`${s.name}\tschedule ${s.id}\tcron '${s.cron}' ${s.cronTimezone}\t${s.ref}\t${s.active ? 'active' : 'inactive'}\towner ${s.owner}`);
-        return;
+  addGitLabProjectOptions(
+    schedule
+      .command('list')
+      .description('list the schedules generated in --dir, or with --gitlab the pipeline schedules exocomp created in the project')
+      .addOption(dirOption())
+      .addOption(jsonOption()),
+  ).action(async (options: Record<string, unknown>) => {
+    if (options.gitlab === true) {
+      const ref = gitlabProject(options);
+      const found = await listExocompSchedules(scheduleApi(ref, process.env), ref.project);
+      const schedules = found.map((s) => ({ name: s.name, id: s.id, cron: s.cron, cronTimezone: s.cronTimezone, ref: s.ref, active: s.active, owner: s.owner }));
+      if (options.json === true) io.out(JSON.stringify({ result: { schedules } }));
+      else if (schedules.length === 0) io.out(`no exocomp pipeline schedules in project ${ref.project}`);
+      else for (const s of schedules) io.out(`${s.name}\tschedule ${s.id}\tcron '${s.cron}' ${s.cronTimezone}\t${s.ref}\t${s.active ? 'active' : 'inactive'}\towner ${s.owner}`);
+      return;
+    }
+    const dir = scheduleDir(options);
+    const files = (await readdir(dir).catch(() => [] as string[])).filter((f) => f.startsWith(SCHEDULE_FILE_PREFIX) && f.endsWith('.yml')).sort();
+    const schedules: ScheduleSummary[] = [];
+    const errors: string[] = [];
+    for (const file of files) {
+      const name = file.slice(SCHEDULE_FILE_PREFIX.length, -'.yml'.length);
+      try {
+        schedules.push(readGitHubSchedule(name, await readFile(join(dir, file), 'utf8')));
+      } catch (error) {
+        errors.push(describeError(error).split('\n')[0] ?? file);
       }
-      const dir = scheduleDir(options);
-      const files = (await readdir(dir).catch(() => [] as string[])).filter((f) => f.startsWith(SCHEDULE_FILE_PREFIX) && f.endsWith('.yml')).sort();
-      const schedules: ScheduleSummary[] = [];
-      const errors: string[] = [];
-      for (const file of files) {
-        const name = file.slice(SCHEDULE_FILE_PREFIX.length, -'.yml'.length);
-        try {
-          schedules.push(readGitHubSchedule(name, await readFile(join(dir, file), 'utf8')));
-        } catch (error) {
-          errors.push(describeError(error).split('\n')[0] ?? file);
-        }
+    }
+    if (options.json === true) io.out(JSON.stringify({ result: { schedules, errors } }));
+    else if (schedules.length === 0 && errors.length === 0) io.out(`no schedules in ${relative(process.cwd(), dir) || dir}`);
+    else {
+      for (const s of schedules) {
+        io.out(`${s.name}\tcron '${s.cron}' UTC\t${s.target}\tkey ${s.concurrencyKey}\t${[s.playbook, ...s.args].join(' ')}`);
       }
-      if (options.json === true) io.out(JSON.stringify({ result: { schedules, errors } }));
-      else if (schedules.length === 0 && errors.length === 0) io.out(`no schedules in ${relative(process.cwd(), dir) || dir}`);
-      else {
-        for (const s of schedules) {
-          io.out(`${s.name}\tcron '${s.cron}' UTC\t${s.target}\tkey ${s.concurrencyKey}\t${[s.playbook, ...s.args].join(' ')}`);
-        }
-        for (const e of errors) io.err(`error: ${e}`);
-      }
-      if (errors.length > 0) process.exitCode = 1;
-    });
+      for (const e of errors) io.err(`error: ${e}`);
+    }
+    if (errors.length > 0) process.exitCode = 1;
+  });
 
-  addGitLabProjectOptions(schedule
-    .command('remove')
-    .description('delete .github/workflows/exocomp-<name>.yml, or with --gitlab the pipeline schedule and .gitlab/exocomp-<name>.yml (commit the deletion yourself)')
-    .argument('<name>', 'schedule name')
-    .addOption(dirOption())
-    .addOption(jsonOption()))
-    .action(async (rawName: string, options: Record<string, unknown>) => {
-      const name = parseScheduleName(rawName);
-      const path = join(scheduleDir(options), scheduleFileName(name));
-      if (options.gitlab === true) {
-        const ref = gitlabProject(options);
-        const removed = await removeExocompSchedule(scheduleApi(ref, process.env), ref.project, name);
-        const file = await readIfExists(path);
-        // Only a file this command generated is removed.
-        const fileRemoved = file !== undefined && file.startsWith(`# Generated by \`exocomp schedule add ${name} --gitlab\``);
-        if (fileRemoved) await rm(path);
-        if (removed === 0 && !fileRemoved) {
-          throw new ExocompError('usage', `no schedule ${name}: project ${ref.project} has no pipeline schedule ${quoteValue(`exocomp ${name}`)} and ${relative(process.cwd(), path)} is not there`, {
+  addGitLabProjectOptions(
+    schedule
+      .command('remove')
+      .description('delete .github/workflows/exocomp-<name>.yml, or with --gitlab the pipeline schedule and .gitlab/exocomp-<name>.yml (commit the deletion yourself)')
+      .argument('<name>', 'schedule name')
+      .addOption(dirOption())
+      .addOption(jsonOption()),
+  ).action(async (rawName: string, options: Record<string, unknown>) => {
+    const name = parseScheduleName(rawName);
+    const path = join(scheduleDir(options), scheduleFileName(name));
+    if (options.gitlab === true) {
+      const ref = gitlabProject(options);
+      const removed = await removeExocompSchedule(scheduleApi(ref, process.env), ref.project, name);
+      const file = await readIfExists(path);
+      // Only a file this command generated is removed.
+      const fileRemoved = file !== undefined && file.startsWith(`# Generated by \`exocomp schedule add ${name} --gitlab\``);
+      if (fileRemoved) await rm(path);
+      if (removed === 0 && !fileRemoved) {
+        throw new ExocompError(
+          'usage',
+          `no schedule ${name}: project ${ref.project} has no pipeline schedule ${quoteValue(`exocomp ${name}`)} and ${relative(process.cwd(), path)} is not there`,
+          {
             help: 'see the schedules with `exocomp schedule list --gitlab`',
-          });
-        }
-        if (options.json === true) io.out(JSON.stringify({ result: { schedulesRemoved: removed, path, fileRemoved } }));
-        else io.out(`removed ${removed} pipeline schedule(s)${fileRemoved ? ` and ${relative(process.cwd(), path)} (commit the deletion)` : ''}`);
-        return;
+          },
+        );
       }
-      const text = await readIfExists(path);
-      if (text === undefined) {
-        throw new ExocompError('usage', `no schedule ${name}: ${relative(process.cwd(), path)} does not exist`, { help: 'see the schedules with `exocomp schedule list`' });
-      }
-      // Only a file this command generated is removed; a hand-written one of that name is left alone.
-      readGitHubSchedule(name, text);
-      await rm(path);
-      if (options.json === true) io.out(JSON.stringify({ result: { path, state: 'removed' } }));
-      else io.out(`${relative(process.cwd(), path)}: removed (commit the deletion)`);
-    });
+      if (options.json === true) io.out(JSON.stringify({ result: { schedulesRemoved: removed, path, fileRemoved } }));
+      else io.out(`removed ${removed} pipeline schedule(s)${fileRemoved ? ` and ${relative(process.cwd(), path)} (commit the deletion)` : ''}`);
+      return;
+    }
+    const text = await readIfExists(path);
+    if (text === undefined) {
+      throw new ExocompError('usage', `no schedule ${name}: ${relative(process.cwd(), path)} does not exist`, { help: 'see the schedules with `exocomp schedule list`' });
+    }
+    // Only a file this command generated is removed; a hand-written one of that name is left alone.
+    readGitHubSchedule(name, text);
+    await rm(path);
+    if (options.json === true) io.out(JSON.stringify({ result: { path, state: 'removed' } }));
+    else io.out(`${relative(process.cwd(), path)}: removed (commit the deletion)`);
+  });
 }

@@ -84,10 +84,7 @@ export function renderOutcome(session: Session<ActionName>, outcome: ContinueOut
 }
 
 /** A per-step job (ssh-wait, onboard, configure): runs only `step`, after the step before it succeeded, and publishes. */
-export async function runOneStep(
-  session: Session<'ssh-wait' | 'onboard' | 'configure'>,
-  step: 'ssh-wait' | 'onboard' | 'configure',
-): Promise<void> {
+export async function runOneStep(session: Session<'ssh-wait' | 'onboard' | 'configure'>, step: 'ssh-wait' | 'onboard' | 'configure'): Promise<void> {
   const s = session.settings;
   const app = await openLedger(session, s, { write: true });
   const inputs = await githubRunInputs(session, s);

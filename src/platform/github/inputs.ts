@@ -148,7 +148,16 @@ const NEW_WORKFLOW = {
 
 export const ACTION_INPUTS = {
   provision: { ...NEW_WORKFLOW, ...APPROVAL, ...TOFU, ...KEYS, ...LEDGER, ...COMMENT, 'workflow-id': workflowId(), 'artifact-retention-days': retentionDays },
-  plan: { ...NEW_WORKFLOW, ...TOFU, ...LEDGER, ...COMMENT, 'approve-workflow': APPROVAL['approve-workflow'], 'workflow-id': workflowId(), 'plan-only': flag(false), 'artifact-retention-days': retentionDays },
+  plan: {
+    ...NEW_WORKFLOW,
+    ...TOFU,
+    ...LEDGER,
+    ...COMMENT,
+    'approve-workflow': APPROVAL['approve-workflow'],
+    'workflow-id': workflowId(),
+    'plan-only': flag(false),
+    'artifact-retention-days': retentionDays,
+  },
   apply: {
     'workflow-id': requiredWorkflowId(),
     'approval-mode': APPROVAL['approval-mode'],

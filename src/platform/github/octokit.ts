@@ -29,8 +29,7 @@ export interface GitHubOptions {
 const MAX_RATE_LIMIT_RETRIES = 2;
 const MAX_RATE_LIMIT_WAIT_SECONDS = 60;
 
-const PERMISSIONS_HELP =
-  'Naming any permission in `permissions:` sets every other one to none, so list all the job needs.';
+const PERMISSIONS_HELP = 'Naming any permission in `permissions:` sets every other one to none, so list all the job needs.';
 
 /** What each area of the API needs from the GITHUB_TOKEN, for the help line of a refusal. */
 const NEEDS = {
@@ -53,9 +52,7 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
   const warn = options.onWarning ?? ((message: string) => console.warn(message));
   const onLimit = (retryAfter: number, request: { method: string; url: string }, _octokit: unknown, retryCount: number): boolean => {
     const again = retryCount < MAX_RATE_LIMIT_RETRIES && retryAfter <= MAX_RATE_LIMIT_WAIT_SECONDS;
-    warn(
-      `GitHub rate limit on ${request.method} ${request.url}: ${again ? `retrying in ${retryAfter}s` : 'giving up'}`,
-    );
+    warn(`GitHub rate limit on ${request.method} ${request.url}: ${again ? `retrying in ${retryAfter}s` : 'giving up'}`);
     return again;
   };
   const octokit: Client = new ThrottledOctokit({
@@ -168,13 +165,9 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
     },
 
     async getWorkflowRun(repo, runId) {
-      const response = await call(
-        'runs',
-        `read run ${runId} of ${slug(repo)}`,
-        baseUrl,
-        () => octokit.rest.actions.getWorkflowRun({ ...repo, run_id: runId }),
-        { notFound: () => undefined },
-      );
+      const response = await call('runs', `read run ${runId} of ${slug(repo)}`, baseUrl, () => octokit.rest.actions.getWorkflowRun({ ...repo, run_id: runId }), {
+        notFound: () => undefined,
+      });
       if (response === undefined) return undefined;
       const run = response.data;
       const info: WorkflowRunInfo = {
@@ -250,13 +243,7 @@ function githubMessage(error: HttpFailure): string {
 }
 
 /** Runs one API call, turning its failures into ExocompErrors; `notFound` decides what a 404 means when it is not a refusal. */
-async function call<T, F = never>(
-  area: Area,
-  what: string,
-  baseUrl: string,
-  request: () => Promise<T>,
-  handlers: { notFound?: () => F } = {},
-): Promise<T | F> {
+async function call<T, F = never>(area: Area, what: string, baseUrl: string, request: () => Promise<T>, handlers: { notFound?: () => F } = {}): Promise<T | F> {
   try {
     return await request();
   } catch (error) {

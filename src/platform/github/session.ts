@@ -63,12 +63,23 @@ export async function runAction<N extends ActionName>(
   const secrets = new SecretRegistry((value) => core.setSecret(value));
   const progress = new GitHubProgress();
   // The runner signals only this process, so the running tool gets the SIGINT forwarded.
-  const interrupt = interruptOnSignals(() => 'SIGINT', (error) => progress.emit({ type: 'warning', message: `${error.message} (the run was cancelled): stopping the running step` }));
+  const interrupt = interruptOnSignals(
+    () => 'SIGINT',
+    (error) => progress.emit({ type: 'warning', message: `${error.message} (the run was cancelled): stopping the running step` }),
+  );
   let scratch: string | undefined;
   try {
-    const settings = readSettings(ACTION_INPUTS[name], (input) => core.getInput(input), (value) => secrets.add(value)) as Session<N>['settings'];
+    const settings = readSettings(
+      ACTION_INPUTS[name],
+      (input) => core.getInput(input),
+      (value) => secrets.add(value),
+    ) as Session<N>['settings'];
     const run = readRunContext(process.env, process.cwd());
-    const { token = '', 'comment-author': commentAuthor, 'artifact-retention-days': retentionDays } = settings as { token?: string; 'comment-author'?: string; 'artifact-retention-days'?: number };
+    const {
+      token = '',
+      'comment-author': commentAuthor,
+      'artifact-retention-days': retentionDays,
+    } = settings as { token?: string; 'comment-author'?: string; 'artifact-retention-days'?: number };
     const github = createGitHub({ token, baseUrl: run.apiUrl, userAgent: USER_AGENT });
     const artifacts = options.artifacts?.(run, token, retentionDays ?? DEFAULT_RETENTION_DAYS);
     const platform = githubPlatform({ run, github, ...(commentAuthor ? { commentAuthor } : {}), ...(artifacts ? { artifacts } : {}) });
@@ -112,7 +123,15 @@ export function previewContext(session: Session<ActionName>, ledgerBranch: strin
 
 function contextFor(session: Session<ActionName>, store: LedgerStore, ledgerBranch: string): AppContext {
   const guarded = new SecretGuardedStore(store, session.secrets, (message) => core.warning(message));
-  return { store: guarded, ledgerBranch, now: session.now, cwd: session.run.workspace, env: childEnvironment(process.env), progress: session.progress, interrupt: session.interrupt };
+  return {
+    store: guarded,
+    ledgerBranch,
+    now: session.now,
+    cwd: session.run.workspace,
+    env: childEnvironment(process.env),
+    progress: session.progress,
+    interrupt: session.interrupt,
+  };
 }
 
 /** The runner's own credentials for its artifact and cache services; no child process needs them. */

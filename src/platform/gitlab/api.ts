@@ -5,16 +5,7 @@
  * access token (EXOCOMP_GITLAB_TOKEN) for the rest (writing notes, jobs,
  * schedules). A call that needs the access token and has none says so.
  */
-import {
-  Commits,
-  Deployments,
-  Jobs,
-  MergeRequestNotes,
-  PipelineSchedules,
-  PipelineScheduleVariables,
-  PipelineTriggerTokens,
-  Users,
-} from '@gitbeaker/rest';
+import { Commits, Deployments, Jobs, MergeRequestNotes, PipelineSchedules, PipelineScheduleVariables, PipelineTriggerTokens, Users } from '@gitbeaker/rest';
 import { ExocompError } from '../../domain/errors.js';
 import type { SecretRegistry } from '../../app/secrets.js';
 
@@ -156,7 +147,10 @@ export class GitLabApi {
   /** Open merge requests whose head is `sha`, newest first. */
   async mergeRequestsOfCommit(project: number | string, sha: string): Promise<number[]> {
     const mrs = await this.reader('finding the merge request of a commit').commits.allMergeRequests(project, sha);
-    return mrs.filter((m) => m.state === 'opened').map((m) => Number(m.iid)).sort((a, b) => b - a);
+    return mrs
+      .filter((m) => m.state === 'opened')
+      .map((m) => Number(m.iid))
+      .sort((a, b) => b - a);
   }
 
   /** The job's status, or undefined when the API cannot tell (no access token, job gone). */

@@ -20,7 +20,12 @@ export interface GitLabLog {
 
 /** A section name GitLab accepts: letters, digits, `_`, `.`, `-`. */
 export function sectionName(title: string, index: number): string {
-  const base = title.toLowerCase().replace(/[^a-z0-9_.-]+/g, '_').replace(/^_+|_+$/g, '').slice(0, 40) || 'section';
+  const base =
+    title
+      .toLowerCase()
+      .replace(/[^a-z0-9_.-]+/g, '_')
+      .replace(/^_+|_+$/g, '')
+      .slice(0, 40) || 'section';
   return `exocomp_${index}_${base}`;
 }
 

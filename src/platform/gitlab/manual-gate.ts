@@ -21,7 +21,8 @@ export function manualJobGate(platform: CiPlatform, options: { startedByPerson: 
         });
       }
       const may = await platform.mayDecide(approver);
-      if (!may.allowed) throw new ExocompError('approval', `${may.reason}; an approval needs the apply job to run on a protected branch`, { help: 'protect the branch the pipeline runs on' });
+      if (!may.allowed)
+        throw new ExocompError('approval', `${may.reason}; an approval needs the apply job to run on a protected branch`, { help: 'protect the branch the pipeline runs on' });
       if (!options.allowSelfApproval && approver === workflow.requester) {
         throw new ExocompError('approval', `${approver} requested workflow ${workflow.id} and may not approve it by running ${options.jobName}; nothing was applied`, {
           help: 'someone else runs the manual job; set allow-self-approval only where one person runs everything',

@@ -123,16 +123,23 @@ async function deploymentApproval(api: GitLabApi, job: GitLabJob, environment: s
   const approved = deployment.approvals.filter((a) => a.status === 'approved' && (allowSelfApproval || a.user !== deployment.user));
   if (approved.length === 0) {
     const self = deployment.approvals.some((a) => a.status === 'approved' && a.user === deployment.user);
-    throw new ExocompError('approval', self ? `the only approval of deployment ${deployment.id} is by ${deployment.user}, who triggered it` : `deployment ${deployment.id} to ${environment} has no approval`, {
-      help: self
-        ? 'another approver decides; set allow-self-approval only where one person runs everything'
-        : `protect environment ${environment} with deployment approvals (Premium), or use approval: manual`,
-    });
+    throw new ExocompError(
+      'approval',
+      self ? `the only approval of deployment ${deployment.id} is by ${deployment.user}, who triggered it` : `deployment ${deployment.id} to ${environment} has no approval`,
+      {
+        help: self
+          ? 'another approver decides; set allow-self-approval only where one person runs everything'
+          : `protect environment ${environment} with deployment approvals (Premium), or use approval: manual`,
+      },
+    );
   }
   return {
     by: approved.map((a) => a.user).join(', '),
     via: `environment ${environment} (deployment ${deployment.id}, pipeline ${job.pipelineId})`,
-    comment: approved.map((a) => a.comment ?? '').filter((c) => c !== '').join('; '),
+    comment: approved
+      .map((a) => a.comment ?? '')
+      .filter((c) => c !== '')
+      .join('; '),
     // Self-approval was judged above, by the allow-self-approval input.
     selfReviewAllowed: false,
   };

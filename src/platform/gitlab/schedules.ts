@@ -45,9 +45,13 @@ export async function createExocompSchedule(
 ): Promise<{ schedule: Schedule; replaced: number }> {
   const existing = (await listExocompSchedules(api, project)).filter((s) => s.name === request.name);
   if (existing.length > 0 && !request.replace) {
-    throw new ExocompError('usage', `project ${project} already has the pipeline schedule ${gitlabScheduleDescription(request.name)} (id ${existing.map((s) => s.id).join(', ')})`, {
-      help: 'pass --force to replace it, or remove it first with `exocomp schedule remove --gitlab`',
-    });
+    throw new ExocompError(
+      'usage',
+      `project ${project} already has the pipeline schedule ${gitlabScheduleDescription(request.name)} (id ${existing.map((s) => s.id).join(', ')})`,
+      {
+        help: 'pass --force to replace it, or remove it first with `exocomp schedule remove --gitlab`',
+      },
+    );
   }
   for (const old of existing) await api.removeSchedule(project, old.id);
   const schedule = await api.createSchedule(project, {

@@ -36,12 +36,18 @@ import { gitlabStateEnv } from './tofu-state.js';
 
 export type GitLabJobKind = 'plan' | 'apply' | 'configure' | 'resume' | 'sweep';
 
-const flag = z.enum(['true', 'false']).default('false').transform((v) => v === 'true');
+const flag = z
+  .enum(['true', 'false'])
+  .default('false')
+  .transform((v) => v === 'true');
 const settingsSchema = z.object({
   EXOCOMP_WORKSPACE: z.string().optional(),
   EXOCOMP_PLAYBOOK: z.string().optional(),
   EXOCOMP_WORKSPACE_NAME: z.string().optional(),
-  EXOCOMP_WORKFLOW_ID: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'a workflow id: a-z, 0-9, ".", "_" and "-"').optional(),
+  EXOCOMP_WORKFLOW_ID: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9._-]*$/, 'a workflow id: a-z, 0-9, ".", "_" and "-"')
+    .optional(),
   EXOCOMP_APPROVAL: z.enum(['none', 'manual', 'environment']).default('manual'),
   EXOCOMP_ENVIRONMENT: z.string().optional(),
   EXOCOMP_ALLOW_SELF_APPROVAL: flag,
@@ -54,7 +60,10 @@ const settingsSchema = z.object({
   EXOCOMP_FLEET_KEY: z.string().optional(),
   EXOCOMP_BOOTSTRAP_KEY: z.string().optional(),
   EXOCOMP_SEAL_KEY: z.string().optional(),
-  EXOCOMP_MR_NOTE: z.enum(['true', 'false']).default('true').transform((v) => v === 'true'),
+  EXOCOMP_MR_NOTE: z
+    .enum(['true', 'false'])
+    .default('true')
+    .transform((v) => v === 'true'),
   CI_JOB_MANUAL: flag,
 });
 export type GitLabSettings = z.infer<typeof settingsSchema>;
@@ -65,7 +74,9 @@ export function readGitLabSettings(env: NodeJS.ProcessEnv): GitLabSettings {
   const parsed = settingsSchema.safeParse(given);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new ExocompError('usage', `the CI/CD variable ${String(issue?.path[0] ?? '?')} is not valid: ${issue?.message ?? 'bad value'}`, { help: 'check the template inputs that set it' });
+    throw new ExocompError('usage', `the CI/CD variable ${String(issue?.path[0] ?? '?')} is not valid: ${issue?.message ?? 'bad value'}`, {
+      help: 'check the template inputs that set it',
+    });
   }
   return parsed.data;
 }
@@ -84,7 +95,11 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
     const ledger = openGitLabLedger({ job, branch: settings.EXOCOMP_LEDGER_BRANCH, ledgerProject: settings.EXOCOMP_LEDGER_PROJECT, env, secrets });
     // The sweeper only reads the ledger (and starts pipelines).
     if (kind !== 'sweep') await ledger.preflight();
-    const workspaceName = settings.EXOCOMP_WORKSPACE_NAME ? parseWorkspaceName(settings.EXOCOMP_WORKSPACE_NAME) : settings.EXOCOMP_WORKSPACE ? defaultWorkspaceName(settings.EXOCOMP_WORKSPACE) : undefined;
+    const workspaceName = settings.EXOCOMP_WORKSPACE_NAME
+      ? parseWorkspaceName(settings.EXOCOMP_WORKSPACE_NAME)
+      : settings.EXOCOMP_WORKSPACE
+        ? defaultWorkspaceName(settings.EXOCOMP_WORKSPACE)
+        : undefined;
     const stateEnv = settings.EXOCOMP_STATE === 'gitlab' ? gitlabStateEnv(job, workspaceName ?? 'default') : {};
     const app: AppContext = {
       store: ledger.store,
@@ -100,7 +115,10 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
     }
     const inputs = runInputs(settings, secrets);
     const workflowId = settings.EXOCOMP_WORKFLOW_ID ?? (workspaceName ? `${workspaceName}-${job.pipelineId}` : undefined);
-    if (!workflowId) throw new ExocompError('usage', 'no workflow: EXOCOMP_WORKFLOW_ID is not set and there is no workspace to start one', { help: 'set the workspace input, or run with EXOCOMP_WORKFLOW_ID' });
+    if (!workflowId)
+      throw new ExocompError('usage', 'no workflow: EXOCOMP_WORKFLOW_ID is not set and there is no workspace to start one', {
+        help: 'set the workspace input, or run with EXOCOMP_WORKFLOW_ID',
+      });
     const publish = async (workflow: Workflow) => {
       platform.setOutput('workflow-id', workflow.id);
       platform.setOutput('workflow-state', workflow.state);

@@ -38,7 +38,10 @@ export async function upsertStatusNote(api: GitLabApi, project: number | string,
   } catch (error) {
     const status = apiStatus(error);
     if (status === 401 || status === 403) {
-      return { kind: 'refused', reason: `no merge request note: GitLab refused the token (HTTP ${status}); ${GITLAB_TOKEN_VARIABLE} needs the api scope and at least the Reporter role` };
+      return {
+        kind: 'refused',
+        reason: `no merge request note: GitLab refused the token (HTTP ${status}); ${GITLAB_TOKEN_VARIABLE} needs the api scope and at least the Reporter role`,
+      };
     }
     if (status === 404) return { kind: 'refused', reason: `no merge request note: merge request !${mergeRequestIid} was not found` };
     throw error;

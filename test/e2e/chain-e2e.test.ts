@@ -43,9 +43,12 @@ describe('provision run: the four steps on two SSH hosts and a local one', () =>
     await cp(sitePlaybook, join(fx.dir, 'site.yml'));
     // The db host's sshd comes up 3 s after start(): the wait has something real to wait for.
     await db.start();
-    result = await fx.cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', 'edge', '--ssh-wait', '60s', '--run-secrets', 'secrets.yml', '--seal-key', sealKey], {
-      env: { GITHUB_TOKEN: 'ghs_callertoken123456', TF_VAR_leak: 'tf-var-value', AWS_SECRET_ACCESS_KEY: 'aws-secret-value-xyz' },
-    });
+    result = await fx.cli(
+      ['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', 'edge', '--ssh-wait', '60s', '--run-secrets', 'secrets.yml', '--seal-key', sealKey],
+      {
+        env: { GITHUB_TOKEN: 'ghs_callertoken123456', TF_VAR_leak: 'tf-var-value', AWS_SECRET_ACCESS_KEY: 'aws-secret-value-xyz' },
+      },
+    );
   });
 
   afterAll(async () => {
@@ -86,8 +89,20 @@ describe('provision run: the four steps on two SSH hosts and a local one', () =>
       const known = join(fx.dir, `known-${host.id}`);
       await writeFile(known, `${host.knownHostsName} ${await host.hostPublicKey()}\n`);
       const login = await runProcess('ssh', [
-        '-i', fx.fleet.privateKeyPath, '-p', String(host.port), '-o', `UserKnownHostsFile=${known}`, '-o', 'StrictHostKeyChecking=yes',
-        '-o', 'BatchMode=yes', '-o', 'IdentitiesOnly=yes', `exocomp@${host.address}`, 'id -un',
+        '-i',
+        fx.fleet.privateKeyPath,
+        '-p',
+        String(host.port),
+        '-o',
+        `UserKnownHostsFile=${known}`,
+        '-o',
+        'StrictHostKeyChecking=yes',
+        '-o',
+        'BatchMode=yes',
+        '-o',
+        'IdentitiesOnly=yes',
+        `exocomp@${host.address}`,
+        'id -un',
       ]);
       expect(login.stdout.trim(), login.stderr).toBe('exocomp');
     }

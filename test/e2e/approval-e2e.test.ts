@@ -53,11 +53,7 @@ describe('--require-approval', () => {
     const exited = () => (run.child.exitCode === null ? undefined : `the CLI exited ${run.child.exitCode}`);
     const id = await waitFor('the workflow id', () => /"id":"(edge-[0-9a-f]+)"/.exec(stdout)?.[1], { gaveUp: exited });
     // Still waiting: nothing applied while the decision is pending.
-    await waitFor(
-      'the awaiting-approval record',
-      async () => JSON.parse((await fx.ledgerFile(`workflows/${id}.json`)) ?? '{}').state === 'awaiting-approval',
-      { gaveUp: exited },
-    );
+    await waitFor('the awaiting-approval record', async () => JSON.parse((await fx.ledgerFile(`workflows/${id}.json`)) ?? '{}').state === 'awaiting-approval', { gaveUp: exited });
     expect(await fx.applyCount()).toBe(0);
     expect(run.child.exitCode).toBeNull();
     const approved = await fx.cli(['approval', 'decide', id, '--approve', '--by', 'reviewer', ...fx.ledgerArgs]);

@@ -104,9 +104,7 @@ describe('the root action on a pull request: failure, re-run, resume', () => {
 
     const masked = `${first.stdout}\n${second.stdout}`;
     for (const value of [sealKey, WRITE_TOKEN, basicAuth, fleetKeyLine]) expect(masked).toContain(`::add-mask::${value}`);
-    const sentComments = fx.double.requests
-      .filter((request) => request.route?.includes('/comments') && request.method !== 'GET')
-      .map((request) => JSON.stringify(request.body));
+    const sentComments = fx.double.requests.filter((request) => request.route?.includes('/comments') && request.method !== 'GET').map((request) => JSON.stringify(request.body));
     expect(sentComments.length).toBeGreaterThanOrEqual(2);
     const history = await fx.ledgerHistory();
     expect(history).toContain('sealed/edge.json');

@@ -18,7 +18,19 @@ describe('exocomp drift', () => {
   const inventory = (extra: Record<string, unknown> = {}) => ({ all: { hosts: { web1: { ...sshHostVars(web), ...extra } } } });
 
   const drift = async (extra: string[] = []): Promise<CliResult & { report: DriftReport }> => {
-    const result = await fx.cli(['drift', fx.workspace, '--playbook', 'site.yml', '--inventory', 'tf:edge', ...fx.common, '--fleet-key', fx.fleet.privateKeyPath, '--json', ...extra]);
+    const result = await fx.cli([
+      'drift',
+      fx.workspace,
+      '--playbook',
+      'site.yml',
+      '--inventory',
+      'tf:edge',
+      ...fx.common,
+      '--fleet-key',
+      fx.fleet.privateKeyPath,
+      '--json',
+      ...extra,
+    ]);
     const line = result.stdout.split('\n').find((l) => l.startsWith('{"result"'));
     if (line === undefined) throw new Error(`no JSON result (exit ${result.code})\n${result.stdout}\n${result.stderr}`);
     return { ...result, report: (JSON.parse(line) as { result: { report: DriftReport } }).result.report };
