@@ -1,6 +1,6 @@
 /**
  * The ledger as git refs, read and written without a work tree (ADR 0001,
- * ADR 0009 for the layout: one branch per record, see layout.ts).
+ * ADR 0013 for the layout: one branch per record, see layout.ts).
  *
  * A bare cache repository per remote holds the objects. A read is one fetch of
  * every ledger ref, tips only (`--depth=1`), then one `for-each-ref`, one

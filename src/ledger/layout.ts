@@ -1,5 +1,5 @@
 /**
- * How the ledger's files map onto git refs (ADR 0009). The configured branch
+ * How the ledger's files map onto git refs (ADR 0013). The configured branch
  * name B stands for two things:
  *
  * - `refs/heads/B-records/<record>`: one branch per record. A record is one
