@@ -28,7 +28,7 @@ describe('a converge split over 3 shards', () => {
   beforeAll(async () => {
     fx = await createChainFixture('edge');
     await writeFile(join(fx.dir, 'trivial.yml'), PLAY);
-    const local = { ansible_connection: 'local', ansible_python_interpreter: '{{ ansible_playbook_python }}' };
+    const local = { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' };
     await fx.setInventory({ all: { hosts: Object.fromEntries(HOSTS.map((h) => [h, local])) } });
     const apply = await fx.cli(['workspace', 'apply', fx.workspace, '--workspace-name', 'fleet', ...fx.common]);
     expect(apply.code, apply.stderr).toBe(0);

@@ -141,7 +141,8 @@ describe('bad input: clear error, non-zero exit, untouched ledger', () => {
 
   it('an unreachable ledger remote', async () => {
     const result = await fx.cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys.map((a) => (a === fx.ledger ? join(fx.dir, 'no-such-ledger.git') : a))]);
-    expect(result.code).toBe(1);
+    // A --ledger path that names no repository is bad usage (--ledger-init creates one).
+    expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/ledger/i);
     expect(await ledgerHead(fx)).toBe(before);
   });

@@ -44,7 +44,7 @@ describe('provision resume with overrides', () => {
     const before = await fx.ledgerMessages();
     const result = await fx.cli(['provision', 'resume', id, ...fx.keys, '--playbook', 'gone.yml']);
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain('playbook gone.yml does not exist');
+    expect(result.stderr).toContain('--playbook "gone.yml" does not exist');
     expect(await fx.ledgerMessages()).toEqual(before);
   });
 });
