@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { runProcess } from '../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair } from '../test/support/loopback-host.js';
 import { fixtureWorkspacesDir, standinPath } from '../test/support/tofu-standin.js';
-import { sideBySide } from './side-by-side.js';
+import { sideBySide, provisionRunArgs } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -60,28 +60,9 @@ async function round(kind: 'exocomp' | 'bare', dir: string): Promise<number> {
     );
     await cp(join(root, 'examples/demo/site.yml'), join(ws, 'site.yml'));
     await runProcess('git', ['init', '-q', '--bare', join(ws, 'ledger.git')]);
-    const result = await runProcess(
-      process.execPath,
-      [
-        join(root, 'dist/cli.js'),
-        'provision',
-        'run',
-        ws,
-        join(ws, 'site.yml'),
-        '--json',
-        '--workspace-name',
-        'bench',
-        '--ledger',
-        join(ws, 'ledger.git'),
-        '--tofu-binary',
-        standinPath,
-        '--fleet-key',
-        fleet.privateKeyPath,
-        '--bootstrap-key',
-        bootstrap.privateKeyPath,
-      ],
-      { cwd: ws },
-    );
+    const result = await runProcess(process.execPath, provisionRunArgs(join(root, 'dist/cli.js'), ws, standinPath, fleet.privateKeyPath, bootstrap.privateKeyPath, '--json'), {
+      cwd: ws,
+    });
     if (result.code !== 0) throw new Error(`exocomp run failed:\n${result.stdout}\n${result.stderr}`);
     const onboard = result.stdout
       .split('\n')

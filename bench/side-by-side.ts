@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 /** Rounds of exocomp beside a baseline, alternating which goes first, and the medians of each. */
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -12,4 +13,26 @@ export async function sideBySide<K extends string>(kinds: readonly [K, K], round
     }
   }
   return Object.fromEntries(kinds.map((k) => [k, median(times[k])])) as Record<K, number>;
+}
+
+/** The `exocomp provision run` both benchmarks time: the workspace's own site.yml, its ledger, the stand-in and the two keys. */
+export function provisionRunArgs(cli: string, ws: string, tofu: string, fleetKey: string, bootstrapKey: string, ...extra: string[]): string[] {
+  return [
+    cli,
+    'provision',
+    'run',
+    ws,
+    join(ws, 'site.yml'),
+    ...extra,
+    '--workspace-name',
+    'bench',
+    '--ledger',
+    join(ws, 'ledger.git'),
+    '--tofu-binary',
+    tofu,
+    '--fleet-key',
+    fleetKey,
+    '--bootstrap-key',
+    bootstrapKey,
+  ];
 }
