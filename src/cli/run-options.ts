@@ -22,10 +22,10 @@ export function addKeyOptions(command: Command): Command {
     .addOption(new Option('--run-secrets <file>', 'YAML/JSON mapping of environment name → value handed to the play'));
 }
 
+/** Tofu options of commands that only plan (drift): no --allow-local-state, since nothing is applied. */
 export function addTofuOptions(command: Command): Command {
   return command
     .addOption(new Option('--tofu-binary <path>', 'OpenTofu/Terraform binary (default: tofu, else terraform, on PATH)'))
-    .addOption(allowLocalStateOption())
     .addOption(new Option('--workspace-name <name>', 'name of the standing inventory tf:<name> (default: the workspace directory name)'))
     .addOption(
       new Option(
@@ -33,6 +33,11 @@ export function addTofuOptions(command: Command): Command {
         'YAML/JSON mapping of input variables, written to exocomp.auto.tfvars.json and kept in the ledger for resume (no secrets: use TF_VAR_* for sensitive variables)',
       ),
     );
+}
+
+/** Tofu options of commands that apply a workspace. */
+export function addApplyOptions(command: Command): Command {
+  return addTofuOptions(command).addOption(allowLocalStateOption());
 }
 
 export function allowLocalStateOption(): Option {

@@ -144,6 +144,10 @@ beforeAll(async () => {
     path.join(project, 'merge-request.yml'),
     ['include:', '  - local: templates/plan.yml', '    inputs:', '      workspace: edge', '      playbook: site.yml', ''].join('\n'),
   );
+  await writeFile(
+    path.join(project, 'merge-request-local-state.yml'),
+    ['include:', '  - local: templates/plan.yml', '    inputs:', '      workspace: edge', '      playbook: site.yml', '      allow-local-state: true', ''].join('\n'),
+  );
   await run('git', ['init', '--quiet', '-b', 'main']);
   await run('git', ['remote', 'add', 'origin', `${double.url}/${PROJECT.path}.git`]);
   await run('git', ['add', '-A']);
@@ -314,5 +318,31 @@ describe('templates/plan.yml in a merge request pipeline', () => {
     expect(JSON.parse(await readFile(report, 'utf8'))).toEqual({ create: 1, update: 0, delete: 0 });
     expect(double.state.notes.some((n) => n.author === 'project_42_bot' && n.body.includes(`<!-- exocomp:status:edge-${pipeline} -->`))).toBe(true);
     expect(double.violations).toEqual([]);
+  }, 300_000);
+});
+
+describe('templates/plan.yml with a workspace that keeps its state on the runner (issue 13, item 1)', () => {
+  // gitlab-ci-local says GITLAB_CI=false; a GitLab runner says true, and only then is local state refused.
+  const onGitLab = (jobId: number, pipeline: number) => ({ ...asUser('alice', jobId), CI_PIPELINE_ID: String(pipeline), GITLAB_CI: 'true' });
+
+  it('refuses it by default, showing a remote backend block, and records nothing', async () => {
+    const plan = await runPipeline({ cwd: project, env, file: 'merge-request.yml', variables: { ...onGitLab(830, 730), CI_PIPELINE_SOURCE: 'merge_request_event' } });
+    expect(plan.code, `${plan.stdout}\n${plan.stderr}`).not.toBe(0);
+    expect(plan.stdout).toMatch(/keeps its OpenTofu state on this runner/);
+    expect(plan.stdout).toContain('backend "http"');
+    expect(plan.stdout).toContain('allow-local-state: true');
+    expect(await ledgerFile('workflows/edge-730.json')).toBeUndefined();
+  }, 300_000);
+
+  it('plans it with the allow-local-state input (the apply warns)', async () => {
+    const plan = await runPipeline({
+      cwd: project,
+      env,
+      file: 'merge-request-local-state.yml',
+      variables: { ...onGitLab(831, 731), CI_PIPELINE_SOURCE: 'merge_request_event' },
+    });
+    expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
+    expect(plan.stdout).not.toMatch(/keeps its OpenTofu state on this runner/);
+    expect(JSON.parse((await ledgerFile('workflows/edge-731.json')) ?? '{}')).toMatchObject({ state: 'awaiting-approval' });
   }, 300_000);
 });

@@ -47,6 +47,19 @@ describe('exocomp CLI', () => {
     expect(out.join('\n')).toMatch(new RegExp(`Usage: exocomp ${path.join(' ')}`));
   });
 
+  it('offers --allow-local-state only where a workspace is applied (drift never applies)', async () => {
+    const help = async (path: string[]) => {
+      const { io, out } = capture();
+      await main([...path, '--help'], io);
+      return out.join('\n');
+    };
+    expect(await help(['provision', 'run'])).toContain('--allow-local-state');
+    expect(await help(['provision', 'resume'])).toContain('--allow-local-state');
+    expect(await help(['workspace', 'apply'])).toContain('--allow-local-state');
+    expect(await help(['drift'])).toContain('--tofu-binary');
+    expect(await help(['drift'])).not.toContain('--allow-local-state');
+  });
+
   it('every command that does work has --json', () => {
     const program = buildProgram(capture().io);
     const leaves = paths.filter((p) => {

@@ -12,7 +12,7 @@ import { newWorkflowId } from '../../app/provision.js';
 import type { AppContext } from '../../app/context.js';
 import { applyResumeOverrides } from '../../app/resume-overrides.js';
 import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
-import { addKeyOptions, addPlayOptions, addTofuOptions, allowLocalStateOption, readVars, runInputs, workspaceNameFor } from '../run-options.js';
+import { addKeyOptions, addPlayOptions, addApplyOptions, allowLocalStateOption, readVars, runInputs, workspaceNameFor } from '../run-options.js';
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
@@ -39,7 +39,7 @@ export function registerProvision(program: Command, io: Io): void {
   addLedgerOptions(
     addPlayOptions(
       addKeyOptions(
-        addTofuOptions(
+        addApplyOptions(
           provision
             .command('run')
             .description('apply → bounded SSH wait → onboard with pinned host keys → configure')

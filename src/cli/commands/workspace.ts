@@ -1,13 +1,13 @@
 import type { Command } from 'commander';
 import { applyWorkspace } from '../../app/apply-workspace.js';
 import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
-import { addTofuOptions, readVars, runInputs, workspaceNameFor } from '../run-options.js';
+import { addApplyOptions, readVars, runInputs, workspaceNameFor } from '../run-options.js';
 import { Option } from 'commander';
 
 export function registerWorkspace(program: Command, io: Io): void {
   const workspace = program.command('workspace').description('apply workspaces outside a provision chain');
   addLedgerOptions(
-    addTofuOptions(
+    addApplyOptions(
       workspace
         .command('apply')
         .description('plan and apply a workspace, then refresh its standing inventory tf:<name> and seal its sensitive outputs')

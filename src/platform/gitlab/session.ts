@@ -54,6 +54,7 @@ const settingsSchema = z.object({
   EXOCOMP_LEDGER_BRANCH: z.string().default(DEFAULT_LEDGER_BRANCH),
   EXOCOMP_LEDGER_PROJECT: z.string().optional(),
   EXOCOMP_STATE: z.enum(['local', 'gitlab']).default('local'),
+  EXOCOMP_ALLOW_LOCAL_STATE: flag,
   EXOCOMP_SSH_WAIT: z.string().default('5m'),
   EXOCOMP_ONBOARD_USER: z.string().default('exocomp'),
   EXOCOMP_TOFU_BINARY: z.string().optional(),
@@ -212,6 +213,7 @@ function runInputs(settings: GitLabSettings, secrets: SecretRegistry): RunInputs
   secrets.add(sealKey);
   return {
     ...(settings.EXOCOMP_TOFU_BINARY ? { tofuBinary: settings.EXOCOMP_TOFU_BINARY } : {}),
+    ...(settings.EXOCOMP_ALLOW_LOCAL_STATE ? { allowLocalState: true } : {}),
     // File variables: GitLab writes the key to a file and the variable holds its path.
     ...(settings.EXOCOMP_FLEET_KEY ? { fleetKeyPath: settings.EXOCOMP_FLEET_KEY } : {}),
     ...(settings.EXOCOMP_BOOTSTRAP_KEY ? { bootstrapKeyPath: settings.EXOCOMP_BOOTSTRAP_KEY } : {}),
