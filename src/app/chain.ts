@@ -93,7 +93,7 @@ export async function runChain(
     if (app.interrupt?.aborted) return { workflow, ok: false };
     workflow = await arm(app, workflowId, step.name, holder, probe);
     const attempt = stepOf(workflow, step.name).attempts;
-    app.progress.emit({ type: 'step-started', step: step.name, index, total, attempt });
+    app.progress.emit({ type: 'step-started', workflow: workflowId, step: step.name, index, total, attempt });
     const started = app.now().getTime();
     const beat = keepStepAlive(app, workflowId, step.name, holder, inputs, options.heartbeatMs);
     let outcome: { ok: true; detail: string } | { ok: false; error: unknown };

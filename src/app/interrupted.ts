@@ -4,8 +4,8 @@
  * probe judges the holder: gone (continue it), live, or unknown (never touched).
  * The faces' sweepers start the continuations their own way.
  */
-import type { Lease, Workflow } from '../domain/workflow.js';
-import { listWorkflows } from '../ledger/records.js';
+import { failStep, stepOf, type Lease, type StepName, type Workflow } from '../domain/workflow.js';
+import { listWorkflows, readWorkflow, RecordWrites } from '../ledger/records.js';
 import type { AppContext } from './context.js';
 import type { HolderProbe } from './lease.js';
 
@@ -46,4 +46,25 @@ export async function stepsHeldByCi(app: AppContext, origin: Exclude<Lease['orig
     held.push({ workflow, step: step.name, holder: gone === true ? 'gone' : gone === false ? 'live' : 'unknown' });
   }
   return held;
+}
+
+/**
+ * Records a step its CI job left `running` under its own lease because the
+ * job's process was killed before it could record anything (a runner that
+ * killed it outright, a lost process): failed as `interrupted`, with `reason`
+ * as its failure context and its lease released, so a re-run or
+ * `provision resume` continues from it at once. Returns undefined, writing
+ * nothing, when `holder` no longer holds the step (the step was recorded, or
+ * another runner took it over).
+ */
+export async function recordAbandonedStep(app: AppContext, workflowId: string, step: StepName, holder: string, reason: string): Promise<Workflow | undefined> {
+  return app.store.update((snapshot) => {
+    const workflow = readWorkflow(snapshot, workflowId);
+    const current = workflow === undefined ? undefined : stepOf(workflow, step);
+    if (!workflow || current?.state !== 'running' || current.lease?.holder !== holder) {
+      return { writes: new Map(), message: '', result: undefined };
+    }
+    const next = failStep(workflow, step, holder, app.now(), { kind: 'interrupted', summary: `${step} interrupted: ${reason}` });
+    return { writes: new RecordWrites().workflow(next), message: `${workflowId}: ${step} failed (interrupted)`, result: next };
+  });
 }

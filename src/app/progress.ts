@@ -8,7 +8,7 @@ import type { StepName } from '../domain/workflow.js';
 
 export type ProgressEvent =
   | { type: 'workflow-created'; id: string; where: string }
-  | { type: 'step-started'; step: StepName; index: number; total: number; attempt: number }
+  | { type: 'step-started'; workflow: string; step: StepName; index: number; total: number; attempt: number }
   | { type: 'step-skipped'; step: StepName; index: number; total: number; reason: string }
   | { type: 'step-succeeded'; step: StepName; index: number; total: number; durationMs: number; detail?: string }
   | { type: 'step-failed'; step: StepName; index: number; total: number; durationMs: number; summary: string }

@@ -8,7 +8,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { events, type ActionResult } from '../support/action-runner.js';
+import { events, RunnerJob, type ActionResult } from '../support/action-runner.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
 import { BOT, chainInputs, createActionFixture, describeRun, logWithoutMaskCommands, READ_TOKEN, REPOSITORY, WRITE_TOKEN, type ActionFixture } from './helpers.js';
 
@@ -23,6 +23,7 @@ describe('the root action on a pull request: failure, re-run, resume', () => {
   let host: LoopbackHost;
   let first: ActionResult;
   let second: ActionResult;
+  const posts: Array<{ post: ActionResult | undefined; api: number; git: number }> = [];
   let foreignCommentId: number;
   const foreignBody = `<!-- exocomp:workflow=${ID} -->\nI copied the marker; leave me alone.`;
 
@@ -37,10 +38,21 @@ describe('the root action on a pull request: failure, re-run, resume', () => {
     foreignCommentId = fx.double.addComment(PR, 'mallory', foreignBody).id;
     const inputs = await chainInputs(fx, { 'ssh-wait': '3s', 'seal-key': sealKey, 'run-secrets': `GREETING: ${JSON.stringify(runSecret)}\n` });
     const event = events.pullRequest(REPOSITORY, PR, 'alice');
-    // Attempt 1: the host is down, so ssh-wait fails after the apply.
-    first = await fx.run('provision', { runId: RUN_ID, runAttempt: 1, event, with: inputs });
-    await host.start();
-    second = await fx.run('provision', { runId: RUN_ID, runAttempt: 2, event, with: inputs });
+    // Attempt 1: the host is down, so ssh-wait fails after the apply. Each attempt is a job with its post step.
+    for (const attempt of [1, 2]) {
+      const job = await RunnerJob.start();
+      try {
+        if (attempt === 2) await host.start();
+        const main = await fx.run('provision', { runId: RUN_ID, runAttempt: attempt, event, with: inputs, runnerJob: job });
+        const before = { api: fx.double.requests.length, git: fx.double.gitRequests.length };
+        const post = await job.post(main);
+        posts.push({ post, api: fx.double.requests.length - before.api, git: fx.double.gitRequests.length - before.git });
+        if (attempt === 1) first = main;
+        else second = main;
+      } finally {
+        await job.close();
+      }
+    }
   });
 
   afterAll(async () => {
@@ -85,6 +97,17 @@ describe('the root action on a pull request: failure, re-run, resume', () => {
     expect(edits.length).toBeGreaterThanOrEqual(1);
     expect(edits.every((request) => request.params.comment_id === String(ours[0]!.id))).toBe(true);
     expect(fx.double.violations).toEqual([]);
+  });
+
+  it('runs the post step after each attempt, which finds every step recorded and does nothing: no ledger, no API, no failure', () => {
+    expect(posts).toHaveLength(2);
+    for (const { post, api, git } of posts) {
+      expect(post, 'the root action declares a post step').toBeDefined();
+      expect(post!.code, describeRun(post!)).toBe(0);
+      expect([api, git]).toEqual([0, 0]);
+      expect(post!.annotations).toEqual([]);
+      expect(post!.log.trim()).toBe('');
+    }
   });
 
   it('writes the ledger view into the job summary, with run links and attempts', () => {

@@ -58,6 +58,8 @@ export interface RunOptions {
   runnerJob?: RunnerJob;
   /** Cancel the workflow once the step's output satisfies this (see ActionInvocation.cancelWhen). */
   cancelWhen?: (output: string) => boolean;
+  /** Kill the step's process tree outright (SIGKILL) once its output satisfies this (see ActionInvocation.killWhen). */
+  killWhen?: (output: string) => boolean;
 }
 
 export async function createActionFixture(workspaceFixture = 'edge'): Promise<ActionFixture> {
@@ -107,6 +109,7 @@ export async function createActionFixture(workspaceFixture = 'edge'): Promise<Ac
         workspace: checkout,
         env: { EXOCOMP_TOFU_STANDIN_LOG: standinLog, ...options.env },
         ...(options.cancelWhen ? { cancelWhen: options.cancelWhen } : {}),
+        ...(options.killWhen ? { killWhen: options.killWhen } : {}),
       };
       return options.runnerJob ? options.runnerJob.step(invocation) : runActionBundle(invocation);
     },

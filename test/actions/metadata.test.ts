@@ -14,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
 import { renderGitHubSchedule, type ScheduleSpec } from '../../src/domain/schedule.js';
 import { ACTION_INPUTS } from '../../src/platform/github/inputs.js';
+import { CHAIN_ACTIONS } from '../../src/platform/github/running-step.js';
 import { actionYmlPath, readActionMetadata, repoRoot } from '../support/action-runner.js';
 
 const javascriptActions = Object.keys(ACTION_INPUTS);
@@ -48,6 +49,18 @@ describe('action.yml files and the settings schemas', () => {
     expect(relative(repoRoot, main)).toBe(`dist/${action}/index.js`);
     expect(existsSync(main)).toBe(true);
     expect(metadata.branding).toEqual({ icon: expect.any(String), color: expect.any(String) });
+  });
+
+  it.each(javascriptActions)('%s: declares the post step exactly when it runs chain steps', async (action) => {
+    const metadata = await readActionMetadata(action);
+    if (!(CHAIN_ACTIONS as readonly string[]).includes(action)) {
+      expect(metadata.runs.post).toBeUndefined();
+      return;
+    }
+    const post = resolve(dirname(actionYmlPath(action)), metadata.runs.post ?? '');
+    expect(relative(repoRoot, post)).toBe('dist/post/index.js');
+    expect(existsSync(post)).toBe(true);
+    expect(metadata.runs['post-if']).toBe('always()');
   });
 
   it('gives the root action the inputs and outputs of the issue', async () => {

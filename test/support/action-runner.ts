@@ -82,6 +82,13 @@ export interface ActionInvocation {
    * process tree is killed, as the runner does.
    */
   cancelWhen?: (output: string) => boolean;
+  /**
+   * The step's whole process tree is killed with SIGKILL once its output so
+   * far satisfies this, with no signal before it: no handler runs (the
+   * runner's final kill without the step having stopped in its windows, or a
+   * process lost on the runner). The job counts as cancelled.
+   */
+  killWhen?: (output: string) => boolean;
 }
 
 export type CancelSignal = 'SIGINT' | 'SIGTERM' | 'SIGKILL';
@@ -203,7 +210,7 @@ export class RunnerJob {
     if (!entry) return undefined;
     if (!evaluatePostIf(metadata.runs['post-if'] ?? 'always()', this.status)) return undefined;
     const state = Object.fromEntries(Object.entries(main.state).map(([name, value]) => [`STATE_${name}`, value]));
-    const { cancelWhen: _ignored, ...invocation } = main.invocation;
+    const { cancelWhen: _cancel, killWhen: _kill, ...invocation } = main.invocation;
     return this.runEntry(invocation, metadata, entry, state);
   }
 
@@ -275,7 +282,7 @@ export class RunnerJob {
     };
     let command = [process.execPath, main];
     if (invocation.loopbackHostname) {
-      if (invocation.cancelWhen) throw new Error('the harness cannot cancel a step run behind a loopback host name (the launcher does not forward signals)');
+      if (invocation.cancelWhen || invocation.killWhen) throw new Error('the harness cannot cancel a step run behind a loopback host name (the launcher does not forward signals)');
       const hosts = join(dir, 'hosts');
       await writeFile(hosts, `${await readFile('/etc/hosts', 'utf8')}\n127.0.0.1 ${invocation.loopbackHostname}\n`);
       // unshare -m makes mounts private: the bind mount is seen by this step only and ends with it. No shell in
@@ -334,12 +341,21 @@ async function spawnStep(
   let cancelled: Promise<CancelSignal[]> | undefined;
   const seen = new Map<number, ProcessIdentity>();
   let watcher: NodeJS.Timeout | undefined;
-  if (invocation.cancelWhen) {
+  if (invocation.cancelWhen || invocation.killWhen) {
     // Every descendant ever seen, so the test can tell which ones outlived the step.
     watcher = setInterval(() => void collectDescendants(child.pid!, seen), 100);
   }
   const check = () => {
-    if (cancelled || !invocation.cancelWhen?.(out + err)) return;
+    if (cancelled) return;
+    if (invocation.killWhen?.(out + err)) {
+      cancelled = (async () => {
+        await collectDescendants(child.pid!, seen);
+        for (const pid of [child.pid!, ...seen.keys()]) killQuietly(pid);
+        return ['SIGKILL'] satisfies CancelSignal[];
+      })();
+      return;
+    }
+    if (!invocation.cancelWhen?.(out + err)) return;
     cancelled = (async () => {
       await collectDescendants(child.pid!, seen);
       const signals: CancelSignal[] = ['SIGINT'];

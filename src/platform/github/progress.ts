@@ -17,7 +17,11 @@ export class GitHubProgress implements ProgressListener {
   private open = false;
   private readonly text = new CommandFreeText();
 
+  /** `observe` sees every event first (the chain's actions remember the running step for their post step). */
+  constructor(private readonly observe?: (event: ProgressEvent) => void) {}
+
   emit(event: ProgressEvent): void {
+    this.observe?.(event);
     if (event.type === 'info') {
       this.text.write(event.message);
       return;

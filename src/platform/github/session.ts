@@ -28,6 +28,8 @@ import { createGitHub } from './octokit.js';
 import type { GitHubPort } from './port.js';
 import { githubPlatform } from './platform.js';
 import { GitHubProgress } from './progress.js';
+import { isChainAction, RunningStepMemo } from './running-step.js';
+import { ciHolder } from './holder.js';
 import { readRunContext, type RunContext } from './run-context.js';
 import { statusMarkdown, type StatusOptions } from './status.js';
 
@@ -61,7 +63,9 @@ export async function runAction<N extends ActionName>(
   options: { artifacts?: (run: RunContext, token: string, retentionDays: number) => ArtifactPort } = {},
 ): Promise<void> {
   const secrets = new SecretRegistry((value) => core.setSecret(value));
-  const progress = new GitHubProgress();
+  // The chain's actions tell their post step which step is running (./post-step.ts).
+  const runningStep = isChainAction(name) ? new RunningStepMemo(name) : undefined;
+  const progress = new GitHubProgress(runningStep ? (event) => runningStep.observe(event) : undefined);
   // The runner signals only this process, so the running tool gets the SIGINT forwarded.
   const interrupt = interruptOnSignals(
     () => 'SIGINT',
@@ -75,6 +79,7 @@ export async function runAction<N extends ActionName>(
       (value) => secrets.add(value),
     ) as Session<N>['settings'];
     const run = readRunContext(process.env, process.cwd());
+    runningStep?.heldBy(ciHolder(run).id);
     const {
       token = '',
       'comment-author': commentAuthor,
