@@ -153,13 +153,14 @@ export function recommendShards(hostCount: number, hostsPerSecond: number, windo
 
 /**
  * The shard of a GitLab job run with `parallel: N`: CI_NODE_INDEX (1-based) of
- * CI_NODE_TOTAL. A job without `parallel` has neither: the whole inventory.
+ * CI_NODE_TOTAL. A job without `parallel` has no CI_NODE_INDEX (GitLab still
+ * sets CI_NODE_TOTAL to 1): the whole inventory.
  */
 export function shardFromGitLabEnv(env: Readonly<Record<string, string | undefined>>): ShardSpec | undefined {
-  const index = env.CI_NODE_INDEX;
-  const total = env.CI_NODE_TOTAL;
-  if ((index === undefined || index === '') && (total === undefined || total === '')) return undefined;
-  if (index === undefined || total === undefined) {
+  const index = env.CI_NODE_INDEX ?? '';
+  const total = env.CI_NODE_TOTAL ?? '';
+  if (index === '' && (total === '' || total === '1')) return undefined;
+  if (index === '' || total === '') {
     throw new UsageError('CI_NODE_INDEX and CI_NODE_TOTAL must both be set', 'run the job with `parallel: N`, or set neither');
   }
   return checkShardSpec(parseShardNumber(index, 'CI_NODE_INDEX'), parseShardNumber(total, 'CI_NODE_TOTAL'));

@@ -17,6 +17,11 @@ import { gitlabHolderId, parseGitLabHolderId, readGitLabJob, type GitLabJob } fr
 import { openGitLabLedger } from '../../src/platform/gitlab/ledger.js';
 import { createGitLabLog } from '../../src/platform/gitlab/log.js';
 import { findMergeRequest, statusMarker, upsertStatusNote } from '../../src/platform/gitlab/status-note.js';
+import { publishGitLabDriftIssue } from '../../src/platform/gitlab/drift-issue.js';
+import { gitlabJobEnv } from '../../src/platform/gitlab/job-env.js';
+import { configurationDrift, infrastructureDrift, type DriftReport } from '../../src/domain/drift.js';
+import { DRIFT_ISSUE_LABEL, driftIssueMarker } from '../../src/domain/drift-issue.js';
+import { planJsonSchema } from '../../src/domain/plan.js';
 import { gitlabStateEnv } from '../../src/platform/gitlab/tofu-state.js';
 import { GitLabDouble } from '../support/gitlab-double.js';
 
@@ -71,7 +76,7 @@ afterAll(async () => {
 });
 
 beforeEach(() => {
-  Object.assign(double.state, { projects: [{ ...PROJECT }], mergeRequests: [], notes: [], deployments: [], schedules: [], triggered: [] });
+  Object.assign(double.state, { projects: [{ ...PROJECT }], mergeRequests: [], notes: [], deployments: [], schedules: [], issues: [], triggered: [] });
   double.state.tokens[BOT_TOKEN] = { kind: 'project', username: 'project_42_bot', scopes: ['api'] };
   double.state.tokens[READER_TOKEN] = { kind: 'personal', username: 'reader', scopes: ['read_api', 'read_repository'] };
   jobToken = double.jobToken({ id: 77, projectId: 42, name: 'apply', stage: 'apply', status: 'running', pipelineId: 500, user: 'alice', ref: 'main', sha: SHA });
@@ -148,6 +153,58 @@ describe('sticky merge request note', () => {
   });
 });
 
+describe('the sticky drift issue', () => {
+  const RUN = 'http://gitlab.invalid/acme/infra/-/jobs/77';
+  const redact = (text: string) => text;
+  function report(drifted: boolean): DriftReport {
+    const plan = planJsonSchema.parse({ format_version: '1.2', resource_changes: drifted ? [{ address: 'terraform_data.hosts', change: { actions: ['update'] } }] : [] });
+    return {
+      workspace: 'edge',
+      checkedAt: '2026-11-30T23:00:00.000Z',
+      infrastructure: { ok: true, value: infrastructureDrift(plan, 'f', []) },
+      configuration: { ok: true, value: configurationDrift({ checkedHosts: ['web1'], results: [], keyMismatches: [], unreachableBeforePlay: [] }) },
+    };
+  }
+
+  it('is opened while drift exists, updated, and closed with a note once clean; an issue someone else wrote with the marker is left alone', async () => {
+    double.state.issues.push({
+      projectId: 42,
+      iid: 1,
+      title: 'Drift in tf:edge',
+      description: `${driftIssueMarker('edge')}\nforged`,
+      state: 'opened',
+      labels: [DRIFT_ISSUE_LABEL],
+      author: 'mallory',
+      notes: [],
+      createdAt: '',
+      updatedAt: '',
+      closedAt: null,
+    });
+    const opened = await publishGitLabDriftIssue(api(BOT_TOKEN), 42, report(true), { runUrl: RUN, redact });
+    expect(opened).toMatchObject({ kind: 'published', action: 'open', number: 2, line: expect.stringContaining('drift issue #2: opened') });
+    const ours = double.state.issues.find((i) => i.iid === 2);
+    expect(ours).toMatchObject({ title: 'Drift in tf:edge', labels: [DRIFT_ISSUE_LABEL], author: 'project_42_bot', state: 'opened' });
+    expect(ours?.description).toContain('terraform_data.hosts');
+    expect(await publishGitLabDriftIssue(api(BOT_TOKEN), 42, report(true), { runUrl: RUN, redact })).toMatchObject({ action: 'update', number: 2 });
+    expect(double.state.issues.filter((i) => i.author === 'project_42_bot')).toHaveLength(1);
+    expect(await publishGitLabDriftIssue(api(BOT_TOKEN), 42, report(false), { runUrl: RUN, redact })).toMatchObject({ action: 'close', number: 2 });
+    expect(ours).toMatchObject({ state: 'closed', notes: [{ author: 'project_42_bot', body: expect.stringContaining('No drift any more') }] });
+    expect(double.state.issues.find((i) => i.iid === 1)).toMatchObject({ state: 'opened', description: `${driftIssueMarker('edge')}\nforged`, notes: [] });
+    expect(await publishGitLabDriftIssue(api(BOT_TOKEN), 42, report(false), { runUrl: RUN, redact })).toMatchObject({ action: 'none' });
+    expect(double.violations).toEqual([]);
+  });
+
+  it('is a notice without an access token (the job token cannot reach issues), or with one that may only read', async () => {
+    expect(await publishGitLabDriftIssue(api(), 42, report(true), { runUrl: RUN, redact })).toEqual({ kind: 'refused', reason: expect.stringContaining('EXOCOMP_GITLAB_TOKEN') });
+    expect(await publishGitLabDriftIssue(api(READER_TOKEN), 42, report(true), { runUrl: RUN, redact })).toMatchObject({
+      kind: 'refused',
+      reason: expect.stringContaining('HTTP 403'),
+    });
+    expect(double.state.issues).toEqual([]);
+    expect(double.violations).toEqual([]);
+  });
+});
+
 describe('ledger push', () => {
   const ledgerHead = async () => (await runProcess('git', ['--git-dir', join(scratch, 'git/acme/infra.git'), 'for-each-ref', '--format=%(refname) %(objectname)'])).stdout;
 
@@ -170,6 +227,25 @@ describe('ledger push', () => {
     expect(await ledgerHead()).toMatch(/refs\/heads\/exocomp-ledger-records\/probe\.json [0-9a-f]{40}/);
     const pushes = double.gitRequests.filter((r) => r.service === 'git-receive-pack' && r.phase === 'rpc');
     expect(pushes.at(-1)).toMatchObject({ login: 'alice', status: 200 });
+  });
+
+  it('exports the shard of a parallel job for playbook run --shard, none without parallel, and refuses a broken pair before pushing', async () => {
+    (double.state.projects[0] as { jobTokenPushAllowed: boolean }).jobTokenPushAllowed = true;
+    const request = (env: NodeJS.ProcessEnv) => ({
+      job: job(),
+      branch: 'exocomp-ledger',
+      ledgerProject: undefined,
+      env,
+      secrets: new SecretRegistry(),
+      state: 'local' as const,
+      stateName: undefined,
+    });
+    expect((await gitlabJobEnv(request({ CI_NODE_INDEX: '2', CI_NODE_TOTAL: '3' }))).EXOCOMP_SHARD).toBe('2/3');
+    expect(await gitlabJobEnv(request({ CI_NODE_TOTAL: '1' }))).not.toHaveProperty('EXOCOMP_SHARD');
+    const pushes = () => double.gitRequests.filter((r) => r.service === 'git-receive-pack').length;
+    const before = pushes();
+    await expect(gitlabJobEnv(request({ CI_NODE_TOTAL: '3' }))).rejects.toThrow(/CI_NODE_INDEX and CI_NODE_TOTAL must both be set/);
+    expect(pushes()).toBe(before);
   });
 
   it('names the write_repository scope for an access token that may only read, and refuses a job token for another project', async () => {

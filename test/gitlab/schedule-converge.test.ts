@@ -13,7 +13,7 @@ import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess, type RunResult } from '../../src/adapters/process.js';
 import { exocompBin, runPipeline } from '../support/gitlab-ci.js';
-import { GitLabDouble } from '../support/gitlab-double.js';
+import { startDoubleWithProject, type GitLabDouble } from '../support/gitlab-double.js';
 import { fixtureWorkspacesDir, standinPath } from '../support/tofu-standin.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -32,24 +32,13 @@ async function run(cmd: string, args: string[], options: { cwd?: string; env?: N
   return r;
 }
 
-/** What a maintainer's git has: a header with their token for the double's URL (never in the URL). */
-function maintainerGitEnv(): NodeJS.ProcessEnv {
-  const basic = Buffer.from(`oauth2:${MAINTAINER_TOKEN}`).toString('base64');
-  return { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: `http.${double.url}/.extraheader`, GIT_CONFIG_VALUE_0: `AUTHORIZATION: basic ${basic}` };
-}
-
 beforeAll(async () => {
   root = await mkdtemp(path.join(tmpdir(), 'exocomp-gitlab-schedule-'));
-  const gitRoot = path.join(root, 'git');
-  await mkdir(path.join(gitRoot, 'acme'), { recursive: true });
-  double = new GitLabDouble({ gitRoot });
-  await double.start();
-  double.state.projects.push({ ...PROJECT });
+  double = await startDoubleWithProject(root, PROJECT);
   double.state.tokens[MAINTAINER_TOKEN] = { kind: 'personal', username: 'maria', scopes: ['api'] };
   const bin = await exocompBin(path.join(root, 'bin'));
   env = { PATH: `${bin}:${process.env.PATH}`, HOME: path.join(root, 'home'), XDG_CACHE_HOME: path.join(root, 'cache'), LANG: 'C.UTF-8' };
   await mkdir(env.HOME as string);
-  await runProcess('git', ['init', '--quiet', '--bare', path.join(gitRoot, 'acme/infra.git')]);
 
   // The user's project: the component's converge template kept locally, a converge playbook.
   project = path.join(root, 'project');
@@ -94,7 +83,7 @@ beforeAll(async () => {
       '--ledger',
       `${double.url}/${PROJECT.path}.git`,
     ],
-    { env: maintainerGitEnv() },
+    { env: double.gitAuthEnv(MAINTAINER_TOKEN) },
   );
 });
 

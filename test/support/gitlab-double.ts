@@ -1,7 +1,10 @@
 import { readFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { runProcess } from '../../src/adapters/process.js';
 import { createGitHttpHandler, type GitHttpHandler } from './git-http.js';
 
 /**
@@ -101,6 +104,21 @@ export interface DoubleSchedule {
   variables: { key: string; value: string; variableType: 'env_var' | 'file' }[];
 }
 
+export interface DoubleIssue {
+  projectId: number;
+  iid: number;
+  title: string;
+  description: string | null;
+  state: 'opened' | 'closed';
+  labels: string[];
+  author: string;
+  /** Comments, oldest first. */
+  notes: { body: string; author: string }[];
+  createdAt: string;
+  updatedAt: string;
+  closedAt: string | null;
+}
+
 export interface TriggeredPipeline {
   id: number;
   projectId: number;
@@ -118,6 +136,7 @@ export interface GitLabDoubleState {
   jobs: Record<number, DoubleJob>;
   deployments: DoubleDeployment[];
   schedules: DoubleSchedule[];
+  issues: DoubleIssue[];
   triggered: TriggeredPipeline[];
 }
 
@@ -176,6 +195,7 @@ export class GitLabDouble {
     jobs: {},
     deployments: [],
     schedules: [],
+    issues: [],
     triggered: [],
   };
   readonly requests: RecordedRequest[] = [];
@@ -217,6 +237,15 @@ export class GitLabDouble {
   newId(): number {
     this.nextId += 1;
     return this.nextId;
+  }
+
+  /**
+   * The environment a person's git needs to reach this double with `token`: an
+   * extra header for the double's URL (never the token in the URL).
+   */
+  gitAuthEnv(token: string): NodeJS.ProcessEnv {
+    const basic = Buffer.from(`oauth2:${token}`).toString('base64');
+    return { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: `http.${this.url}/.extraheader`, GIT_CONFIG_VALUE_0: `AUTHORIZATION: basic ${basic}` };
   }
 
   /** Adds a job token for a running job of `user` and returns it. */
@@ -488,6 +517,72 @@ export class GitLabDouble {
         schedule.variables.push(variable);
         return { key: variable.key, variable_type: variable.variableType, value: variable.value };
       }
+      case 'list-project-issues': {
+        const project = this.project(params.id ?? '');
+        const labels = typeof input.labels === 'string' && input.labels !== '' ? input.labels.split(',') : [];
+        const state = input.state === undefined || input.state === 'all' ? undefined : input.state;
+        return s.issues
+          .filter((i) => i.projectId === project.id && (state === undefined || i.state === state) && labels.every((l) => i.labels.includes(l)))
+          .sort((a, b) => b.iid - a.iid)
+          .map((i) => issueBody(i, this.url, project));
+      }
+      case 'create-issue': {
+        const project = this.project(params.id ?? '');
+        const issue: DoubleIssue = {
+          projectId: project.id,
+          iid: s.issues.filter((i) => i.projectId === project.id).length + 1,
+          title: String(input.title),
+          description: typeof input.description === 'string' ? input.description : null,
+          state: 'opened',
+          labels: typeof input.labels === 'string' && input.labels !== '' ? input.labels.split(',') : [],
+          author: caller.username,
+          notes: [],
+          createdAt: NOW(),
+          updatedAt: NOW(),
+          closedAt: null,
+        };
+        s.issues.push(issue);
+        return issueBody(issue, this.url, project);
+      }
+      case 'edit-issue': {
+        const project = this.project(params.id ?? '');
+        const issue = this.issue(project.id, Number(params.issue_iid));
+        if (typeof input.description === 'string') issue.description = input.description;
+        if (typeof input.title === 'string') issue.title = input.title;
+        if (input.state_event === 'close' && issue.state === 'opened') {
+          issue.state = 'closed';
+          issue.closedAt = NOW();
+        } else if (input.state_event === 'reopen' && issue.state === 'closed') {
+          issue.state = 'opened';
+          issue.closedAt = null;
+        } else if (input.state_event !== undefined && input.state_event !== 'close' && input.state_event !== 'reopen') {
+          throw new HttpError(400, { error: 'state_event does not have a valid value' });
+        }
+        issue.updatedAt = NOW();
+        return issueBody(issue, this.url, project);
+      }
+      case 'create-issue-note': {
+        const project = this.project(params.id ?? '');
+        const issue = this.issue(project.id, Number(params.issue_iid));
+        issue.notes.push({ body: String(input.body), author: caller.username });
+        const id = this.newId();
+        return {
+          id,
+          type: null,
+          body: String(input.body),
+          author: user(caller.username),
+          created_at: NOW(),
+          updated_at: NOW(),
+          system: false,
+          noteable_id: issue.iid + 20_000,
+          noteable_type: 'Issue',
+          project_id: project.id,
+          noteable_iid: issue.iid,
+          resolvable: false,
+          confidential: false,
+          internal: false,
+        };
+      }
       default:
         throw new Error(`no handler for ${name}`);
     }
@@ -497,6 +592,12 @@ export class GitLabDouble {
     const mr = this.state.mergeRequests.find((m) => m.projectId === projectId && m.iid === iid);
     if (!mr) throw new HttpError(404, { message: '404 Not found' });
     return mr;
+  }
+
+  private issue(projectId: number, iid: number): DoubleIssue {
+    const issue = this.state.issues.find((i) => i.projectId === projectId && i.iid === iid);
+    if (!issue) throw new HttpError(404, { message: '404 Issue Not Found' });
+    return issue;
   }
 
   private deployment(params: Record<string, string>): DoubleDeployment {
@@ -538,6 +639,17 @@ export class GitLabDouble {
   }
 }
 
+/** A started double whose git holds an empty bare repository for `project` under `<root>/git`. */
+export async function startDoubleWithProject(root: string, project: DoubleProject): Promise<GitLabDouble> {
+  const gitRoot = join(root, 'git');
+  await mkdir(join(gitRoot, project.path, '..'), { recursive: true });
+  await runProcess('git', ['init', '--quiet', '--bare', join(gitRoot, `${project.path}.git`)]);
+  const double = new GitLabDouble({ gitRoot });
+  await double.start();
+  double.state.projects.push({ ...project });
+  return double;
+}
+
 function user(username: string) {
   let id = 0;
   for (const c of username) id = (id * 31 + c.charCodeAt(0)) % 100_000;
@@ -560,6 +672,23 @@ function noteBody(n: DoubleNote) {
     resolvable: false,
     confidential: false,
     internal: false,
+  };
+}
+
+function issueBody(i: DoubleIssue, base: string, project: DoubleProject) {
+  return {
+    id: i.iid + 20_000,
+    iid: i.iid,
+    project_id: i.projectId,
+    title: i.title,
+    description: i.description,
+    state: i.state,
+    labels: i.labels,
+    author: user(i.author),
+    web_url: `${base}/${project.path}/-/issues/${i.iid}`,
+    created_at: i.createdAt,
+    updated_at: i.updatedAt,
+    closed_at: i.closedAt,
   };
 }
 

@@ -9,6 +9,7 @@ import {
   renderGitHubSchedule,
   renderGitLabSchedule,
   GITLAB_CONVERGE_COMPONENT,
+  GITLAB_DRIFT_COMPONENT,
   gitlabScheduleDescription,
   scheduleNameOfDescription,
   describeGitLabIntervalWarning,
@@ -177,6 +178,39 @@ describe('renderGitLabSchedule', () => {
     const doc = parseYaml(renderGitLabSchedule({ ...base, args: ['--tags', 'web'] }, 'templates/converge.yml').file) as { include: Record<string, unknown>[] };
     expect(doc.include[0]).toMatchObject({ local: 'templates/converge.yml', inputs: { tags: 'web' } });
     expect(doc.include[0]?.inputs).not.toHaveProperty('check');
+  });
+
+  it("renders a sharded converge as the template's shards input, and refuses --max-parallel (a GitHub matrix setting)", () => {
+    const doc = parseYaml(renderGitLabSchedule({ ...base, shards: 3 }).file) as { include: Array<{ inputs: Record<string, unknown> }> };
+    expect(doc.include[0]?.inputs).toMatchObject({ shards: 3, 'concurrency-key': 'fleet-converge' });
+    expect(renderGitLabSchedule({ ...base, shards: 3 }).file).toContain('in 3 shards');
+    expect(parseYaml(renderGitLabSchedule({ ...base, shards: 1 }).file)).toEqual(parseYaml(renderGitLabSchedule(base).file));
+    expect(() => renderGitLabSchedule({ ...base, shards: 3, maxParallel: 2 })).toThrow(/--max-parallel is a GitHub matrix setting/);
+  });
+
+  it('renders a drift schedule as an include of the drift template: workspace, tf:<name>, the cron it records ticks of', () => {
+    const { file, settings } = renderGitLabSchedule({ ...base, kind: 'drift', workspace: 'infra/edge' });
+    expect(parseYaml(file)).toEqual({
+      include: [
+        {
+          component: GITLAB_DRIFT_COMPONENT,
+          inputs: {
+            name: 'fleet-converge',
+            workspace: 'infra/edge',
+            'workspace-name': 'edge',
+            playbook: 'playbooks/converge.yml',
+            cron: '17 3 * * *',
+            'concurrency-key': 'fleet-converge',
+            'ledger-branch': 'exocomp-ledger',
+          },
+        },
+      ],
+    });
+    expect(file).toContain('a recurring drift check of tf:edge');
+    expect(settings).toContain('EXOCOMP_GITLAB_TOKEN');
+    expect(parseYaml(renderGitLabSchedule({ ...base, kind: 'drift', workspace: 'infra/edge' }, 'templates/drift.yml').file)).toMatchObject({
+      include: [{ local: 'templates/drift.yml' }],
+    });
   });
 
   it('finds its schedules back by description', () => {

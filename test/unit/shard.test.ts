@@ -2,7 +2,17 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/domain/errors.js';
 import { deriveHosts, parseInventory } from '../../src/domain/inventory.js';
-import { formatShard, hostsOfShard, parseShardNumber, parseShardSpec, recommendShards, restrictInventory, shardOf, splitIntoShards } from '../../src/domain/shard.js';
+import {
+  formatShard,
+  hostsOfShard,
+  parseShardNumber,
+  parseShardSpec,
+  recommendShards,
+  restrictInventory,
+  shardFromGitLabEnv,
+  shardOf,
+  splitIntoShards,
+} from '../../src/domain/shard.js';
 import { thrown } from '../support/errors.js';
 
 const hostNames = (count: number, prefix = 'web') => Array.from({ length: count }, (_, i) => `${prefix}${i + 1}.example.net`);
@@ -144,5 +154,25 @@ describe('recommendShards', () => {
   it('refuses nonsense inputs', () => {
     expect(() => recommendShards(0, 1, 600)).toThrow(RangeError);
     expect(() => recommendShards(10, 0, 600)).toThrow(RangeError);
+  });
+});
+
+describe('shardFromGitLabEnv', () => {
+  it.each<[string, Record<string, string>, { index: number; total: number } | undefined]>([
+    ['a job without parallel (GitLab sets CI_NODE_TOTAL=1 and no index)', { CI_NODE_TOTAL: '1' }, undefined],
+    ['no CI variables at all', {}, undefined],
+    ['parallel: 3, the second job', { CI_NODE_INDEX: '2', CI_NODE_TOTAL: '3' }, { index: 2, total: 3 }],
+    ['parallel: 1', { CI_NODE_INDEX: '1', CI_NODE_TOTAL: '1' }, { index: 1, total: 1 }],
+  ])('%s', (_label, env, expected) => {
+    expect(shardFromGitLabEnv(env)).toEqual(expected);
+  });
+
+  it.each<[string, Record<string, string>, RegExp]>([
+    ['an index without a total', { CI_NODE_INDEX: '2' }, /must both be set/],
+    ['a total above 1 without an index', { CI_NODE_TOTAL: '3' }, /must both be set/],
+    ['an index beyond the total', { CI_NODE_INDEX: '4', CI_NODE_TOTAL: '3' }, /shard index 4/],
+    ['a non-number', { CI_NODE_INDEX: 'x', CI_NODE_TOTAL: '3' }, /CI_NODE_INDEX "x"/],
+  ])('refuses %s', (_label, env, message) => {
+    expect(() => shardFromGitLabEnv(env)).toThrow(message);
   });
 });

@@ -7,6 +7,7 @@ import { UsageError } from '../../domain/errors.js';
 import { parseInventoryRef } from '../../domain/names.js';
 import { parseScheduleName } from '../../domain/schedule.js';
 import { checkDrift } from '../../app/drift.js';
+import { gitlabIssueContext, publishGitLabDriftIssue } from '../../platform/gitlab/drift-issue.js';
 import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
 import { addKeyOptions, addTofuOptions, readVars, runInputs, workspaceNameFor } from '../run-options.js';
 
@@ -47,7 +48,8 @@ export function registerDrift(program: Command, io: Io): void {
           .addOption(new Option('--remote-user <name>', 'user the check-mode play connects as').default('exocomp'))
           .addOption(new Option('--summary-file <file>', 'append the markdown report to this file (e.g. $GITHUB_STEP_SUMMARY)'))
           .addOption(new Option('--schedule-name <name>', 'record this run as a tick of this schedule (with --schedule-cron)'))
-          .addOption(new Option('--schedule-cron <cron>', "the schedule's cron, five fields as CI writes it (or the six-field form)")),
+          .addOption(new Option('--schedule-cron <cron>', "the schedule's cron, five fields as CI writes it (or the six-field form)"))
+          .addOption(new Option('--gitlab-issue', "inside a GitLab job: open, update or close the project's sticky drift issue (EXOCOMP_GITLAB_TOKEN, api scope)").default(false)),
       ),
     ),
   ).action(async (workspace: string, options: Record<string, unknown>) => {
@@ -58,6 +60,7 @@ export function registerDrift(program: Command, io: Io): void {
     const vars = readVars(options.varsFile as string | undefined);
     const context = await buildContext(settings, io);
     const inputs = runInputs(options, context.env, [], io.secrets);
+    const gitlab = options.gitlabIssue === true ? gitlabIssueContext(process.env, inputs.secrets) : undefined;
     const info = (message: string) => context.progress.emit({ type: 'info', message: inputs.secrets.redact(message) });
     const report = await checkDrift(context, {
       workspacePath: workspace,
@@ -76,6 +79,11 @@ export function registerDrift(program: Command, io: Io): void {
     });
     const redact = (text: string) => inputs.secrets.redact(text);
     if (typeof options.summaryFile === 'string') appendFileSync(options.summaryFile, redact(renderDriftMarkdown(report)));
+    if (gitlab) {
+      const issue = await publishGitLabDriftIssue(gitlab.api, gitlab.project, report, { runUrl: gitlab.runUrl, redact });
+      const line = issue.kind === 'refused' ? `notice: ${issue.reason}` : issue.line;
+      if (line) io.err(redact(line));
+    }
     const exitCode = driftExitCode(report);
     if (settings.json) io.out(redact(JSON.stringify({ result: { verdict: driftVerdict(report), exitCode, report } })));
     else io.out(redact(renderDriftText(report).trimEnd()));

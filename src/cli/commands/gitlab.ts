@@ -21,7 +21,7 @@ export function registerGitLab(program: Command, io: Io): void {
   gitlab
     .command('env')
     .description(
-      'check that the job may push to the ledger (a dry run), then print `export` lines for eval: EXOCOMP_LEDGER, the git credentials, and TF_HTTP_* with --state gitlab',
+      'check that the job may push to the ledger (a dry run), then print `export` lines for eval: EXOCOMP_LEDGER, the git credentials, TF_HTTP_* with --state gitlab, and EXOCOMP_SHARD (i/N) in a job with `parallel: N`',
     )
     .addOption(new Option('--ledger-project <group/project>', "project holding the ledger branch (default: the job's project)"))
     .addOption(new Option('--ledger-branch <name>', 'ledger branch').default(DEFAULT_LEDGER_BRANCH))

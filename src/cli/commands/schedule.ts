@@ -8,6 +8,7 @@ import { parseShardNumber } from '../../domain/shard.js';
 import {
   describeGitLabIntervalWarning,
   GITLAB_CONVERGE_COMPONENT,
+  GITLAB_DRIFT_COMPONENT,
   GITLAB_DIR,
   DEFAULT_WORKFLOWS_DIR,
   parseScheduleName,
@@ -96,14 +97,15 @@ export function registerSchedule(program: Command, io: Io): void {
     .addOption(
       new Option(
         '--shards <N>',
-        "split the converge into N matrix jobs (shard i holds the lease <key>/<i>) and a final job that folds their results; GitLab: the template's parallel: N",
+        "split the converge into N matrix jobs (GitLab: the template's parallel: N jobs), shard i holding the lease <key>/<i>, and a final job that folds their results",
       ),
     )
     .addOption(new Option('--max-parallel <M>', 'with --shards: at most M shard jobs at once'))
     .addOption(new Option('--ledger-branch <name>', 'ledger branch the converge reads').default(DEFAULT_LEDGER_BRANCH))
     .addOption(
-      new Option('--gitlab-template <component-or-path>', 'with --gitlab: the converge template to include, a component or a .yml path in the project').default(
-        GITLAB_CONVERGE_COMPONENT,
+      new Option(
+        '--gitlab-template <component-or-path>',
+        `with --gitlab: the template to include, a component or a .yml path in the project (default ${GITLAB_CONVERGE_COMPONENT}, for --kind drift ${GITLAB_DRIFT_COMPONENT})`,
       ),
     )
     .addOption(new Option('--print', 'with --gitlab: print the file and the schedule settings instead of writing the file').default(false))
@@ -115,9 +117,6 @@ export function registerSchedule(program: Command, io: Io): void {
       const name = parseScheduleName(rawName);
       if (options.kind !== 'play' && options.kind !== 'drift') {
         throw new UsageError(`--kind ${quoteValue(String(options.kind))} is not supported`, '--kind play fires a converge of the standing inventory, --kind drift its drift check');
-      }
-      if (options.kind === 'drift' && options.gitlab === true) {
-        throw new UsageError('--kind drift writes a GitHub workflow', 'on GitLab, schedule a job that runs `exocomp drift <workspace> --playbook <file>` (exit 3 is drift)');
       }
       const { playbook, args } = parsePassthrough(words);
       const spec: ScheduleSpec = {
@@ -132,17 +131,11 @@ export function registerSchedule(program: Command, io: Io): void {
         ...(typeof options.shards === 'string' ? { shards: parseShardNumber(options.shards, '--shards') } : {}),
         ...(typeof options.maxParallel === 'string' ? { maxParallel: parseShardNumber(options.maxParallel, '--max-parallel') } : {}),
       };
-      if (spec.shards !== undefined && options.gitlab === true) {
-        throw new UsageError(
-          '--shards writes a GitHub matrix workflow',
-          'on GitLab, give the converge job `parallel: N`: each job runs `playbook run --shard "$CI_NODE_INDEX/$CI_NODE_TOTAL" --run-id "$CI_PIPELINE_ID"`, a later job `converge fold`',
-        );
-      }
       const { fiveFieldCron } = validateScheduleSpec(spec);
       const warning = describeMinuteWarning(fiveFieldCron);
       if (options.gitlab === true) {
         const gitlabWarning = describeGitLabIntervalWarning(fiveFieldCron);
-        const { file, settings } = renderGitLabSchedule(spec, String(options.gitlabTemplate));
+        const { file, settings } = renderGitLabSchedule(spec, typeof options.gitlabTemplate === 'string' ? options.gitlabTemplate : undefined);
         if (options.print === true) {
           if (options.json === true) io.out(JSON.stringify({ result: { file, settings, cron: fiveFieldCron, ...(gitlabWarning ? { warning: gitlabWarning } : {}) } }));
           else io.out(`${file}\n${settings.trimEnd()}`);

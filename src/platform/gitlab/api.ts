@@ -3,9 +3,9 @@
  * job token, which GitLab lets reach only a few routes (reading notes, the
  * commit's merge requests, deployments, the pipeline trigger), and an optional
  * access token (EXOCOMP_GITLAB_TOKEN) for the rest (writing notes, jobs,
- * schedules). A call that needs the access token and has none says so.
+ * schedules, issues). A call that needs the access token and has none says so.
  */
-import { Commits, Deployments, Jobs, MergeRequestNotes, PipelineSchedules, PipelineScheduleVariables, PipelineTriggerTokens, Users } from '@gitbeaker/rest';
+import { Commits, Deployments, IssueNotes, Issues, Jobs, MergeRequestNotes, PipelineSchedules, PipelineScheduleVariables, PipelineTriggerTokens, Users } from '@gitbeaker/rest';
 import { ExocompError } from '../../domain/errors.js';
 import type { SecretRegistry } from '../../app/secrets.js';
 
@@ -16,6 +16,15 @@ export interface Note {
   body: string;
   author: string;
   system: boolean;
+}
+
+/** A project issue; `iid` is the number a person sees (#7). */
+export interface ProjectIssue {
+  iid: number;
+  description: string;
+  author: string;
+  state: string;
+  webUrl: string;
 }
 
 export interface DeploymentApproval {
@@ -57,6 +66,8 @@ interface Clients {
   schedules: PipelineSchedules;
   scheduleVariables: PipelineScheduleVariables;
   users: Users;
+  issues: Issues;
+  issueNotes: IssueNotes;
 }
 
 function clients(auth: { host: string; token?: string; jobToken?: string }): Clients {
@@ -70,6 +81,8 @@ function clients(auth: { host: string; token?: string; jobToken?: string }): Cli
     schedules: make(PipelineSchedules as unknown as Client<PipelineSchedules>),
     scheduleVariables: make(PipelineScheduleVariables as unknown as Client<PipelineScheduleVariables>),
     users: make(Users as unknown as Client<Users>),
+    issues: make(Issues as unknown as Client<Issues>),
+    issueNotes: make(IssueNotes as unknown as Client<IssueNotes>),
   };
 }
 
@@ -209,9 +222,32 @@ export class GitLabApi {
     return { ...created, variables: Object.entries(spec.variables).map(([key, value]) => ({ key, value })) };
   }
 
+  /** Open issues carrying `label`. GitLab's job token cannot read issues: this needs the access token. */
+  async openIssues(project: number | string, label: string): Promise<ProjectIssue[]> {
+    const all = await this.token('reading issues').issues.all({ projectId: project, labels: label, state: 'opened' });
+    return all.map((i) => toIssue(i));
+  }
+
+  async createIssue(project: number | string, spec: { title: string; description: string; labels: string[] }): Promise<ProjectIssue> {
+    return toIssue(await this.token('opening an issue').issues.create(project, spec.title, { description: spec.description, labels: spec.labels.join(',') }));
+  }
+
+  async editIssue(project: number | string, iid: number, change: { description?: string; close?: boolean }): Promise<ProjectIssue> {
+    const options = { ...(change.description !== undefined ? { description: change.description } : {}), ...(change.close ? { stateEvent: 'close' as const } : {}) };
+    return toIssue(await this.token('editing an issue').issues.edit(project, iid, options));
+  }
+
+  async createIssueNote(project: number | string, iid: number, body: string): Promise<void> {
+    await this.token('commenting on an issue').issueNotes.create(project, iid, body);
+  }
+
   async removeSchedule(project: number | string, id: number): Promise<void> {
     await this.token('removing a pipeline schedule').schedules.remove(project, id);
   }
+}
+
+function toIssue(i: Record<string, unknown>): ProjectIssue {
+  return { iid: Number(i.iid), description: text(i.description), author: username(i.author), state: text(i.state), webUrl: text(i.web_url) };
 }
 
 function toSchedule(s: Record<string, unknown>): Schedule {
