@@ -23,6 +23,7 @@ export const CONVERGE_ACTION = 'exocomp/provision/actions/converge@v1';
 export const DRIFT_ACTION = 'exocomp/provision/actions/drift@v1';
 export const SETUP_ACTION = 'exocomp/provision/actions/setup@v1';
 export const CHECKOUT_ACTION = 'actions/checkout@v4';
+export const SETUP_OPENTOFU_ACTION = 'opentofu/setup-opentofu@v1';
 export const GITLAB_SCHEDULE_VARIABLE = 'EXOCOMP_SCHEDULE';
 
 export interface ScheduleSpec {
@@ -187,6 +188,10 @@ function driftJob(spec: ScheduleSpec): string[] {
     '    runs-on: ubuntu-latest',
     '    steps:',
     `      - uses: ${CHECKOUT_ACTION}`,
+    // The check plans the workspace: it needs tofu (without the wrapper, whose output exocomp does not parse).
+    `      - uses: ${SETUP_OPENTOFU_ACTION}`,
+    '        with:',
+    '          tofu_wrapper: false',
     `      - uses: ${SETUP_ACTION}`,
     `      - uses: ${DRIFT_ACTION}`,
     '        with:',

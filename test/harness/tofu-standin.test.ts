@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess, type RunResult } from '../../src/adapters/process.js';
+import { HttpStateServer } from '../support/http-state.js';
 import { fixtureWorkspacesDir, invocationsOf, readStandinLog, standinPath } from '../support/tofu-standin.js';
 import { scaled } from '../support/time.js';
 
@@ -345,6 +346,27 @@ describe('OpenTofu stand-in', () => {
     expect(retry.stderr).toBe('');
     expect(retry.stdout).toContain('Apply complete! Resources: 1 added, 0 changed, 0 destroyed.');
     expect(invocationsOf(await readStandinLog(ws.log), 'apply')).toHaveLength(2);
+  });
+
+  it('keeps the state in an http backend: nothing on disk, and a fresh copy of the workspace sees it', async () => {
+    const server = await HttpStateServer.start();
+    try {
+      const vars = inventory({ web: { ansible_host: '127.0.0.9', ansible_port: 22 } });
+      const first = await workspace('edge', vars);
+      await writeFile(path.join(first.dir, 'backend.tf.json'), JSON.stringify(server.backendBlock('edge')));
+      await initPlanApply(first);
+      expect(existsSync(path.join(first.dir, 'terraform.tfstate'))).toBe(false);
+      expect(JSON.parse(server.states.get('/state/edge') ?? '{}')).toMatchObject({ version: 4, serial: 1 });
+
+      const second = await workspace('edge', vars);
+      await writeFile(path.join(second.dir, 'backend.tf.json'), JSON.stringify(server.backendBlock('edge')));
+      expect((await second.tofu(['plan', '-no-color'])).stderr).toMatch(/tofu init/);
+      expect((await second.tofu(['init', '-no-color'])).stdout).toContain('Successfully configured the backend "http"');
+      expect((await second.tofu(['plan', '-no-color'])).stdout).toContain('No changes.');
+      expect(JSON.parse((await second.tofu(['output', '-json'])).stdout)).toHaveProperty('ansible_inventory');
+    } finally {
+      await server.close();
+    }
   });
 
   it('rejects unknown flags and unknown commands like OpenTofu', async () => {

@@ -16,6 +16,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { WorkflowCommandProcessor, type Annotation } from './workflow-commands.js';
+import { condition, interpolate, type ExpressionScope } from './workflow-expressions.js';
 
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -24,13 +25,24 @@ export interface ActionMetadata {
   description: string;
   inputs: Record<string, { description: string; required?: boolean; default?: string }>;
   outputs: Record<string, { description: string; value?: string }>;
-  runs: { using: string; main?: string; post?: string; 'post-if'?: string; steps?: unknown[] };
+  runs: { using: string; main?: string; post?: string; 'post-if'?: string; steps?: CompositeStep[] };
   branding?: { icon: string; color: string };
 }
 
 /** The action.yml of an action: `provision` is the root action, the others live under actions/<name>/. */
 export function actionYmlPath(action: string): string {
   return action === 'provision' ? join(repoRoot, 'action.yml') : join(repoRoot, 'actions', action, 'action.yml');
+}
+
+/** A step of a composite action (only `run:` steps with `shell: bash` here). */
+export interface CompositeStep {
+  id?: string;
+  name?: string;
+  if?: string;
+  shell?: string;
+  run?: string;
+  uses?: string;
+  env?: Record<string, string>;
 }
 
 export async function readActionMetadata(action: string): Promise<ActionMetadata> {
@@ -100,7 +112,8 @@ export interface Cancellation {
   leftRunning: Array<{ pid: number; command: string }>;
 }
 
-export interface ActionResult {
+/** What one step of a job leaves: its exit, its log as the runner shows it, and the files it wrote. */
+export interface StepResult {
   code: number;
   /** The raw streams, before the runner processed commands or masked anything. */
   stdout: string;
@@ -120,8 +133,18 @@ export interface ActionResult {
   /** The env the step ran with (INPUT_* included). */
   env: NodeJS.ProcessEnv;
   cancellation?: Cancellation;
+}
+
+export interface ActionResult extends StepResult {
   /** The step as it was run, for its post step. */
   invocation: ActionInvocation;
+}
+
+/** A `run:` step: a bash script with the job's runner environment and the step's `env:`. */
+export interface ShellInvocation extends Omit<ActionInvocation, 'action' | 'with' | 'cancelWhen'> {
+  script: string;
+  /** `shell: bash` given: the runner adds --noprofile --norc and pipefail; without it, `bash -e`. */
+  shell?: 'bash';
 }
 
 /** Evaluates the only expression action.yml defaults use here; anything else is a harness error. */
@@ -182,13 +205,22 @@ export class RunnerJob {
   private stepCount = 0;
   private status: JobStatus = 'success';
 
-  private constructor(readonly dir: string) {}
+  private constructor(
+    readonly dir: string,
+    private readonly basePath: string,
+  ) {}
 
-  static async start(): Promise<RunnerJob> {
+  /** `path`: the runner image's PATH (default: this machine's). */
+  static async start(options: { path?: string } = {}): Promise<RunnerJob> {
     const dir = await mkdtemp(join(tmpdir(), 'exocomp-runner-'));
     await mkdir(join(dir, 'runner-temp'));
     await mkdir(join(dir, 'home'));
-    return new RunnerJob(dir);
+    return new RunnerJob(dir, options.path ?? process.env.PATH ?? '');
+  }
+
+  /** What an action that installs a tool does through GITHUB_PATH: `dir` comes first on PATH for the steps after it. */
+  addPath(dir: string): void {
+    this.paths.unshift(dir);
   }
 
   get runnerTemp(): string {
@@ -197,10 +229,77 @@ export class RunnerJob {
 
   async step(invocation: ActionInvocation): Promise<ActionResult> {
     const metadata = await readActionMetadata(invocation.action);
-    if (!metadata.runs.main) throw new Error(`${invocation.action} is not a JavaScript action`);
-    const result = await this.runEntry(invocation, metadata, metadata.runs.main, {});
-    if (this.status === 'success' && result.code !== 0) this.status = result.cancellation ? 'cancelled' : 'failure';
+    let result: ActionResult;
+    if (metadata.runs.using === 'composite') result = { ...(await this.runComposite(invocation, metadata)), invocation };
+    else if (metadata.runs.main) result = await this.runEntry(invocation, metadata, metadata.runs.main, {});
+    else throw new Error(`${invocation.action} is neither a JavaScript nor a composite action`);
+    this.noteStatus(result);
     return result;
+  }
+
+  /** A workflow's `run:` step, in bash as the runner runs it (ShellInvocation.shell). */
+  async shell(invocation: ShellInvocation): Promise<StepResult> {
+    const script = join(this.dir, `script-${this.stepCount + 1}.sh`);
+    await writeFile(script, invocation.script);
+    const argv = invocation.shell === 'bash' ? ['bash', '--noprofile', '--norc', '-eo', 'pipefail', script] : ['bash', '-e', script];
+    const result = await this.runCommand({ ...invocation, action: '(run)' }, argv, {}, new WorkflowCommandProcessor());
+    this.noteStatus(result);
+    return result;
+  }
+
+  private noteStatus(result: StepResult): void {
+    if (this.status === 'success' && result.code !== 0) this.status = result.cancellation ? 'cancelled' : 'failure';
+  }
+
+  /**
+   * A composite action: its `run:` steps in order, with `${{ inputs.x }}` (given,
+   * else the action.yml default) and `${{ steps.id.outputs.x }}` evaluated, as
+   * the runner does; its outputs evaluated from `outputs.<name>.value`.
+   */
+  private async runComposite(invocation: ActionInvocation, metadata: ActionMetadata): Promise<StepResult> {
+    const given = invocation.with ?? {};
+    const inputs: Record<string, string> = {};
+    for (const [name, declared] of Object.entries(metadata.inputs)) inputs[name] = given[name] ?? evaluateDefault(String(declared.default ?? ''), invocation.githubToken);
+    const steps: Record<string, { outputs: Record<string, string> }> = {};
+    const results: StepResult[] = [];
+    let status: 'success' | 'failure' = 'success';
+    const scope = (): ExpressionScope => ({ contexts: { inputs, steps, github: { token: invocation.githubToken } }, status });
+    for (const step of metadata.runs.steps ?? []) {
+      if (step.uses !== undefined || step.run === undefined) throw new Error(`the harness runs only run: steps of composite actions (${invocation.action})`);
+      if (step.shell !== 'bash') throw new Error(`the harness runs composite steps with shell: bash only (${invocation.action}: ${step.name ?? step.id ?? 'a step'})`);
+      if (!condition(step.if, scope())) continue;
+      const env = Object.fromEntries(Object.entries(step.env ?? {}).map(([name, value]) => [name, interpolate(String(value), scope())]));
+      const script = join(this.dir, `script-${this.stepCount + 1}.sh`);
+      await writeFile(script, interpolate(step.run, scope()));
+      const result = await this.runCommand(
+        { ...invocation, env: { ...invocation.env, ...env } },
+        ['bash', '--noprofile', '--norc', '-eo', 'pipefail', script],
+        {},
+        new WorkflowCommandProcessor(),
+      );
+      results.push(result);
+      if (step.id) steps[step.id] = { outputs: result.outputs };
+      if (result.code !== 0) {
+        status = 'failure';
+        break;
+      }
+    }
+    const outputs = Object.fromEntries(Object.entries(metadata.outputs ?? {}).map(([name, output]) => [name, interpolate(String(output.value ?? ''), scope())]));
+    const joined = (pick: (r: StepResult) => string) => results.map(pick).join('');
+    const last = results.at(-1);
+    return {
+      code: results.find((r) => r.code !== 0)?.code ?? 0,
+      stdout: joined((r) => r.stdout),
+      stderr: joined((r) => r.stderr),
+      log: joined((r) => r.log),
+      annotations: results.flatMap((r) => r.annotations),
+      masks: results.flatMap((r) => r.masks),
+      outputs,
+      state: {},
+      summary: joined((r) => r.summary),
+      files: last?.files ?? {},
+      env: last?.env ?? {},
+    };
   }
 
   /** The step's post entry, when its action.yml declares one and its post-if holds; undefined otherwise. */
@@ -231,7 +330,11 @@ export class RunnerJob {
       const value = given[name] ?? evaluateDefault(String(declared.default ?? ''), invocation.githubToken);
       inputEnv[`INPUT_${name.replace(/ /g, '_').toUpperCase()}`] = value;
     }
+    return { ...(await this.runCommand(invocation, [process.execPath, main], { ...inputEnv, ...stateEnv }, commands)), invocation };
+  }
 
+  /** Runs one process as a step of this job: the runner's files and environment, workflow commands processed. */
+  private async runCommand(invocation: ActionInvocation, argv: string[], stepEnv: Record<string, string>, commands: WorkflowCommandProcessor): Promise<StepResult> {
     const dir = join(this.dir, `step-${++this.stepCount}`);
     await mkdir(dir);
     const files = {
@@ -246,7 +349,7 @@ export class RunnerJob {
     await writeFile(eventPath, JSON.stringify(invocation.event.payload, null, 2));
     const run = invocation.run;
     const env: NodeJS.ProcessEnv = {
-      PATH: [...this.paths, process.env.PATH].join(':'),
+      PATH: [...this.paths, this.basePath].join(':'),
       LANG: 'C.UTF-8',
       HOME: join(this.dir, 'home'),
       CI: 'true',
@@ -276,11 +379,10 @@ export class RunnerJob {
       GITHUB_GRAPHQL_URL: `${invocation.githubUrl}/graphql`,
       ...this.exported,
       ...files,
-      ...inputEnv,
-      ...stateEnv,
+      ...stepEnv,
       ...invocation.env,
     };
-    let command = [process.execPath, main];
+    let command = argv;
     if (invocation.loopbackHostname) {
       if (invocation.cancelWhen || invocation.killWhen) throw new Error('the harness cannot cancel a step run behind a loopback host name (the launcher does not forward signals)');
       const hosts = join(dir, 'hosts');
@@ -290,10 +392,10 @@ export class RunnerJob {
       const launcher = [
         "const { execFileSync, spawnSync } = require('node:child_process');",
         "execFileSync('mount', ['--bind', process.argv[1], '/etc/hosts']);",
-        "const run = spawnSync(process.execPath, [process.argv[2]], { stdio: 'inherit' });",
+        "const run = spawnSync(process.argv[2], process.argv.slice(3), { stdio: 'inherit' });",
         'process.exit(run.status ?? 1);',
       ].join('\n');
-      command = ['unshare', '-m', '--', process.execPath, '-e', launcher, hosts, main];
+      command = ['unshare', '-m', '--', process.execPath, '-e', launcher, hosts, ...argv];
     }
     const { code, stdout, stderr, cancellation } = await spawnStep(command, invocation, env, commands);
     commands.end();
@@ -319,7 +421,6 @@ export class RunnerJob {
       files: contents,
       env,
       ...(cancellation ? { cancellation } : {}),
-      invocation,
     };
   }
 }

@@ -76,7 +76,13 @@ describe('schedule add --kind drift', () => {
     const doc = parseYaml(text) as Record<string, any>;
     expect(doc.name).toBe('exocomp drift fleet');
     expect(doc.permissions).toEqual({ contents: 'write', issues: 'write' });
-    expect(doc.jobs.drift.steps[2]).toEqual({
+    // The check plans: tofu comes first (a runner image has none).
+    expect(doc.jobs.drift.steps.slice(0, 3)).toEqual([
+      { uses: 'actions/checkout@v4' },
+      { uses: 'opentofu/setup-opentofu@v1', with: { tofu_wrapper: false } },
+      { uses: 'exocomp/provision/actions/setup@v1' },
+    ]);
+    expect(doc.jobs.drift.steps[3]).toEqual({
       uses: DRIFT_ACTION,
       with: {
         workspace: 'infra/edge',
