@@ -3,6 +3,8 @@
  * settings object, and the context a use case runs in.
  */
 import { Command, Option } from 'commander';
+import type { z } from 'zod';
+import { UsageError } from '../domain/errors.js';
 import { DEFAULT_LEDGER_BRANCH, GitLedgerStore } from '../ledger/git-store.js';
 import { resolveLedgerLocation } from '../ledger/location.js';
 import { parseDuration } from '../domain/duration.js';
@@ -10,6 +12,7 @@ import type { AppContext } from '../app/context.js';
 import type { ProgressListener } from '../app/progress.js';
 import { SecretRegistry } from '../app/secrets.js';
 import { SecretGuardedStore } from '../app/secret-guarded-store.js';
+import { describeZodIssues } from '../ledger/records.js';
 import { JsonProgress, TerminalProgress } from './terminal.js';
 import { interruptOnSignals } from '../adapters/signals.js';
 
@@ -39,6 +42,17 @@ export function globalSettings(options: Record<string, unknown>): GlobalSettings
     ledgerRetryForMs: parseDuration(typeof options.ledgerRetryFor === 'string' ? options.ledgerRetryFor : '5m'),
     json: options.json === true,
   };
+}
+
+/**
+ * A command's options parsed with its zod schema (docs/architecture.md,
+ * "Entry points"). A domain rule that refuses a value inside a transform throws
+ * its own UsageError; a value of the wrong shape is bad usage here.
+ */
+export function parseOptions<S extends z.ZodType>(schema: S, options: Record<string, unknown>): z.output<S> {
+  const parsed = schema.safeParse(options);
+  if (!parsed.success) throw new UsageError(`bad options: ${describeZodIssues(parsed.error)}`, 'run the command with --help for usage');
+  return parsed.data;
 }
 
 export interface Io {

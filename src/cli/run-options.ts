@@ -8,11 +8,15 @@ import { z } from 'zod';
 import { UsageError } from '../domain/errors.js';
 import { defaultWorkspaceName, parseWorkspaceName } from '../domain/names.js';
 import { parseSealKey } from '../domain/seal.js';
+import type { AppContext } from '../app/context.js';
 import { parseMapping, parseRunSecrets } from '../app/mappings.js';
+import { playProgress } from '../app/progress.js';
 import type { RunInputs } from '../app/run-inputs.js';
 import { SecretRegistry } from '../app/secrets.js';
 import { readPrivateKeyFile } from '../adapters/ssh-keys.js';
 import { describeZodIssues } from '../ledger/records.js';
+import type { AnsibleEvent } from '../domain/play-events.js';
+import type { Io } from './common.js';
 
 export function addKeyOptions(command: Command): Command {
   return command
@@ -106,4 +110,22 @@ export function runInputs(options: Record<string, unknown>, env: NodeJS.ProcessE
 
 export function workspaceNameFor(workspacePath: string, explicit: unknown): string {
   return typeof explicit === 'string' ? parseWorkspaceName(explicit) : defaultWorkspaceName(workspacePath);
+}
+
+/**
+ * How a play started from the CLI reports: every line redacted; a person reads
+ * ansible's own output on stderr, a program (--json) reads the play's events.
+ */
+export function playReporting(
+  context: AppContext,
+  secrets: SecretRegistry,
+  json: boolean,
+  io: Io,
+): { secrets: SecretRegistry; info(message: string): void; warn(message: string): void; onOutput?: (line: string) => void; onEvent?: (event: AnsibleEvent) => void } {
+  return {
+    secrets,
+    info: (message) => context.progress.emit({ type: 'info', message: secrets.redact(message) }),
+    warn: (message) => context.progress.emit({ type: 'warning', message: secrets.redact(message) }),
+    ...(json ? { onEvent: playProgress(context.progress) } : { onOutput: (line: string) => io.err(line.trimEnd()) }),
+  };
 }

@@ -3,45 +3,26 @@
  * saved plan goes to the apply job as an artifact. With `plan-only`, a preview
  * that touches no ledger (pull requests, forks included).
  */
-import { join } from 'node:path';
-import { continueWorkflow } from '../../app/continue-workflow.js';
-import { parseMapping } from '../../app/mappings.js';
-import { previewPlan } from '../../app/preview-plan.js';
+import { planJob } from '../../app/plan-job.js';
 import { actionsArtifacts } from '../../platform/github/artifacts.js';
-import { defaultWorkflowId, jobRequest, newWorkflowRequest, workspaceNameOf } from '../../platform/github/chain-job.js';
-import { githubRunInputs, openLedger, postStatusComment, previewContext, runAction } from '../../platform/github/session.js';
-import { planPreviewMarkdown } from '../../platform/github/status.js';
+import { defaultWorkflowId, jobRequest, newWorkflowRequest, planPreview, publishPlan, workspaceNameOf } from '../../platform/github/chain-job.js';
+import { githubRunInputs, openLedger, runAction } from '../../platform/github/session.js';
 
 await runAction(
   'plan',
   async (session) => {
     const s = session.settings;
     const inputs = await githubRunInputs(session, s);
-    if (s['plan-only']) {
-      const name = workspaceNameOf(s);
-      const vars = s.vars === undefined ? {} : parseMapping(s.vars, 'the vars input');
-      const summary = await previewPlan(previewContext(session, s['ledger-branch']), {
-        workspacePath: s.workspace,
-        vars,
-        inputs,
-        planFile: join(session.scratch, 'exocomp.tfplan'),
-      });
-      const body = planPreviewMarkdown(name, summary, session.run);
-      session.platform.setOutput('plan-summary', summary);
-      session.platform.setOutput('state', 'planned');
-      await session.platform.writeSummary(body);
-      await postStatusComment(session, s.comment ? session.run.pullRequest : undefined, `plan-${name}`, body, 'plan');
-      return;
-    }
-    const app = await openLedger(session, s, { write: true });
-    const outcome = await continueWorkflow(app, {
+    // A preview's token may be read-only (a fork's pull request): its ledger is never opened for writing, nor read.
+    const app = await openLedger(session, s, { write: !s['plan-only'] });
+    const outcome = await planJob(app, {
       workflowId: s['workflow-id'] ?? defaultWorkflowId(workspaceNameOf(s), session.run),
       create: newWorkflowRequest(session, s, true),
+      preview: planPreview(s),
       inputs,
-      scope: 'plan',
       ...jobRequest(session, app, { comment: s.comment, approveWorkflow: s['approve-workflow'], approvalMode: 'environment' }),
     });
-    session.platform.setOutput('plan-summary', outcome.workflow.approval.planSummary ?? '');
+    await publishPlan(session, outcome);
   },
   { artifacts: actionsArtifacts },
 );

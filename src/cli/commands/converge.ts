@@ -1,30 +1,27 @@
 import type { Command } from 'commander';
+import { z } from 'zod';
 import { renderConvergeRunText } from '../../domain/converge-record.js';
-import { UsageError } from '../../domain/errors.js';
-import { parseInventoryRef } from '../../domain/names.js';
-import { parseShardNumber } from '../../domain/shard.js';
-import { foldConvergeShards } from '../../app/converge-shards.js';
-import { checkRecordName } from '../../ledger/records.js';
-import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
+import { converge, foldJob } from '../../app/converge.js';
+import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
+
+const foldOptions = z.object({ runId: z.string(), shards: z.string() });
 
 export function registerConverge(program: Command, io: Io): void {
-  const converge = program.command('converge').description('converges split across runners');
+  const group = program.command('converge').description('converges split across runners');
   addLedgerOptions(
-    converge
+    group
       .command('fold')
       .description('fold the shard results of one converge run (playbook run --shard i/N --run-id ID) into one record; exits 1 when a host failed or a shard never reported')
       .argument('<ref>', 'tf:<name>')
       .requiredOption('--run-id <id>', 'the id the shards of the run shared')
       .requiredOption('--shards <N>', 'how many shards the run had'),
-  ).action(async (raw: string, options: Record<string, unknown>) => {
-    const ref = parseInventoryRef(raw);
-    if (ref.kind !== 'standing') throw new UsageError(`${raw} is not a standing inventory`, 'name it as tf:<workspace-name>');
-    const runId = checkRecordName('converge run', String(options.runId));
-    const shards = parseShardNumber(String(options.shards), '--shards');
-    const settings = globalSettings(options);
+  ).action(async (ref: string, raw: Record<string, unknown>) => {
+    const settings = globalSettings(raw);
+    const options = parseOptions(foldOptions, raw);
+    const job = foldJob({ target: ref, foldShards: options.shards, runId: options.runId, names: { target: '<ref>', shard: '--shard', foldShards: '--shards', runId: '--run-id' } });
     const context = await buildContext(settings, io);
-    const run = await foldConvergeShards(context, { name: ref.name, runId, shards });
-    io.out(settings.json ? JSON.stringify({ result: run }) : renderConvergeRunText(ref.name, run));
-    if (!run.ok) process.exitCode = 1;
+    const result = await converge(context, job);
+    io.out(settings.json ? JSON.stringify({ result: result.run }) : renderConvergeRunText(result.name, result.run));
+    if (!result.run.ok) process.exitCode = 1;
   });
 }

@@ -1,38 +1,43 @@
 import { appendFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
-import { convertCron } from '../../domain/cron.js';
-import { DRIFT_EXIT_CODES, driftExitCode, driftVerdict } from '../../domain/drift.js';
+import { z } from 'zod';
+import { DRIFT_EXIT_CODES, type DriftReport } from '../../domain/drift.js';
 import { renderDriftMarkdown, renderDriftText } from '../../domain/drift-render.js';
 import { UsageError } from '../../domain/errors.js';
-import { parseInventoryRef } from '../../domain/names.js';
-import { parseScheduleName } from '../../domain/schedule.js';
-import { checkDrift } from '../../app/drift.js';
+import { driftTarget, runDriftCheck } from '../../app/drift-job.js';
+import type { SecretRegistry } from '../../app/secrets.js';
 import { gitlabIssueContext, publishGitLabDriftIssue } from '../../platform/gitlab/drift-issue.js';
-import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
-import { addKeyOptions, addTofuOptions, readVars, runInputs, workspaceNameFor } from '../run-options.js';
+import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
+import { addKeyOptions, addTofuOptions, playReporting, readVars, runInputs } from '../run-options.js';
 
 const EXIT_HELP = `exit status: ${DRIFT_EXIT_CODES.clean} no drift, ${DRIFT_EXIT_CODES.failed} the check itself failed, 2 bad usage, ${DRIFT_EXIT_CODES.drift} drift found`;
 
-/** The standing inventory a drift check targets: --inventory tf:<name>, else the workspace's name. */
-function inventoryName(workspace: string, options: Record<string, unknown>): string {
-  if (typeof options.inventory !== 'string') return workspaceNameFor(workspace, options.workspaceName);
-  const ref = parseInventoryRef(options.inventory);
-  if (ref.kind !== 'standing') {
-    throw new UsageError(`--inventory ${options.inventory} is not a standing inventory`, 'drift checks tf:<name>, the inventory the workspace materializes');
-  }
-  return ref.name;
-}
+const driftOptions = z
+  .object({
+    playbook: z.string(),
+    inventory: z.string().optional(),
+    workspaceName: z.string().optional(),
+    varsFile: z.string().optional(),
+    remoteUser: z.string(),
+    summaryFile: z.string().optional(),
+    scheduleName: z.string().optional(),
+    scheduleCron: z.string().optional(),
+    gitlabIssue: z.boolean(),
+  })
+  .transform(({ scheduleName, scheduleCron, ...rest }) => {
+    if (scheduleName === undefined && scheduleCron === undefined) return { ...rest, schedule: undefined };
+    if (scheduleName === undefined || scheduleCron === undefined) {
+      throw new UsageError('--schedule-name and --schedule-cron go together', 'pass both to record this run as a tick of that schedule, or neither');
+    }
+    return { ...rest, schedule: { name: scheduleName, cron: scheduleCron } };
+  });
 
-/** `--schedule-name` and `--schedule-cron` (the five-field CI cron, or the six-field one `schedule add` takes) go together. */
-function scheduleOf(options: Record<string, unknown>): { name: string; cron: string } | undefined {
-  const { scheduleName, scheduleCron } = options;
-  if (scheduleName === undefined && scheduleCron === undefined) return undefined;
-  if (typeof scheduleName !== 'string' || typeof scheduleCron !== 'string') {
-    throw new UsageError('--schedule-name and --schedule-cron go together', 'pass both to record this run as a tick of that schedule, or neither');
-  }
-  const fields = scheduleCron.trim().split(/\s+/);
-  const cron = fields.length === 5 ? convertCron(`0 ${scheduleCron}`).cron : convertCron(scheduleCron).cron;
-  return { name: parseScheduleName(scheduleName), cron };
+/** The sticky drift issue of the GitLab project the job belongs to; a token that may not write issues is a notice. */
+async function publishToGitLab(io: Io, gitlab: ReturnType<typeof gitlabIssueContext>, report: DriftReport, secrets: SecretRegistry): Promise<void> {
+  const redact = (text: string) => secrets.redact(text);
+  const issue = await publishGitLabDriftIssue(gitlab.api, gitlab.project, report, { runUrl: gitlab.runUrl, redact });
+  const line = issue.kind === 'refused' ? `notice: ${issue.reason}` : issue.line;
+  if (line) io.err(redact(line));
 }
 
 export function registerDrift(program: Command, io: Io): void {
@@ -52,41 +57,39 @@ export function registerDrift(program: Command, io: Io): void {
           .addOption(new Option('--gitlab-issue', "inside a GitLab job: open, update or close the project's sticky drift issue (EXOCOMP_GITLAB_TOKEN, api scope)").default(false)),
       ),
     ),
-  ).action(async (workspace: string, options: Record<string, unknown>) => {
+  ).action(async (workspace: string, raw: Record<string, unknown>) => {
     // Every input is parsed before the ledger is touched.
-    const settings = globalSettings(options);
-    const name = inventoryName(workspace, options);
-    const schedule = scheduleOf(options);
-    const vars = readVars(options.varsFile as string | undefined);
-    const context = await buildContext(settings, io);
-    const inputs = runInputs(options, context.env, [], io.secrets);
-    const gitlab = options.gitlabIssue === true ? gitlabIssueContext(process.env, inputs.secrets) : undefined;
-    const info = (message: string) => context.progress.emit({ type: 'info', message: inputs.secrets.redact(message) });
-    const report = await checkDrift(context, {
+    const settings = globalSettings(raw);
+    const o = parseOptions(driftOptions, raw);
+    const target = driftTarget({
       workspacePath: workspace,
-      name,
-      playbook: String(options.playbook),
+      workspaceName: o.workspaceName,
+      target: o.inventory,
+      schedule: o.schedule,
+      targetName: '--inventory',
+    });
+    const vars = readVars(o.varsFile);
+    const context = await buildContext(settings, io);
+    const inputs = runInputs(raw, context.env, [], io.secrets);
+    const gitlab = o.gitlabIssue ? gitlabIssueContext(process.env, inputs.secrets) : undefined;
+    const { onOutput, ...reporting } = playReporting(context, inputs.secrets, settings.json, io);
+    const result = await runDriftCheck(context, target, {
+      workspacePath: workspace,
+      playbook: o.playbook,
       ...(vars ? { vars } : {}),
       ...(inputs.tofuBinary ? { tofuBinary: inputs.tofuBinary } : {}),
       ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}),
       runSecrets: inputs.runSecrets,
       ...(inputs.fleetKeyPath ? { fleetKeyPath: inputs.fleetKeyPath } : {}),
-      remoteUser: String(options.remoteUser),
-      secrets: inputs.secrets,
-      ...(schedule ? { schedule } : {}),
-      info,
-      ...(settings.json ? {} : { onOutput: (line: string) => io.err(line.trimEnd()) }),
+      remoteUser: o.remoteUser,
+      ...(onOutput ? { onOutput } : {}),
+      ...reporting,
     });
     const redact = (text: string) => inputs.secrets.redact(text);
-    if (typeof options.summaryFile === 'string') appendFileSync(options.summaryFile, redact(renderDriftMarkdown(report)));
-    if (gitlab) {
-      const issue = await publishGitLabDriftIssue(gitlab.api, gitlab.project, report, { runUrl: gitlab.runUrl, redact });
-      const line = issue.kind === 'refused' ? `notice: ${issue.reason}` : issue.line;
-      if (line) io.err(redact(line));
-    }
-    const exitCode = driftExitCode(report);
-    if (settings.json) io.out(redact(JSON.stringify({ result: { verdict: driftVerdict(report), exitCode, report } })));
-    else io.out(redact(renderDriftText(report).trimEnd()));
-    process.exitCode = exitCode;
+    if (o.summaryFile !== undefined) appendFileSync(o.summaryFile, redact(renderDriftMarkdown(result.report)));
+    if (gitlab) await publishToGitLab(io, gitlab, result.report, inputs.secrets);
+    if (settings.json) io.out(redact(JSON.stringify({ result: { verdict: result.verdict, exitCode: result.exitCode, report: result.report } })));
+    else io.out(redact(renderDriftText(result.report).trimEnd()));
+    process.exitCode = result.exitCode;
   });
 }

@@ -1,21 +1,43 @@
 import { Option, type Command } from 'commander';
-import { UsageError } from '../../domain/errors.js';
-import { parseInventoryRef, parseUserName } from '../../domain/names.js';
-import { checkPlaybookFile } from '../../app/input-checks.js';
+import { z } from 'zod';
 import { parseDuration } from '../../domain/duration.js';
-import { EGRESS_EXTRA_VAR, parseEgressPorts } from '../../domain/egress.js';
-import { parseConcurrencyKey } from '../../domain/lock.js';
-import { withConcurrencyLock } from '../../app/concurrency.js';
-import { grantIdentityFile } from '../../app/identity.js';
-import { keyRefusedHelp, playFailureSummary, type PlayOutcome } from '../../app/play.js';
-import { playProgress } from '../../app/progress.js';
-import { convergeShard } from '../../app/converge-shards.js';
-import { parseShardSpec, shardLease } from '../../domain/shard.js';
-import { checkRecordName } from '../../ledger/records.js';
-import { runFilePlay, runStandingPlay } from '../../app/standing-play.js';
+import { parseEgressPorts } from '../../domain/egress.js';
+import { parseUserName } from '../../domain/names.js';
+import { converge, convergeJob, type ConvergeResult } from '../../app/converge.js';
+import { checkPlaybookFile } from '../../app/input-checks.js';
+import { keyRefusedHelp, playFailureSummary } from '../../app/play.js';
 import { vendorCollections } from '../../app/vendor.js';
-import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
-import { addKeyOptions, addPlayOptions, runInputs } from '../run-options.js';
+import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
+import { addKeyOptions, addPlayOptions, playReporting, runInputs } from '../run-options.js';
+
+const runOptions = z.object({
+  inventory: z.string(),
+  remoteUser: z.string().transform((name) => parseUserName(name, '--remote-user')),
+  sshIdentity: z.string().optional(),
+  concurrencyKey: z.string().optional(),
+  concurrencyWait: z.string().transform(parseDuration),
+  shard: z.string().optional(),
+  runId: z.string().optional(),
+  egress: z.array(z.string()).transform(parseEgressPorts),
+  check: z.boolean(),
+  limit: z.string().optional(),
+  tags: z.string().optional(),
+});
+
+const vendorOptions = z.object({ requirements: z.string(), json: z.boolean() });
+
+/** A play's result: `--json` lines (a shard's recorded result first), or the failure with what to try about a refused key. */
+function renderPlay(io: Io, json: boolean, result: ConvergeResult, offered: { key: string | undefined; user: string }): void {
+  if (result.kind !== 'played') return;
+  const { outcome } = result;
+  if (json && result.shard) io.out(JSON.stringify({ shard: result.shard }));
+  if (json) io.out(JSON.stringify({ result: { code: outcome.code, ok: outcome.code === 0 } }));
+  if (outcome.code === 0) return;
+  io.err(`error: play failed: ${playFailureSummary(outcome)}`);
+  const keyHelp = keyRefusedHelp(outcome, { ...(offered.key ? { key: offered.key } : {}), user: offered.user });
+  if (keyHelp) io.err(`  → ${keyHelp}`);
+  process.exitCode = 1;
+}
 
 export function registerPlaybook(program: Command, io: Io): void {
   const playbook = program.command('playbook').description('run plays against standing inventories; vendor collections');
@@ -42,78 +64,40 @@ export function registerPlaybook(program: Command, io: Io): void {
           ),
       ),
     ),
-  ).action(async (book: string, passthrough: string[], options: Record<string, unknown>) => {
-    const settings = globalSettings(options);
-    const ref = parseInventoryRef(String(options.inventory));
-    parseUserName(String(options.remoteUser), '--remote-user');
+  ).action(async (book: string, passthrough: string[], raw: Record<string, unknown>) => {
+    const settings = globalSettings(raw);
+    const o = parseOptions(runOptions, raw);
     checkPlaybookFile(book, 'playbook');
-    const shard = typeof options.shard === 'string' ? parseShardSpec(options.shard) : undefined;
-    if (shard !== undefined && ref.kind !== 'standing') throw new UsageError('--shard splits a standing inventory', 'pass --inventory tf:<name>');
-    if (shard !== undefined && typeof options.runId !== 'string')
-      throw new UsageError('--shard needs --run-id', 'pass the id the shards of this converge share, e.g. --run-id "$CI_PIPELINE_ID"');
-    const runId = typeof options.runId === 'string' ? checkRecordName('converge run', options.runId) : undefined;
-    const concurrencyKey =
-      typeof options.concurrencyKey === 'string'
-        ? shard
-          ? shardLease(parseConcurrencyKey(options.concurrencyKey), shard).ledgerKey
-          : parseConcurrencyKey(options.concurrencyKey)
-        : undefined;
-    const concurrencyWaitMs = parseDuration(String(options.concurrencyWait));
-    const egressPorts = parseEgressPorts(options.egress as string[]);
+    const job = convergeJob({
+      target: o.inventory,
+      shard: o.shard,
+      runId: o.runId,
+      concurrencyKey: o.concurrencyKey,
+      allowFile: true,
+      names: { target: '--inventory', shard: '--shard', foldShards: '--shards', runId: '--run-id' },
+    });
     const context = await buildContext(settings, io);
-    const inputs = runInputs(options, context.env, [], io.secrets);
-    const identity = typeof options.sshIdentity === 'string' ? await grantIdentityFile(options.sshIdentity, context.cwd) : undefined;
-    inputs.secrets.add(identity?.contents);
-    const info = (message: string) => context.progress.emit({ type: 'info', message: inputs.secrets.redact(message) });
-    const common = {
+    const inputs = runInputs(raw, context.env, [], io.secrets);
+    const result = await converge(context, job, {
       playbook: book,
-      remoteUser: String(options.remoteUser),
+      remoteUser: o.remoteUser,
       ...(inputs.fleetKeyPath ? { fleetKeyPath: inputs.fleetKeyPath } : {}),
-      ...(identity ? { identityFile: identity.path } : {}),
-      extraVars: { [EGRESS_EXTRA_VAR]: egressPorts },
+      ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}),
       runSecrets: inputs.runSecrets,
-      check: options.check === true,
-      ...(typeof options.limit === 'string' ? { limit: options.limit } : {}),
-      ...(typeof options.tags === 'string' ? { tags: options.tags } : {}),
+      sshIdentity: o.sshIdentity,
+      egressPorts: o.egress,
+      check: o.check,
+      limit: o.limit,
+      tags: o.tags,
       ...(passthrough.length > 0 ? { passthrough } : {}),
-      secrets: inputs.secrets,
-      info,
-      // A person reads ansible's own output; a program reads the same events the chain reports.
-      onOutput: settings.json ? undefined : (line: string) => io.err(line.trimEnd()),
-      onEvent: settings.json ? playProgress(context.progress) : undefined,
-    };
-    if (egressPorts.length > 1) info(`declared egress ports ${egressPorts.join(', ')} (passed to the play as ${EGRESS_EXTRA_VAR}; nothing here enforces them)`);
-    const play = async (): Promise<{ outcome: PlayOutcome }> => {
-      if (ref.kind === 'file') return runFilePlay(context, ref, common);
-      const standing = { ...common, name: ref.name, ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}) };
-      if (shard === undefined || runId === undefined) return runStandingPlay(context, standing);
-      const { outcome, result } = await convergeShard(context, { ...standing, shard, runId });
-      if (settings.json) io.out(JSON.stringify({ shard: result }));
-      return { outcome };
-    };
-    const { outcome } = concurrencyKey
-      ? await withConcurrencyLock(
-          context,
-          {
-            key: concurrencyKey,
-            waitMs: concurrencyWaitMs,
-            purpose: `playbook run ${book} --inventory ${String(options.inventory)}`,
-            info,
-            warn: (message: string) => context.progress.emit({ type: 'warning', message: inputs.secrets.redact(message) }),
-          },
-          play,
-        )
-      : await play();
-    if (settings.json) io.out(JSON.stringify({ result: { code: outcome.code, ok: outcome.code === 0 } }));
-    if (outcome.code !== 0) {
-      io.err(`error: play failed: ${playFailureSummary(outcome)}`);
-      const keyHelp = keyRefusedHelp(outcome, {
-        ...(inputs.fleetKeyPath ? { key: `the fleet key ${inputs.fleetKeyPath}` } : identity ? { key: `the identity ${String(options.sshIdentity)}` } : {}),
-        user: String(options.remoteUser),
-      });
-      if (keyHelp) io.err(`  → ${keyHelp}`);
-      process.exitCode = 1;
-    }
+      concurrencyWaitMs: o.concurrencyWait,
+      purpose: `playbook run ${book} --inventory ${o.inventory}`,
+      ...playReporting(context, inputs.secrets, settings.json, io),
+    });
+    renderPlay(io, settings.json, result, {
+      key: inputs.fleetKeyPath ? `the fleet key ${inputs.fleetKeyPath}` : o.sshIdentity && `the identity ${o.sshIdentity}`,
+      user: o.remoteUser,
+    });
   });
 
   playbook
@@ -121,10 +105,10 @@ export function registerPlaybook(program: Command, io: Io): void {
     .description('install the collections of a requirements file into .exocomp/collections, which later runs use (no Galaxy at run time)')
     .requiredOption('--requirements <file>', 'an ansible-galaxy requirements.yml')
     .addOption(new Option('--json', 'machine-readable output').default(false))
-    .action(async (options: Record<string, unknown>) => {
-      if (typeof options.requirements !== 'string') throw new UsageError('--requirements <file> is required');
+    .action(async (raw: Record<string, unknown>) => {
+      const options = parseOptions(vendorOptions, raw);
       const result = await vendorCollections(process.cwd(), options.requirements);
-      if (options.json === true) io.out(JSON.stringify({ result }));
+      if (options.json) io.out(JSON.stringify({ result }));
       else io.out(`vendored into ${result.path}:\n${result.collections.map((c) => `  ${c}`).join('\n') || '  (nothing)'}`);
     });
 }

@@ -13,10 +13,12 @@ import type { AppContext } from '../../app/context.js';
 import { checkPlaybookFile } from '../../app/input-checks.js';
 import { parseMapping } from '../../app/mappings.js';
 import type { ApprovalGate } from '../../app/ports/approval-gate.js';
+import type { PlanJobOutcome, PreviewRequest } from '../../app/plan-job.js';
 import type { ProvisionRequest } from '../../app/provision.js';
 import type { RunContext } from './run-context.js';
 import type { ActionName } from './inputs.js';
-import { githubRunInputs, openLedger, publishWorkflow, type PublishOptions, type Session } from './session.js';
+import { githubRunInputs, openLedger, postStatusComment, publishWorkflow, type PublishOptions, type Session } from './session.js';
+import { planPreviewMarkdown } from './status.js';
 
 /** Stable across re-runs of the same run, so a re-run finds and resumes its workflow. */
 export function defaultWorkflowId(workspaceName: string, run: RunContext): string {
@@ -81,6 +83,26 @@ export function renderOutcome(session: Session<ActionName>, outcome: ContinueOut
   if (outcome.kind === 'awaiting-approval') session.platform.log.notice(`workflow ${outcome.workflow.id} is awaiting approval; nothing was applied`);
   const failure = failureOf(outcome);
   if (failure) throw failure;
+}
+
+/** The plan action's preview (`plan-only`): the workspace it plans, or undefined for a plan that is recorded for approval. */
+export function planPreview(settings: NewWorkflowSettings & { 'plan-only': boolean }): PreviewRequest | undefined {
+  if (!settings['plan-only']) return undefined;
+  return { workspacePath: settings.workspace, workspaceName: workspaceNameOf(settings), vars: settings.vars === undefined ? {} : parseMapping(settings.vars, 'the vars input') };
+}
+
+/**
+ * A plan job's outcome: the plan summary as an output; a preview also goes to
+ * the job summary and the pull request's sticky plan comment (a recorded plan's
+ * status was published by continueWorkflow).
+ */
+export async function publishPlan(session: Session<'plan'>, outcome: PlanJobOutcome): Promise<void> {
+  session.platform.setOutput('plan-summary', outcome.planSummary ?? '');
+  if (outcome.kind !== 'previewed') return;
+  const body = planPreviewMarkdown(outcome.workspaceName, outcome.planSummary, session.run);
+  session.platform.setOutput('state', 'planned');
+  await session.platform.writeSummary(body);
+  await postStatusComment(session, session.settings.comment ? session.run.pullRequest : undefined, `plan-${outcome.workspaceName}`, body, 'plan');
 }
 
 /** A per-step job (ssh-wait, onboard, configure): runs only `step`, after the step before it succeeded, and publishes. */

@@ -1,8 +1,12 @@
-/** GitHub issues as the issue tracker of the sticky drift issue (src/app/drift-issue.ts). */
-import { publishDriftIssue as publish, type DriftIssueOutcome } from '../../app/drift-issue.js';
+/** A drift job's report on GitHub, and GitHub issues as the issue tracker of the sticky drift issue (src/app/drift-issue.ts). */
+import { describeDriftIssueOutcome, publishDriftIssue as publish, type DriftIssueOutcome } from '../../app/drift-issue.js';
+import type { DriftJobResult } from '../../app/drift-job.js';
 import type { IssueTracker } from '../../app/ports/issue-tracker.js';
 import type { DriftReport } from '../../domain/drift.js';
+import { renderDriftMarkdown, renderDriftText } from '../../domain/drift-render.js';
+import { ExocompError } from '../../domain/errors.js';
 import type { GitHubPort, RepoRef } from './port.js';
+import type { Session } from './session.js';
 
 export function githubIssueTracker(github: GitHubPort, repo: RepoRef): IssueTracker {
   const ref = (issue: { number: number; htmlUrl: string }) => ({ number: issue.number, url: issue.htmlUrl });
@@ -24,4 +28,35 @@ export function publishDriftIssue(
   options: { author: string; runUrl: string; redact(text: string): string },
 ): Promise<DriftIssueOutcome> {
   return publish(githubIssueTracker(github, repo), report, options);
+}
+
+/**
+ * A drift job's result on GitHub: the report in the log and the job summary,
+ * the outputs, the sticky issue (a token without `issues: write` loses only
+ * the issue), and the job failed when the use case says it fails.
+ */
+export async function publishDrift(session: Session<'drift'>, result: DriftJobResult): Promise<void> {
+  const { platform, secrets } = session;
+  const redact = (text: string) => secrets.redact(text);
+  // Host output is in the report: printed as text, never a workflow command.
+  const info = (message: string) => session.progress.emit({ type: 'info', message: redact(message) });
+  info(renderDriftText(result.report).trimEnd());
+  session.progress.flush();
+  platform.setOutput('verdict', result.verdict);
+  platform.setOutput('exit-code', String(result.exitCode));
+  platform.setOutput('headline', result.headline);
+  await platform.writeSummary(redact(renderDriftMarkdown(result.report)));
+  if (session.settings.issue) {
+    try {
+      const options = { author: session.settings['issue-author'], runUrl: session.run.runUrl, redact };
+      const issue = await publishDriftIssue(session.github, session.run.repository, result.report, options);
+      if (issue.number !== undefined) platform.setOutput('issue', String(issue.number));
+      const line = describeDriftIssueOutcome(issue);
+      if (line) info(line);
+    } catch (error) {
+      if (!(error instanceof ExocompError) || error.kind !== 'permission') throw error;
+      platform.log.warning(redact(`the drift issue was not updated: ${error.message}`));
+    }
+  }
+  if (result.failure) throw result.failure;
 }

@@ -67,6 +67,14 @@ const listText = z.string().transform((value) =>
     .filter((item) => item !== ''),
 );
 
+/** Arguments for a tool: one per line (as `schedule add` writes them, keeping spaces inside an argument), else split at blanks. */
+const argumentsText = z.string().transform((value) =>
+  value
+    .split(value.includes('\n') ? /\n/ : /\s+/)
+    .map((arg) => arg.trim())
+    .filter((arg) => arg !== ''),
+);
+
 /** Secrets keep their inner whitespace (a private key's lines); only surrounding blank space goes. */
 const secretText = z.string().transform((value) => (value.trim() === '' ? undefined : value.replace(/^\s+|\s+$/g, '')));
 
@@ -187,7 +195,7 @@ export const ACTION_INPUTS = {
   converge: {
     target: required('target'),
     playbook: required('playbook'),
-    args: text(),
+    args: { schema: argumentsText },
     'remote-user': userName(),
     'fleet-private-key': KEYS['fleet-private-key'],
     'run-secrets': KEYS['run-secrets'],

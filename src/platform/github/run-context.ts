@@ -129,3 +129,8 @@ export function githubTrigger(run: RunContext, pullRequest = run.pullRequest): T
     ...(run.workflowRef ? { workflowRef: run.workflowRef } : {}),
   };
 }
+
+/** The schedule tick this run is, when a `schedule` event fired it and the step names its schedule: recorded, so missed ticks show. */
+export function scheduleTick(run: RunContext, scheduleName: string | undefined): { name: string; cron: string } | undefined {
+  return scheduleName !== undefined && run.schedule !== undefined ? { name: scheduleName, cron: run.schedule } : undefined;
+}

@@ -21,7 +21,6 @@ import { SecretRegistry } from '../../app/secrets.js';
 import type { ArtifactPort, CiPlatform } from '../../app/ports/ci-platform.js';
 import { SecretGuardedStore } from '../../app/secret-guarded-store.js';
 import type { LedgerStore } from '../../ledger/store.js';
-import { MemoryLedgerStore } from '../../ledger/memory-store.js';
 import { ACTION_INPUTS, readSettings, type ActionName, type Settings } from './inputs.js';
 import { openGitHubLedger } from './ledger.js';
 import { createGitHub } from './octokit.js';
@@ -121,11 +120,6 @@ export async function openLedger(
   return contextFor(session, ledger.store, settings['ledger-branch']);
 }
 
-/** A context whose ledger is an empty in-memory one: a plan-only preview records nothing. */
-export function previewContext(session: Session<ActionName>, ledgerBranch: string): AppContext {
-  return contextFor(session, new MemoryLedgerStore(), ledgerBranch);
-}
-
 function contextFor(session: Session<ActionName>, store: LedgerStore, ledgerBranch: string): AppContext {
   const guarded = new SecretGuardedStore(store, session.secrets, (message) => core.warning(message));
   return {
@@ -189,6 +183,28 @@ async function writeKey(dir: string, name: string, contents: string | undefined,
   const problem = judgeKeyFile({ role: `the ${input} input`, path: '', isFile: true, mode: 0o600, text: contents });
   if (problem) throw new UsageError(problem.message, problem.help);
   return path;
+}
+
+/**
+ * How a play started from an action reports: every line redacted, the play's
+ * output (hosts' output in it) as text, never a workflow command, warnings as
+ * annotations, and stopped when the run is cancelled.
+ */
+export function playReporting(session: Session<ActionName>): {
+  secrets: SecretRegistry;
+  info(message: string): void;
+  warn(message: string): void;
+  onOutput(line: string): void;
+  signal: AbortSignal;
+} {
+  const info = (message: string) => session.progress.emit({ type: 'info', message: session.secrets.redact(message) });
+  return {
+    secrets: session.secrets,
+    info,
+    warn: (message) => session.progress.emit({ type: 'warning', message: session.secrets.redact(message) }),
+    onOutput: (line) => info(line.trimEnd()),
+    signal: session.interrupt,
+  };
 }
 
 export type PublishOptions = Omit<StatusOptions, 'run' | 'now'> & { comment: boolean };

@@ -1,0 +1,70 @@
+/**
+ * A drift check as a job, for every face (the drift action, `exocomp drift`,
+ * a GitLab job through the CLI): which standing inventory it checks and which
+ * schedule tick it records (checked before the ledger is opened), then the
+ * check, its verdict and exit status, and when the job fails.
+ */
+import { convertCron } from '../domain/cron.js';
+import { driftExitCode, driftHeadline, driftVerdict, type DriftReport, type DriftVerdict } from '../domain/drift.js';
+import { ExocompError, UsageError } from '../domain/errors.js';
+import { defaultWorkspaceName, parseInventoryRef, parseWorkspaceName } from '../domain/names.js';
+import { parseScheduleName } from '../domain/schedule.js';
+import type { AppContext } from './context.js';
+import { checkDrift, type DriftRequest } from './drift.js';
+
+export interface DriftTargetInputs {
+  workspacePath: string;
+  workspaceName?: string | undefined;
+  /** `tf:<name>`: the inventory to check, when it is not named after the workspace. */
+  target?: string | undefined;
+  /** A scheduled run: its schedule's name and the cron that fired it (five fields as CI spells it, or the six-field form). */
+  schedule?: { name: string; cron: string } | undefined;
+  /** The face's name of the target input, for messages: `--inventory`, `target`. */
+  targetName: string;
+}
+
+export interface DriftTarget {
+  /** The standing inventory tf:<name> the check reads. */
+  name: string;
+  schedule?: { name: string; cron: string };
+}
+
+export function driftTarget(inputs: DriftTargetInputs): DriftTarget {
+  let name = inputs.workspaceName === undefined ? defaultWorkspaceName(inputs.workspacePath) : parseWorkspaceName(inputs.workspaceName);
+  if (inputs.target !== undefined) {
+    const ref = parseInventoryRef(inputs.target);
+    if (ref.kind !== 'standing') {
+      throw new UsageError(`${inputs.targetName} ${JSON.stringify(inputs.target)} is not a standing inventory`, 'drift checks tf:<name>, the inventory the workspace materializes');
+    }
+    name = ref.name;
+  }
+  if (inputs.schedule === undefined) return { name };
+  const { cron } = inputs.schedule;
+  const sixFields = cron.trim().split(/\s+/).length === 5 ? `0 ${cron.trim()}` : cron;
+  return { name, schedule: { name: parseScheduleName(inputs.schedule.name), cron: convertCron(sixFields).cron } };
+}
+
+export interface DriftJobResult {
+  report: DriftReport;
+  verdict: DriftVerdict;
+  /** 0 clean, 1 the check failed, 3 drift found. */
+  exitCode: 0 | 1 | 3;
+  headline: string;
+  /** Why the job fails: the check itself failed, or drift was found and `failOnDrift` asked for a failure. Redacted. */
+  failure: ExocompError | undefined;
+}
+
+export type DriftJobRequest = Omit<DriftRequest, 'name' | 'schedule'> & { failOnDrift?: boolean };
+
+export async function runDriftCheck(app: AppContext, target: DriftTarget, request: DriftJobRequest): Promise<DriftJobResult> {
+  const report = await checkDrift(app, { ...request, name: target.name, ...(target.schedule ? { schedule: target.schedule } : {}) });
+  const verdict = driftVerdict(report);
+  const headline = request.secrets.redact(driftHeadline(report));
+  const failure =
+    verdict === 'failed'
+      ? new ExocompError('tool-failed', `the drift check failed: ${headline}`, { help: 'the report above says which half failed and why' })
+      : verdict === 'drift' && request.failOnDrift
+        ? new ExocompError('play-failed', `drift found: ${headline}`, { help: 'converge (and apply) to remove it' })
+        : undefined;
+  return { report, verdict, exitCode: driftExitCode(report), headline, failure };
+}
