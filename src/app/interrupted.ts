@@ -2,12 +2,14 @@
  * Which workflows a CI job left interrupted (docs/architecture.md, "Leases"): provisioning, with
  * a step still `running` under a CI holder (a GitHub run, a GitLab job). The
  * probe judges the holder: gone (continue it), live, or unknown (never touched).
- * The faces' sweepers start the continuations their own way.
+ * `sweepInterrupted` is the resume sweeper of every CI face: it starts the
+ * continuations through the CI-platform port.
  */
 import { failStep, stepOf, type Lease, type StepName, type Workflow } from '../domain/workflow.js';
 import { listWorkflows, readWorkflow, RecordWrites } from '../ledger/records.js';
 import type { AppContext } from './context.js';
 import type { HolderProbe } from './lease.js';
+import type { CiPlatform } from './ports/ci-platform.js';
 
 export interface HeldStep {
   workflow: Workflow;
@@ -67,4 +69,57 @@ export async function recordAbandonedStep(app: AppContext, workflowId: string, s
     const next = failStep(workflow, step, holder, app.now(), { kind: 'interrupted', summary: `${step} interrupted: ${reason}` });
     return { writes: new RecordWrites().workflow(next), message: `${workflowId}: ${step} failed (interrupted)`, result: next };
   });
+}
+
+export interface SweepEntry {
+  id: string;
+  step: string;
+  /** `live`/`unknown`: the step's holder may still run it, so it is left alone; `no-target`: nothing records where to continue it. */
+  action: 'dispatched' | 'would-dispatch' | 'live' | 'unknown' | 'no-target';
+  /** Where the continuation runs (a workflow file, a pipeline) and on which ref. */
+  target?: string;
+  ref?: string;
+}
+
+export interface SweepOptions {
+  /** The workflow file continuations run; default: the one that started each chain. */
+  continueWith?: string | undefined;
+  /** Say what would be started, start nothing. */
+  dryRun?: boolean;
+  /**
+   * Also continue workflows approved this long ago whose chain never started
+   * (a dispatch-mode approval whose continuation never ran); omitted: not looked for.
+   */
+  unstartedAfterMs?: number | undefined;
+}
+
+/**
+ * The resume sweeper: continues every workflow whose step a CI job of this
+ * platform held and left (its holder gone), and with `unstartedAfterMs` every
+ * approved workflow whose chain never started. A step whose holder is live, or
+ * cannot be judged, is never touched.
+ */
+export async function sweepInterrupted(
+  app: AppContext,
+  platform: Pick<CiPlatform, 'holder' | 'probeHolder' | 'continuationTarget' | 'dispatchContinuation'>,
+  options: SweepOptions = {},
+): Promise<SweepEntry[]> {
+  const entries: SweepEntry[] = [];
+  const unstarted = options.unstartedAfterMs === undefined ? [] : await approvedButUnstarted(app, options.unstartedAfterMs);
+  for (const workflow of unstarted) entries.push(await continueIn(platform, workflow, 'apply', options));
+  // Steps held by jobs of this platform: their leases carry the origin our own holder's carry.
+  const origin = platform.holder().lease(app.now()).origin.kind;
+  if (origin === 'local') return entries;
+  for (const held of await stepsHeldByCi(app, origin, platform.probeHolder)) {
+    if (held.holder !== 'gone') entries.push({ id: held.workflow.id, step: held.step, action: held.holder });
+    else entries.push(await continueIn(platform, held.workflow, held.step, options));
+  }
+  return entries;
+}
+
+async function continueIn(platform: Pick<CiPlatform, 'continuationTarget' | 'dispatchContinuation'>, workflow: Workflow, step: string, options: SweepOptions): Promise<SweepEntry> {
+  const next = platform.continuationTarget(workflow, options.continueWith);
+  if (!next) return { id: workflow.id, step, action: 'no-target' };
+  if (options.dryRun) return { id: workflow.id, step, action: 'would-dispatch', ...next };
+  return { id: workflow.id, step, action: 'dispatched', ...(await platform.dispatchContinuation(workflow, options.continueWith)) };
 }

@@ -38,6 +38,7 @@ export function fakeCiPlatform(answers: { approval?: GateApproval; mayDecide?: b
       calls.push(`mayDecide ${who}`);
       return { allowed: answers.mayDecide ?? true, reason: `${who} has ${answers.mayDecide === false ? 'read' : 'write'} access` };
     },
+    continuationTarget: (_workflow, target) => ({ target: target ?? 'provision.yml', ref: 'main' }),
     async dispatchContinuation(workflow: Workflow, target) {
       calls.push(`dispatch ${workflow.id}`);
       dispatched.push({ workflow: workflow.id, target });

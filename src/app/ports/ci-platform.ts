@@ -91,9 +91,15 @@ export interface CiPlatform {
   /** Whether `actor` may decide approvals in this project (write access or above); `reason` says why not, e.g. `bob has read access to o/r`. */
   mayDecide(actor: string): Promise<{ allowed: boolean; reason: string }>;
   /**
+   * What dispatchContinuation would start for `workflow`: the workflow file or
+   * pipeline and the ref. `target` overrides the file recorded in its trigger.
+   * Undefined when there is nothing to start (GitHub: neither names a file).
+   */
+  continuationTarget(workflow: Workflow, target: string | undefined): { target: string; ref: string } | undefined;
+  /**
    * Starts the run that continues `workflow` (dispatch-mode approval, the
-   * resume sweeper). `target` overrides the pipeline/workflow file recorded in
-   * its trigger. Returns what was started.
+   * resume sweeper), as continuationTarget says; a `usage` ExocompError when
+   * there is nothing to start. Returns what was started.
    */
   dispatchContinuation(workflow: Workflow, target: string | undefined): Promise<{ target: string; ref: string }>;
 

@@ -56,21 +56,26 @@ export async function mayDecide(github: GitHubPort, run: RunContext, actor: stri
   return { allowed: RANK[permission] >= RANK.write, reason: `${actor} has ${permission} access to ${run.slug}` };
 }
 
-/** Dispatches `target` (default: the workflow file that started the chain) on the chain's branch with the workflow id. */
-export async function dispatchContinuation(github: GitHubPort, run: RunContext, workflow: Workflow, target: string | undefined): Promise<{ target: string; ref: string }> {
+/** The workflow file a continuation runs (`target`, else the file that started the chain) and the branch it runs on. */
+export function continuationTarget(run: RunContext, workflow: Workflow, target: string | undefined): { target: string; ref: string } | undefined {
   const file = target ?? workflowFileOf(workflow.trigger.workflowRef);
-  if (!file) {
+  return file ? { target: file, ref: continuationRef(workflow, run) } : undefined;
+}
+
+/** Dispatches the continuation's workflow file on the chain's branch with the workflow id. */
+export async function dispatchContinuation(github: GitHubPort, run: RunContext, workflow: Workflow, target: string | undefined): Promise<{ target: string; ref: string }> {
+  const next = continuationTarget(run, workflow, target);
+  if (!next) {
     throw new ExocompError('usage', `workflow ${workflow.id} does not record which workflow started it, so its continuation cannot be dispatched`, {
       help: 'pass `continue-workflow:` naming the workflow file that runs the chain (it must declare workflow_dispatch with a workflow-id input)',
     });
   }
-  const ref = continuationRef(workflow, run);
-  await github.dispatchWorkflow(run.repository, file, ref, { 'workflow-id': workflow.id });
-  return { target: file, ref };
+  await github.dispatchWorkflow(run.repository, next.target, next.ref, { 'workflow-id': workflow.id });
+  return next;
 }
 
 /** The branch the chain ran on, else the branch the deciding run is on. */
-export function continuationRef(workflow: Workflow, run: RunContext): string {
+function continuationRef(workflow: Workflow, run: RunContext): string {
   const recorded = workflow.trigger.workflowRef?.split('@')[1];
   // A pull request's merge ref cannot be dispatched to; a branch can.
   return recorded?.startsWith('refs/heads/') ? recorded.slice('refs/heads/'.length) : run.refName;

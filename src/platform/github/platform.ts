@@ -6,7 +6,7 @@
  */
 import * as core from '@actions/core';
 import type { ArtifactPort, CiPlatform } from '../../app/ports/ci-platform.js';
-import { dispatchContinuation, mayDecide, requireEnvironmentApproval } from './approval.js';
+import { continuationTarget, dispatchContinuation, mayDecide, requireEnvironmentApproval } from './approval.js';
 import { upsertStickyComment } from './comment.js';
 import { ciHolder, ciHolderProbe } from './holder.js';
 import type { GitHubPort } from './port.js';
@@ -43,6 +43,7 @@ export function githubPlatform(options: { run: RunContext; github: GitHubPort; c
     ...(options.artifacts ? { artifacts: options.artifacts } : {}),
     gatedJobApproval: (environment) => requireEnvironmentApproval(github, run, environment),
     mayDecide: (actor) => mayDecide(github, run, actor),
+    continuationTarget: (workflow, target) => continuationTarget(run, workflow, target),
     dispatchContinuation: (workflow, target) => dispatchContinuation(github, run, workflow, target),
     holder: () => ciHolder(run),
     probeHolder: ciHolderProbe(github, run),

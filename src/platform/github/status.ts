@@ -5,6 +5,8 @@
  */
 import { renderMarkdown, viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
+import type { SweepEntry } from '../../app/interrupted.js';
+import type { CiPlatform } from '../../app/ports/ci-platform.js';
 import type { RunContext } from './run-context.js';
 
 /** GitHub rejects issue comments longer than this. */
@@ -80,4 +82,17 @@ export function planPreviewMarkdown(workspaceName: string, summary: string, run:
     '',
     `<sub>[run ${run.runId}](${run.runUrl}) · plan only, nothing recorded or applied</sub>`,
   ].join('\n');
+}
+
+/** The sweep in the log, the `resumed` output and the job summary. */
+export async function publishSweep(platform: CiPlatform, entries: SweepEntry[]): Promise<void> {
+  for (const entry of entries) {
+    const where = entry.target ? ` → ${entry.target}@${entry.ref}` : '';
+    platform.log.info(`${entry.id}: ${entry.step} ${entry.action}${where}`);
+    if (entry.action === 'no-target') platform.log.warning(`${entry.id} was interrupted but records no workflow to dispatch; set continue-workflow`);
+  }
+  const resumed = entries.filter((e) => e.action === 'dispatched' || e.action === 'would-dispatch').map((e) => e.id);
+  platform.setOutput('resumed', JSON.stringify(resumed));
+  const rows = entries.map((e) => `| \`${e.id}\` | ${e.step} | ${e.action} |`);
+  await platform.writeSummary(['### exocomp resume sweep', '', '| workflow | step | action |', '| -------- | ---- | ------ |', ...rows].join('\n'));
 }

@@ -73,6 +73,8 @@ export function gitlabPlatform(options: GitLabPlatformOptions): CiPlatform {
         ? { allowed: true, reason: `${actor} ran a job on the protected branch ${job.refName}` }
         : { allowed: false, reason: `${job.refName} is not a protected branch, so anyone with the Developer role could run this job` };
     },
+    // A continuation is a new pipeline of this project on this job's ref: there is always one to start.
+    continuationTarget: () => ({ target: 'a new pipeline', ref: job.refName }),
     dispatchContinuation: async (workflow: Workflow) => {
       const ref = job.refName;
       const started = await api.triggerPipeline(job.projectId, ref, { EXOCOMP_WORKFLOW_ID: workflow.id }, job.jobToken);

@@ -19,7 +19,7 @@ import { continueWorkflow, failureOf, type ContinueOutcome, type ContinueRequest
 import type { AppContext } from '../../app/context.js';
 import type { ApprovalGate } from '../../app/ports/approval-gate.js';
 import type { CiPlatform } from '../../app/ports/ci-platform.js';
-import { stepsHeldByCi } from '../../app/interrupted.js';
+import { sweepInterrupted } from '../../app/interrupted.js';
 import { environmentGate } from '../../app/approval-gates/environment.js';
 import type { RunInputs } from '../../app/run-inputs.js';
 import { SecretRegistry } from '../../app/secrets.js';
@@ -187,16 +187,12 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
  * job runs. A live holder, or one that cannot be judged, is left alone.
  */
 async function sweep(app: AppContext, platform: CiPlatform, log: GitLabLog): Promise<void> {
-  const held = await stepsHeldByCi(app, 'gitlab', platform.probeHolder);
-  for (const { workflow, step, holder } of held) {
-    if (holder !== 'gone') {
-      log.info(`${workflow.id}: ${step} is held by a ${holder === 'live' ? 'running' : 'possibly running'} job; left alone`);
-      continue;
-    }
-    const started = await platform.dispatchContinuation(workflow, undefined);
-    log.info(`${workflow.id}: ${step} was interrupted; continued in ${started.target} on ${started.ref}`);
+  const entries = await sweepInterrupted(app, platform);
+  for (const { id, step, action, target, ref } of entries) {
+    if (action === 'dispatched') log.info(`${id}: ${step} was interrupted; continued in ${target} on ${ref}`);
+    else log.info(`${id}: ${step} is held by a ${action === 'live' ? 'running' : 'possibly running'} job; left alone`);
   }
-  if (held.length === 0) log.info('no workflow is held by a GitLab job');
+  if (entries.length === 0) log.info('no workflow is held by a GitLab job');
 }
 
 /** The plan job's `reports: terraform` file: the merge request widget shows its counts. */
