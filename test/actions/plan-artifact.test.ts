@@ -37,12 +37,13 @@ describe('the sealed plan artifact', () => {
     await fx?.cleanup();
   });
 
-  const job = (action: 'plan' | 'apply', runId: number) =>
+  const job = (action: 'plan' | 'apply', runId: number, runAttempt = 1) =>
     fx.run(action, {
       runId,
+      runAttempt,
       job: action,
       loopbackHostname: HOSTNAME,
-      env: { ACTIONS_RESULTS_URL: results.url, ACTIONS_RUNTIME_TOKEN: results.runtimeToken(runId, action) },
+      env: { ACTIONS_RESULTS_URL: results.url, ACTIONS_RUNTIME_TOKEN: results.runtimeToken(runId, action, runAttempt) },
       with:
         action === 'plan'
           ? planInputs({ 'seal-key': sealKey })
@@ -72,6 +73,43 @@ describe('the sealed plan artifact', () => {
     // The plan was not made again in the apply job: one plan, in the plan job.
     expect(invocationsOf(await readStandinLog(fx.standinLog), 'plan')).toHaveLength(1);
     expect(results.violations).toEqual([]);
+  });
+
+  it('a "Re-run failed jobs" attempt applies the plan attempt 1 sealed, which its own runtime token cannot fetch', async () => {
+    // Another host, so the plan has something to apply.
+    await writeFile(join(fx.workspace, 'exocomp.auto.tfvars.json'), inventory('127.0.0.3'));
+    const plan = await job('plan', 9800);
+    expect(plan.code, describeRun(plan)).toBe(0);
+    // Attempt 1's apply job failed before it applied anything; the re-run runs only the apply job, as attempt 2.
+    const { DefaultArtifactClient } = await import('@actions/artifact');
+    const scratch = await mkdtemp(join(tmpdir(), 'exocomp-attempt-2-'));
+    const saved = { token: process.env.ACTIONS_RUNTIME_TOKEN, url: process.env.ACTIONS_RESULTS_URL };
+    try {
+      // What download-artifact without a token does in attempt 2: the run's artifact is listed, but not fetched.
+      process.env.ACTIONS_RUNTIME_TOKEN = results.runtimeToken(9800, 'apply', 2);
+      process.env.ACTIONS_RESULTS_URL = results.url.replace(HOSTNAME, '127.0.0.1');
+      const client = new DefaultArtifactClient();
+      const { artifact } = await client.getArtifact(planArtifactName('edge-9800'));
+      await expect(client.downloadArtifact(artifact.id, { path: scratch, skipDecompress: true })).rejects.toThrow(/404.*workflow run not found/);
+    } finally {
+      for (const [name, value] of [
+        ['ACTIONS_RUNTIME_TOKEN', saved.token],
+        ['ACTIONS_RESULTS_URL', saved.url],
+      ] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+      await rm(scratch, { recursive: true, force: true });
+    }
+    fx.double.state.approvals[9800] = [{ state: 'approved', user: 'bob', environments: ['production'] }];
+    const before = await fx.applyCount();
+    const apply = await job('apply', 9800, 2);
+    expect(apply.code, describeRun(apply)).toBe(0);
+    expect(apply.stdout).toContain('applying the approved plan from the plan job (sealed artifact)');
+    expect(await fx.applyCount(), describeRun(apply)).toBe(before + 1);
+    expect(fx.double.requestsTo('GET /repos/{owner}/{repo}/actions/runs/{run_id}/artifacts').at(-1)?.params.run_id).toBe('9800');
+    expect(results.violations).toEqual([]);
+    expect(fx.double.violations).toEqual([]);
   });
 
   it('refuses a plan artifact that differs from the approved plan: nothing applied', async () => {

@@ -5,12 +5,16 @@
  * FinalizeArtifact, ListArtifacts, GetSignedArtifactURL) and the blob storage
  * behind the signed URLs (Azure block-blob uploads: Put Block, Put Block
  * List; downloads: GET). Requests must carry the job's ACTIONS_RUNTIME_TOKEN,
- * whose `scp` claim names the run and job backend ids, as on a runner;
- * artifacts are scoped to the run. Every Twirp request is checked for the
- * fields the service requires; problems are collected in `violations`.
- * Other runs reach an artifact through the REST API instead: the GitHub
- * double lists them (`artifactsOfRun`) and redirects downloads to the same
- * blob URLs (`downloadUrl`).
+ * whose `scp` claim names the run and job backend ids, as on a runner.
+ * The run backend id is the run *attempt*'s: a "Re-run failed jobs" attempt
+ * gets a new one, and its runtime token lists the run's artifacts but cannot
+ * fetch one an earlier attempt uploaded (GetSignedArtifactURL answers 404
+ * "workflow run not found", as GitHub does: actions/download-artifact#486).
+ * Every Twirp request is checked for the fields the service requires;
+ * problems are collected in `violations`. Other runs and attempts reach an
+ * artifact through the REST API instead, which is run-scoped: the GitHub
+ * double lists a run's artifacts of every attempt (`artifactsOfRun`) and
+ * redirects downloads to the same blob URLs (`downloadUrl`).
  *
  * The same service (ACTIONS_RESULTS_URL) answers @actions/cache when
  * ACTIONS_CACHE_SERVICE_V2 is set: `github.actions.results.api.v1.CacheService`
@@ -94,10 +98,10 @@ export class ResultsDouble {
     return `${this.baseUrl}/`;
   }
 
-  /** An ACTIONS_RUNTIME_TOKEN for one job of one run (an unsigned JWT with the runner's `scp` claim shape). */
-  runtimeToken(runId: number, job: string): string {
-    const run = `run-${runId}`;
-    const jobId = `job-${runId}-${job}`;
+  /** An ACTIONS_RUNTIME_TOKEN for one job of one run attempt (an unsigned JWT with the runner's `scp` claim shape). */
+  runtimeToken(runId: number, job: string, attempt = 1): string {
+    const run = `run-${runId}-attempt-${attempt}`;
+    const jobId = `job-${runId}-${attempt}-${job}`;
     const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
     const token = `${encode({ alg: 'none', typ: 'JWT' })}.${encode({ scp: `Actions.GenericRead:00000000 Actions.Results:${run}:${jobId}`, exp: 4102444800 })}.`;
     this.tokens.set(token, { runId, run, job: jobId });
@@ -154,9 +158,8 @@ export class ResultsDouble {
     if (!scope) return;
     if (!String(request.headers['content-type']).startsWith('application/json')) this.violations.push(`${method}: content type ${request.headers['content-type']}`);
     const message = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
-    // GetSignedArtifactURL names the job that uploaded the artifact (from ListArtifacts); the run must still be the token's.
-    const jobMatches = method === 'GetSignedArtifactURL' || message.workflow_job_run_backend_id === scope.job;
-    if (message.workflow_run_backend_id !== scope.run || !jobMatches) {
+    // GetSignedArtifactURL names the attempt and job that uploaded the artifact (from ListArtifacts): it is judged below.
+    if (method !== 'GetSignedArtifactURL' && (message.workflow_run_backend_id !== scope.run || message.workflow_job_run_backend_id !== scope.job)) {
       this.violations.push(`${method}: backend ids ${String(message.workflow_run_backend_id)}/${String(message.workflow_job_run_backend_id)} do not match the token`);
     }
     switch (method) {
@@ -189,9 +192,8 @@ export class ResultsDouble {
       case 'ListArtifacts': {
         const name = message.name_filter as string | undefined;
         const id = message.id_filter as string | undefined;
-        const found = this.artifacts.filter(
-          (a) => a.runBackendId === scope.run && a.finalized && (name === undefined || a.name === name) && (id === undefined || String(a.id) === id),
-        );
+        // Listed for the whole run, earlier attempts included; only fetching is held to the attempt.
+        const found = this.artifacts.filter((a) => a.runId === scope.runId && a.finalized && (name === undefined || a.name === name) && (id === undefined || String(a.id) === id));
         return json(response, 200, {
           artifacts: found.map((a) => ({
             workflow_run_backend_id: a.runBackendId,
@@ -204,6 +206,8 @@ export class ResultsDouble {
         });
       }
       case 'GetSignedArtifactURL': {
+        // Another attempt's artifact (its backend ids came from ListArtifacts) is out of this token's reach.
+        if (message.workflow_run_backend_id !== scope.run) return json(response, 404, { code: 'not_found', msg: 'workflow run not found' });
         const artifact = this.artifacts.filter((a) => a.runBackendId === scope.run && a.name === message.name && a.finalized).sort((a, b) => b.id - a.id)[0];
         if (!artifact) return json(response, 404, { code: 'not_found', msg: 'artifact not found' });
         return json(response, 200, { signed_url: this.signedUrl(artifact) });
