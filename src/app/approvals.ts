@@ -9,7 +9,8 @@ import { ExocompError } from '../domain/errors.js';
 import { decideApproval, type Workflow } from '../domain/workflow.js';
 import { listWorkflows, requireWorkflow } from '../ledger/records.js';
 import type { AppContext } from './context.js';
-import type { CiPlatform } from './ports/ci-platform.js';
+import { startContinuation } from './continuation.js';
+import type { CiPlatform, StartedContinuation } from './ports/ci-platform.js';
 import { saveWorkflow } from './workflows.js';
 
 export interface Decision {
@@ -60,7 +61,7 @@ export interface DispatchDecision {
 
 export interface DispatchOutcome {
   workflow: Workflow;
-  dispatched: { target: string; ref: string } | undefined;
+  dispatched: StartedContinuation | undefined;
 }
 
 /**
@@ -89,5 +90,5 @@ export async function decideByDispatch(app: AppContext, platform: CiPlatform, re
     ...(request.reason ? { comment: request.reason } : {}),
   });
   if (!request.approve) return { workflow, dispatched: undefined };
-  return { workflow, dispatched: await platform.dispatchContinuation(workflow, request.continueWith) };
+  return { workflow, dispatched: await startContinuation(app, platform, workflow, request.continueWith) };
 }

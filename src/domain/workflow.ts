@@ -106,6 +106,17 @@ export const chainOptionsSchema = z.object({
 });
 export type ChainOptions = z.infer<typeof chainOptionsSchema>;
 
+export const continuationSchema = z.object({
+  /** When it was started. */
+  at: z.string(),
+  /** How many continuations were started since the workflow was approved (or its step was last armed). */
+  dispatches: z.number().int().positive(),
+  /** The run the CI platform said it started; absent where it does not say (GitHub Enterprise Server without `return_run_details`). */
+  runId: z.number().int().optional(),
+  runUrl: z.string().optional(),
+});
+export type Continuation = z.infer<typeof continuationSchema>;
+
 export const workflowSchema = z.object({
   schemaVersion: z.literal(WORKFLOW_SCHEMA_VERSION),
   id: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/),
@@ -120,6 +131,8 @@ export const workflowSchema = z.object({
   state: z.enum(WORKFLOW_STATES),
   steps: z.array(stepSchema).length(STEP_NAMES.length),
   failure: failureSchema.optional(),
+  /** The last run started to continue this workflow in CI (a dispatch-mode approval, the resume sweeper). */
+  continuation: continuationSchema.optional(),
   /** Settings changed on resume (`provision resume --ssh-wait 10m`), oldest first. */
   overrides: z.array(z.object({ at: z.string(), setting: z.string(), from: z.string(), to: z.string() })).optional(),
 });
@@ -258,6 +271,26 @@ export function recordPlanRun(workflow: Workflow, runId: number, now: Date): Wor
     throw new IllegalTransitionError(`workflow ${workflow.id} recorded no plan, so no run holds its saved plan`);
   }
   return { ...workflow, approval: { ...workflow.approval, planRunId: runId }, updatedAt: now.toISOString() };
+}
+
+/**
+ * Records the run started to continue the workflow (`run` when the platform
+ * named it). `dispatches` counts the continuations started since the chain
+ * last moved: the sweeper stops re-starting one that keeps ending without
+ * starting the chain.
+ */
+export function recordContinuation(workflow: Workflow, run: { id: number; url: string } | undefined, now: Date): Workflow {
+  const at = now.toISOString();
+  const previous = workflow.continuation;
+  const sinceMoved = previous !== undefined && !chainMovedSince(workflow, previous.at);
+  const continuation: Continuation = { at, dispatches: sinceMoved ? previous.dispatches + 1 : 1, ...(run ? { runId: run.id, runUrl: run.url } : {}) };
+  return { ...workflow, continuation, updatedAt: at };
+}
+
+/** Whether a step was armed after `since`: a continuation started before that has done its work. */
+function chainMovedSince(workflow: Workflow, since: string): boolean {
+  const time = Date.parse(since);
+  return workflow.steps.some((step) => step.startedAt !== undefined && Date.parse(step.startedAt) > time);
 }
 
 export interface Decision {

@@ -16,7 +16,11 @@ async function setInventory(fx: ActionFixture, address: string): Promise<void> {
   await writeFile(join(fx.workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: inventoryNaming(address) }));
 }
 
-function workflowRecord(text: string | undefined): { state: string; approval: { state: string; by?: string; via?: string; planFingerprint?: string } } {
+function workflowRecord(text: string | undefined): {
+  state: string;
+  approval: { state: string; by?: string; via?: string; planFingerprint?: string };
+  continuation?: { at: string; runId?: number; runUrl?: string; dispatches: number };
+} {
   if (text === undefined) throw new Error('no workflow record');
   return JSON.parse(text);
 }
@@ -169,7 +173,11 @@ describe('dispatch mode', () => {
     expect(result.code, describeRun(result)).toBe(0);
     const record = workflowRecord(await fx.ledgerFile(`workflows/${id}.json`));
     expect(record.approval).toMatchObject({ state: 'approved', by: 'bob', via: 'workflow_dispatch run 7103' });
-    expect(fx.double.state.dispatches).toEqual([{ workflow: 'provision.yml', ref: 'main', inputs: { 'workflow-id': id }, login: BOT }]);
+    expect(fx.double.state.dispatches).toEqual([{ workflow: 'provision.yml', ref: 'main', inputs: { 'workflow-id': id }, login: BOT, runId: expect.any(Number) }]);
+    // The run the dispatch started is recorded, for the resume sweeper to judge.
+    const runId = fx.double.state.dispatches[0]!.runId;
+    const recorded = workflowRecord(await fx.ledgerFile(`workflows/${id}.json`));
+    expect(recorded.continuation).toEqual({ at: expect.any(String), dispatches: 1, runId, runUrl: `${fx.double.url}/acme/infra/actions/runs/${runId}` });
     expect(result.outputs.dispatched).toBe('provision.yml');
     // The comment of the pull request follows the decision.
     expect(fx.double.commentsOn(12)).toHaveLength(1);

@@ -130,13 +130,34 @@ describe('the octokit adapter against the GitHub double', () => {
     expect(double.violations).toEqual([]);
   });
 
-  it('dispatches a workflow with its inputs', async () => {
+  it('dispatches a workflow with its inputs, and gets the run it started (return_run_details)', async () => {
     double.state.workflows['provision.yml'] = { id: 901, workflowDispatch: true, inputs: ['workflow-id', 'continue'] };
 
-    await client(WRITE_TOKEN).dispatchWorkflow(REPO, 'provision.yml', 'main', { 'workflow-id': 'wf-9', continue: 'apply' });
+    const started = await client(WRITE_TOKEN).dispatchWorkflow(REPO, 'provision.yml', 'main', { 'workflow-id': 'wf-9', continue: 'apply' });
 
-    expect(double.state.dispatches).toEqual([{ workflow: 'provision.yml', ref: 'main', inputs: { 'workflow-id': 'wf-9', continue: 'apply' }, login: 'github-actions[bot]' }]);
-    expect(double.requestsTo('POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches').at(-1)?.status).toBe(204);
+    const runId = double.state.dispatches.at(-1)!.runId;
+    expect(double.state.dispatches).toEqual([
+      { workflow: 'provision.yml', ref: 'main', inputs: { 'workflow-id': 'wf-9', continue: 'apply' }, login: 'github-actions[bot]', runId },
+    ]);
+    expect(started).toEqual({ runId, htmlUrl: `${double.url}/acme/infra/actions/runs/${runId}` });
+    const [request] = double.requestsTo('POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches').slice(-1);
+    expect(request).toMatchObject({ status: 200, body: { ref: 'main', return_run_details: true } });
+    expect(await client(READ_TOKEN).getWorkflowRun(REPO, runId)).toMatchObject({ id: runId, status: 'queued' });
+    expect(double.violations).toEqual([]);
+  });
+
+  it.each(['ignores', 'refuses'] as const)('dispatches once, naming no run, on a server that %s return_run_details (GitHub Enterprise Server)', async (support) => {
+    double.state.workflows['provision.yml'] = { id: 901, workflowDispatch: true, inputs: ['workflow-id'] };
+    double.state.runDetails = support;
+    const before = double.state.dispatches.length;
+    try {
+      expect(await client(WRITE_TOKEN).dispatchWorkflow(REPO, 'provision.yml', 'main', { 'workflow-id': 'wf-10' })).toBeUndefined();
+    } finally {
+      double.state.runDetails = 'returns';
+    }
+    expect(double.state.dispatches.slice(before)).toMatchObject([{ workflow: 'provision.yml', inputs: { 'workflow-id': 'wf-10' } }]);
+    const statuses = double.requestsTo('POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches').map((r) => r.status);
+    expect(statuses.slice(support === 'refuses' ? -2 : -1)).toEqual(support === 'refuses' ? [422, 204] : [204]);
     expect(double.violations).toEqual([]);
   });
 

@@ -10,7 +10,7 @@ export interface FakeCiPlatform extends CiPlatform {
   dispatched: Array<{ workflow: string; target: string | undefined }>;
 }
 
-export function fakeCiPlatform(answers: { approval?: GateApproval; mayDecide?: boolean; actor?: string } = {}): FakeCiPlatform {
+export function fakeCiPlatform(answers: { approval?: GateApproval; mayDecide?: boolean; actor?: string; startedRun?: { id: number; url: string } } = {}): FakeCiPlatform {
   const calls: string[] = [];
   const outputs: Record<string, string> = {};
   const dispatched: Array<{ workflow: string; target: string | undefined }> = [];
@@ -42,7 +42,7 @@ export function fakeCiPlatform(answers: { approval?: GateApproval; mayDecide?: b
     async dispatchContinuation(workflow: Workflow, target) {
       calls.push(`dispatch ${workflow.id}`);
       dispatched.push({ workflow: workflow.id, target });
-      return { target: target ?? 'provision.yml', ref: 'main' };
+      return { target: target ?? 'provision.yml', ref: 'main', ...(answers.startedRun ? { run: answers.startedRun } : {}) };
     },
     holder: () => localHolder(),
     probeHolder: probeLocalHolder,

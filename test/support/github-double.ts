@@ -103,7 +103,17 @@ export interface RecordedDispatch {
   ref: string;
   inputs: Record<string, unknown>;
   login: string;
+  /** The run the dispatch created (in `state.runs`, queued), whether or not the response named it. */
+  runId: number;
 }
+
+/**
+ * How the server answers `return_run_details: true`: github.com `returns` the
+ * run (200, since February 2026); a GitHub Enterprise Server that predates it
+ * `ignores` the parameter (204) or `refuses` the request (422, nothing
+ * dispatched), depending on how strictly it checks the body.
+ */
+export type RunDetailsSupport = 'returns' | 'ignores' | 'refuses';
 
 export interface SeedIssue {
   pullRequest: boolean;
@@ -139,6 +149,8 @@ export interface GitHubDoubleState {
   commitPulls: Record<string, number[]>;
   /** Every accepted workflow dispatch, in order. */
   dispatches: RecordedDispatch[];
+  /** How dispatches answer `return_run_details` (default: `returns`, as github.com). */
+  runDetails: RunDetailsSupport;
 }
 
 export interface RecordedRequest {
@@ -241,6 +253,7 @@ export class GitHubDouble {
     workflows: {},
     commitPulls: {},
     dispatches: [],
+    runDetails: 'returns',
   };
   /** Every API request answered, in order (git requests are in `gitRequests`). */
   readonly requests: RecordedRequest[] = [];
@@ -699,13 +712,16 @@ export class GitHubDouble {
     const workflow = this.state.workflows[requested] ?? Object.values(this.state.workflows).find((candidate) => String(candidate.id) === requested);
     if (!workflow) return error(404, 'Not Found');
     if (!workflow.workflowDispatch) return error(422, "Workflow does not have 'workflow_dispatch' trigger");
+    if ('return_run_details' in body && this.state.runDetails === 'refuses') return error(422, 'Invalid request.\n\n"return_run_details" is not a permitted key.');
     const inputs = (body.inputs ?? {}) as Record<string, unknown>;
     const unexpected = Object.keys(inputs).filter((name) => workflow.inputs !== undefined && !workflow.inputs.includes(name));
     if (unexpected.length > 0) return error(422, `Unexpected inputs provided: ${JSON.stringify(unexpected)}`);
-    this.state.dispatches.push({ workflow: requested, ref: String(body.ref), inputs, login: grant.login });
-    if (body.return_run_details !== true) return { status: 204 };
+    // Every dispatch creates a run, queued; only the 200 answer names it.
     const runId = this.nextId();
-    this.state.runs[runId] = { status: 'queued', headBranch: String(body.ref), event: 'workflow_dispatch', actor: grant.login };
+    const workflowPath = /\.ya?ml$/.test(requested) ? `.github/workflows/${requested}` : undefined;
+    this.state.runs[runId] = { status: 'queued', headBranch: String(body.ref), event: 'workflow_dispatch', actor: grant.login, ...(workflowPath ? { workflowPath } : {}) };
+    this.state.dispatches.push({ workflow: requested, ref: String(body.ref), inputs, login: grant.login, runId });
+    if (body.return_run_details !== true || this.state.runDetails === 'ignores') return { status: 204 };
     return {
       status: 200,
       body: {

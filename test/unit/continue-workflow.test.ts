@@ -165,6 +165,13 @@ describe('decideByDispatch', () => {
     expect(platform.dispatched).toEqual([{ workflow: 'edge-1', target: 'chain.yml' }]);
   });
 
+  it('records the continuation it started, with its run when the platform names it', async () => {
+    const { app } = setup(awaiting());
+    const run = { id: 9100, url: 'https://ci.example/runs/9100' };
+    await decideByDispatch(app, fakeCiPlatform({ startedRun: run }), { workflowId: 'edge-1', approve: true, reason: undefined, allowSelfApproval: false, continueWith: undefined });
+    expect(requireWorkflow(await app.store.read(), 'edge-1').continuation).toEqual({ at: expect.any(String), dispatches: 1, runId: 9100, runUrl: run.url });
+  });
+
   it('a rejection is recorded and dispatches nothing', async () => {
     const { app } = setup(awaiting());
     const platform = fakeCiPlatform();

@@ -58,6 +58,15 @@ export interface ArtifactPort {
   download(name: string, runId: number, dir: string): Promise<string | undefined>;
 }
 
+/** What dispatchContinuation started. */
+export interface StartedContinuation {
+  /** The workflow file or pipeline started, for messages. */
+  target: string;
+  ref: string;
+  /** The run it started, when the platform says (GitHub with `return_run_details`; GitHub Enterprise Server may not). */
+  run?: { id: number; url: string };
+}
+
 export interface CiPlatform {
   /** 'github', 'gitlab': for messages. */
   readonly name: string;
@@ -101,7 +110,14 @@ export interface CiPlatform {
    * resume sweeper), as continuationTarget says; a `usage` ExocompError when
    * there is nothing to start. Returns what was started.
    */
-  dispatchContinuation(workflow: Workflow, target: string | undefined): Promise<{ target: string; ref: string }>;
+  dispatchContinuation(workflow: Workflow, target: string | undefined): Promise<StartedContinuation>;
+  /**
+   * Whether run `runId` of this project (a continuation it started) is over:
+   * true once it completed, however it ended; false while it is queued,
+   * waiting or in progress; undefined when that cannot be told. Absent where
+   * the platform cannot say: continuations are then judged by their age.
+   */
+  readonly continuationRunEnded?: (runId: number) => Promise<boolean | undefined>;
 
   /** The lease holder for steps this job runs. */
   holder(): Holder;

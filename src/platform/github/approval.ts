@@ -6,7 +6,7 @@
  */
 import { ExocompError, UsageError } from '../../domain/errors.js';
 import type { Workflow } from '../../domain/workflow.js';
-import type { GateApproval } from '../../app/ports/ci-platform.js';
+import type { GateApproval, StartedContinuation } from '../../app/ports/ci-platform.js';
 import type { GitHubPort, RepoPermission } from './port.js';
 import { workflowFileOf, type RunContext } from './run-context.js';
 
@@ -62,16 +62,22 @@ export function continuationTarget(run: RunContext, workflow: Workflow, target: 
   return file ? { target: file, ref: continuationRef(workflow, run) } : undefined;
 }
 
-/** Dispatches the continuation's workflow file on the chain's branch with the workflow id. */
-export async function dispatchContinuation(github: GitHubPort, run: RunContext, workflow: Workflow, target: string | undefined): Promise<{ target: string; ref: string }> {
+/** Dispatches the continuation's workflow file on the chain's branch with the workflow id; the run it started when GitHub names it. */
+export async function dispatchContinuation(github: GitHubPort, run: RunContext, workflow: Workflow, target: string | undefined): Promise<StartedContinuation> {
   const next = continuationTarget(run, workflow, target);
   if (!next) {
     throw new ExocompError('usage', `workflow ${workflow.id} does not record which workflow started it, so its continuation cannot be dispatched`, {
       help: 'pass `continue-workflow:` naming the workflow file that runs the chain (it must declare workflow_dispatch with a workflow-id input)',
     });
   }
-  await github.dispatchWorkflow(run.repository, next.target, next.ref, { 'workflow-id': workflow.id });
-  return next;
+  const started = await github.dispatchWorkflow(run.repository, next.target, next.ref, { 'workflow-id': workflow.id });
+  return { ...next, ...(started ? { run: { id: started.runId, url: started.htmlUrl } } : {}) };
+}
+
+/** Whether a run of this repository (a continuation this project dispatched) has completed; undefined when GitHub does not know it. */
+export async function runCompleted(github: GitHubPort, run: RunContext, runId: number): Promise<boolean | undefined> {
+  const info = await github.getWorkflowRun(run.repository, runId);
+  return info === undefined ? undefined : info.status === 'completed';
 }
 
 /** The branch the chain ran on, else the branch the deciding run is on. */

@@ -1,6 +1,7 @@
 import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
 import { Octokit } from '@octokit/rest';
+import { z } from 'zod';
 import { ExocompError } from '../../domain/errors.js';
 import type { GitHubPort, Issue, IssueComment, RepoPermission, RepoRef, RunApproval, WorkflowRunInfo } from './port.js';
 
@@ -159,9 +160,17 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
     },
 
     async dispatchWorkflow(repo, workflow, ref, inputs) {
-      await call('dispatch', `dispatch workflow ${workflow} on ${ref} in ${slug(repo)}`, baseUrl, () =>
-        octokit.rest.actions.createWorkflowDispatch({ ...repo, workflow_id: workflow, ref, inputs }),
-      );
+      const what = `dispatch workflow ${workflow} on ${ref} in ${slug(repo)}`;
+      const dispatch = (details: boolean) =>
+        octokit.rest.actions.createWorkflowDispatch({ ...repo, workflow_id: workflow, ref, inputs, ...(details ? { return_run_details: true } : {}) });
+      // 200 with the run when asked (github.com since February 2026); 204 from a server that ignores the parameter.
+      const response = await call('dispatch', what, baseUrl, () => dispatch(true), {
+        // A server that refuses the parameter refused the whole request, so nothing was dispatched yet: once more without it.
+        refused: (error) => (isRunDetailsRefusal(error) ? call('dispatch', what, baseUrl, () => dispatch(false)) : undefined),
+      });
+      // @octokit/rest's types know only the 204; the 200 body is checked here.
+      const details = runDetailsSchema.safeParse(response.data);
+      return details.success ? { runId: details.data.workflow_run_id, htmlUrl: details.data.html_url } : undefined;
     },
 
     async getWorkflowRun(repo, runId) {
@@ -242,8 +251,17 @@ function githubMessage(error: HttpFailure): string {
   return typeof data === 'string' && data.length > 0 ? data.slice(0, 200) : 'no explanation given';
 }
 
-/** Runs one API call, turning its failures into ExocompErrors; `notFound` decides what a 404 means when it is not a refusal. */
-async function call<T, F = never>(area: Area, what: string, baseUrl: string, request: () => Promise<T>, handlers: { notFound?: () => F } = {}): Promise<T | F> {
+/**
+ * Runs one API call, turning its failures into ExocompErrors; `notFound` decides what a 404 means when it is not a
+ * refusal, `refused` may answer a 400/422 instead (undefined: the failure stands).
+ */
+async function call<T, F = never>(
+  area: Area,
+  what: string,
+  baseUrl: string,
+  request: () => Promise<T>,
+  handlers: { notFound?: () => F; refused?: (error: HttpFailure) => Promise<T> | undefined } = {},
+): Promise<T | F> {
   try {
     return await request();
   } catch (error) {
@@ -255,8 +273,18 @@ async function call<T, F = never>(area: Area, what: string, baseUrl: string, req
       });
     }
     if (error.status === 404 && handlers.notFound) return handlers.notFound();
+    const instead = (error.status === 400 || error.status === 422) && handlers.refused ? handlers.refused(error) : undefined;
+    if (instead) return instead;
     throw mapFailure(area, what, error);
   }
+}
+
+/** The 200 body of a dispatch with `return_run_details`. */
+const runDetailsSchema = z.object({ workflow_run_id: z.number().int().positive(), html_url: z.string() });
+
+/** A validation failure that names `return_run_details`: a server that predates it (GitHub Enterprise Server). */
+function isRunDetailsRefusal(error: HttpFailure): boolean {
+  return githubMessage(error).includes('return_run_details') || JSON.stringify(error.response?.data ?? '').includes('return_run_details');
 }
 
 function mapFailure(area: Area, what: string, error: HttpFailure): ExocompError {

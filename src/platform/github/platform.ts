@@ -6,7 +6,7 @@
  */
 import * as core from '@actions/core';
 import type { ArtifactPort, CiPlatform } from '../../app/ports/ci-platform.js';
-import { continuationTarget, dispatchContinuation, mayDecide, requireEnvironmentApproval } from './approval.js';
+import { continuationTarget, dispatchContinuation, mayDecide, requireEnvironmentApproval, runCompleted } from './approval.js';
 import { upsertStickyComment } from './comment.js';
 import { ciHolder, ciHolderProbe } from './holder.js';
 import type { GitHubPort } from './port.js';
@@ -45,6 +45,7 @@ export function githubPlatform(options: { run: RunContext; github: GitHubPort; c
     mayDecide: (actor) => mayDecide(github, run, actor),
     continuationTarget: (workflow, target) => continuationTarget(run, workflow, target),
     dispatchContinuation: (workflow, target) => dispatchContinuation(github, run, workflow, target),
+    continuationRunEnded: (runId) => runCompleted(github, run, runId),
     holder: () => ciHolder(run),
     probeHolder: ciHolderProbe(github, run),
   };

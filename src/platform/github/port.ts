@@ -63,8 +63,12 @@ export interface GitHubPort {
   createIssue(repo: RepoRef, issue: { title: string; body: string; labels: string[] }): Promise<Issue>;
   /** PATCH …/issues/{issue_number}: a new body and title, or a state change. */
   updateIssue(repo: RepoRef, issueNumber: number, change: { title?: string; body?: string; state?: 'open' | 'closed' }): Promise<Issue>;
-  /** POST …/actions/workflows/{workflow_id}/dispatches */
-  dispatchWorkflow(repo: RepoRef, workflow: string, ref: string, inputs: Record<string, string>): Promise<void>;
+  /**
+   * POST …/actions/workflows/{workflow_id}/dispatches, asking for the run it
+   * starts (`return_run_details`): that run, or undefined where GitHub does
+   * not say (GitHub Enterprise Server versions without the parameter).
+   */
+  dispatchWorkflow(repo: RepoRef, workflow: string, ref: string, inputs: Record<string, string>): Promise<{ runId: number; htmlUrl: string } | undefined>;
   /** GET …/actions/runs/{run_id} */
   getWorkflowRun(repo: RepoRef, runId: number): Promise<WorkflowRunInfo | undefined>;
 }

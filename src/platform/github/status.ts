@@ -88,8 +88,8 @@ export function planPreviewMarkdown(workspaceName: string, summary: string, run:
 export async function publishSweep(platform: CiPlatform, entries: SweepEntry[]): Promise<void> {
   for (const entry of entries) {
     const where = entry.target ? ` → ${entry.target}@${entry.ref}` : '';
-    platform.log.info(`${entry.id}: ${entry.step} ${entry.action}${where}`);
-    if (entry.action === 'no-target') platform.log.warning(`${entry.id} was interrupted but records no workflow to dispatch; set continue-workflow`);
+    platform.log.info(`${entry.id}: ${entry.step} ${entry.action}${where}${entry.runUrl ? ` (${entry.runUrl})` : ''}`);
+    if (entry.warning) platform.log.warning(entry.warning);
   }
   const resumed = entries.filter((e) => e.action === 'dispatched' || e.action === 'would-dispatch').map((e) => e.id);
   platform.setOutput('resumed', JSON.stringify(resumed));

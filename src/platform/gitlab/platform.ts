@@ -78,7 +78,7 @@ export function gitlabPlatform(options: GitLabPlatformOptions): CiPlatform {
     dispatchContinuation: async (workflow: Workflow) => {
       const ref = job.refName;
       const started = await api.triggerPipeline(job.projectId, ref, { EXOCOMP_WORKFLOW_ID: workflow.id }, job.jobToken);
-      return { target: `pipeline ${started.id}`, ref };
+      return { target: `pipeline ${started.id}`, ref, run: { id: started.id, url: started.webUrl } };
     },
     holder: () => gitlabHolder(job),
     probeHolder: gitlabHolderProbe(api),
