@@ -83,7 +83,9 @@ async function round(kind: 'exocomp' | 'baseline', dir: string): Promise<number>
 const dir = await mkdtemp(join(tmpdir(), 'exocomp-bench-chain-'));
 try {
   const { exocomp: e, baseline: b } = await sideBySide(['baseline', 'exocomp'] as const, rounds, (kind) => round(kind, dir));
-  console.log(`\nwhole chain, median of ${rounds}: exocomp ${(e / 1000).toFixed(2)} s, shell baseline ${(b / 1000).toFixed(2)} s, ratio ${(e / b).toFixed(2)} (target ≤ 1.05)`);
+  if (e !== undefined && b !== undefined) {
+    console.log(`\nwhole chain, median of ${rounds}: exocomp ${(e / 1000).toFixed(2)} s, shell baseline ${(b / 1000).toFixed(2)} s, ratio ${(e / b).toFixed(2)} (target ≤ 1.05)`);
+  }
 } finally {
   await rm(dir, { recursive: true, force: true });
 }

@@ -79,9 +79,11 @@ async function round(kind: 'exocomp' | 'bare', dir: string): Promise<number> {
 const dir = await mkdtemp(join(tmpdir(), 'exocomp-bench-onboard-'));
 try {
   const { exocomp: e, bare: b } = await sideBySide(['bare', 'exocomp'] as const, rounds, (kind) => round(kind, dir));
-  console.log(
-    `\nonboarding, median of ${rounds}: exocomp step ${(e / 1000).toFixed(2)} s, bare keyscan + play ${(b / 1000).toFixed(2)} s, ratio ${(e / b).toFixed(2)} (target ≤ 1.10)`,
-  );
+  if (e !== undefined && b !== undefined) {
+    console.log(
+      `\nonboarding, median of ${rounds}: exocomp step ${(e / 1000).toFixed(2)} s, bare keyscan + play ${(b / 1000).toFixed(2)} s, ratio ${(e / b).toFixed(2)} (target ≤ 1.10)`,
+    );
+  }
 } finally {
   await rm(dir, { recursive: true, force: true });
 }
