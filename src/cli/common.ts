@@ -15,6 +15,7 @@ import { SecretGuardedStore } from '../app/secret-guarded-store.js';
 import { describeZodIssues } from '../ledger/records.js';
 import { JsonProgress, TerminalProgress } from './terminal.js';
 import { interruptOnSignals } from '../adapters/signals.js';
+import { inertJson, inertLines } from '../domain/runner-log.js';
 
 export interface GlobalSettings {
   ledger: string | undefined;
@@ -67,10 +68,21 @@ export function redactingIo(io: Io, secrets: SecretRegistry = io.secrets ?? new 
   return { out: (line) => io.out(secrets.redact(line)), err: (line) => io.err(secrets.redact(line)), secrets };
 }
 
-export const processIo: Io = {
-  out: (line) => process.stdout.write(`${line}\n`),
-  err: (line) => process.stderr.write(`${line}\n`),
-};
+/**
+ * The process's stdout and stderr. In a GitHub Actions step (a `run:` step
+ * sets GITHUB_ACTIONS=true), nothing printed — tool and host output among it —
+ * may become a workflow command: every line goes out inert
+ * (src/domain/runner-log.ts), and `--json` output stays the same JSON.
+ */
+export function processIo(env: NodeJS.ProcessEnv, options: { json: boolean }): Io {
+  const inGitHubStep = env.GITHUB_ACTIONS === 'true';
+  const text = (line: string) => (inGitHubStep ? inertLines(line) : line);
+  const json = (line: string) => (inGitHubStep ? inertJson(line) : line);
+  return {
+    out: (line) => process.stdout.write(`${options.json ? json(line) : text(line)}\n`),
+    err: (line) => process.stderr.write(`${text(line)}\n`),
+  };
+}
 
 export async function buildContext(settings: GlobalSettings, io: Io): Promise<AppContext> {
   const cwd = process.cwd();

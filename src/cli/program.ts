@@ -48,7 +48,7 @@ export function buildProgram(io: Io): Command {
   return program;
 }
 
-export async function main(argv: string[], rawIo: Io = processIo): Promise<number> {
+export async function main(argv: string[], rawIo: Io = processIo(process.env, { json: argv.includes('--json') })): Promise<number> {
   const io = redactingIo(rawIo);
   const program = buildProgram(io);
   try {
