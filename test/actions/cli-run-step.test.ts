@@ -13,30 +13,10 @@ import { runProcess } from '../../src/adapters/process.js';
 import { events, RunnerJob, type StepResult } from '../support/action-runner.js';
 import { cliPath } from '../support/chain-fixture.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../support/loopback-host.js';
+import { SPOOFED_COMMANDS, spoofPlaybook } from '../support/plays.js';
 
 const REPOSITORY = 'acme/infra';
-const SPOOF = ['::error::spoofed', '::set-output name=state::provisioned', '::add-mask::converged', 'legacy ##[warning]spoofed too'];
-
-const spoofPlaybook = `- hosts: all
-  gather_facts: false
-  tasks:
-    - name: the host prints workflow commands
-      ansible.builtin.command:
-        argv: ${JSON.stringify(['printf', '%s\n', ...SPOOF])}
-      register: banner
-      changed_when: false
-    - name: show what the host printed
-      ansible.builtin.debug:
-        msg: "{{ banner.stdout }}"
-`;
-
-/** The same lines in a failing task's output: the --json events carry a failure's output. */
-const failingPlaybook = `- hosts: all
-  gather_facts: false
-  tasks:
-    - name: the host prints workflow commands and fails
-      ansible.builtin.shell: ${JSON.stringify(`printf '%s\n' ${SPOOF.map((line) => `'${line}'`).join(' ')}; exit 3`)}
-`;
+const SPOOF = SPOOFED_COMMANDS;
 
 describe('the CLI in a workflow run: step, while a host prints workflow commands', () => {
   let dir: string;
@@ -50,8 +30,8 @@ describe('the CLI in a workflow run: step, while a host prints workflow commands
     const key = await generateKeyPair(dir, 'root');
     host = await createLoopbackHost({ rootAuthorizedKey: key.publicKey, port: 2244 });
     await host.start();
-    await writeFile(join(dir, 'spoof.yml'), spoofPlaybook);
-    await writeFile(join(dir, 'failing.yml'), failingPlaybook);
+    await writeFile(join(dir, 'spoof.yml'), spoofPlaybook());
+    await writeFile(join(dir, 'failing.yml'), spoofPlaybook({ fail: true }));
     await writeFile(join(dir, 'hosts.yml'), JSON.stringify({ all: { hosts: { web: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } } }));
     await runProcess('git', ['init', '-q', '--bare', join(dir, 'ledger.git')]);
     job = await RunnerJob.start();

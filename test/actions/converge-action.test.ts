@@ -16,22 +16,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { events, RunnerJob, type ActionResult } from '../support/action-runner.js';
 import type { LoopbackHost } from '../support/loopback-host.js';
+import { SPOOFED_COMMANDS, spoofPlaybook } from '../support/plays.js';
 import { chainInputs, createActionFixture, startWebHost, describeRun, REPOSITORY, type ActionFixture } from './helpers.js';
 
-const SPOOF = ['::error::spoofed', '::set-output name=state::provisioned', '::set-output name=spoofed::yes', '::add-mask::converged', 'legacy ##[warning]spoofed too'];
-
-const spoofPlaybook = `- hosts: all
-  gather_facts: false
-  tasks:
-    - name: the host prints workflow commands
-      ansible.builtin.command:
-        argv: ${JSON.stringify(['printf', '%s\n', ...SPOOF])}
-      register: banner
-      changed_when: false
-    - name: show what the host printed
-      ansible.builtin.debug:
-        msg: "{{ banner.stdout }}"
-`;
+const SPOOF = SPOOFED_COMMANDS;
 
 const timedPlaybook = `- hosts: all
   gather_facts: false
@@ -50,7 +38,7 @@ describe('the converge action', () => {
   beforeAll(async () => {
     fx = await createActionFixture('edge');
     host = await startWebHost(fx);
-    await writeFile(join(fx.checkout, 'spoof.yml'), spoofPlaybook);
+    await writeFile(join(fx.checkout, 'spoof.yml'), spoofPlaybook());
     await writeFile(join(fx.checkout, 'timed.yml'), timedPlaybook);
     job = await RunnerJob.start();
     chain = await fx.run('provision', { runId: 7100, runnerJob: job, with: await chainInputs(fx, { 'ssh-wait': '30s', comment: 'false' }) });
