@@ -10,7 +10,9 @@
  * step's end (ansible's exit, ControlPersist masters stopped, the step's ledger
  * write).
  *
- * bare: ssh-keyscan; ansible-playbook start-up (the same inventory with an
+ * bare: ssh-keyscan; an ssh-agent started, loaded and stopped (what the
+ * configure step and converges add; onboarding hands ssh a 0600 key copy);
+ * ansible-playbook start-up (the same inventory with an
  * empty play: parse, inventory, no connection); the onboarding play with
  * pipelining and ControlPersist (the baseline of bench:onboard), without
  * pipelining, and without ControlPersist, so what each buys is a figure.
@@ -47,6 +49,7 @@ async function exocompPhases(dir: string, host: { address: string; port: number 
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stamps: Record<string, number> = {};
+  let results = 0;
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   for await (const line of createInterface({ input: child.stdout })) {
@@ -57,8 +60,10 @@ async function exocompPhases(dir: string, host: { address: string; port: number 
     else if (event.event === 'info' && event.message?.startsWith('pinned host keys')) stamps.pinned = now;
     else if (event.event === 'info' && event.message?.startsWith('onboarding play')) stamps.playStarting = now;
     else if (event.event === 'play-started') stamps.firstPlay ??= now;
-    else if (event.event === 'task-result') stamps.lastTask = now;
-    else if (event.event === 'step-succeeded') stamps.end = now;
+    else if (event.event === 'task-result') {
+      stamps.lastTask = now;
+      results += 1;
+    } else if (event.event === 'step-succeeded') stamps.end = now;
   }
   const code = await new Promise<number | null>((done) => (child.exitCode !== null ? done(child.exitCode) : child.on('close', done)));
   const s = stamps as Record<'start' | 'pinned' | 'playStarting' | 'firstPlay' | 'lastTask' | 'end', number>;
@@ -68,6 +73,7 @@ async function exocompPhases(dir: string, host: { address: string; port: number 
     'fleet public key': s.playStarting - s.pinned,
     'run dir, copies, ansible start-up': s.firstPlay - s.playStarting,
     'tasks (connections, modules)': s.lastTask - s.firstPlay,
+    'per task result': (s.lastTask - s.firstPlay) / results,
     'ansible exit, masters, step record': s.end - s.lastTask,
     total: s.end - s.start,
   };
@@ -96,7 +102,11 @@ t4=$(ms)
 ssh -o ControlPath="/tmp/bcq-$$-%C" -O exit -p "$PORT" "root@$ADDR" 2>/dev/null || true
 ANSIBLE_PIPELINING=True ANSIBLE_SSH_ARGS="-o ControlMaster=no $ssh_args" play
 t5=$(ms)
-echo "$((t1-t0)) $((t2-t1)) $((t3-t2)) $((t4-t3)) $((t5-t4))"
+eval "$(ssh-agent -s)" >/dev/null
+ssh-add -q "$FLEET"
+ssh-agent -k >/dev/null
+t6=$(ms)
+echo "$((t1-t0)) $((t2-t1)) $((t3-t2)) $((t4-t3)) $((t5-t4)) $((t6-t5))"
 `;
 
 async function barePhases(dir: string, host: { address: string; port: number }, fleet: KeyPair, bootstrap: KeyPair): Promise<Phases> {
@@ -107,13 +117,14 @@ async function barePhases(dir: string, host: { address: string; port: number }, 
     env: { ...process.env, WS: ws, ADDR: host.address, PORT: String(host.port), FLEET: fleet.privateKeyPath, BOOTSTRAP: bootstrap.privateKeyPath, ONBOARD: onboardPlaybook },
   });
   if (result.code !== 0) throw new Error(`bare profile failed:\n${result.stdout}\n${result.stderr}\n${await readFile(join(ws, 'ansible.log'), 'utf8').catch(() => '')}`);
-  const [keyscan, startup, play, noPipelining, noControlPersist] = result.stdout.trim().split(' ').map(Number) as [number, number, number, number, number];
+  const [keyscan, startup, play, noPipelining, noControlPersist, agent] = result.stdout.trim().split(' ').map(Number) as [number, number, number, number, number, number];
   return {
     'bare ssh-keyscan': keyscan,
     'bare ansible start-up (empty play)': startup,
     'bare play: pipelining + ControlPersist (baseline)': play,
     'bare play: no pipelining': noPipelining,
     'bare play: no ControlPersist': noControlPersist,
+    'bare ssh-agent start, ssh-add, stop (configure and converge only)': agent,
   };
 }
 
@@ -137,7 +148,7 @@ try {
   }
   console.log(`\nonboarding profile, median of ${rounds} (ms):`);
   for (const [name, values] of Object.entries(all))
-    console.log(`  ${name.padEnd(56)} ${String(Math.round(median(values))).padStart(6)}   [${values.map((v) => Math.round(v)).join(', ')}]`);
+    console.log(`  ${name.padEnd(66)} ${String(Math.round(median(values))).padStart(6)}   [${values.map((v) => Math.round(v)).join(', ')}]`);
 } finally {
   await rm(dir, { recursive: true, force: true });
 }
