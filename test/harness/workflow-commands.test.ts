@@ -85,6 +85,12 @@ describe('workflow commands as the runner processes them', () => {
     expect(c.log).toBe('##[error]split\nlast line without newline');
   });
 
+  it('ends a line at a lone \\r as well (ReadLine), and reads a \\r\\n split across chunks as one line end', () => {
+    const c = process(['stdout', 'progress 50%\r::error::after a carriage return\r'], ['stdout', '\nnext\r\n']);
+    expect(c.annotations).toEqual([{ level: 'error', message: 'after a carriage return', properties: {} }]);
+    expect(c.log).toBe('progress 50%\n##[error]after a carriage return\nnext');
+  });
+
   it('refuses the disabled set-env and add-path commands with an error', () => {
     const c = process(['stdout', '::set-env name=A::b\n']);
     expect(c.annotations[0]?.level).toBe('error');

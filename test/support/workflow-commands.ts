@@ -1,7 +1,8 @@
 /**
  * The runner's processing of workflow commands in a step's output, after
  * actions/runner (src/Runner.Common/ActionCommand.cs, src/Runner.Worker/
- * ActionCommandManager.cs): each line of stdout and stderr is tried as
+ * ActionCommandManager.cs): each line of stdout and stderr (ended by \n,
+ * \r\n or a lone \r, as ProcessInvoker's ReadLine reads it) is tried as
  * `::name props::data` (after trimming leading whitespace) and as the legacy
  * `##[name props]data` (anywhere in the line); only registered names count,
  * case-insensitively. `stop-commands` suspends all processing until a line
@@ -109,18 +110,23 @@ export class WorkflowCommandProcessor {
 
   constructor(private readonly debug = false) {}
 
-  /** Feeds a chunk of a stream; complete lines are processed as they arrive. */
+  /**
+   * Feeds a chunk of a stream; complete lines are processed as they arrive. A
+   * line ends at \n, \r\n or a lone \r, as .NET's StreamReader.ReadLine (the
+   * runner's ProcessInvoker) reads it; a \r at the end of a chunk waits for
+   * the next one, which may begin with the \n of a \r\n.
+   */
   write(stream: 'stdout' | 'stderr', chunk: string): void {
     const text = this.pending[stream] + chunk;
-    const parts = text.split('\n');
+    const parts = text.split(/\r\n|\r(?!$)|\n/);
     this.pending[stream] = parts.pop() ?? '';
-    for (const part of parts) this.line(part.replace(/\r$/, ''));
+    for (const part of parts) this.line(part);
   }
 
   /** Processes what is left of each stream (a last line without its newline). */
   end(): void {
     for (const stream of ['stdout', 'stderr'] as const) {
-      if (this.pending[stream] !== '') this.line(this.pending[stream]);
+      if (this.pending[stream] !== '') this.line(this.pending[stream].replace(/\r$/, ''));
       this.pending[stream] = '';
     }
   }
