@@ -18,8 +18,24 @@ if (existsSync(actionsDir)) {
   for (const name of readdirSync(actionsDir).sort()) {
     const main = join(actionsDir, name, 'main.ts');
     if (existsSync(main)) entries.push({ in: main, out: join(outRoot, name, 'index.js'), shebang: false });
+    // Another file beside main.ts is a bundle of its own, which main loads on demand (`import('./<file>.js')`).
+    for (const file of readdirSync(join(actionsDir, name))
+      .filter((f) => f.endsWith('.ts') && f !== 'main.ts')
+      .sort()) {
+      entries.push({ in: join(actionsDir, name, file), out: join(outRoot, name, file.replace(/\.ts$/, '.js')), shebang: false });
+    }
   }
 }
+
+/** An action entry's `import('./<file>.js')` loads the sibling bundle at run time (see above), so it is left out of this one. */
+const siblingBundles = {
+  name: 'sibling-bundles',
+  setup(build) {
+    build.onResolve({ filter: /^\.\/[^/]+\.js$/ }, (args) =>
+      args.kind === 'dynamic-import' && args.importer.startsWith(actionsDir) ? { path: args.path, external: true } : undefined,
+    );
+  },
+};
 
 rmSync(outRoot, { recursive: true, force: true });
 mkdirSync(outRoot, { recursive: true });
@@ -28,6 +44,7 @@ for (const entry of entries) {
     entryPoints: [entry.in],
     outfile: entry.out,
     bundle: true,
+    plugins: [siblingBundles],
     platform: 'node',
     target: 'node20',
     format: 'esm',

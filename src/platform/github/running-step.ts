@@ -18,8 +18,8 @@ export function isChainAction(name: ActionName): name is ChainAction {
   return (CHAIN_ACTIONS as readonly string[]).includes(name);
 }
 
-/** The GITHUB_STATE key (the post step reads it as STATE_<key>). */
-const STATE_KEY = 'exocompRunningStep';
+/** The GITHUB_STATE key; the runner hands its value to the post step as the variable STATE_<key>. */
+export const STATE_KEY = 'exocompRunningStep';
 
 const runningStepSchema = z.object({
   action: z.enum(CHAIN_ACTIONS),
