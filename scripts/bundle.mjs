@@ -1,4 +1,5 @@
-// Builds one bundle per entry point: dist/cli.js and dist/<action>/index.js.
+// Builds one bundle per entry point: dist/cli.js, dist/<action>/index.js, and dist/<action>/<file>.js for any other
+// src/actions/<action>/<file>.ts (a part its main.ts loads on demand).
 // The @actions packages are ESM-only and some of their dependencies still call
 // require(): the banner gives the ESM bundle a real `require`.
 import { build } from 'esbuild';
