@@ -13,17 +13,24 @@ import type { RunInputs } from './run-inputs.js';
 
 export type ConfigurationPreview = { kind: 'previewed'; fingerprint: string; preview: string } | { kind: 'none'; reason: string };
 
-export async function previewWorkflowConfiguration(
+/** The standing inventory and the play a preview runs: a workflow's, or the plan job's inputs (a plan-only preview). */
+export interface PreviewTarget {
+  name: string;
+  playbook: string;
+  remoteUser: string;
+}
+
+export async function previewConfigurationOf(
   app: AppContext,
-  workflow: Workflow,
+  target: PreviewTarget,
   inputs: RunInputs,
   options: { info(message: string): void; signal?: AbortSignal },
 ): Promise<ConfigurationPreview> {
   if (!inputs.fleetKeyPath) return { kind: 'none', reason: 'no fleet key was given, so the configure play was not previewed' };
   const config = await previewConfiguration(app, {
-    name: workflow.workspace.name,
-    playbook: workflow.playbook,
-    remoteUser: workflow.options.remoteUser ?? workflow.options.onboardUser,
+    name: target.name,
+    playbook: target.playbook,
+    remoteUser: target.remoteUser,
     fleetKeyPath: inputs.fleetKeyPath,
     ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}),
     runSecrets: inputs.runSecrets,
@@ -31,8 +38,18 @@ export async function previewWorkflowConfiguration(
     info: options.info,
     ...(options.signal ? { signal: options.signal } : {}),
   });
-  if (config === undefined) return { kind: 'none', reason: `tf:${workflow.workspace.name} names no hosts yet: no configuration to preview` };
+  if (config === undefined) return { kind: 'none', reason: `tf:${target.name} names no hosts yet: no configuration to preview` };
   return { kind: 'previewed', fingerprint: config.fingerprint, preview: inputs.secrets.redact(renderConfigurationText(config)) };
+}
+
+export function previewWorkflowConfiguration(
+  app: AppContext,
+  workflow: Workflow,
+  inputs: RunInputs,
+  options: { info(message: string): void; signal?: AbortSignal },
+): Promise<ConfigurationPreview> {
+  const target = { name: workflow.workspace.name, playbook: workflow.playbook, remoteUser: workflow.options.remoteUser ?? workflow.options.onboardUser };
+  return previewConfigurationOf(app, target, inputs, options);
 }
 
 /** Before an approved apply: the configuration preview must come out as it did when it was approved. */

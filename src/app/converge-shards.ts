@@ -7,10 +7,12 @@
  */
 import type { TaskResultEvent } from '../adapters/ansible-events.js';
 import { appendConvergeRun, failedHostsOf, foldShardResults, SHARD_RESULT_SCHEMA_VERSION, type ConvergeRun, type ShardResult } from '../domain/converge-record.js';
+import type { ScheduleTick } from '../domain/schedule-fires.js';
 import { checkShardSpec, formatShard, hostsOfShard, type ShardSpec } from '../domain/shard.js';
 import { readConvergeHistory, readShardResults, RecordWrites } from '../ledger/records.js';
 import type { AppContext } from './context.js';
 import { loadStandingInventory } from './inventories.js';
+import { addScheduleFire } from './schedule-fires.js';
 import type { PlayOutcome } from './play.js';
 import { runStandingPlay, type StandingPlayRequest } from './standing-play.js';
 
@@ -75,19 +77,30 @@ export async function convergeShard(app: AppContext, request: ShardConvergeReque
   return { result, outcome: outcome ?? NO_PLAY };
 }
 
-/** One converge record from the shards of a run; the folded shard records leave the branch (its history keeps them). */
-export async function foldConvergeShards(app: AppContext, request: { name: string; runId: string; shards: number }): Promise<ConvergeRun> {
+/**
+ * One converge record from the shards of a run; the folded shard records leave
+ * the branch (its history keeps them). A scheduled run's fire is recorded in the
+ * same commit, at the time its first shard reported; `missed` is then the
+ * schedule's ticks that never ran.
+ */
+export async function foldConvergeShards(
+  app: AppContext,
+  request: { name: string; runId: string; shards: number; schedule?: ScheduleTick | undefined },
+): Promise<{ run: ConvergeRun; missed?: Date[] }> {
   checkShardSpec(1, request.shards);
   return app.store.update((snapshot) => {
     const results = readShardResults(snapshot, request.name, request.runId);
-    const run = foldShardResults(request.runId, request.shards, results, app.now().toISOString());
+    const now = app.now();
+    const run = foldShardResults(request.runId, request.shards, results, now.toISOString());
     const writes = new RecordWrites().convergeHistory(appendConvergeRun(readConvergeHistory(snapshot, request.name), request.name, run));
     for (const result of results) writes.foldedShardResult(result);
+    const firstReport = results.map((r) => new Date(r.at)).sort((a, b) => a.getTime() - b.getTime())[0] ?? now;
+    const missed = request.schedule === undefined ? undefined : addScheduleFire(snapshot, writes, request.schedule, firstReport, now);
     const failed = run.hosts.filter((h) => !h.ok).length;
     return {
       writes,
       message: `converge tf:${request.name} run ${request.runId}: ${run.ok ? 'converged' : 'failed'} — ${run.hosts.length} host(s) over ${request.shards} shard(s), ${failed} failed, ${run.missingShards.length} shard(s) missing`,
-      result: run,
+      result: { run, ...(missed ? { missed } : {}) },
     };
   });
 }

@@ -11,6 +11,7 @@ import { EGRESS_EXTRA_VAR } from '../domain/egress.js';
 import { UsageError } from '../domain/errors.js';
 import { parseConcurrencyKey } from '../domain/lock.js';
 import { parseInventoryRef, type InventoryRef } from '../domain/names.js';
+import type { ScheduleTick } from '../domain/schedule-fires.js';
 import { formatShard, parseShardNumber, parseShardSpec, shardLease, type ShardSpec } from '../domain/shard.js';
 import { checkRecordName } from '../ledger/records.js';
 import { withConcurrencyLock } from './concurrency.js';
@@ -19,6 +20,7 @@ import { convergeShard, foldConvergeShards } from './converge-shards.js';
 import { grantIdentityFile } from './identity.js';
 import type { PlayOutcome } from './play.js';
 import type { CiPlatform } from './ports/ci-platform.js';
+import { recordScheduleFire } from './schedule-fires.js';
 import { runFilePlay, runStandingPlay, type StandingPlayRequest } from './standing-play.js';
 
 /** The job's inputs as text, and what the face calls them (for messages). */
@@ -32,6 +34,8 @@ export interface ConvergeJobInputs {
   concurrencyKey?: string | undefined;
   /** Whether an inventory file may be the target (the CLI); a scheduled converge targets tf:<name> only. */
   allowFile?: boolean;
+  /** A scheduled run: the schedule it answers, whose fire it records (a matrix records it in its fold job). */
+  schedule?: ScheduleTick | undefined;
   /** The face's names of the inputs, for messages: `--shard` on the CLI, `shard` for an action. */
   names: { target: string; shard: string; foldShards: string; runId: string };
 }
@@ -42,6 +46,7 @@ export interface FoldJob {
   name: string;
   runId: string;
   shards: number;
+  schedule?: ScheduleTick;
   writesLedger: true;
 }
 
@@ -55,7 +60,8 @@ export type ConvergeJob =
       shard?: { spec: ShardSpec; runId: string };
       /** The ledger lease held while the play runs; a shard holds its own (`<key>.<i>`), so shards never wait on each other. */
       lockKey?: string;
-      /** Whether the job writes the ledger (a shard result, a lease); a plain converge only reads it. */
+      schedule?: ScheduleTick;
+      /** Whether the job writes the ledger (a shard result, a lease, a schedule's fire); a plain converge only reads it. */
       writesLedger: boolean;
     };
 
@@ -74,6 +80,10 @@ export function convergeJob(inputs: ConvergeJobInputs): ConvergeJob {
   const spec = inputs.shard === undefined ? undefined : parseShardSpec(inputs.shard);
   if (spec !== undefined && target.kind !== 'standing') throw new UsageError(`${names.shard} splits a standing inventory`, `pass ${names.target} tf:<name>`);
   const shard = spec && { spec, runId: runIdOf(inputs) };
+  // One fire per tick: the shards of a matrix leave it to their fold job.
+  if (shard !== undefined && inputs.schedule !== undefined) {
+    throw new UsageError(`a shard does not record its schedule's fire`, `give the schedule to the job with ${names.foldShards}, which records one fire for the whole run`);
+  }
   const key = inputs.concurrencyKey === undefined ? undefined : parseConcurrencyKey(inputs.concurrencyKey);
   const lockKey = key !== undefined && spec !== undefined ? shardLease(key, spec).ledgerKey : key;
   return {
@@ -82,14 +92,22 @@ export function convergeJob(inputs: ConvergeJobInputs): ConvergeJob {
     targetText: inputs.target,
     ...(shard ? { shard } : {}),
     ...(lockKey !== undefined ? { lockKey } : {}),
-    writesLedger: shard !== undefined || lockKey !== undefined,
+    ...(inputs.schedule ? { schedule: inputs.schedule } : {}),
+    writesLedger: shard !== undefined || lockKey !== undefined || inputs.schedule !== undefined,
   };
 }
 
-export function foldJob(inputs: Pick<ConvergeJobInputs, 'target' | 'runId' | 'names'> & { foldShards: string }): FoldJob {
+export function foldJob(inputs: Pick<ConvergeJobInputs, 'target' | 'runId' | 'names' | 'schedule'> & { foldShards: string }): FoldJob {
   const target = parseInventoryRef(inputs.target);
   if (target.kind !== 'standing') throw new UsageError(`${inputs.target} is not a standing inventory`, 'name it as tf:<workspace-name>');
-  return { kind: 'fold', name: target.name, runId: runIdOf(inputs), shards: parseShardNumber(inputs.foldShards, inputs.names.foldShards), writesLedger: true };
+  return {
+    kind: 'fold',
+    name: target.name,
+    runId: runIdOf(inputs),
+    shards: parseShardNumber(inputs.foldShards, inputs.names.foldShards),
+    ...(inputs.schedule ? { schedule: inputs.schedule } : {}),
+    writesLedger: true,
+  };
 }
 
 function runIdOf(inputs: Pick<ConvergeJobInputs, 'runId' | 'names'>): string {
@@ -113,16 +131,24 @@ export interface ConvergeRequest extends Omit<StandingPlayRequest, 'name' | 'onl
   warn(message: string): void;
 }
 
+/** A scheduled run's schedule and the ticks of it that never ran (as of this run). */
+export interface ScheduleReport {
+  schedule: ScheduleTick;
+  missed: Date[];
+}
+
 export interface FoldedResult {
   kind: 'folded';
   name: string;
   run: ConvergeRun;
+  ticks?: ScheduleReport;
 }
 
 export type ConvergeResult =
   | FoldedResult
   | {
       kind: 'played';
+      ticks?: ScheduleReport;
       /** The play's outcome; an empty success when a shard named no hosts. */
       outcome: PlayOutcome;
       /** How many hosts the play targeted (for a file inventory: unknown). */
@@ -137,8 +163,18 @@ const DEFAULT_WAIT_MS = 10 * 60_000;
 export async function converge(app: AppContext, job: FoldJob): Promise<FoldedResult>;
 export async function converge(app: AppContext, job: ConvergeJob, request: ConvergeRequest): Promise<ConvergeResult>;
 export async function converge(app: AppContext, job: ConvergeJob, request?: ConvergeRequest): Promise<ConvergeResult> {
-  if (job.kind === 'fold') return { kind: 'folded', name: job.name, run: await foldConvergeShards(app, job) };
+  if (job.kind === 'fold') {
+    const { run, missed } = await foldConvergeShards(app, job);
+    return { kind: 'folded', name: job.name, run, ...(job.schedule && missed ? { ticks: { schedule: job.schedule, missed } } : {}) };
+  }
   if (request === undefined) throw new TypeError('a converge that plays needs its play request');
+  // The tick is answered when the run starts, whatever the play does after.
+  const ticks = job.schedule && { schedule: job.schedule, missed: await recordScheduleFire(app, job.schedule, app.now()) };
+  const result = await playJob(app, job, request);
+  return ticks ? { ...result, ticks } : result;
+}
+
+async function playJob(app: AppContext, job: Exclude<ConvergeJob, FoldJob>, request: ConvergeRequest): Promise<ConvergeResult> {
   const granted = await withGrants(app, request);
   const play = async (): Promise<ConvergeResult> => {
     const { target, shard } = job;

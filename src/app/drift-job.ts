@@ -4,11 +4,10 @@
  * schedule tick it records (checked before the ledger is opened), then the
  * check, its verdict and exit status, and when the job fails.
  */
-import { convertCron } from '../domain/cron.js';
 import { driftExitCode, driftHeadline, driftVerdict, type DriftReport, type DriftVerdict } from '../domain/drift.js';
 import { ExocompError, UsageError } from '../domain/errors.js';
 import { defaultWorkspaceName, parseInventoryRef, parseWorkspaceName } from '../domain/names.js';
-import { parseScheduleName } from '../domain/schedule.js';
+import type { ScheduleTick } from '../domain/schedule-fires.js';
 import type { AppContext } from './context.js';
 import { checkDrift, type DriftRequest } from './drift.js';
 
@@ -17,8 +16,8 @@ export interface DriftTargetInputs {
   workspaceName?: string | undefined;
   /** `tf:<name>`: the inventory to check, when it is not named after the workspace. */
   target?: string | undefined;
-  /** A scheduled run: its schedule's name and the cron that fired it (five fields as CI spells it, or the six-field form). */
-  schedule?: { name: string; cron: string } | undefined;
+  /** A scheduled run: the schedule it answers (parseScheduleTick), recorded with the check. */
+  schedule?: ScheduleTick | undefined;
   /** The face's name of the target input, for messages: `--inventory`, `target`. */
   targetName: string;
 }
@@ -26,7 +25,7 @@ export interface DriftTargetInputs {
 export interface DriftTarget {
   /** The standing inventory tf:<name> the check reads. */
   name: string;
-  schedule?: { name: string; cron: string };
+  schedule?: ScheduleTick;
 }
 
 export function driftTarget(inputs: DriftTargetInputs): DriftTarget {
@@ -38,10 +37,7 @@ export function driftTarget(inputs: DriftTargetInputs): DriftTarget {
     }
     name = ref.name;
   }
-  if (inputs.schedule === undefined) return { name };
-  const { cron } = inputs.schedule;
-  const sixFields = cron.trim().split(/\s+/).length === 5 ? `0 ${cron.trim()}` : cron;
-  return { name, schedule: { name: parseScheduleName(inputs.schedule.name), cron: convertCron(sixFields).cron } };
+  return { name, ...(inputs.schedule ? { schedule: inputs.schedule } : {}) };
 }
 
 export interface DriftJobResult {

@@ -19,19 +19,20 @@ import {
   type InfrastructureDrift,
   type TaskResult,
 } from '../domain/drift.js';
-import { appendDriftRun, driftRunOf, missedTicksOf, recordFire } from '../domain/drift-history.js';
+import { appendDriftRun, driftRunOf } from '../domain/drift-history.js';
 import { knownHostsName, type DerivedHost } from '../domain/inventory.js';
 import { parseKeyscanOutput, reconcilePins, type Pin } from '../domain/known-hosts.js';
 import { InventoryUnusableError, type ResolvedInventory } from '../domain/standing-inventory.js';
 import { keyscan } from '../adapters/ssh.js';
 import { makePrivateDir } from '../adapters/private-dir.js';
 import type { TaskResultEvent } from '../adapters/ansible-events.js';
-import { readDriftHistory, readPins, readScheduleFires, RecordWrites } from '../ledger/records.js';
+import { readDriftHistory, readPins, RecordWrites } from '../ledger/records.js';
 import { openTofu, planWorkspace } from './apply-workspace.js';
 import type { AppContext } from './context.js';
 import { loadStandingInventory } from './inventories.js';
 import { playFailureSummary } from './play.js';
 import type { SecretRegistry } from './secrets.js';
+import { addScheduleFire } from './schedule-fires.js';
 import { runStandingPlay } from './standing-play.js';
 
 export interface DriftRequest {
@@ -222,12 +223,7 @@ async function record(app: AppContext, request: DriftRequest, report: DriftRepor
       ...(request.schedule ? { schedule: request.schedule.name } : {}),
     });
     const writes = new RecordWrites().driftHistory(appendDriftRun(readDriftHistory(snapshot, request.name), request.name, run));
-    let missed: Date[] = [];
-    if (request.schedule !== undefined) {
-      const fires = recordFire(readScheduleFires(snapshot, request.schedule.name), request.schedule.name, request.schedule.cron, firedAt);
-      writes.scheduleFires(fires);
-      missed = missedTicksOf(fires, app.now());
-    }
+    const missed = request.schedule === undefined ? [] : addScheduleFire(snapshot, writes, request.schedule, firedAt, app.now());
     return { writes, message: `drift tf:${request.name}: ${run.verdict} — ${run.headline}`, result: missed };
   });
 }

@@ -7,6 +7,7 @@ import { Command, Option } from 'commander';
 import { z } from 'zod';
 import { UsageError } from '../domain/errors.js';
 import { defaultWorkspaceName, parseWorkspaceName } from '../domain/names.js';
+import { parseScheduleTick, type ScheduleTick } from '../domain/schedule-fires.js';
 import { parseSealKey } from '../domain/seal.js';
 import type { AppContext } from '../app/context.js';
 import { parseMapping, parseRunSecrets } from '../app/mappings.js';
@@ -46,6 +47,17 @@ export function addApplyOptions(command: Command): Command {
 
 export function allowLocalStateOption(): Option {
   return new Option('--allow-local-state', 'in CI (GitHub Actions, GitLab CI), apply a workspace without a remote state backend (its state stays on the runner)').default(false);
+}
+
+/** `--schedule-name` and `--schedule-cron`: a scheduled run records its fire, so missed ticks show (docs/drift.md). */
+export function addScheduleOptions(command: Command): Command {
+  return command
+    .addOption(new Option('--schedule-name <name>', 'record this run as a tick of this schedule (with --schedule-cron)'))
+    .addOption(new Option('--schedule-cron <cron>', "the schedule's cron, five fields as CI writes it (or the six-field form)"));
+}
+
+export function scheduleTickOf(options: { scheduleName?: string | undefined; scheduleCron?: string | undefined }): ScheduleTick | undefined {
+  return parseScheduleTick(options.scheduleName, options.scheduleCron, { name: '--schedule-name', cron: '--schedule-cron' });
 }
 
 export function addPlayOptions(command: Command): Command {

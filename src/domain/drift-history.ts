@@ -1,10 +1,8 @@
 /**
- * What the ledger keeps of drift checks and scheduled runs: a bounded history
- * per workspace (git history keeps the rest), and the recorded fire times of
- * each schedule, from which missed ticks are computed.
+ * What the ledger keeps of drift checks: a bounded history per workspace (git
+ * history keeps the rest). Schedule fires are in schedule-fires.ts.
  */
 import { z } from 'zod';
-import { missedTicks } from './cron.js';
 import { driftHeadline, driftVerdict, type DriftReport } from './drift.js';
 
 export const DRIFT_HISTORY_SCHEMA_VERSION = 1;
@@ -44,39 +42,6 @@ export function driftRunOf(report: DriftReport, extra: { runUrl?: string; schedu
 export function appendDriftRun(previous: DriftHistory | undefined, name: string, run: DriftRun): DriftHistory {
   const runs = [...(previous?.runs ?? []), run].slice(-DRIFT_HISTORY_LIMIT);
   return { schemaVersion: DRIFT_HISTORY_SCHEMA_VERSION, name, runs };
-}
-
-export const SCHEDULE_FIRES_SCHEMA_VERSION = 1;
-/** Fire times kept per schedule: enough to judge weeks of a 5-minute schedule's recent past. */
-export const SCHEDULE_FIRES_LIMIT = 500;
-
-export const scheduleFiresSchema = z.object({
-  schemaVersion: z.literal(SCHEDULE_FIRES_SCHEMA_VERSION),
-  name: z.string(),
-  /** The five-field CI cron the runs reported. */
-  cron: z.string(),
-  fires: z.array(z.string()),
-});
-export type ScheduleFires = z.infer<typeof scheduleFiresSchema>;
-
-/** Records one fire; a changed cron starts a new record (old fires belong to another timetable). */
-export function recordFire(previous: ScheduleFires | undefined, name: string, cron: string, firedAt: Date): ScheduleFires {
-  const fires = previous !== undefined && previous.cron === cron ? previous.fires : [];
-  return {
-    schemaVersion: SCHEDULE_FIRES_SCHEMA_VERSION,
-    name,
-    cron,
-    fires: [...fires, firedAt.toISOString()].slice(-SCHEDULE_FIRES_LIMIT),
-  };
-}
-
-export function missedTicksOf(record: ScheduleFires | undefined, now: Date): Date[] {
-  if (record === undefined) return [];
-  return missedTicks(
-    record.cron,
-    record.fires.map((f) => new Date(f)),
-    now,
-  );
 }
 
 export function renderDriftHistory(history: DriftHistory | undefined, missed: ReadonlyMap<string, readonly Date[]> = new Map()): string {

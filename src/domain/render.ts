@@ -128,6 +128,13 @@ function escapeCell(text: string): string {
   return text.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
 }
 
+/** The configuration half of a preview before approval, for a comment or summary: its fingerprint and the check-mode diff (capped). */
+export function configurationPreviewMarkdown(fingerprint: string, preview: string): string[] {
+  const lines = preview.split('\n');
+  const shown = lines.length > MAX_PREVIEW_LINES ? [...lines.slice(0, MAX_PREVIEW_LINES), `… ${lines.length - MAX_PREVIEW_LINES} more line(s)`] : lines;
+  return [`**Configuration** (check-mode preview) · fingerprint \`${fingerprint.slice(0, 16)}\``, '', ...fenced('text', shown)];
+}
+
 /** Markdown for job summaries and PR comments; `maxDetail` keeps comments under size limits. */
 export function renderMarkdown(view: WorkflowView, options: { maxDetail?: number } = {}): string {
   const maxDetail = options.maxDetail ?? 300;
@@ -149,11 +156,7 @@ export function renderMarkdown(view: WorkflowView, options: { maxDetail?: number
   const { approval } = view;
   if (approval.planFingerprint !== undefined) {
     lines.push('', `**Plan** \`${approval.planSummary ?? ''}\` · fingerprint \`${approval.planFingerprint.slice(0, 16)}\``);
-    if (approval.configFingerprint !== undefined) {
-      const preview = (approval.configPreview ?? '').split('\n');
-      const shown = preview.length > MAX_PREVIEW_LINES ? [...preview.slice(0, MAX_PREVIEW_LINES), `… ${preview.length - MAX_PREVIEW_LINES} more line(s)`] : preview;
-      lines.push('', `**Configuration** (check-mode preview) · fingerprint \`${approval.configFingerprint.slice(0, 16)}\``, '', ...fenced('text', shown));
-    }
+    if (approval.configFingerprint !== undefined) lines.push('', ...configurationPreviewMarkdown(approval.configFingerprint, approval.configPreview ?? ''));
   }
   if (view.failure) {
     lines.push('', `**Failed at ${view.failure.step}** (${view.failure.kind}): ${escapeCell(clip(view.failure.summary))}`);

@@ -215,7 +215,7 @@ function convergeJob(spec: ScheduleSpec): string[] {
     // A converge runs no tofu: setup must not fail for want of one.
     '        with:',
     '          require-tofu: "false"',
-    ...convergeStep(spec, [`          concurrency-key: ${yamlQuote(spec.concurrencyKey)}`]),
+    ...convergeStep(spec, [`          concurrency-key: ${yamlQuote(spec.concurrencyKey)}`, `          schedule-name: ${yamlQuote(spec.name)}`]),
   ];
 }
 
@@ -256,6 +256,8 @@ function shardedConvergeJobs(spec: ScheduleSpec, shards: number): string[] {
     `          target: ${yamlQuote(spec.target)}`,
     `          playbook: ${yamlQuote(spec.playbook)}`,
     `          fold-shards: '${shards}'`,
+    // The fold records the schedule's fire, once for the whole matrix.
+    `          schedule-name: ${yamlQuote(spec.name)}`,
     `          ledger-branch: ${yamlQuote(spec.ledgerBranch)}`,
   ];
 }
@@ -283,7 +285,7 @@ function includeEntry(template: string): string {
 }
 
 /** The inputs of templates/converge.yml for a converge schedule (shards: its `parallel: N` jobs and the fold job). */
-function gitlabConvergeInputs(spec: ScheduleSpec): string[] {
+function gitlabConvergeInputs(spec: ScheduleSpec, fiveFieldCron: string): string[] {
   const limit = spec.args.indexOf('--limit');
   const tags = spec.args.indexOf('--tags');
   return [
@@ -294,6 +296,7 @@ function gitlabConvergeInputs(spec: ScheduleSpec): string[] {
     ...(tags >= 0 ? [`      tags: ${yamlQuote(spec.args[tags + 1] as string)}`] : []),
     ...(spec.shards !== undefined && spec.shards > 1 ? [`      shards: ${spec.shards}`] : []),
     `      concurrency-key: ${yamlQuote(spec.concurrencyKey)}`,
+    `      cron: ${yamlQuote(fiveFieldCron)}`,
   ];
 }
 
@@ -333,7 +336,7 @@ export function renderGitLabSchedule(input: ScheduleSpec, template?: string): { 
     includeEntry(template ?? (drift ? GITLAB_DRIFT_COMPONENT : GITLAB_CONVERGE_COMPONENT)),
     '    inputs:',
     `      name: ${yamlQuote(spec.name)}`,
-    ...(drift ? gitlabDriftInputs(spec, fiveFieldCron) : gitlabConvergeInputs(spec)),
+    ...(drift ? gitlabDriftInputs(spec, fiveFieldCron) : gitlabConvergeInputs(spec, fiveFieldCron)),
     `      ledger-branch: ${yamlQuote(spec.ledgerBranch)}`,
   ].join('\n');
   const settings = [

@@ -17,14 +17,8 @@ import {
   type ConvergeHistory,
   type ShardResult,
 } from '../domain/converge-record.js';
-import {
-  DRIFT_HISTORY_SCHEMA_VERSION,
-  driftHistorySchema,
-  SCHEDULE_FIRES_SCHEMA_VERSION,
-  scheduleFiresSchema,
-  type DriftHistory,
-  type ScheduleFires,
-} from '../domain/drift-history.js';
+import { DRIFT_HISTORY_SCHEMA_VERSION, driftHistorySchema, type DriftHistory } from '../domain/drift-history.js';
+import { SCHEDULE_FIRES_SCHEMA_VERSION, scheduleFiresSchema, type ScheduleFires } from '../domain/schedule-fires.js';
 import { LOCK_SCHEMA_VERSION, lockRecordSchema, type LockRecord } from '../domain/lock.js';
 import { SEALED_SCHEMA_VERSION, sealedRecordSchema, type SealedRecord } from '../domain/seal.js';
 import { INVENTORY_SCHEMA_VERSION, inventoryRecordSchema, type InventoryRecord } from '../domain/standing-inventory.js';

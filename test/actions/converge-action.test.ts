@@ -14,7 +14,10 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cronFireTimes } from '../../src/domain/cron.js';
+import { LEDGER_PATHS } from '../../src/ledger/records.js';
 import { events, RunnerJob, type ActionResult } from '../support/action-runner.js';
+import { commitToLedger } from '../support/ledger-git.js';
 import type { LoopbackHost } from '../support/loopback-host.js';
 import { SPOOFED_COMMANDS, spoofPlaybook } from '../support/plays.js';
 import { chainInputs, createActionFixture, startWebHost, describeRun, REPOSITORY, type ActionFixture } from './helpers.js';
@@ -87,6 +90,26 @@ describe('the converge action', () => {
   it('gives the steps of one job the same RUNNER_TEMP', () => {
     expect(converge.env.RUNNER_TEMP).toBe(chain.env.RUNNER_TEMP);
     expect(converge.env.RUNNER_TEMP).toBe(job.runnerTemp);
+  });
+
+  it('a scheduled converge with schedule-name records its fire; the summary and an annotation name the tick that never ran', async () => {
+    const cron = '17 3 * * *';
+    const ticks = cronFireTimes(cron, new Date(Date.now() - 5 * 86_400_000), new Date());
+    const dropped = ticks[1] as Date;
+    const fires = ticks.filter((t) => t !== dropped).map((t) => t.toISOString());
+    await writeFile(join(fx.checkout, 'ping.yml'), '- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.ping:\n');
+    await commitToLedger(fx.ledgerRepo, { [LEDGER_PATHS.scheduleFires('nightly')]: `${JSON.stringify({ schemaVersion: 1, name: 'nightly', cron, fires })}\n` }, 'earlier runs');
+    const result = await fx.run('converge', {
+      runId: 7150,
+      event: events.schedule(REPOSITORY, cron),
+      with: { target: 'tf:edge', playbook: 'ping.yml', 'fleet-private-key': await readFile(fx.fleet.privateKeyPath, 'utf8'), 'schedule-name': 'nightly' },
+    });
+    expect(result.code, describeRun(result)).toBe(0);
+    const line = `schedule nightly ('${cron}' UTC): 1 tick(s) never ran: ${dropped.toISOString()}`;
+    expect(result.summary).toContain(line);
+    expect(result.annotations).toContainEqual(expect.objectContaining({ level: 'warning', message: line }));
+    const recorded = JSON.parse((await fx.ledgerFile(LEDGER_PATHS.scheduleFires('nightly'))) ?? '{}') as { fires: string[] };
+    expect(recorded.fires).toHaveLength(fires.length + 1);
   });
 
   it('two converges sharing a concurrency key, started together, run one after the other', async () => {

@@ -188,6 +188,8 @@ describe('GitLab drift and sharded converge schedules', () => {
     expect(converges.runs).toHaveLength(1);
     expect(converges.runs[0]).toMatchObject({ ok: true, shards: 2 });
     expect(converges.runs[0]?.hosts.map((h) => h.host).sort()).toEqual(HOSTS);
+    // The fold recorded the schedule's fire, once for the two shards.
+    expect(JSON.parse((await ledgerFile('schedules/nightly.json')) ?? '{}')).toMatchObject({ cron: '0 4 * * *', fires: [expect.any(String)] });
 
     const clean = await fire('edge-drift');
     expect(clean.code, `${clean.stdout}\n${clean.stderr}`).toBe(0);

@@ -8,13 +8,14 @@ import { converge, convergeJob, foldJob, type ConvergeJobInputs } from '../../sr
 import type { AppContext } from '../../src/app/context.js';
 import { RecordingProgress } from '../../src/app/progress.js';
 import { SHARD_RESULT_SCHEMA_VERSION, type ShardResult } from '../../src/domain/converge-record.js';
-import { readConvergeHistory, readShardResults, RecordWrites } from '../../src/ledger/records.js';
+import { readConvergeHistory, readScheduleFires, readShardResults, RecordWrites } from '../../src/ledger/records.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import { thrown } from '../support/errors.js';
 import { T0 } from '../support/workflows.js';
 
 const CLI = { target: '--inventory', shard: '--shard', foldShards: '--shards', runId: '--run-id' };
 const ACTION = { target: 'target', shard: 'shard', foldShards: 'fold-shards', runId: 'run id' };
+const NIGHTLY = { name: 'nightly', cron: '17 3 * * *' };
 const job = (inputs: Partial<ConvergeJobInputs>) => convergeJob({ target: 'tf:edge', names: ACTION, ...inputs });
 
 describe('convergeJob', () => {
@@ -47,10 +48,16 @@ describe('convergeJob', () => {
     ['a shard index past the count', { shard: '4/3', runId: '1' }, /shard index 4 is not a whole number from 1 to 3/],
     ['a run id that cannot name a record', { shard: '1/3', runId: '../x' }, /invalid converge run name/],
     ['a concurrency key with a slash', { concurrencyKey: 'a/b' }, /invalid concurrency key/],
+    ['a schedule on a shard (its fold records the fire)', { shard: '1/3', runId: '1', schedule: NIGHTLY }, /a shard does not record its schedule's fire/],
   ] as const)('refuses %s before the ledger is opened', (_what, inputs, message) => {
     const error = thrown(() => job(inputs));
     expect(error.kind).toBe('usage');
     expect(error.message).toMatch(message);
+  });
+
+  it('a scheduled converge records its fire, which is a ledger write; so does a scheduled fold', () => {
+    expect(job({ schedule: NIGHTLY })).toMatchObject({ kind: 'play', schedule: NIGHTLY, writesLedger: true });
+    expect(job({ foldShards: '3', runId: '4242', schedule: NIGHTLY })).toMatchObject({ kind: 'fold', schedule: NIGHTLY });
   });
 
   it('lets the CLI play against an inventory file', () => {
@@ -89,5 +96,28 @@ describe('converge: the fold', () => {
     const snapshot = await store.read();
     expect(readShardResults(snapshot, 'edge', '4242')).toEqual([]);
     expect(readConvergeHistory(snapshot, 'edge')?.runs).toHaveLength(1);
+  });
+
+  it("records the schedule's fire in the fold's commit, at the time the first shard reported, and says which ticks never ran", async () => {
+    const store = new MemoryLedgerStore();
+    const earlier = { schemaVersion: 1 as const, name: 'nightly', cron: NIGHTLY.cron, fires: ['2026-11-27T03:18:00.000Z', '2026-11-29T03:18:00.000Z'] };
+    await store.update(() => ({
+      writes: new RecordWrites()
+        .scheduleFires(earlier)
+        .shardResult(shard(1, ['web1']))
+        .shardResult(shard(2, []))
+        .shardResult(shard(3, [])),
+      message: 'shards',
+      result: undefined,
+    }));
+    const now = new Date(T0.getTime() + 10 * 60_000);
+    const app: AppContext = { store, ledgerBranch: 'exocomp-ledger', now: () => now, cwd: '/nonexistent', env: {}, progress: new RecordingProgress() };
+    const commitsBefore = store.history().length;
+    const result = await converge(app, foldJob({ target: 'tf:edge', foldShards: '3', runId: '4242', schedule: NIGHTLY, names: CLI }));
+    expect(result.run.ok).toBe(true);
+    expect(store.history()).toHaveLength(commitsBefore + 1);
+    expect(readScheduleFires(await store.read(), 'nightly')?.fires.at(-1)).toBe(T0.toISOString());
+    expect(result.ticks?.schedule).toEqual(NIGHTLY);
+    expect(result.ticks?.missed.map((t) => t.toISOString())).toEqual(['2026-11-28T03:17:00.000Z']);
   });
 });

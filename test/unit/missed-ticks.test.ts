@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { cronFireTimes, MAX_TICKS, missedTicks } from '../../src/domain/cron.js';
 import { UsageError } from '../../src/domain/errors.js';
+import { describeMissedTicks, missedTicksOf, parseScheduleTick, recordFire } from '../../src/domain/schedule-fires.js';
 import { thrown } from '../support/errors.js';
 
 const at = (iso: string) => new Date(iso);
@@ -61,5 +62,32 @@ describe('missedTicks', () => {
 
   it('says nothing without any recorded run', () => {
     expect(missedTicks(cron, [], now)).toEqual([]);
+  });
+});
+
+describe('schedule fires', () => {
+  it('reads the five-field CI cron or the six-field one, both or neither', () => {
+    const names = { name: '--schedule-name', cron: '--schedule-cron' };
+    expect(parseScheduleTick('nightly', '17 3 * * *', names)).toEqual({ name: 'nightly', cron: '17 3 * * *' });
+    expect(parseScheduleTick('nightly', '0 17 3 * * *', names)).toEqual({ name: 'nightly', cron: '17 3 * * *' });
+    expect(parseScheduleTick(undefined, undefined, names)).toBeUndefined();
+    expect(() => parseScheduleTick('nightly', undefined, names)).toThrow(/--schedule-name and --schedule-cron go together/);
+    expect(() => parseScheduleTick('Nightly!', '17 3 * * *', names)).toThrow(/invalid schedule name/);
+    expect(() => parseScheduleTick('nightly', '@daily', names)).toThrow(/@daily are not supported/);
+  });
+
+  it('keeps the fires of one timetable: a changed cron starts over', () => {
+    const first = recordFire(undefined, 'nightly', '17 3 * * *', at('2026-11-01T03:18Z'));
+    const second = recordFire(first, 'nightly', '17 3 * * *', at('2026-11-02T03:19Z'));
+    expect(second.fires).toEqual(['2026-11-01T03:18:00.000Z', '2026-11-02T03:19:00.000Z']);
+    expect(recordFire(second, 'nightly', '17 4 * * *', at('2026-11-03T04:17Z')).fires).toEqual(['2026-11-03T04:17:00.000Z']);
+  });
+
+  it('says which ticks never ran, in one line, and nothing when none was missed', () => {
+    const fires = recordFire(recordFire(undefined, 'nightly', '17 3 * * *', at('2026-11-01T03:18Z')), 'nightly', '17 3 * * *', at('2026-11-03T03:20Z'));
+    const missed = missedTicksOf(fires, at('2026-11-03T12:00Z'));
+    expect(iso(missed)).toEqual(['2026-11-02T03:17']);
+    expect(describeMissedTicks(fires, missed)).toBe("schedule nightly ('17 3 * * *' UTC): 1 tick(s) never ran: 2026-11-02T03:17:00.000Z");
+    expect(describeMissedTicks(fires, [])).toBeUndefined();
   });
 });

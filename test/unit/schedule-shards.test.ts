@@ -41,7 +41,11 @@ describe('schedule add --shards: a matrix workflow', () => {
     expect(step.with).not.toHaveProperty('concurrency-key');
     expect(doc.jobs.fold.needs).toBe('converge');
     expect(doc.jobs.fold.if).toBe('${{ !cancelled() }}');
-    expect(doc.jobs.fold.steps).toEqual([{ uses: CONVERGE_ACTION, with: { target: 'tf:edge', playbook: 'site.yml', 'fold-shards': '3', 'ledger-branch': 'exocomp-ledger' } }]);
+    expect(doc.jobs.fold.steps).toEqual([
+      { uses: CONVERGE_ACTION, with: { target: 'tf:edge', playbook: 'site.yml', 'fold-shards': '3', 'schedule-name': 'fleet', 'ledger-branch': 'exocomp-ledger' } },
+    ]);
+    // One fire per tick: the fold records it, the shards do not.
+    expect(step.with).not.toHaveProperty('schedule-name');
     expect(doc.permissions).toEqual({ contents: 'write' });
   });
 

@@ -1,14 +1,14 @@
 /**
  * A play against a standing inventory (the scheduled converge): fails closed
- * when tf:<name> is unusable, hands the workspace's sealed outputs to the play
- * only because the target names it. Without `shard` it reads the ledger and
- * never writes it. With `shard: i/N` it converges that shard and records its
- * result; with `fold-shards: N` (the final job of a matrix) it folds the run's
- * shard results into one converge record and summary. With `concurrency-key`
- * the play runs holding that ledger lease (the CLI's --concurrency-key).
+ * when tf:<name> is unusable; sealed outputs reach the play only because the
+ * target names it. With `shard: i/N` it converges that shard and records its
+ * result; with `fold-shards: N` (a matrix's final job) it folds the shards into
+ * one converge record and summary; with `concurrency-key` it holds that ledger
+ * lease; with `schedule-name` it records the schedule's fire (missed ticks).
  */
 import { converge, convergeJob } from '../../app/converge.js';
 import { publishConverge } from '../../platform/github/converge-report.js';
+import { scheduleTick } from '../../platform/github/run-context.js';
 import { githubRunInputs, openLedger, playReporting, runAction } from '../../platform/github/session.js';
 
 await runAction('converge', async (session) => {
@@ -20,6 +20,7 @@ await runAction('converge', async (session) => {
     // Shards of one run share the run id; a re-run attempt of one shard replaces its own result.
     runId: String(session.run.runId),
     concurrencyKey: s['concurrency-key'],
+    schedule: scheduleTick(session.run, s['schedule-name']),
     names: { target: 'target', shard: 'shard', foldShards: 'fold-shards', runId: 'run id' },
   });
   const app = await openLedger(session, s, { write: job.writesLedger });

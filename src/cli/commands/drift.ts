@@ -3,34 +3,25 @@ import { Option, type Command } from 'commander';
 import { z } from 'zod';
 import { DRIFT_EXIT_CODES, type DriftReport } from '../../domain/drift.js';
 import { renderDriftMarkdown, renderDriftText } from '../../domain/drift-render.js';
-import { UsageError } from '../../domain/errors.js';
 import { driftTarget, runDriftCheck } from '../../app/drift-job.js';
 import type { SecretRegistry } from '../../app/secrets.js';
 import { gitlabIssueContext, publishGitLabDriftIssue } from '../../platform/gitlab/drift-issue.js';
 import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
-import { addKeyOptions, addTofuOptions, playReporting, readVars, runInputs } from '../run-options.js';
+import { addKeyOptions, addScheduleOptions, addTofuOptions, playReporting, readVars, runInputs, scheduleTickOf } from '../run-options.js';
 
 const EXIT_HELP = `exit status: ${DRIFT_EXIT_CODES.clean} no drift, ${DRIFT_EXIT_CODES.failed} the check itself failed, 2 bad usage, ${DRIFT_EXIT_CODES.drift} drift found`;
 
-const driftOptions = z
-  .object({
-    playbook: z.string(),
-    inventory: z.string().optional(),
-    workspaceName: z.string().optional(),
-    varsFile: z.string().optional(),
-    remoteUser: z.string(),
-    summaryFile: z.string().optional(),
-    scheduleName: z.string().optional(),
-    scheduleCron: z.string().optional(),
-    gitlabIssue: z.boolean(),
-  })
-  .transform(({ scheduleName, scheduleCron, ...rest }) => {
-    if (scheduleName === undefined && scheduleCron === undefined) return { ...rest, schedule: undefined };
-    if (scheduleName === undefined || scheduleCron === undefined) {
-      throw new UsageError('--schedule-name and --schedule-cron go together', 'pass both to record this run as a tick of that schedule, or neither');
-    }
-    return { ...rest, schedule: { name: scheduleName, cron: scheduleCron } };
-  });
+const driftOptions = z.object({
+  playbook: z.string(),
+  inventory: z.string().optional(),
+  workspaceName: z.string().optional(),
+  varsFile: z.string().optional(),
+  remoteUser: z.string(),
+  summaryFile: z.string().optional(),
+  scheduleName: z.string().optional(),
+  scheduleCron: z.string().optional(),
+  gitlabIssue: z.boolean(),
+});
 
 /** The sticky drift issue of the GitLab project the job belongs to; a token that may not write issues is a notice. */
 async function publishToGitLab(io: Io, gitlab: ReturnType<typeof gitlabIssueContext>, report: DriftReport, secrets: SecretRegistry): Promise<void> {
@@ -44,16 +35,13 @@ export function registerDrift(program: Command, io: Io): void {
   addLedgerOptions(
     addKeyOptions(
       addTofuOptions(
-        program
-          .command('drift')
+        addScheduleOptions(program.command('drift'))
           .description(`report what a plan would change in the workspace and what the configure play would change on its hosts (nothing is applied or pinned); ${EXIT_HELP}`)
           .argument('<workspace>', 'directory of the OpenTofu/Terraform workspace')
           .requiredOption('--playbook <file>', 'the configure playbook, run with --check --diff')
           .addOption(new Option('--inventory <ref>', 'the standing inventory to check (default: tf:<workspace name>)'))
           .addOption(new Option('--remote-user <name>', 'user the check-mode play connects as').default('exocomp'))
           .addOption(new Option('--summary-file <file>', 'append the markdown report to this file (e.g. $GITHUB_STEP_SUMMARY)'))
-          .addOption(new Option('--schedule-name <name>', 'record this run as a tick of this schedule (with --schedule-cron)'))
-          .addOption(new Option('--schedule-cron <cron>', "the schedule's cron, five fields as CI writes it (or the six-field form)"))
           .addOption(new Option('--gitlab-issue', "inside a GitLab job: open, update or close the project's sticky drift issue (EXOCOMP_GITLAB_TOKEN, api scope)").default(false)),
       ),
     ),
@@ -65,7 +53,7 @@ export function registerDrift(program: Command, io: Io): void {
       workspacePath: workspace,
       workspaceName: o.workspaceName,
       target: o.inventory,
-      schedule: o.schedule,
+      schedule: scheduleTickOf(o),
       targetName: '--inventory',
     });
     const vars = readVars(o.varsFile);

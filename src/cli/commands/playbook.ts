@@ -3,12 +3,13 @@ import { z } from 'zod';
 import { parseDuration } from '../../domain/duration.js';
 import { parseEgressPorts } from '../../domain/egress.js';
 import { parseUserName } from '../../domain/names.js';
+import { describeMissedTicks } from '../../domain/schedule-fires.js';
 import { converge, convergeJob, type ConvergeResult } from '../../app/converge.js';
 import { checkPlaybookFile } from '../../app/input-checks.js';
 import { keyRefusedHelp, playFailureSummary } from '../../app/play.js';
 import { vendorCollections } from '../../app/vendor.js';
 import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
-import { addKeyOptions, addPlayOptions, playReporting, runInputs } from '../run-options.js';
+import { addKeyOptions, addPlayOptions, addScheduleOptions, playReporting, runInputs, scheduleTickOf } from '../run-options.js';
 
 const runOptions = z.object({
   inventory: z.string(),
@@ -22,6 +23,8 @@ const runOptions = z.object({
   check: z.boolean(),
   limit: z.string().optional(),
   tags: z.string().optional(),
+  scheduleName: z.string().optional(),
+  scheduleCron: z.string().optional(),
 });
 
 const vendorOptions = z.object({ requirements: z.string(), json: z.boolean() });
@@ -31,7 +34,9 @@ function renderPlay(io: Io, json: boolean, result: ConvergeResult, offered: { ke
   if (result.kind !== 'played') return;
   const { outcome } = result;
   if (json && result.shard) io.out(JSON.stringify({ shard: result.shard }));
-  if (json) io.out(JSON.stringify({ result: { code: outcome.code, ok: outcome.code === 0 } }));
+  const missed = result.ticks && describeMissedTicks(result.ticks.schedule, result.ticks.missed);
+  if (json) io.out(JSON.stringify({ result: { code: outcome.code, ok: outcome.code === 0, ...(result.ticks ? { missedTicks: result.ticks.missed } : {}) } }));
+  else if (missed) io.out(missed);
   if (outcome.code === 0) return;
   io.err(`error: play failed: ${playFailureSummary(outcome)}`);
   const keyHelp = keyRefusedHelp(outcome, { ...(offered.key ? { key: offered.key } : {}), user: offered.user });
@@ -45,8 +50,7 @@ export function registerPlaybook(program: Command, io: Io): void {
   addLedgerOptions(
     addPlayOptions(
       addKeyOptions(
-        playbook
-          .command('run')
+        addScheduleOptions(playbook.command('run'))
           .description('run a playbook against tf:<name> (fails closed) or an inventory file; arguments after -- go to ansible-playbook')
           .argument('<playbook>', 'the playbook')
           .argument('[passthrough...]', 'extra ansible-playbook arguments (after --)')
@@ -73,6 +77,7 @@ export function registerPlaybook(program: Command, io: Io): void {
       shard: o.shard,
       runId: o.runId,
       concurrencyKey: o.concurrencyKey,
+      schedule: scheduleTickOf(o),
       allowFile: true,
       names: { target: '--inventory', shard: '--shard', foldShards: '--shards', runId: '--run-id' },
     });

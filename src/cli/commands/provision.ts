@@ -4,7 +4,8 @@ import { parseUserName, parseWorkflowId } from '../../domain/names.js';
 import { checkPlaybookFile } from '../../app/input-checks.js';
 import { renderText, viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
-import { missedTicksOf, renderDriftHistory } from '../../domain/drift-history.js';
+import { renderDriftHistory } from '../../domain/drift-history.js';
+import { describeMissedTicks, missedTicksOf } from '../../domain/schedule-fires.js';
 import { listDriftHistories, listScheduleFires, listWorkflows, requireWorkflow } from '../../ledger/records.js';
 import { localGate } from '../../app/approval-gates/local.js';
 import { continueWorkflow, type ContinueOutcome } from '../../app/continue-workflow.js';
@@ -157,9 +158,8 @@ export function registerProvision(program: Command, io: Io): void {
         for (const w of workflows) io.out(`${w.id}  ${w.state.padEnd(17)} ${w.workspace.name}  ${w.playbook}  ${w.createdAt}`);
         for (const history of drift.histories) io.out(`\n${renderDriftHistory(history)}`);
         for (const schedule of listScheduleFires(snapshot)) {
-          const missed = missedTicksOf(schedule, now);
-          if (missed.length > 0)
-            io.out(`\nschedule ${schedule.name} ('${schedule.cron}' UTC): ${missed.length} tick(s) never ran: ${missed.map((t) => t.toISOString()).join(', ')}`);
+          const line = describeMissedTicks(schedule, missedTicksOf(schedule, now));
+          if (line) io.out(`\n${line}`);
         }
         for (const e of errors) io.err(e.message);
       }

@@ -88,7 +88,13 @@ export function renderOutcome(session: Session<ActionName>, outcome: ContinueOut
 /** The plan action's preview (`plan-only`): the workspace it plans, or undefined for a plan that is recorded for approval. */
 export function planPreview(settings: NewWorkflowSettings & { 'plan-only': boolean }): PreviewRequest | undefined {
   if (!settings['plan-only']) return undefined;
-  return { workspacePath: settings.workspace, workspaceName: workspaceNameOf(settings), vars: settings.vars === undefined ? {} : parseMapping(settings.vars, 'the vars input') };
+  return {
+    workspacePath: settings.workspace,
+    workspaceName: workspaceNameOf(settings),
+    vars: settings.vars === undefined ? {} : parseMapping(settings.vars, 'the vars input'),
+    playbook: settings.playbook,
+    remoteUser: settings['onboard-user'],
+  };
 }
 
 /**
@@ -99,7 +105,7 @@ export function planPreview(settings: NewWorkflowSettings & { 'plan-only': boole
 export async function publishPlan(session: Session<'plan'>, outcome: PlanJobOutcome): Promise<void> {
   session.platform.setOutput('plan-summary', outcome.planSummary ?? '');
   if (outcome.kind !== 'previewed') return;
-  const body = planPreviewMarkdown(outcome.workspaceName, outcome.planSummary, session.run);
+  const body = planPreviewMarkdown(outcome, session.run);
   session.platform.setOutput('state', 'planned');
   await session.platform.writeSummary(body);
   await postStatusComment(session, session.settings.comment ? session.run.pullRequest : undefined, `plan-${outcome.workspaceName}`, body, 'plan');

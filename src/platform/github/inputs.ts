@@ -159,6 +159,9 @@ export const ACTION_INPUTS = {
   plan: {
     ...NEW_WORKFLOW,
     ...TOFU,
+    // The configuration half of the preview: the check-mode configure play against the hosts tf:<name> names.
+    'fleet-private-key': KEYS['fleet-private-key'],
+    'run-secrets': KEYS['run-secrets'],
     ...LEDGER,
     ...COMMENT,
     'approve-workflow': APPROVAL['approve-workflow'],
@@ -202,6 +205,7 @@ export const ACTION_INPUTS = {
     'seal-key': TOFU['seal-key'],
     shard: text(),
     'fold-shards': text(),
+    'schedule-name': text(),
     'concurrency-key': text(),
     'concurrency-wait': { schema: durationText('10m') },
     ...LEDGER,

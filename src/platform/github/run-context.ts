@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { basename } from 'node:path';
 import { z } from 'zod';
 import { ExocompError } from '../../domain/errors.js';
+import { parseScheduleTick, type ScheduleTick } from '../../domain/schedule-fires.js';
 import type { Trigger } from '../../domain/workflow.js';
 import type { RepoRef } from './port.js';
 
@@ -131,6 +132,8 @@ export function githubTrigger(run: RunContext, pullRequest = run.pullRequest): T
 }
 
 /** The schedule tick this run is, when a `schedule` event fired it and the step names its schedule: recorded, so missed ticks show. */
-export function scheduleTick(run: RunContext, scheduleName: string | undefined): { name: string; cron: string } | undefined {
-  return scheduleName !== undefined && run.schedule !== undefined ? { name: scheduleName, cron: run.schedule } : undefined;
+export function scheduleTick(run: RunContext, scheduleName: string | undefined): ScheduleTick | undefined {
+  return scheduleName !== undefined && run.schedule !== undefined
+    ? parseScheduleTick(scheduleName, run.schedule, { name: 'schedule-name', cron: 'the schedule event' })
+    : undefined;
 }

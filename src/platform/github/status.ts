@@ -3,9 +3,10 @@
  * the shared markdown view, the plan summary, the run that wrote it and, while
  * a decision is pending, the exact way to approve or reject.
  */
-import { renderMarkdown, viewWorkflow } from '../../domain/render.js';
+import { configurationPreviewMarkdown, renderMarkdown, viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
 import type { SweepEntry } from '../../app/interrupted.js';
+import type { PlanJobOutcome } from '../../app/plan-job.js';
 import type { CiPlatform } from '../../app/ports/ci-platform.js';
 import type { RunContext } from './run-context.js';
 
@@ -73,12 +74,15 @@ export function statusMarkdown(workflow: Workflow, options: StatusOptions): stri
 }
 
 /** The sticky comment of a plan-only preview. */
-export function planPreviewMarkdown(workspaceName: string, summary: string, run: RunContext): string {
+export function planPreviewMarkdown(preview: Extract<PlanJobOutcome, { kind: 'previewed' }>, run: RunContext): string {
+  const { configuration } = preview;
   return [
-    commentMarker(`plan-${workspaceName}`),
-    `### exocomp plan for \`${workspaceName}\``,
+    commentMarker(`plan-${preview.workspaceName}`),
+    `### exocomp plan for \`${preview.workspaceName}\``,
     '',
-    `Plan: ${describePlanSummary(summary)}`,
+    `Plan: ${describePlanSummary(preview.planSummary)} · fingerprint \`${preview.planFingerprint.slice(0, 16)}\``,
+    '',
+    ...(configuration.kind === 'previewed' ? configurationPreviewMarkdown(configuration.fingerprint, configuration.preview) : [`_Configuration: ${configuration.reason}._`]),
     '',
     `<sub>[run ${run.runId}](${run.runUrl}) · plan only, nothing recorded or applied</sub>`,
   ].join('\n');
