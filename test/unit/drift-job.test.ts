@@ -18,9 +18,7 @@ describe('driftTarget', () => {
     expect(driftTarget({ workspacePath: '.', workspaceName: 'edge', schedule, targetName: 'target' })).toEqual({ name: 'edge', schedule });
   });
 
-  it.each([
-    ['a file target', { target: 'hosts.yml' }, /--inventory "hosts.yml" is not a standing inventory/],
-  ])('refuses %s as bad usage', (_what, inputs, message) => {
+  it.each([['a file target', { target: 'hosts.yml' }, /--inventory "hosts.yml" is not a standing inventory/]])('refuses %s as bad usage', (_what, inputs, message) => {
     const error = thrown(() => driftTarget({ workspacePath: 'infra/edge', targetName: '--inventory', ...inputs }));
     expect(error.kind).toBe('usage');
     expect(error.message).toMatch(message);
