@@ -44,14 +44,12 @@ export function appendDriftRun(previous: DriftHistory | undefined, name: string,
   return { schemaVersion: DRIFT_HISTORY_SCHEMA_VERSION, name, runs };
 }
 
-export function renderDriftHistory(history: DriftHistory | undefined, missed: ReadonlyMap<string, readonly Date[]> = new Map()): string {
+/** The recent checks of one workspace; missed ticks are shown per schedule (schedule-fires.ts). */
+export function renderDriftHistory(history: DriftHistory | undefined): string {
   if (history === undefined || history.runs.length === 0) return 'no drift checks recorded';
   const lines = history.runs
     .slice(-10)
     .reverse()
     .map((run) => `  ${run.at}  ${run.verdict.padEnd(7)} ${run.headline}${run.schedule ? `  (schedule ${run.schedule})` : ''}`);
-  for (const [schedule, ticks] of missed) {
-    if (ticks.length > 0) lines.push(`  schedule ${schedule}: ${ticks.length} missed tick(s): ${ticks.map((t) => t.toISOString()).join(', ')}`);
-  }
   return [`drift checks of tf:${history.name} (latest first, ${history.runs.length} recorded):`, ...lines].join('\n');
 }

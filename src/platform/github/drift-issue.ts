@@ -1,8 +1,7 @@
 /** A drift job's report on GitHub, and GitHub issues as the issue tracker of the sticky drift issue (src/app/drift-issue.ts). */
-import { describeDriftIssueOutcome, publishDriftIssue as publish, type DriftIssueOutcome } from '../../app/drift-issue.js';
+import { describeDriftIssueOutcome, publishDriftIssue } from '../../app/drift-issue.js';
 import type { DriftJobResult } from '../../app/drift-job.js';
 import type { IssueTracker } from '../../app/ports/issue-tracker.js';
-import type { DriftReport } from '../../domain/drift.js';
 import { renderDriftMarkdown, renderDriftText } from '../../domain/drift-render.js';
 import { ExocompError } from '../../domain/errors.js';
 import type { GitHubPort, RepoRef } from './port.js';
@@ -19,15 +18,6 @@ export function githubIssueTracker(github: GitHubPort, repo: RepoRef): IssueTrac
       return ref(await github.updateIssue(repo, number, { state: 'closed' }));
     },
   };
-}
-
-export function publishDriftIssue(
-  github: GitHubPort,
-  repo: RepoRef,
-  report: DriftReport,
-  options: { author: string; runUrl: string; redact(text: string): string },
-): Promise<DriftIssueOutcome> {
-  return publish(githubIssueTracker(github, repo), report, options);
 }
 
 /**
@@ -49,7 +39,7 @@ export async function publishDrift(session: Session<'drift'>, result: DriftJobRe
   if (session.settings.issue) {
     try {
       const options = { author: session.settings['issue-author'], runUrl: session.run.runUrl, redact };
-      const issue = await publishDriftIssue(session.github, session.run.repository, result.report, options);
+      const issue = await publishDriftIssue(githubIssueTracker(session.github, session.run.repository), result.report, options);
       if (issue.number !== undefined) platform.setOutput('issue', String(issue.number));
       const line = describeDriftIssueOutcome(issue);
       if (line) info(line);
