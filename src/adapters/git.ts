@@ -13,7 +13,7 @@ import { redact, runProcess, type RunResult } from './process.js';
 
 export interface GitCommandOptions {
   /** Standard input of the command. */
-  input?: string | undefined;
+  input?: string | Buffer | undefined;
   /** Extra environment for this command only (e.g. GIT_INDEX_FILE). */
   env?: Readonly<Record<string, string>>;
   timeoutMs?: number | undefined;

@@ -6,6 +6,7 @@
  * `hasDotgit`, `fullPathname`); the ledger must never push one.
  */
 import { createHash } from 'node:crypto';
+import { deflateSync } from 'node:zlib';
 import { ExocompError } from '../domain/errors.js';
 
 export const EMPTY_TREE_ID = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
@@ -112,4 +113,39 @@ export function commitBytes(fields: CommitFields): Buffer {
   const person = `${fields.name} <${fields.email}> ${seconds} +0000`;
   const message = fields.message.endsWith('\n') ? fields.message : `${fields.message}\n`;
   return Buffer.from([`tree ${fields.tree}`, ...fields.parents.map((parent) => `parent ${parent}`), `author ${person}`, `committer ${person}`, '', message].join('\n'), 'utf8');
+}
+
+export interface LooseObject {
+  type: 'blob' | 'tree' | 'commit';
+  bytes: Buffer;
+}
+
+const PACK_TYPE_CODES = { commit: 1, tree: 2, blob: 3 } as const;
+
+/**
+ * A version 2 packfile holding `objects` whole (no deltas), so that one
+ * `git unpack-objects` writes blobs, trees and commits together: one process
+ * per ledger write instead of one `hash-object` per object type. Git hashes
+ * the very bytes given here, so each object lands under the id objectId gives.
+ */
+export function packOf(objects: readonly LooseObject[]): Buffer {
+  const header = Buffer.alloc(12);
+  header.write('PACK', 0, 'latin1');
+  header.writeUInt32BE(2, 4);
+  header.writeUInt32BE(objects.length, 8);
+  const parts: Buffer[] = [header];
+  for (const { type, bytes } of objects) {
+    // Type and size: 3 bits of type and the size's low 4 bits, then 7 bits a byte, high bit = more follows.
+    let size = bytes.length;
+    const sizeBytes = [(PACK_TYPE_CODES[type] << 4) | (size & 0x0f)];
+    size = Math.floor(size / 16);
+    while (size > 0) {
+      sizeBytes[sizeBytes.length - 1]! |= 0x80;
+      sizeBytes.push(size & 0x7f);
+      size = Math.floor(size / 128);
+    }
+    parts.push(Buffer.from(sizeBytes), deflateSync(bytes));
+  }
+  const body = Buffer.concat(parts);
+  return Buffer.concat([body, createHash('sha1').update(body).digest()]);
 }

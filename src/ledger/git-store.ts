@@ -1,13 +1,17 @@
 /**
  * The ledger as git refs, read and written without a work tree (ADR 0001,
- * ADR 0013 for the layout: one branch per record, see layout.ts).
+ * ADR 0013 for the layout: one branch per record, see layout.ts; ADR 0015 for
+ * the read path).
  *
- * A bare cache repository per remote holds the objects. A read is one fetch of
- * every ledger ref, tips only (`--depth=1`), then one `for-each-ref`, one
+ * A bare cache repository per remote holds the objects. A read asks the remote
+ * for the tips of every ledger ref (`ls-remote`); when they are exactly the
+ * tips this store last read or pushed, that snapshot is the ledger (a snapshot
+ * is a function of the tips). Otherwise it fetches every ledger ref (tips only,
+ * `--depth=1`, on a fresh cache), then runs one `for-each-ref`, one
  * `diff-tree --stdin` listing every record's files and one `cat-file --batch`
- * for their contents: the index of records is rebuilt from the refs on every
- * read, never written by a writer. A write builds one commit per record it
- * changes (objects checked and hashed here, written by `hash-object`) and
+ * for their contents: the index of records is rebuilt from the refs, never
+ * written by a writer. A write builds one commit per record it changes
+ * (objects checked and hashed here, written by one `unpack-objects`) and
  * pushes them without force, atomically when there are several. The push is
  * the compare-and-swap: git accepts a record's new commit only when the
  * record's branch still points at its parent (or, for a new record, still
@@ -18,14 +22,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { homedir, hostname, tmpdir, userInfo } from 'node:os';
+import { homedir, hostname, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { formatDuration } from '../domain/duration.js';
 import { ExocompError, UsageError } from '../domain/errors.js';
 import { isRemoteUrl, ProcessGitCli, redactRemote, type GitCli, type GitConfigEntry } from '../adapters/git.js';
 import { isProcessAlive } from '../adapters/process.js';
-import { buildTrees, commitBytes, EMPTY_TREE_ID, objectId, type BlobEntry } from './git-objects.js';
+import { buildTrees, commitBytes, EMPTY_TREE_ID, objectId, packOf, type BlobEntry, type LooseObject } from './git-objects.js';
 import { cacheRefPrefix, MOVED_MARKER, movedMarkerText, recordOf, recordRef, recordRefProblem, RECORDS_SUFFIX } from './layout.js';
 import { applyWrites, checkLedgerPath, FileSnapshot } from './memory-store.js';
 import type { LedgerChange, LedgerSnapshot, LedgerStore } from './store.js';
@@ -81,7 +85,12 @@ interface TreeEntry {
 /** One ref as fetched: its commit and every entry of its tree, by path. */
 interface RefState {
   commit: string;
-  entries: Map<string, TreeEntry>;
+  entries: ReadonlyMap<string, TreeEntry>;
+}
+
+/** A ledger ref: the old single branch (name null) or a record's branch. */
+interface LedgerRef extends RefState {
+  name: string | null;
 }
 
 /** The ledger as read: the files, and what the next write needs to know about each ref. */
@@ -91,9 +100,14 @@ interface LedgerState {
   records: Map<string, RefState>;
   /** The old single branch, while it still holds records (null once migrated or when absent). */
   legacy: RefState | null;
-  /** The old branch's tip whatever it holds (the migration's compare-and-swap needs it). */
   /** The writer trailer of each record ref's tip, for the records asked about. */
   writers: Map<string, string>;
+  /** Every ledger ref the state was built from. */
+  refs: readonly LedgerRef[];
+  /** Every remote ref the fetch refspec covers (name → commit): what the remote's tips are compared with. */
+  tips: ReadonlyMap<string, string>;
+  /** The contents of the snapshot's files, by blob id. */
+  contents: ReadonlyMap<string, string>;
 }
 
 interface PushOutcome {
@@ -116,6 +130,10 @@ export class GitLedgerStore implements LedgerStore {
   private readonly secrets: readonly string[];
   private readonly cachePrefix: string;
   private cacheGit: Promise<{ git: GitCli; lock: WriterLock }> | undefined;
+  /** The ledger as this store last read or pushed it; reused while the remote's tips are still these. */
+  private lastSeen: LedgerState | undefined;
+  /** Whether the cache is known to hold ledger refs, so the next fetch takes new commits, not tips only. */
+  private cacheHasRefs = false;
 
   constructor(options: GitLedgerStoreOptions) {
     if (options.remote.trim() === '' || options.remote.startsWith('-')) {
@@ -226,54 +244,65 @@ export class GitLedgerStore implements LedgerStore {
     for (const record of touched) byRecord.set(record, new Map());
     for (const [path, content] of next) byRecord.get(recordOf(path))?.set(path, content);
 
-    const work = await mkdtemp(join(tmpdir(), 'exocomp-ledger-'));
-    try {
-      const blobs = await this.writeBlobs(
-        git,
-        work,
-        state,
-        [...byRecord.values()].flatMap((files) => [...files]),
-      );
-      const trees: Buffer[] = [];
-      const commits: Buffer[] = [];
-      const refspecs: string[] = [];
-      const when = new Date();
-      const trailer = `\n\n${WRITER_TRAILER}: ${this.writer}\n`;
-      const moved = `move to ${this.branch}${RECORDS_SUFFIX}/* from the single branch ${this.branch}`;
-      for (const [record, files] of byRecord) {
-        const current = state.records.get(record);
-        if (current) this.refuseStrays(current, `the ledger record ${this.branch}${RECORDS_SUFFIX}/${record}`, () => record);
-        const entries = new Map<string, BlobEntry>();
-        for (const path of files.keys()) {
-          const previous = current?.entries.get(path) ?? (migrating ? state.legacy!.entries.get(path) : undefined);
-          entries.set(path, { mode: previous?.mode === '100755' ? '100755' : '100644', id: blobs.get(path) ?? '' });
-        }
-        const built = buildTrees(entries);
-        trees.push(...built.trees.map((tree) => tree.bytes));
-        // A record created during the migration continues the old branch's history.
-        const parent = current?.commit ?? (migrating ? state.legacy!.commit : undefined);
-        const message = `${changed.has(record) ? change.message : moved}${trailer}`;
-        const commit = commitBytes({ tree: built.root, parents: parent ? [parent] : [], ...LEDGER_IDENTITY, when, message });
-        commits.push(commit);
-        refspecs.push(`${objectId('commit', commit)}:${recordRef(this.branch, record)}`);
+    const objects: LooseObject[] = [];
+    const contents = new Map(state.contents);
+    const pushedRefs: LedgerRef[] = [];
+    const refspecs: string[] = [];
+    const when = new Date();
+    const trailer = `\n\n${WRITER_TRAILER}: ${this.writer}\n`;
+    const moved = `move to ${this.branch}${RECORDS_SUFFIX}/* from the single branch ${this.branch}`;
+    const addBlob = (content: string): string => {
+      const bytes = Buffer.from(content, 'utf8');
+      const id = objectId('blob', bytes);
+      // A blob the snapshot already holds is in the cache.
+      if (!contents.has(id)) objects.push({ type: 'blob', bytes });
+      contents.set(id, content);
+      return id;
+    };
+    const addCommit = (name: string | null, entries: ReadonlyMap<string, BlobEntry>, parent: string | undefined, message: string): void => {
+      const built = buildTrees(entries);
+      objects.push(...built.trees.map((tree) => ({ type: 'tree' as const, bytes: tree.bytes })));
+      const bytes = commitBytes({ tree: built.root, parents: parent ? [parent] : [], ...LEDGER_IDENTITY, when, message });
+      objects.push({ type: 'commit', bytes });
+      const commit = objectId('commit', bytes);
+      pushedRefs.push({ name, commit, entries: new Map([...entries].map(([path, blob]) => [path, { mode: blob.mode, type: 'blob', object: blob.id }])) });
+      refspecs.push(`${commit}:${name === null ? `refs/heads/${this.branch}` : recordRef(this.branch, name)}`);
+    };
+    for (const [record, files] of byRecord) {
+      const current = state.records.get(record);
+      if (current) this.refuseStrays(current, `the ledger record ${this.branch}${RECORDS_SUFFIX}/${record}`, () => record);
+      const entries = new Map<string, BlobEntry>();
+      for (const [path, content] of files) {
+        const previous = current?.entries.get(path) ?? (migrating ? state.legacy!.entries.get(path) : undefined);
+        entries.set(path, { mode: previous?.mode === '100755' ? '100755' : '100644', id: addBlob(content) });
       }
-      if (migrating) {
-        const markerBlob = Buffer.from(movedMarkerText(this.branch), 'utf8');
-        await this.writeObjects(git, work, 'blob', [markerBlob]);
-        const marker = buildTrees(new Map([[MOVED_MARKER, { mode: '100644', id: objectId('blob', markerBlob) }]]));
-        trees.push(...marker.trees.map((tree) => tree.bytes));
-        const commit = commitBytes({ tree: marker.root, parents: [state.legacy!.commit], ...LEDGER_IDENTITY, when, message: `${moved}${trailer}` });
-        commits.push(commit);
-        refspecs.push(`${objectId('commit', commit)}:refs/heads/${this.branch}`);
-      }
-      await this.writeObjects(git, work, 'tree', trees);
-      await this.writeObjects(git, work, 'commit', commits);
-      await pauseBeforePushForTests(refspecs.map((refspec) => refspec.split(':')[0]).join('\n'));
-      const pushed = await this.push(git, refspecs);
-      return pushed.ok ? { done: true, result: change.result } : { done: false, conflicts: pushed.conflicts };
-    } finally {
-      await rm(work, { recursive: true, force: true });
+      // A record created during the migration continues the old branch's history.
+      const parent = current?.commit ?? (migrating ? state.legacy!.commit : undefined);
+      addCommit(record, entries, parent, `${changed.has(record) ? change.message : moved}${trailer}`);
     }
+    if (migrating) {
+      const marker = new Map([[MOVED_MARKER, { mode: '100644', id: addBlob(movedMarkerText(this.branch)) }]]);
+      addCommit(null, marker, state.legacy!.commit, `${moved}${trailer}`);
+    }
+    await this.writeObjects(git, objects);
+    await pauseBeforePushForTests(refspecs.map((refspec) => refspec.split(':')[0]).join('\n'));
+    const pushed = await this.push(git, refspecs);
+    if (!pushed.ok) return { done: false, conflicts: pushed.conflicts };
+    this.lastSeen = this.afterPush(state, pushedRefs, contents);
+    return { done: true, result: change.result };
+  }
+
+  /**
+   * The ledger as it stands right after this store's push: what a fetch of
+   * the pushed tips (and the others as they were) would read. It is reused only
+   * while `ls-remote` shows exactly these tips.
+   */
+  private afterPush(before: LedgerState, pushed: readonly LedgerRef[], contents: ReadonlyMap<string, string>): LedgerState {
+    const tips = new Map(before.tips);
+    for (const ref of pushed) tips.set(ref.name === null ? `refs/heads/${this.branch}` : recordRef(this.branch, ref.name), ref.commit);
+    const replaced = new Set(pushed.map((ref) => ref.name));
+    const refs = [...before.refs.filter((ref) => !replaced.has(ref.name)), ...pushed];
+    return stateOf(refs, tips, contents, new Map());
   }
 
   /** The record a path belongs to; a path that cannot become a ref is refused before anything is written. */
@@ -310,29 +339,13 @@ export class GitLedgerStore implements LedgerStore {
     }
   }
 
-  /** Writes the new file contents as blobs (one process) and returns the blob id of every path in `files`. */
-  private async writeBlobs(git: GitCli, work: string, state: LedgerState, files: readonly (readonly [string, string])[]): Promise<Map<string, string>> {
-    const ids = new Map<string, string>();
-    const fresh: Buffer[] = [];
-    for (const [path, content] of files) {
-      const bytes = Buffer.from(content, 'utf8');
-      ids.set(path, objectId('blob', bytes));
-      const known = state.snapshot.read(path) === content;
-      if (!known) fresh.push(bytes);
-    }
-    await this.writeObjects(git, work, 'blob', fresh);
-    return ids;
-  }
-
-  /** Writes objects of one type with one `hash-object` process, and checks git computed the ids we did. */
-  private async writeObjects(git: GitCli, work: string, type: 'blob' | 'tree' | 'commit', objects: readonly Buffer[]): Promise<void> {
-    if (objects.length === 0) return;
-    const paths = objects.map((_, index) => join(work, `${type}-${index}`));
-    await Promise.all(objects.map((bytes, index) => writeFile(paths[index] ?? '', bytes)));
-    const hashed = await git.run(['hash-object', '-w', '--no-filters', '-t', type, '--stdin-paths'], { input: `${paths.join('\n')}\n` });
-    const ids = hashed.stdout.split('\n').filter((line) => line !== '');
-    const expected = objects.map((bytes) => objectId(type, bytes));
-    if (hashed.code !== 0 || ids.join(' ') !== expected.join(' ')) throw this.cacheFailure(`hash-object -t ${type}`, hashed.stderr || 'unexpected object ids');
+  /** Writes blobs, trees and commits with one `unpack-objects` process; `--strict` has git check them as its receiving side would. */
+  private async writeObjects(git: GitCli, objects: readonly LooseObject[]): Promise<void> {
+    // Once each: two deletions in one write share the empty tree.
+    const unique = [...new Map(objects.map((object) => [objectId(object.type, object.bytes), object])).values()];
+    if (unique.length === 0) return;
+    const unpacked = await git.run(['unpack-objects', '-q', '--strict'], { input: packOf(unique) });
+    if (unpacked.code !== 0) throw this.cacheFailure('unpack-objects', unpacked.stderr);
   }
 
   private cache(): Promise<{ git: GitCli; lock: WriterLock }> {
@@ -368,69 +381,60 @@ export class GitLedgerStore implements LedgerStore {
   }
 
   /**
-   * One fetch of every ref of this ledger (the old branch and each record's
-   * branch, tips only) into the cache's copy, then the files of each.
-   * `writersOf` names records whose tip's writer the caller wants to know.
+   * The ledger as the remote holds it now. When the remote's tips are the ones
+   * this store last read or pushed, that state is it; otherwise one fetch of
+   * every ref of this ledger (the old branch and each record's branch) into the
+   * cache's copy, then the files of each. `writersOf` names records whose tip's
+   * writer the caller wants to know (a retry after a conflict: always fetched).
    */
   private async load(git: GitCli, writersOf: readonly string[]): Promise<LedgerState> {
+    if (this.lastSeen !== undefined && writersOf.length === 0 && sameTips(await this.remoteTips(git), this.lastSeen.tips)) return this.lastSeen;
     await this.fetch(git);
     const listed = await git.run(['for-each-ref', '--format=%(objectname) %(objecttype) %(tree) %(refname)', this.cachePrefix]);
     if (listed.code !== 0) throw this.cacheFailure('for-each-ref', listed.stderr);
     const legacyName = `${this.cachePrefix}${this.branch}`;
     const recordsPrefix = `${this.cachePrefix}${this.branch}${RECORDS_SUFFIX}/`;
     const refs: { name: string | null; commit: string; tree: string }[] = [];
+    const tips = new Map<string, string>();
     for (const line of listed.stdout.split('\n')) {
       const [commit = '', type = '', tree = '', name = ''] = line.split(' ');
+      if (name.startsWith(this.cachePrefix)) tips.set(`refs/heads/${name.slice(this.cachePrefix.length)}`, commit);
       if (type !== 'commit') continue;
       if (name === legacyName) refs.push({ name: null, commit, tree });
       else if (name.startsWith(recordsPrefix) && recordRefProblem(name.slice(recordsPrefix.length)) === undefined) {
         refs.push({ name: name.slice(recordsPrefix.length), commit, tree });
       }
     }
+    this.cacheHasRefs = tips.size > 0;
     const listings = await this.listTrees(
       git,
       refs.map((ref) => ref.tree),
     );
-    const states = refs.map((ref, index) => ({ ...ref, state: { commit: ref.commit, entries: listings[index] ?? new Map<string, TreeEntry>() } }));
-
-    const legacyRef = states.find((ref) => ref.name === null);
-    const legacyRetired = legacyRef !== undefined && legacyRef.state.entries.size === 1 && legacyRef.state.entries.has(MOVED_MARKER);
-    const legacy = legacyRef && !legacyRetired && legacyRef.state.entries.size > 0 ? legacyRef.state : null;
-    const records = new Map<string, RefState>();
-    for (const ref of states) if (ref.name !== null) records.set(ref.name, ref.state);
-
-    // Which blob is each file: a record's own branch wins over the old branch.
-    const chosen = new Map<string, string>();
-    for (const [record, state] of records) {
-      for (const [path, entry] of state.entries) if (entry.type === 'blob' && isLedgerFileOf(path, record)) chosen.set(path, entry.object);
-    }
-    if (legacy) {
-      for (const [path, entry] of legacy.entries) {
-        if (entry.type === 'blob' && !records.has(recordOf(path)) && isLedgerFileOf(path, recordOf(path))) chosen.set(path, entry.object);
-      }
-    }
-    const tips = writersOf.map((record) => records.get(record)?.commit).filter((commit): commit is string => commit !== undefined);
-    const objects = await this.readObjects(git, [...new Set([...chosen.values(), ...tips])]);
-    const files = new Map<string, string>();
-    for (const [path, blob] of chosen) files.set(path, objects.get(blob) ?? '');
+    const ledgerRefs = refs.map((ref, index): LedgerRef => ({ name: ref.name, commit: ref.commit, entries: listings[index] ?? new Map<string, TreeEntry>() }));
+    const view = ledgerView(ledgerRefs);
+    const writerTips = writersOf.map((record) => view.records.get(record)?.commit).filter((commit): commit is string => commit !== undefined);
+    const objects = await this.readObjects(git, [...new Set([...view.chosen.values(), ...writerTips])]);
     const writers = new Map<string, string>();
     for (const record of writersOf) {
-      const commit = records.get(record)?.commit;
+      const commit = view.records.get(record)?.commit;
       const trailer = commit ? new RegExp(`^${WRITER_TRAILER}: (.*)$`, 'm').exec(objects.get(commit) ?? '')?.[1] : undefined;
       if (trailer !== undefined) writers.set(record, trailer);
     }
-    const revision =
-      states.length === 0
-        ? null
-        : createHash('sha1')
-            .update(
-              states
-                .map((ref) => `${ref.name ?? ''} ${ref.commit}`)
-                .sort()
-                .join('\n'),
-            )
-            .digest('hex');
-    return { snapshot: new FileSnapshot(revision, files), records, legacy, writers };
+    this.lastSeen = stateOf(ledgerRefs, tips, objects, writers);
+    return this.lastSeen;
+  }
+
+  /** The remote's ledger refs and their commits, without fetching anything. */
+  private async remoteTips(git: GitCli): Promise<Map<string, string>> {
+    const listed = await git.run(['ls-remote', '--heads', this.remote, `refs/heads/${this.branch}*`], { timeoutMs: NETWORK_TIMEOUT_MS });
+    if (listed.code !== 0) throw this.unreachable(listed.stderr);
+    const tips = new Map<string, string>();
+    for (const line of listed.stdout.split('\n')) {
+      const [commit = '', name = ''] = line.split('\t');
+      // ls-remote matches patterns against the end of a name; the fetch refspec takes names that begin so.
+      if (name.startsWith(`refs/heads/${this.branch}`)) tips.set(name, commit);
+    }
+    return tips;
   }
 
   /** Fetches the tips of every ledger ref; a concurrent fetch in a shared cache is waited out. */
@@ -439,8 +443,8 @@ export class GitLedgerStore implements LedgerStore {
     // A fresh cache (a new CI runner) takes the tips only; a cache that has them
     // takes just the new commits, without marking each new tip as a shallow
     // boundary (that list would grow by one per write and slow every push).
-    const known = await git.run(['for-each-ref', '--count=1', '--format=x', this.cachePrefix]);
-    const depth = known.stdout.trim() === '' ? ['--depth=1'] : [];
+    const known = this.cacheHasRefs || (await git.run(['for-each-ref', '--count=1', '--format=x', this.cachePrefix])).stdout.trim() !== '';
+    const depth = known ? [] : ['--depth=1'];
     for (let attempt = 1; ; attempt++) {
       const fetched = await git.run(
         ['fetch', '--quiet', ...depth, '--prune', '--no-write-fetch-head', '--no-tags', '--no-show-forced-updates', '--no-auto-gc', this.remote, refspec],
@@ -453,10 +457,14 @@ export class GitLedgerStore implements LedgerStore {
         await sleep(backoffMs(Math.min(attempt, 6)));
         continue;
       }
-      throw new ExocompError('ledger-unreachable', `cannot read the ${this.description}: ${this.gitMessage(fetched.stderr)}`, {
-        help: `check that ${this.shownRemote} exists and is reachable from here with read access; --ledger (or the ledger-repository input) chooses another repository`,
-      });
+      throw this.unreachable(fetched.stderr);
     }
+  }
+
+  private unreachable(stderr: string): ExocompError {
+    return new ExocompError('ledger-unreachable', `cannot read the ${this.description}: ${this.gitMessage(stderr)}`, {
+      help: `check that ${this.shownRemote} exists and is reachable from here with read access; --ledger (or the ledger-repository input) chooses another repository`,
+    });
   }
 
   /** True when the remote has no ref of this ledger; then the cache's copy is emptied too. */
@@ -573,6 +581,54 @@ function isLedgerFileOf(path: string, record: string): boolean {
     return false;
   }
   return recordOf(path) === record;
+}
+
+/** Which refs hold records, the old branch while it still holds any, and which blob each file is. */
+function ledgerView(refs: readonly LedgerRef[]): { records: Map<string, RefState>; legacy: RefState | null; chosen: Map<string, string> } {
+  const legacyRef = refs.find((ref) => ref.name === null);
+  const legacyRetired = legacyRef !== undefined && legacyRef.entries.size === 1 && legacyRef.entries.has(MOVED_MARKER);
+  const legacy = legacyRef && !legacyRetired && legacyRef.entries.size > 0 ? legacyRef : null;
+  const records = new Map<string, RefState>();
+  for (const ref of refs) if (ref.name !== null) records.set(ref.name, ref);
+  // A record's own branch wins over the old branch.
+  const chosen = new Map<string, string>();
+  for (const [record, state] of records) {
+    for (const [path, entry] of state.entries) if (entry.type === 'blob' && isLedgerFileOf(path, record)) chosen.set(path, entry.object);
+  }
+  if (legacy) {
+    for (const [path, entry] of legacy.entries) {
+      if (entry.type === 'blob' && !records.has(recordOf(path)) && isLedgerFileOf(path, recordOf(path))) chosen.set(path, entry.object);
+    }
+  }
+  return { records, legacy, chosen };
+}
+
+/** The state of a ledger whose refs are `refs`, given the contents of (at least) their files' blobs. */
+function stateOf(refs: readonly LedgerRef[], tips: ReadonlyMap<string, string>, objects: ReadonlyMap<string, string>, writers: Map<string, string>): LedgerState {
+  const { records, legacy, chosen } = ledgerView(refs);
+  const files = new Map<string, string>();
+  const contents = new Map<string, string>();
+  for (const [path, blob] of chosen) {
+    const content = objects.get(blob) ?? '';
+    files.set(path, content);
+    contents.set(blob, content);
+  }
+  const revision =
+    refs.length === 0
+      ? null
+      : createHash('sha1')
+          .update(
+            refs
+              .map((ref) => `${ref.name ?? ''} ${ref.commit}`)
+              .sort()
+              .join('\n'),
+          )
+          .digest('hex');
+  return { snapshot: new FileSnapshot(revision, files), records, legacy, writers, refs, tips, contents };
+}
+
+function sameTips(a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string>): boolean {
+  return a.size === b.size && [...a].every(([name, commit]) => b.get(name) === commit);
 }
 
 function defaultWriter(): string {

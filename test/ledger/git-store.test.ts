@@ -3,7 +3,9 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { httpAuthConfig, ProcessGitCli, type GitCli } from '../../src/adapters/git.js';
+import { runProcess } from '../../src/adapters/process.js';
 import { ExocompError } from '../../src/domain/errors.js';
+import { buildTrees, commitBytes, objectId, packOf, type LooseObject } from '../../src/ledger/git-objects.js';
 import { GitLedgerStore } from '../../src/ledger/git-store.js';
 import { resolveLedgerLocation } from '../../src/ledger/location.js';
 import type { LedgerChange } from '../../src/ledger/store.js';
@@ -271,6 +273,81 @@ describe('GitLedgerStore', () => {
   });
 });
 
+describe('git processes per ledger operation', () => {
+  it('a read or write after the first one costs one ls-remote while the remote has not moved, and a write adds one unpack-objects and one push', async () => {
+    const ran: string[] = [];
+    const ledger = store({ git: (gitDir) => counting(gitDir, ran) });
+    await ledger.read();
+    ran.length = 0;
+    await ledger.update(() => change({ 'workflows/a.json': 'a1' }));
+    expect(ran).toEqual(['ls-remote', 'unpack-objects', 'push']);
+    ran.length = 0;
+    expect((await ledger.read()).read('workflows/a.json')).toBe('a1');
+    await ledger.update(() => change({ 'workflows/a.json': 'a2', 'inventories/x.json': 'x', 'inventories/x.inventory.json': 'xi' }));
+    expect((await ledger.read()).read('inventories/x.inventory.json')).toBe('xi');
+    await ledger.update(() => change({}));
+    expect(ran).toEqual(['ls-remote', 'ls-remote', 'unpack-objects', 'push', 'ls-remote', 'ls-remote']);
+  });
+
+  it('reads again in full once another writer moved any ledger ref, and then sees its write', async () => {
+    const ran: string[] = [];
+    const ledger = store({ git: (gitDir) => counting(gitDir, ran) });
+    await ledger.update(() => change({ 'workflows/a.json': 'a1' }));
+    await store().update(() => change({ 'workflows/b.json': 'theirs' }));
+    ran.length = 0;
+    const snapshot = await ledger.read();
+    expect(snapshot.read('workflows/b.json')).toBe('theirs');
+    expect(ran).toEqual(['ls-remote', 'for-each-ref', 'fetch', 'for-each-ref', 'diff-tree', 'cat-file']);
+    // A deleted ref counts as moved too.
+    await git(['--git-dir', remote, 'update-ref', '-d', 'refs/heads/exocomp-ledger-records/workflows/b.json']);
+    expect((await ledger.read()).read('workflows/b.json')).toBeUndefined();
+  });
+
+  it('after its own push holds exactly what a fresh read of the remote holds', async () => {
+    const ledger = store();
+    const same = async () => {
+      const mine = await ledger.read();
+      const fresh = await store().read();
+      expect(mine.revision).toBe(fresh.revision);
+      expect(mine.list('')).toEqual(fresh.list(''));
+      for (const path of fresh.list('')) expect(mine.read(path)).toBe(fresh.read(path));
+    };
+    await ledger.update(() => change({ 'workflows/a.json': 'a1', 'locks/k.json': 'k', 'inventories/x.json': 'x', 'sealed/x.json': 's' }));
+    await same();
+    await ledger.update(() => change({ 'workflows/a.json': null, 'locks/k.json': null, 'workflows/c.json': 'same text', 'workflows/d.json': 'same text' }));
+    await same();
+    await ledger.update(() => change({ 'inventories/x.inventory.json': 'xi', 'sealed/x.json': null }));
+    await same();
+  });
+});
+
+describe('packOf', () => {
+  it('packs blobs, trees and commits of any size that git unpacks under the ids objectId gives', async () => {
+    const repo = await makeBareRemote(temp.path, 'unpack.git');
+    const big = Buffer.from('x'.repeat(300_000) + '\u00e9\n', 'utf8');
+    const blobs = [Buffer.from(''), Buffer.from('fifteen bytes!\n'), Buffer.from('sixteen bytes!!\n'), big];
+    const files = new Map(blobs.map((bytes, index) => [`f/${index}`, { mode: '100644', id: objectId('blob', bytes) }]));
+    const trees = buildTrees(files);
+    const commit = commitBytes({ tree: trees.root, parents: [], name: 't', email: 't@example.invalid', when: new Date(0), message: 'packed' });
+    const objects: LooseObject[] = [
+      ...blobs.map((bytes) => ({ type: 'blob' as const, bytes })),
+      ...trees.trees.map((tree) => ({ type: 'tree' as const, bytes: tree.bytes })),
+      { type: 'commit', bytes: commit },
+    ];
+    const unpacked = await runProcess('git', ['--git-dir', repo, 'unpack-objects', '-q', '--strict'], { input: packOf(objects) });
+    expect(unpacked.stderr).toBe('');
+    expect(unpacked.code).toBe(0);
+    const listed = await git(['--git-dir', repo, 'ls-tree', '-r', '-l', objectId('commit', commit)]);
+    expect(
+      listed.stdout
+        .trim()
+        .split('\n')
+        .map((line) => line.split(/\s+/).slice(2, 4)),
+    ).toEqual(blobs.map((bytes) => [objectId('blob', bytes), String(bytes.length)]));
+    await git(['--git-dir', repo, 'fsck', '--strict', '--no-progress', '--no-dangling']);
+  });
+});
+
 describe('the old single-branch layout', () => {
   /** An old ledger: two commits on exocomp-ledger, as the previous version wrote them. */
   async function oldLedger(extra: Record<string, string> = {}): Promise<string> {
@@ -298,8 +375,12 @@ describe('the old single-branch layout', () => {
     expect(before.list('')).toEqual(['inventories/x.inventory.json', 'inventories/x.json', 'known_hosts', 'sealed/x.json', 'workflows/a.json']);
     expect(before.read('workflows/a.json')).toBe('a2\n');
 
-    await store().update(() => change({ 'workflows/b.json': 'b\n' }, 'b created'));
+    const migrating = store();
+    await migrating.update(() => change({ 'workflows/b.json': 'b\n' }, 'b created'));
     const after = await store().read();
+    const kept = await migrating.read();
+    expect(kept.revision).toBe(after.revision);
+    for (const path of after.list('')) expect(kept.read(path)).toBe(after.read(path));
     expect(after.list('')).toEqual([...before.list(''), 'workflows/b.json'].sort());
     for (const path of before.list('')) expect(after.read(path)).toBe(before.read(path));
 
@@ -411,6 +492,18 @@ function pushInterceptor(gitDir: string, beforePush: () => Promise<unknown>): Gi
     secrets: real.secrets,
     async run(args, options) {
       if (args[0] === 'push') await beforePush();
+      return real.run(args, options);
+    },
+  };
+}
+
+/** A real git adapter that notes each command it runs (its subcommand, after the -c options). */
+function counting(gitDir: string, ran: string[]): GitCli {
+  const real = new ProcessGitCli({ gitDir });
+  return {
+    secrets: real.secrets,
+    run(args, options) {
+      ran.push(args[0] ?? '');
       return real.run(args, options);
     },
   };
