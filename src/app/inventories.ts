@@ -1,7 +1,9 @@
-/** Reads `tf:<name>` from the ledger, failing closed (docs/architecture.md, "The standing inventory"). */
+/** Reads `tf:<name>` from the ledger (and one shard of it), failing closed (docs/architecture.md, "The standing inventory"). */
 import { resolveStandingInventory, InventoryUnusableError, type ResolvedInventory } from '../domain/standing-inventory.js';
 import { LedgerRecordError, readInventoryFile, readInventoryRecord } from '../ledger/records.js';
 import type { LedgerSnapshot } from '../ledger/store.js';
+import { hostsOfShard, type ShardSpec } from '../domain/shard.js';
+import type { AppContext } from './context.js';
 
 export function loadStandingInventory(snapshot: LedgerSnapshot, name: string): ResolvedInventory {
   let record;
@@ -18,4 +20,16 @@ export function loadStandingInventory(snapshot: LedgerSnapshot, name: string): R
     throw error;
   }
   return resolveStandingInventory(name, record, readInventoryFile(snapshot, name));
+}
+
+/** `inventory show`: tf:<name> as a play would get it (fails closed like a play). */
+export async function readStandingInventory(app: AppContext, name: string): Promise<ResolvedInventory> {
+  return loadStandingInventory(await app.store.read(), name);
+}
+
+/** `inventory shard`: the hosts of one shard of tf:<name>, and how many hosts the fleet has. */
+export async function shardOfInventory(app: AppContext, name: string, shard: ShardSpec): Promise<{ hosts: string[]; fleetSize: number }> {
+  const resolved = await readStandingInventory(app, name);
+  const names = resolved.hosts.map((h) => h.name);
+  return { hosts: hostsOfShard(names, shard), fleetSize: names.length };
 }

@@ -3,12 +3,14 @@
  * a host (docs/architecture.md, "The chain"; ADR 0003). Trust on first use is one-way: a changed key
  * fails and is not re-pinned unless rotation was asked for that host.
  */
-import { ExocompError } from '../domain/errors.js';
+import { ExocompError, UsageError } from '../domain/errors.js';
 import { knownHostsName, type DerivedHost } from '../domain/inventory.js';
 import { parseKeyscanOutput, reconcilePins, renderKnownHosts, type Pin } from '../domain/known-hosts.js';
 import { keyscan } from '../adapters/ssh.js';
+import { publicKeyOf } from '../adapters/ssh-keys.js';
 import { readKnownHostsText, readPins, RecordWrites } from '../ledger/records.js';
 import type { AppContext } from './context.js';
+import { loadStandingInventory } from './inventories.js';
 
 export interface PinOutcome {
   added: string[];
@@ -69,4 +71,37 @@ export async function pinHostKeys(
       result: { added: result.added, unchanged: result.unchanged, rotated: result.rotated, knownHosts },
     };
   });
+}
+
+/** The host `host onboard` pins: an address as given, or a host name of a standing inventory. */
+export type HostToPin = { kind: 'address'; name: string; address: string; port: number } | { kind: 'inventory'; inventory: string; host: string };
+
+/**
+ * `host onboard`: pins one host's key (trust on first use; `rotate` replaces a
+ * changed key confirmed out of band). With `fleetKeyFile`, also the extra-vars
+ * the onboarding play takes (the fleet public key).
+ */
+export async function onboardHost(
+  app: AppContext,
+  request: { host: HostToPin; rotate: boolean; fleetKeyFile?: string | undefined },
+): Promise<{ host: string; state: 'pinned' | 'rotated' | 'unchanged'; extraVars?: { exocomp_fleet_pubkey: string } }> {
+  const target = await resolveHost(app, request.host);
+  const outcome = await pinHostKeys(app, [target], request.rotate ? [target.name] : []);
+  const host = knownHostsName(target.address, target.port);
+  const state = outcome.added.includes(host) ? 'pinned' : outcome.rotated.includes(host) ? 'rotated' : 'unchanged';
+  if (request.fleetKeyFile === undefined) return { host, state };
+  return { host, state, extraVars: { exocomp_fleet_pubkey: await publicKeyOf(request.fleetKeyFile) } };
+}
+
+async function resolveHost(app: AppContext, host: HostToPin): Promise<Pick<DerivedHost, 'name' | 'address' | 'port'>> {
+  if (host.kind === 'address') return host;
+  const found = loadStandingInventory(await app.store.read(), host.inventory).hosts.find((h) => h.name === host.host && !h.local);
+  if (!found) throw new UsageError(`tf:${host.inventory} names no SSH host ${host.host}`);
+  return found;
+}
+
+/** `host known-hosts`: the pinned store, as records and as a known_hosts file. */
+export async function pinnedHosts(app: AppContext): Promise<{ pins: Pin[]; knownHosts: string }> {
+  const snapshot = await app.store.read();
+  return { pins: readPins(snapshot), knownHosts: readKnownHostsText(snapshot) };
 }

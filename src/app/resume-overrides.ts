@@ -10,6 +10,7 @@ import { UsageError } from '../domain/errors.js';
 import { overrideWorkflow, type ResumeOverrides } from '../domain/workflow.js';
 import { requireWorkflow } from '../ledger/records.js';
 import type { AppContext } from './context.js';
+import { continueWorkflow, type ContinueOutcome, type ContinueRequest } from './continue-workflow.js';
 import { saveWorkflow } from './workflows.js';
 
 export async function applyResumeOverrides(app: AppContext, id: string, overrides: ResumeOverrides): Promise<string[]> {
@@ -32,4 +33,11 @@ export async function applyResumeOverrides(app: AppContext, id: string, override
     `${id}: resume with ${preview.changes.join(', ')}`,
   );
   return changes;
+}
+
+/** `provision resume`: records the overrides (each change a progress line), then continues the workflow from where the ledger says it stands. */
+export async function resumeWorkflow(app: AppContext, request: Omit<ContinueRequest, 'create' | 'scope'> & { overrides: ResumeOverrides }): Promise<ContinueOutcome> {
+  const { overrides, ...continuing } = request;
+  for (const change of await applyResumeOverrides(app, request.workflowId, overrides)) app.progress.emit({ type: 'info', message: `recorded: ${change}` });
+  return continueWorkflow(app, continuing);
 }

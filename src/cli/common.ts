@@ -3,7 +3,7 @@
  * settings object, and the context a use case runs in.
  */
 import { Command, Option } from 'commander';
-import type { z } from 'zod';
+import { z } from 'zod';
 import { UsageError } from '../domain/errors.js';
 import { DEFAULT_LEDGER_BRANCH, GitLedgerStore } from '../ledger/git-store.js';
 import { resolveLedgerLocation } from '../ledger/location.js';
@@ -35,14 +35,18 @@ export function addLedgerOptions(command: Command): Command {
     .addOption(new Option('--json', 'machine-readable output').default(false));
 }
 
+const ledgerOptions = z.object({
+  ledger: z.string().optional(),
+  ledgerInit: z.boolean().default(false),
+  ledgerBranch: z.string().default(DEFAULT_LEDGER_BRANCH),
+  ledgerRetryFor: z.string().default('5m').transform(parseDuration),
+  json: z.boolean().default(false),
+});
+
+/** The ledger options and --json every command that reads the ledger shares. */
 export function globalSettings(options: Record<string, unknown>): GlobalSettings {
-  return {
-    ledger: typeof options.ledger === 'string' ? options.ledger : undefined,
-    ledgerInit: options.ledgerInit === true,
-    ledgerBranch: typeof options.ledgerBranch === 'string' ? options.ledgerBranch : DEFAULT_LEDGER_BRANCH,
-    ledgerRetryForMs: parseDuration(typeof options.ledgerRetryFor === 'string' ? options.ledgerRetryFor : '5m'),
-    json: options.json === true,
-  };
+  const o = parseOptions(ledgerOptions, options);
+  return { ledger: o.ledger, ledgerInit: o.ledgerInit, ledgerBranch: o.ledgerBranch, ledgerRetryForMs: o.ledgerRetryFor, json: o.json };
 }
 
 /**

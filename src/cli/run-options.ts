@@ -120,8 +120,8 @@ export function runInputs(options: Record<string, unknown>, env: NodeJS.ProcessE
   };
 }
 
-export function workspaceNameFor(workspacePath: string, explicit: unknown): string {
-  return typeof explicit === 'string' ? parseWorkspaceName(explicit) : defaultWorkspaceName(workspacePath);
+export function workspaceNameFor(workspacePath: string, explicit: string | undefined): string {
+  return explicit !== undefined ? parseWorkspaceName(explicit) : defaultWorkspaceName(workspacePath);
 }
 
 /**

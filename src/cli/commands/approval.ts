@@ -1,10 +1,18 @@
 import { Option, type Command } from 'commander';
 import { userInfo } from 'node:os';
+import { z } from 'zod';
 import { UsageError } from '../../domain/errors.js';
 import { parseWorkflowId } from '../../domain/names.js';
 import { renderText, viewWorkflow } from '../../domain/render.js';
 import { decide, pendingApprovals } from '../../app/approvals.js';
-import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
+import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
+
+const decideOptions = z
+  .object({ approve: z.boolean().optional(), reject: z.boolean().optional(), comment: z.string().optional(), by: z.string().optional() })
+  .transform(({ approve, reject, ...rest }) => {
+    if ((approve === true) === (reject === true)) throw new UsageError('say exactly one of --approve or --reject');
+    return { ...rest, approve: approve === true };
+  });
 
 export function registerApproval(program: Command, io: Io): void {
   const approval = program.command('approval').description('decide and list approvals of workflows run with --require-approval');
@@ -19,16 +27,11 @@ export function registerApproval(program: Command, io: Io): void {
       .addOption(new Option('--comment <text>', 'recorded with the decision'))
       .addOption(new Option('--by <name>', 'who decides (default: the current user)')),
   ).action(async (id: string, options: Record<string, unknown>) => {
-    if (options.approve === options.reject) throw new UsageError('say exactly one of --approve or --reject');
+    const o = parseOptions(decideOptions, options);
     parseWorkflowId(id);
     const settings = globalSettings(options);
     const context = await buildContext(settings, io);
-    const workflow = await decide(context, id, {
-      approve: options.approve === true,
-      by: typeof options.by === 'string' ? options.by : userInfo().username,
-      via: 'cli',
-      ...(typeof options.comment === 'string' ? { comment: options.comment } : {}),
-    });
+    const workflow = await decide(context, id, { approve: o.approve, by: o.by ?? userInfo().username, via: 'cli', ...(o.comment !== undefined ? { comment: o.comment } : {}) });
     const view = viewWorkflow(workflow, context.now());
     if (settings.json) io.out(JSON.stringify({ result: view }));
     else {

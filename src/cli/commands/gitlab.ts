@@ -6,7 +6,7 @@ import { DEFAULT_LEDGER_BRANCH } from '../../ledger/git-store.js';
 import { gitlabJobEnv, shellExports } from '../../platform/gitlab/job-env.js';
 import { readGitLabJob } from '../../platform/gitlab/job.js';
 import { runGitLabJob, type GitLabJobKind } from '../../platform/gitlab/session.js';
-import type { Io } from '../common.js';
+import { parseOptions, type Io } from '../common.js';
 
 const envOptions = z.object({
   ledgerProject: z.string().optional(),
@@ -14,6 +14,8 @@ const envOptions = z.object({
   state: z.enum(['local', 'gitlab']),
   stateName: z.string().optional(),
 });
+
+const jsonOnly = z.object({ json: z.boolean() });
 
 export function registerGitLab(program: Command, io: Io): void {
   const gitlab = program.command('gitlab').description('the GitLab CI face: what the templates in templates/ run inside a job');
@@ -60,9 +62,10 @@ export function registerGitLab(program: Command, io: Io): void {
       .command(kind)
       .description(`${description}; reads its settings from EXOCOMP_* CI/CD variables (see docs/gitlab.md)`)
       .addOption(new Option('--json', 'print {"result":{"code":N}} at the end').default(false))
-      .action(async (options: Record<string, unknown>) => {
+      .action(async (raw: Record<string, unknown>) => {
+        const options = parseOptions(jsonOnly, raw);
         const code = await runGitLabJob(kind);
-        if (options.json === true) io.out(JSON.stringify({ result: { code } }));
+        if (options.json) io.out(JSON.stringify({ result: { code } }));
         process.exitCode = code;
       });
   }

@@ -1,12 +1,9 @@
 import { Option, type Command } from 'commander';
+import { z } from 'zod';
 import { UsageError } from '../../domain/errors.js';
-import { knownHostsName } from '../../domain/inventory.js';
 import { parseInventoryRef } from '../../domain/names.js';
-import { publicKeyOf } from '../../adapters/ssh-keys.js';
-import { loadStandingInventory } from '../../app/inventories.js';
-import { pinHostKeys } from '../../app/pins.js';
-import { readKnownHostsText, readPins } from '../../ledger/records.js';
-import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
+import { onboardHost, pinnedHosts, type HostToPin } from '../../app/pins.js';
+import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
 
 /** `address`, `address:port` or `[address]:port`. */
 function parseHostArgument(raw: string): { address: string; port: number } {
@@ -19,6 +16,19 @@ function parseHostArgument(raw: string): { address: string; port: number } {
   }
   return { address, port };
 }
+
+const onboardOptions = z.object({
+  rotate: z.boolean(),
+  inventory: z
+    .string()
+    .transform((raw) => {
+      const ref = parseInventoryRef(raw);
+      if (ref.kind !== 'standing') throw new UsageError('--inventory takes tf:<name>');
+      return ref.name;
+    })
+    .optional(),
+  fleetKey: z.string().optional(),
+});
 
 export function registerHost(program: Command, io: Io): void {
   const host = program.command('host').description('the pinned known_hosts store');
@@ -33,21 +43,10 @@ export function registerHost(program: Command, io: Io): void {
       .addOption(new Option('--fleet-key <file>', 'also print the fleet public key as the JSON extra-vars the onboarding play takes')),
   ).action(async (raw: string, options: Record<string, unknown>) => {
     const settings = globalSettings(options);
+    const o = parseOptions(onboardOptions, options);
+    const target: HostToPin = o.inventory !== undefined ? { kind: 'inventory', inventory: o.inventory, host: raw } : { kind: 'address', name: raw, ...parseHostArgument(raw) };
     const context = await buildContext(settings, io);
-    let target: { name: string; address: string; port: number };
-    if (typeof options.inventory === 'string') {
-      const ref = parseInventoryRef(options.inventory);
-      if (ref.kind !== 'standing') throw new UsageError('--inventory takes tf:<name>');
-      const found = loadStandingInventory(await context.store.read(), ref.name).hosts.find((h) => h.name === raw && !h.local);
-      if (!found) throw new UsageError(`tf:${ref.name} names no SSH host ${raw}`);
-      target = found;
-    } else {
-      target = { name: raw, ...parseHostArgument(raw) };
-    }
-    const outcome = await pinHostKeys(context, [target], options.rotate === true ? [target.name] : []);
-    const name = knownHostsName(target.address, target.port);
-    const state = outcome.added.includes(name) ? 'pinned' : outcome.rotated.includes(name) ? 'rotated' : 'unchanged';
-    const extraVars = typeof options.fleetKey === 'string' ? { exocomp_fleet_pubkey: await publicKeyOf(options.fleetKey) } : undefined;
+    const { host: name, state, extraVars } = await onboardHost(context, { host: target, rotate: o.rotate, fleetKeyFile: o.fleetKey });
     if (settings.json) io.out(JSON.stringify({ host: name, state, ...(extraVars ? { extraVars } : {}) }));
     else {
       io.out(`${name}: ${state}`);
@@ -58,10 +57,9 @@ export function registerHost(program: Command, io: Io): void {
   addLedgerOptions(host.command('known-hosts').description('print the pinned known_hosts store (unhashed, usable as UserKnownHostsFile)')).action(
     async (options: Record<string, unknown>) => {
       const settings = globalSettings(options);
-      const context = await buildContext(settings, io);
-      const snapshot = await context.store.read();
-      if (settings.json) io.out(JSON.stringify({ pins: readPins(snapshot) }));
-      else io.out(readKnownHostsText(snapshot).trimEnd() || '# no host key pinned yet');
+      const { pins, knownHosts } = await pinnedHosts(await buildContext(settings, io));
+      if (settings.json) io.out(JSON.stringify({ pins }));
+      else io.out(knownHosts.trimEnd() || '# no host key pinned yet');
     },
   );
 }

@@ -1,6 +1,9 @@
 import { Option, type Command } from 'commander';
+import { z } from 'zod';
 import { initKeys } from '../../app/keys.js';
-import type { Io } from '../common.js';
+import { parseOptions, type Io } from '../common.js';
+
+const initOptions = z.object({ dir: z.string(), force: z.boolean(), json: z.boolean() });
 
 export function registerKeys(program: Command, io: Io): void {
   const keys = program.command('keys').description('make the keys a deployment needs (docs/keys.md)');
@@ -10,7 +13,8 @@ export function registerKeys(program: Command, io: Io): void {
     .addOption(new Option('--dir <dir>', 'directory to write them to').default('keys'))
     .addOption(new Option('--force', 'replace keys that already exist there').default(false))
     .addOption(new Option('--json', 'machine-readable output').default(false))
-    .action(async (options: { dir: string; force: boolean; json: boolean }) => {
+    .action(async (raw: Record<string, unknown>) => {
+      const options = parseOptions(initOptions, raw);
       const made = await initKeys(options.dir, process.cwd(), { force: options.force });
       if (options.json) {
         io.out(JSON.stringify({ result: { keys: made } }));

@@ -1,26 +1,53 @@
 import { Option, type Command } from 'commander';
+import { z } from 'zod';
 import { parseDuration } from '../../domain/duration.js';
 import { parseUserName, parseWorkflowId } from '../../domain/names.js';
-import { checkPlaybookFile } from '../../app/input-checks.js';
-import { renderText, viewWorkflow } from '../../domain/render.js';
-import type { Workflow } from '../../domain/workflow.js';
 import { renderDriftHistory } from '../../domain/drift-history.js';
-import { describeMissedTicks, missedTicksOf } from '../../domain/schedule-fires.js';
-import { listDriftHistories, listScheduleFires, listWorkflows, requireWorkflow } from '../../ledger/records.js';
+import { describeMissedTicks } from '../../domain/schedule-fires.js';
+import { renderText, viewWorkflow } from '../../domain/render.js';
+import { checkPlaybookFile } from '../../app/input-checks.js';
 import { localGate } from '../../app/approval-gates/local.js';
 import { continueWorkflow, type ContinueOutcome } from '../../app/continue-workflow.js';
 import { newWorkflowId } from '../../app/provision.js';
 import type { AppContext } from '../../app/context.js';
-import { applyResumeOverrides } from '../../app/resume-overrides.js';
-import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
-import { addKeyOptions, addPlayOptions, addApplyOptions, allowLocalStateOption, readVars, runInputs, workspaceNameFor } from '../run-options.js';
+import { resumeWorkflow } from '../../app/resume-overrides.js';
+import { ledgerStatus, workflowStatus, type LedgerStatus } from '../../app/status.js';
+import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
+import { addApplyOptions, addKeyOptions, addPlayOptions, allowLocalStateOption, readVars, runInputs, workspaceNameFor } from '../run-options.js';
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
+const userName = (what: string) => z.string().transform((name) => parseUserName(name, what));
+const playbookFile = (what: string) => z.string().transform((file) => (checkPlaybookFile(file, what), file));
+
+// Every input is parsed before the ledger is touched, in this order.
+const runOptions = z.object({
+  sshWait: z.string().transform(parseDuration),
+  workspaceName: z.string().optional(),
+  id: z.string().transform(parseWorkflowId).optional(),
+  onboardUser: userName('--onboard-user'),
+  remoteUser: userName('--remote-user').optional(),
+  onboardPlaybook: playbookFile('--onboard-playbook').optional(),
+  varsFile: z.string().optional(),
+  rotateHostKey: z.array(z.string()),
+  requireApproval: z.boolean(),
+  wait: z.boolean(),
+  check: z.boolean(),
+  limit: z.string().optional(),
+  tags: z.string().optional(),
+});
+
+const resumeOptions = z.object({
+  playbook: playbookFile('--playbook').optional(),
+  sshWait: z.string().transform(parseDuration).optional(),
+  rotateHostKey: z.array(z.string()),
+  wait: z.boolean(),
+});
+
 function report(io: Io, json: boolean, context: AppContext, outcome: ContinueOutcome): number {
-  const workflow: Workflow = outcome.workflow;
+  const { workflow } = outcome;
   const view = viewWorkflow(workflow, context.now());
   if (json) io.out(JSON.stringify({ result: view }));
   else {
@@ -32,6 +59,31 @@ function report(io: Io, json: boolean, context: AppContext, outcome: ContinueOut
   if (outcome.kind === 'awaiting-approval') return 0;
   if (outcome.kind === 'rejected') return 1;
   return outcome.kind === 'ran' && outcome.ok ? 0 : 1;
+}
+
+/** Every workflow, the drift checks and the missed schedule ticks; an unreadable record is an error line and exit 1. */
+function renderStatus(io: Io, json: boolean, status: LedgerStatus): void {
+  const { workflows, drift, schedules, errors, now } = status;
+  if (json) {
+    io.out(
+      JSON.stringify({
+        workflows: workflows.map((w) => viewWorkflow(w, now)),
+        drift,
+        schedules: schedules.map((s) => ({ ...s, missedTicks: s.missedTicks.map((t) => t.toISOString()) })),
+        errors: errors.map((e) => ({ file: e.file, reason: e.reason })),
+      }),
+    );
+  } else {
+    if (workflows.length === 0) io.out(`no workflows in ${status.where}`);
+    for (const w of workflows) io.out(`${w.id}  ${w.state.padEnd(17)} ${w.workspace.name}  ${w.playbook}  ${w.createdAt}`);
+    for (const history of drift) io.out(`\n${renderDriftHistory(history)}`);
+    for (const schedule of schedules) {
+      const line = describeMissedTicks(schedule, schedule.missedTicks);
+      if (line) io.out(`\n${line}`);
+    }
+    for (const e of errors) io.err(e.message);
+  }
+  if (errors.length > 0) process.exitCode = 1;
 }
 
 export function registerProvision(program: Command, io: Io): void {
@@ -57,40 +109,35 @@ export function registerProvision(program: Command, io: Io): void {
         ),
       ),
     ),
-  ).action(async (workspace: string, playbook: string, options: Record<string, unknown>) => {
-    // Every input is parsed before the ledger is touched.
-    const settings = globalSettings(options);
-    const sshWaitMs = parseDuration(String(options.sshWait));
-    const name = workspaceNameFor(workspace, options.workspaceName);
-    const requestedId = typeof options.id === 'string' ? parseWorkflowId(options.id) : undefined;
-    parseUserName(String(options.onboardUser), '--onboard-user');
-    if (typeof options.remoteUser === 'string') parseUserName(options.remoteUser, '--remote-user');
+  ).action(async (workspace: string, playbook: string, raw: Record<string, unknown>) => {
+    const settings = globalSettings(raw);
+    const o = parseOptions(runOptions, raw);
+    const name = workspaceNameFor(workspace, o.workspaceName);
     checkPlaybookFile(playbook, 'playbook');
-    if (typeof options.onboardPlaybook === 'string') checkPlaybookFile(options.onboardPlaybook, '--onboard-playbook');
-    const vars = readVars(options.varsFile as string | undefined);
-    const inputs = runInputs(options, process.env, options.rotateHostKey as string[], io.secrets);
+    const vars = readVars(o.varsFile);
+    const inputs = runInputs(raw, process.env, o.rotateHostKey, io.secrets);
     const context = await buildContext(settings, io);
     const outcome = await continueWorkflow(context, {
-      workflowId: requestedId ?? newWorkflowId(name),
+      workflowId: o.id ?? newWorkflowId(name),
       create: () => ({
         workspacePath: workspace,
         workspaceName: name,
         playbook,
-        requireApproval: options.requireApproval === true,
+        requireApproval: o.requireApproval,
         trigger: { kind: 'local' },
         options: {
-          sshWaitMs,
-          onboardUser: String(options.onboardUser),
-          ...(typeof options.onboardPlaybook === 'string' ? { onboardPlaybook: options.onboardPlaybook } : {}),
-          ...(typeof options.remoteUser === 'string' ? { remoteUser: options.remoteUser } : {}),
+          sshWaitMs: o.sshWait,
+          onboardUser: o.onboardUser,
+          ...(o.onboardPlaybook !== undefined ? { onboardPlaybook: o.onboardPlaybook } : {}),
+          ...(o.remoteUser !== undefined ? { remoteUser: o.remoteUser } : {}),
           ...(vars ? { vars } : {}),
-          check: options.check === true,
-          ...(typeof options.limit === 'string' ? { limit: options.limit } : {}),
-          ...(typeof options.tags === 'string' ? { tags: options.tags } : {}),
+          check: o.check,
+          ...(o.limit !== undefined ? { limit: o.limit } : {}),
+          ...(o.tags !== undefined ? { tags: o.tags } : {}),
         },
       }),
       inputs,
-      gate: localGate({ wait: options.wait === true }),
+      gate: localGate({ wait: o.wait }),
     });
     process.exitCode = report(io, settings.json, context, outcome);
   });
@@ -108,62 +155,29 @@ export function registerProvision(program: Command, io: Io): void {
         .addOption(new Option('--rotate-host-key <host>', 'accept a changed host key for this host (repeatable)').argParser(collect).default([]))
         .addOption(new Option('--wait', 'block until a pending approval is decided').default(false)),
     ),
-  ).action(async (id: string, options: Record<string, unknown>) => {
+  ).action(async (id: string, raw: Record<string, unknown>) => {
     parseWorkflowId(id);
-    if (typeof options.playbook === 'string') checkPlaybookFile(options.playbook, '--playbook');
-    const settings = globalSettings(options);
-    const inputs = runInputs(options, process.env, options.rotateHostKey as string[], io.secrets);
+    const o = parseOptions(resumeOptions, raw);
+    const settings = globalSettings(raw);
+    const inputs = runInputs(raw, process.env, o.rotateHostKey, io.secrets);
     const context = await buildContext(settings, io);
-    const overrides = {
-      ...(typeof options.sshWait === 'string' ? { sshWaitMs: parseDuration(options.sshWait) } : {}),
-      ...(typeof options.playbook === 'string' ? { playbook: options.playbook } : {}),
-    };
-    for (const change of await applyResumeOverrides(context, id, overrides)) context.progress.emit({ type: 'info', message: `recorded: ${change}` });
-    const outcome = await continueWorkflow(context, { workflowId: id, inputs, gate: localGate({ wait: options.wait === true }) });
+    const outcome = await resumeWorkflow(context, {
+      workflowId: id,
+      overrides: { ...(o.sshWait !== undefined ? { sshWaitMs: o.sshWait } : {}), ...(o.playbook !== undefined ? { playbook: o.playbook } : {}) },
+      inputs,
+      gate: localGate({ wait: o.wait }),
+    });
     process.exitCode = report(io, settings.json, context, outcome);
   });
 
   addLedgerOptions(provision.command('status').description('show a workflow from the ledger (all workflows when no id is given)').argument('[id]', 'workflow id')).action(
-    async (id: string | undefined, options: Record<string, unknown>) => {
+    async (id: string | undefined, raw: Record<string, unknown>) => {
       if (id !== undefined) parseWorkflowId(id);
-      const settings = globalSettings(options);
+      const settings = globalSettings(raw);
       const context = await buildContext(settings, io);
-      const snapshot = await context.store.read();
-      const now = context.now();
-      if (id !== undefined) {
-        const view = viewWorkflow(requireWorkflow(snapshot, id), now);
-        io.out(settings.json ? JSON.stringify(view) : renderText(view));
-        return;
-      }
-      const listed = listWorkflows(snapshot);
-      const { workflows } = listed;
-      const drift = listDriftHistories(snapshot);
-      const errors = [...listed.errors, ...drift.errors];
-      if (settings.json) {
-        io.out(
-          JSON.stringify({
-            workflows: workflows.map((w) => viewWorkflow(w, now)),
-            drift: drift.histories,
-            schedules: listScheduleFires(snapshot).map((f) => ({
-              name: f.name,
-              cron: f.cron,
-              fires: f.fires.length,
-              missedTicks: missedTicksOf(f, now).map((t) => t.toISOString()),
-            })),
-            errors: errors.map((e) => ({ file: e.file, reason: e.reason })),
-          }),
-        );
-      } else {
-        if (workflows.length === 0) io.out(`no workflows in ${context.store.description}`);
-        for (const w of workflows) io.out(`${w.id}  ${w.state.padEnd(17)} ${w.workspace.name}  ${w.playbook}  ${w.createdAt}`);
-        for (const history of drift.histories) io.out(`\n${renderDriftHistory(history)}`);
-        for (const schedule of listScheduleFires(snapshot)) {
-          const line = describeMissedTicks(schedule, missedTicksOf(schedule, now));
-          if (line) io.out(`\n${line}`);
-        }
-        for (const e of errors) io.err(e.message);
-      }
-      if (errors.length > 0) process.exitCode = 1;
+      if (id === undefined) return renderStatus(io, settings.json, await ledgerStatus(context));
+      const view = await workflowStatus(context, id);
+      io.out(settings.json ? JSON.stringify(view) : renderText(view));
     },
   );
 }

@@ -1,8 +1,11 @@
 import type { Command } from 'commander';
 import { applyWorkspace } from '../../app/apply-workspace.js';
-import { addLedgerOptions, buildContext, globalSettings, type Io } from '../common.js';
-import { addApplyOptions, readVars, runInputs, workspaceNameFor } from '../run-options.js';
 import { Option } from 'commander';
+import { z } from 'zod';
+import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
+import { addApplyOptions, readVars, runInputs, workspaceNameFor } from '../run-options.js';
+
+const applyOptions = z.object({ workspaceName: z.string().optional(), varsFile: z.string().optional() });
 
 export function registerWorkspace(program: Command, io: Io): void {
   const workspace = program.command('workspace').description('apply workspaces outside a provision chain');
@@ -16,8 +19,9 @@ export function registerWorkspace(program: Command, io: Io): void {
     ),
   ).action(async (dir: string, options: Record<string, unknown>) => {
     const settings = globalSettings(options);
-    const name = workspaceNameFor(dir, options.workspaceName);
-    const vars = readVars(options.varsFile as string | undefined);
+    const o = parseOptions(applyOptions, options);
+    const name = workspaceNameFor(dir, o.workspaceName);
+    const vars = readVars(o.varsFile);
     const context = await buildContext(settings, io);
     const inputs = runInputs(options, context.env, [], io.secrets);
     const info = (message: string) => context.progress.emit({ type: 'info', message });

@@ -6,6 +6,7 @@
  */
 import { ExocompError } from '../../domain/errors.js';
 import { GITLAB_SCHEDULE_VARIABLE, gitlabScheduleDescription, scheduleNameOfDescription } from '../../domain/schedule.js';
+import type { PipelineSchedules } from '../../app/ports/pipeline-schedules.js';
 import { SecretRegistry } from '../../app/secrets.js';
 import { GITLAB_TOKEN_VARIABLE, GitLabApi, type Schedule } from './api.js';
 
@@ -68,4 +69,27 @@ export async function removeExocompSchedule(api: GitLabApi, project: string, nam
   const found = (await listExocompSchedules(api, project)).filter((s) => s.name === name);
   for (const s of found) await api.removeSchedule(project, s.id);
   return found.length;
+}
+
+/** The project's pipeline schedules as the port `schedule add/list/remove --gitlab` use. */
+export function gitlabPipelineSchedules(ref: GitLabProjectRef, env: NodeJS.ProcessEnv): PipelineSchedules {
+  const api = scheduleApi(ref, env);
+  return {
+    project: ref.project,
+    list: async () =>
+      (await listExocompSchedules(api, ref.project)).map((s) => ({
+        name: s.name,
+        id: s.id,
+        cron: s.cron,
+        cronTimezone: s.cronTimezone,
+        ref: s.ref,
+        active: s.active,
+        owner: s.owner,
+      })),
+    create: async (request) => {
+      const { schedule, replaced } = await createExocompSchedule(api, ref.project, request);
+      return { id: schedule.id, replaced };
+    },
+    remove: (name) => removeExocompSchedule(api, ref.project, name),
+  };
 }
