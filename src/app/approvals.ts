@@ -9,6 +9,7 @@ import { ExocompError } from '../domain/errors.js';
 import { decideApproval, type Workflow } from '../domain/workflow.js';
 import { listWorkflows, requireWorkflow } from '../ledger/records.js';
 import type { AppContext } from './context.js';
+import { judgeSelfApproval, requireRightToDecide } from './approval-gates/approver.js';
 import { startContinuation } from './continuation.js';
 import type { CiPlatform, StartedContinuation } from './ports/ci-platform.js';
 import { saveWorkflow } from './workflows.js';
@@ -71,18 +72,16 @@ export interface DispatchOutcome {
  */
 export async function decideByDispatch(app: AppContext, platform: CiPlatform, request: DispatchDecision): Promise<DispatchOutcome> {
   const actor = platform.run.actor;
-  const may = await platform.mayDecide(actor);
-  if (!may.allowed) {
-    throw new ExocompError('permission', `${may.reason}; deciding an approval needs write access or above`, {
-      help: 'ask someone with write access to run the approve workflow',
-    });
-  }
+  await requireRightToDecide(platform, actor, {
+    kind: 'permission',
+    because: 'deciding an approval needs write access or above',
+    help: 'ask someone with write access to run the approve workflow',
+  });
   const current = requireWorkflow(await app.store.read(), request.workflowId);
-  if (!request.allowSelfApproval && current.requester === actor) {
-    throw new ExocompError('approval', `${actor} requested workflow ${current.id} and may not decide it (self-review is refused)`, {
-      help: 'another person with write access decides; set `allow-self-approval: true` only where one person runs everything',
-    });
-  }
+  judgeSelfApproval(app, actor, current, request.allowSelfApproval ? 'allow' : 'refuse', {
+    refused: `${actor} requested workflow ${current.id} and may not decide it (self-review is refused)`,
+    help: 'another person with write access decides; set `allow-self-approval: true` only where one person runs everything',
+  });
   const workflow = await decide(app, request.workflowId, {
     approve: request.approve,
     by: actor,

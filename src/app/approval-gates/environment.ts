@@ -7,6 +7,7 @@ import { ExocompError } from '../../domain/errors.js';
 import type { ApprovalGate } from '../ports/approval-gate.js';
 import type { CiPlatform } from '../ports/ci-platform.js';
 import { decide } from '../approvals.js';
+import { judgeSelfApproval } from './approver.js';
 
 /** What to do when the approver is the requester and the gate allowed self-review. */
 export type SelfReview = 'refuse' | 'warn';
@@ -39,13 +40,14 @@ export function environmentGate(platform: CiPlatform, environment: string | unde
         );
       }
       const approval = await platform.gatedJobApproval(environment);
-      if (approval.selfReviewAllowed && approval.by === workflow.requester) {
-        const message = `${approval.by} approved a deployment they requested, and environment ${environment ?? ''} allows self-review`;
-        const fix = 'turn on "Prevent self-review" in the environment’s required reviewers';
-        if (selfReview === 'refuse')
-          throw new ExocompError('approval', `${message}; refusing to apply`, { help: `${fix}, and have someone else approve (or set self-review: warn)` });
-        app.progress.emit({ type: 'warning', message: `${message}: ${fix}` });
-      }
+      // With "Prevent self-review" on, the platform kept the requester out already.
+      const message = `${approval.by} approved a deployment they requested, and environment ${environment ?? ''} allows self-review`;
+      const fix = 'turn on "Prevent self-review" in the environment’s required reviewers';
+      judgeSelfApproval(app, approval.by, workflow, approval.selfReviewAllowed ? selfReview : 'allow', {
+        refused: `${message}; refusing to apply`,
+        help: `${fix}, and have someone else approve (or set self-review: warn)`,
+        warned: `${message}: ${fix}`,
+      });
       app.progress.emit({ type: 'info', message: `approved by ${approval.by} via ${approval.via}` });
       return decide(app, workflow.id, { approve: true, by: approval.by, via: approval.via, ...(approval.comment ? { comment: approval.comment } : {}) });
     },

@@ -7,6 +7,7 @@
  */
 import { ExocompError } from '../../domain/errors.js';
 import { decide } from '../../app/approvals.js';
+import { judgeSelfApproval, requireRightToDecide } from '../../app/approval-gates/approver.js';
 import type { ApprovalGate } from '../../app/ports/approval-gate.js';
 import type { CiPlatform } from '../../app/ports/ci-platform.js';
 
@@ -20,14 +21,15 @@ export function manualJobGate(platform: CiPlatform, options: { startedByPerson: 
           help: 'the apply job must be `when: manual` (the template makes it so with approval: manual)',
         });
       }
-      const may = await platform.mayDecide(approver);
-      if (!may.allowed)
-        throw new ExocompError('approval', `${may.reason}; an approval needs the apply job to run on a protected branch`, { help: 'protect the branch the pipeline runs on' });
-      if (!options.allowSelfApproval && approver === workflow.requester) {
-        throw new ExocompError('approval', `${approver} requested workflow ${workflow.id} and may not approve it by running ${options.jobName}; nothing was applied`, {
-          help: 'someone else runs the manual job; set allow-self-approval only where one person runs everything',
-        });
-      }
+      await requireRightToDecide(platform, approver, {
+        kind: 'approval',
+        because: 'an approval needs the apply job to run on a protected branch',
+        help: 'protect the branch the pipeline runs on',
+      });
+      judgeSelfApproval(app, approver, workflow, options.allowSelfApproval ? 'allow' : 'refuse', {
+        refused: `${approver} requested workflow ${workflow.id} and may not approve it by running ${options.jobName}; nothing was applied`,
+        help: 'someone else runs the manual job; set allow-self-approval only where one person runs everything',
+      });
       app.progress.emit({ type: 'info', message: `approved by ${approver}, who ran the manual job ${options.jobName}` });
       return decide(app, workflow.id, { approve: true, by: approver, via: platform.run.decisionVia });
     },

@@ -11,6 +11,7 @@ import { basename, join } from 'node:path';
 import { ExocompError } from '../../domain/errors.js';
 import type { Workflow } from '../../domain/workflow.js';
 import type { SecretRegistry } from '../../app/secrets.js';
+import { isSelfApproval } from '../../app/approval-gates/approver.js';
 import type { ArtifactPort, CiPlatform, GateApproval } from '../../app/ports/ci-platform.js';
 import type { GitLabApi } from './api.js';
 import { gitlabHolder, gitlabHolderProbe } from './holder.js';
@@ -122,9 +123,10 @@ async function deploymentApproval(api: GitLabApi, job: GitLabJob, environment: s
       help: `protect environment ${environment} (Settings → CI/CD → Protected environments) with required approvals; the apply job must deploy to it`,
     });
   }
-  const approved = deployment.approvals.filter((a) => a.status === 'approved' && (allowSelfApproval || a.user !== deployment.user));
+  // The self-approval rule (src/app/approval-gates/approver.ts), applied to the deployment's triggerer.
+  const approved = deployment.approvals.filter((a) => a.status === 'approved' && (allowSelfApproval || !isSelfApproval(a.user, deployment.user)));
   if (approved.length === 0) {
-    const self = deployment.approvals.some((a) => a.status === 'approved' && a.user === deployment.user);
+    const self = deployment.approvals.some((a) => a.status === 'approved' && isSelfApproval(a.user, deployment.user));
     throw new ExocompError(
       'approval',
       self ? `the only approval of deployment ${deployment.id} is by ${deployment.user}, who triggered it` : `deployment ${deployment.id} to ${environment} has no approval`,
