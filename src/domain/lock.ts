@@ -7,12 +7,11 @@
  */
 import { z } from 'zod';
 import { ExocompError, UsageError } from './errors.js';
-import { quoteValue } from './names.js';
+import { quoteValue, RECORD_NAME_MAX_LENGTH, recordNameProblem } from './names.js';
 import { judgeLease, leaseSchema, type Lease, type LeaseFacts } from './workflow.js';
 
 export const LOCK_SCHEMA_VERSION = 1;
-export const CONCURRENCY_KEY_MAX_LENGTH = 64;
-const CONCURRENCY_KEY = /^[a-z0-9][a-z0-9._-]*$/;
+export const CONCURRENCY_KEY_MAX_LENGTH = RECORD_NAME_MAX_LENGTH;
 
 export const lockRecordSchema = z.object({
   schemaVersion: z.literal(LOCK_SCHEMA_VERSION),
@@ -23,12 +22,13 @@ export const lockRecordSchema = z.object({
 });
 export type LockRecord = z.infer<typeof lockRecordSchema>;
 
-/** A key names a ledger file and a CI concurrency group: keep it to a plain word. */
+/** A key names a ledger record (the record-name rule) and a CI concurrency group: keep it to a plain word. */
 export function parseConcurrencyKey(raw: string): string {
-  if (raw.length === 0 || raw.length > CONCURRENCY_KEY_MAX_LENGTH || !CONCURRENCY_KEY.test(raw) || raw.includes('..')) {
+  const problem = recordNameProblem(raw);
+  if (problem !== undefined) {
     throw new UsageError(
-      `invalid concurrency key ${quoteValue(raw)}`,
-      `a concurrency key is 1-${CONCURRENCY_KEY_MAX_LENGTH} characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit, without '..'`,
+      `invalid concurrency key ${quoteValue(raw)}: ${problem}`,
+      `a concurrency key is 1-${CONCURRENCY_KEY_MAX_LENGTH} characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit, without '..' and not ending with '.'`,
     );
   }
   return raw;

@@ -25,8 +25,13 @@ const recordNameRule = (what: string) =>
 const WORKSPACE_NAME_RULE = recordNameRule('workspace name');
 const WORKFLOW_ID_RULE = recordNameRule('workflow id');
 
-/** Says why `raw` cannot name a ledger record, or undefined when it can. */
-function recordNameProblem(raw: string): string | undefined {
+/**
+ * Says why `raw` cannot name a ledger record, or undefined when it can: the
+ * one record-name rule (workspace names, workflow ids, locks, schedules,
+ * converge runs); src/ledger/records.ts refuses any other name before it
+ * builds a path.
+ */
+export function recordNameProblem(raw: string): string | undefined {
   if (raw === '') return 'it is empty';
   if (raw.length > RECORD_NAME_MAX_LENGTH) return `it is ${raw.length} characters long (at most ${RECORD_NAME_MAX_LENGTH})`;
   if (/[A-Z]/.test(raw)) return 'it contains uppercase letters';

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { ExocompError } from './errors.js';
+import { recordNameProblem } from './names.js';
 
 export const STEP_NAMES = ['apply', 'ssh-wait', 'onboard', 'configure'] as const;
 export type StepName = (typeof STEP_NAMES)[number];
@@ -119,7 +120,7 @@ export type Continuation = z.infer<typeof continuationSchema>;
 
 export const workflowSchema = z.object({
   schemaVersion: z.literal(WORKFLOW_SCHEMA_VERSION),
-  id: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/),
+  id: z.string().refine((id) => recordNameProblem(id) === undefined, 'not a record name'),
   workspace: z.object({ path: z.string(), name: z.string() }),
   playbook: z.string(),
   requester: z.string(),

@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { ExocompError } from '../domain/errors.js';
 import { parseKnownHosts, type Pin } from '../domain/known-hosts.js';
+import { RECORD_NAME_MAX_LENGTH, recordNameProblem } from '../domain/names.js';
 import {
   CONVERGE_HISTORY_SCHEMA_VERSION,
   convergeHistorySchema,
@@ -33,26 +34,15 @@ function shardIndex(index: number): number {
   return index;
 }
 
-/** Names that may become a path component (and a git ref component): what every validator in src/domain allows, and no more. */
-const RECORD_NAME = /^[a-z0-9][a-z0-9._-]*$/;
-export const MAX_RECORD_NAME_LENGTH = 64;
-
-/** Says why `name` cannot name a ledger record, or undefined when it can. */
-export function recordNameProblem(name: string): string | undefined {
-  if (name.length === 0) return 'it is empty';
-  if (name.length > MAX_RECORD_NAME_LENGTH) return `it is ${name.length} characters long (at most ${MAX_RECORD_NAME_LENGTH})`;
-  if (!RECORD_NAME.test(name)) return 'it may hold only lowercase letters, digits, ".", "_" and "-", starting with a letter or digit';
-  if (name.includes('..')) return 'it contains ".."';
-  if (name.endsWith('.')) return 'it ends with "."';
-  return undefined;
-}
+// The record-name rule is the domain's (src/domain/names.ts); this module applies it before building any path.
+export { recordNameProblem };
 
 /** The last line of defence: a name that reaches the ledger unchecked is refused before any path is built from it. */
 export function checkRecordName(kind: RecordKind, name: string): string {
   const problem = recordNameProblem(name);
   if (problem !== undefined) {
     throw new ExocompError('usage', `invalid ${kind} name ${JSON.stringify(name.slice(0, 80))}: ${problem}`, {
-      help: 'names are lowercase letters, digits, ".", "_" and "-" (at most 64 characters); nothing was written to the ledger',
+      help: `names are lowercase letters, digits, ".", "_" and "-" (at most ${RECORD_NAME_MAX_LENGTH} characters); nothing was written to the ledger`,
     });
   }
   return name;

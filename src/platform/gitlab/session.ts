@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { describeError, ExocompError } from '../../domain/errors.js';
 import { parseDuration } from '../../domain/duration.js';
-import { defaultWorkspaceName, parseWorkspaceName } from '../../domain/names.js';
+import { defaultWorkspaceName, parseWorkspaceName, workflowIdProblem } from '../../domain/names.js';
 import { renderMarkdown, viewWorkflow } from '../../domain/render.js';
 import { parseSealKey } from '../../domain/seal.js';
 import type { Workflow } from '../../domain/workflow.js';
@@ -46,7 +46,10 @@ const settingsSchema = z.object({
   EXOCOMP_WORKSPACE_NAME: z.string().optional(),
   EXOCOMP_WORKFLOW_ID: z
     .string()
-    .regex(/^[a-z0-9][a-z0-9._-]*$/, 'a workflow id: a-z, 0-9, ".", "_" and "-"')
+    .superRefine((id, ctx) => {
+      const problem = workflowIdProblem(id);
+      if (problem !== undefined) ctx.addIssue({ code: 'custom', message: `not a workflow id: ${problem}` });
+    })
     .optional(),
   EXOCOMP_APPROVAL: z.enum(['none', 'manual', 'environment']).default('manual'),
   EXOCOMP_ENVIRONMENT: z.string().optional(),
