@@ -6,6 +6,7 @@
  */
 import { decideDriftIssue, DRIFT_ISSUE_LABEL, findDriftIssue, type DriftIssueAction } from '../domain/drift-issue.js';
 import type { DriftReport } from '../domain/drift.js';
+import { ExocompError } from '../domain/errors.js';
 import type { IssueTracker } from './ports/issue-tracker.js';
 
 export interface DriftIssueOutcome {
@@ -38,4 +39,29 @@ export function describeDriftIssueOutcome(outcome: DriftIssueOutcome): string | 
   if (outcome.action === 'none') return undefined;
   const verb = outcome.action === 'open' ? 'opened' : outcome.action === 'update' ? 'updated' : 'closed';
   return `drift issue #${outcome.number}: ${verb}${outcome.url ? ` (${outcome.url})` : ''}`;
+}
+
+/** Where a drift job keeps its sticky issue: the project's tracker, who the tracker knows as this tool (its own issues), and this run's link. */
+export interface DriftIssueTarget {
+  tracker: IssueTracker;
+  /** The author of the issues this tool wrote; a tracker that cannot be written throws a `permission` ExocompError. */
+  author(): Promise<string>;
+  runUrl: string;
+}
+
+export type DriftIssueResult = (DriftIssueOutcome & { kind: 'published'; line: string | undefined }) | { kind: 'refused'; reason: string };
+
+/**
+ * Publishes the sticky issue of `report` to `target`. A token that may not
+ * read or write issues (a `permission` ExocompError) loses only the issue: it
+ * is a `refused` outcome the face reports, never the job's failure.
+ */
+export async function publishDriftIssueTo(target: DriftIssueTarget, report: DriftReport, redact: (text: string) => string): Promise<DriftIssueResult> {
+  try {
+    const outcome = await publishDriftIssue(target.tracker, report, { author: await target.author(), runUrl: target.runUrl, redact });
+    return { kind: 'published', ...outcome, line: describeDriftIssueOutcome(outcome) };
+  } catch (error) {
+    if (error instanceof ExocompError && error.kind === 'permission') return { kind: 'refused', reason: redact(error.message) };
+    throw error;
+  }
 }

@@ -2,7 +2,8 @@
  * A drift check as a job, for every face (the drift action, `exocomp drift`,
  * a GitLab job through the CLI): which standing inventory it checks and which
  * schedule tick it records (checked before the ledger is opened), then the
- * check, its verdict and exit status, and when the job fails.
+ * check, its verdict and exit status, when the job fails, and the workspace's
+ * sticky drift issue through the face's issue tracker.
  */
 import { driftExitCode, driftHeadline, driftVerdict, type DriftReport, type DriftVerdict } from '../domain/drift.js';
 import { ExocompError, UsageError } from '../domain/errors.js';
@@ -10,6 +11,7 @@ import { defaultWorkspaceName, parseInventoryRef, parseWorkspaceName } from '../
 import type { ScheduleTick } from '../domain/schedule-fires.js';
 import type { AppContext } from './context.js';
 import { checkDrift, type DriftRequest } from './drift.js';
+import { publishDriftIssueTo, type DriftIssueResult, type DriftIssueTarget } from './drift-issue.js';
 
 export interface DriftTargetInputs {
   workspacePath: string;
@@ -48,9 +50,15 @@ export interface DriftJobResult {
   headline: string;
   /** Why the job fails: the check itself failed, or drift was found and `failOnDrift` asked for a failure. Redacted. */
   failure: ExocompError | undefined;
+  /** The sticky drift issue, when the job keeps one. */
+  issue?: DriftIssueResult;
 }
 
-export type DriftJobRequest = Omit<DriftRequest, 'name' | 'schedule'> & { failOnDrift?: boolean };
+export type DriftJobRequest = Omit<DriftRequest, 'name' | 'schedule'> & {
+  failOnDrift?: boolean;
+  /** Keep the workspace's sticky drift issue there: opened or updated while drift exists, closed once clean. */
+  issue?: DriftIssueTarget | undefined;
+};
 
 export async function runDriftCheck(app: AppContext, target: DriftTarget, request: DriftJobRequest): Promise<DriftJobResult> {
   const report = await checkDrift(app, { ...request, name: target.name, ...(target.schedule ? { schedule: target.schedule } : {}) });
@@ -62,5 +70,7 @@ export async function runDriftCheck(app: AppContext, target: DriftTarget, reques
       : verdict === 'drift' && request.failOnDrift
         ? new ExocompError('play-failed', `drift found: ${headline}`, { help: 'converge (and apply) to remove it' })
         : undefined;
-  return { report, verdict, exitCode: driftExitCode(report), headline, failure };
+  const redact = (text: string) => request.secrets.redact(text);
+  const issue = request.issue && (await publishDriftIssueTo(request.issue, report, redact));
+  return { report, verdict, exitCode: driftExitCode(report), headline, failure, ...(issue ? { issue } : {}) };
 }

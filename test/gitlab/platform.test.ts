@@ -17,7 +17,8 @@ import { gitlabHolderId, parseGitLabHolderId, readGitLabJob, type GitLabJob } fr
 import { openGitLabLedger } from '../../src/platform/gitlab/ledger.js';
 import { createGitLabLog } from '../../src/platform/gitlab/log.js';
 import { findMergeRequest, statusMarker, upsertStatusNote } from '../../src/platform/gitlab/status-note.js';
-import { publishGitLabDriftIssue } from '../../src/platform/gitlab/drift-issue.js';
+import { publishDriftIssueTo } from '../../src/app/drift-issue.js';
+import { gitlabDriftIssueTarget } from '../../src/platform/gitlab/drift-issue.js';
 import { gitlabJobEnv } from '../../src/platform/gitlab/job-env.js';
 import { configurationDrift, infrastructureDrift, type DriftReport } from '../../src/domain/drift.js';
 import { DRIFT_ISSUE_LABEL, driftIssueMarker } from '../../src/domain/drift-issue.js';
@@ -180,23 +181,26 @@ describe('the sticky drift issue', () => {
       updatedAt: '',
       closedAt: null,
     });
-    const opened = await publishGitLabDriftIssue(api(BOT_TOKEN), 42, report(true), { runUrl: RUN, redact });
+    const opened = await publishDriftIssueTo(gitlabDriftIssueTarget(api(BOT_TOKEN), 42, RUN), report(true), redact);
     expect(opened).toMatchObject({ kind: 'published', action: 'open', number: 2, line: expect.stringContaining('drift issue #2: opened') });
     const ours = double.state.issues.find((i) => i.iid === 2);
     expect(ours).toMatchObject({ title: 'Drift in tf:edge', labels: [DRIFT_ISSUE_LABEL], author: 'project_42_bot', state: 'opened' });
     expect(ours?.description).toContain('terraform_data.hosts');
-    expect(await publishGitLabDriftIssue(api(BOT_TOKEN), 42, report(true), { runUrl: RUN, redact })).toMatchObject({ action: 'update', number: 2 });
+    expect(await publishDriftIssueTo(gitlabDriftIssueTarget(api(BOT_TOKEN), 42, RUN), report(true), redact)).toMatchObject({ action: 'update', number: 2 });
     expect(double.state.issues.filter((i) => i.author === 'project_42_bot')).toHaveLength(1);
-    expect(await publishGitLabDriftIssue(api(BOT_TOKEN), 42, report(false), { runUrl: RUN, redact })).toMatchObject({ action: 'close', number: 2 });
+    expect(await publishDriftIssueTo(gitlabDriftIssueTarget(api(BOT_TOKEN), 42, RUN), report(false), redact)).toMatchObject({ action: 'close', number: 2 });
     expect(ours).toMatchObject({ state: 'closed', notes: [{ author: 'project_42_bot', body: expect.stringContaining('No drift any more') }] });
     expect(double.state.issues.find((i) => i.iid === 1)).toMatchObject({ state: 'opened', description: `${driftIssueMarker('edge')}\nforged`, notes: [] });
-    expect(await publishGitLabDriftIssue(api(BOT_TOKEN), 42, report(false), { runUrl: RUN, redact })).toMatchObject({ action: 'none' });
+    expect(await publishDriftIssueTo(gitlabDriftIssueTarget(api(BOT_TOKEN), 42, RUN), report(false), redact)).toMatchObject({ action: 'none' });
     expect(double.violations).toEqual([]);
   });
 
   it('is a notice without an access token (the job token cannot reach issues), or with one that may only read', async () => {
-    expect(await publishGitLabDriftIssue(api(), 42, report(true), { runUrl: RUN, redact })).toEqual({ kind: 'refused', reason: expect.stringContaining('EXOCOMP_GITLAB_TOKEN') });
-    expect(await publishGitLabDriftIssue(api(READER_TOKEN), 42, report(true), { runUrl: RUN, redact })).toMatchObject({
+    expect(await publishDriftIssueTo(gitlabDriftIssueTarget(api(), 42, RUN), report(true), redact)).toEqual({
+      kind: 'refused',
+      reason: expect.stringContaining('EXOCOMP_GITLAB_TOKEN'),
+    });
+    expect(await publishDriftIssueTo(gitlabDriftIssueTarget(api(READER_TOKEN), 42, RUN), report(true), redact)).toMatchObject({
       kind: 'refused',
       reason: expect.stringContaining('HTTP 403'),
     });

@@ -5,7 +5,7 @@
  */
 import { driftTarget, runDriftCheck } from '../../app/drift-job.js';
 import { parseMapping } from '../../app/mappings.js';
-import { publishDrift } from '../../platform/github/drift-issue.js';
+import { githubDriftIssueTarget, publishDrift } from '../../platform/github/drift-issue.js';
 import { scheduleTick } from '../../platform/github/run-context.js';
 import { githubRunInputs, openLedger, playReporting, runAction } from '../../platform/github/session.js';
 
@@ -32,6 +32,7 @@ await runAction('drift', async (session) => {
     remoteUser: s['remote-user'],
     runUrl: session.run.runUrl,
     failOnDrift: s['fail-on-drift'],
+    issue: s.issue ? githubDriftIssueTarget(session.github, session.run.repository, s['issue-author'], session.run.runUrl) : undefined,
     ...playReporting(session),
   });
   await publishDrift(session, result);

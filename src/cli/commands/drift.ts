@@ -1,11 +1,10 @@
 import { appendFileSync } from 'node:fs';
 import { Option, type Command } from 'commander';
 import { z } from 'zod';
-import { DRIFT_EXIT_CODES, type DriftReport } from '../../domain/drift.js';
+import { DRIFT_EXIT_CODES } from '../../domain/drift.js';
 import { renderDriftMarkdown, renderDriftText } from '../../domain/drift-render.js';
 import { driftTarget, runDriftCheck } from '../../app/drift-job.js';
-import type { SecretRegistry } from '../../app/secrets.js';
-import { gitlabIssueContext, publishGitLabDriftIssue } from '../../platform/gitlab/drift-issue.js';
+import { gitlabJobDriftIssue } from '../../platform/gitlab/drift-issue.js';
 import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
 import { addKeyOptions, addScheduleOptions, addTofuOptions, playReporting, readVars, runInputs, scheduleTickOf } from '../run-options.js';
 
@@ -22,14 +21,6 @@ const driftOptions = z.object({
   scheduleCron: z.string().optional(),
   gitlabIssue: z.boolean(),
 });
-
-/** The sticky drift issue of the GitLab project the job belongs to; a token that may not write issues is a notice. */
-async function publishToGitLab(io: Io, gitlab: ReturnType<typeof gitlabIssueContext>, report: DriftReport, secrets: SecretRegistry): Promise<void> {
-  const redact = (text: string) => secrets.redact(text);
-  const issue = await publishGitLabDriftIssue(gitlab.api, gitlab.project, report, { runUrl: gitlab.runUrl, redact });
-  const line = issue.kind === 'refused' ? `notice: ${issue.reason}` : issue.line;
-  if (line) io.err(redact(line));
-}
 
 export function registerDrift(program: Command, io: Io): void {
   addLedgerOptions(
@@ -59,7 +50,7 @@ export function registerDrift(program: Command, io: Io): void {
     const vars = readVars(o.varsFile);
     const context = await buildContext(settings, io);
     const inputs = runInputs(raw, context.env, [], io.secrets);
-    const gitlab = o.gitlabIssue ? gitlabIssueContext(process.env, inputs.secrets) : undefined;
+    const issue = o.gitlabIssue ? gitlabJobDriftIssue(process.env, inputs.secrets) : undefined;
     const { onOutput, ...reporting } = playReporting(context, inputs.secrets, settings.json, io);
     const result = await runDriftCheck(context, target, {
       workspacePath: workspace,
@@ -70,12 +61,14 @@ export function registerDrift(program: Command, io: Io): void {
       runSecrets: inputs.runSecrets,
       ...(inputs.fleetKeyPath ? { fleetKeyPath: inputs.fleetKeyPath } : {}),
       remoteUser: o.remoteUser,
+      issue,
       ...(onOutput ? { onOutput } : {}),
       ...reporting,
     });
     const redact = (text: string) => inputs.secrets.redact(text);
     if (o.summaryFile !== undefined) appendFileSync(o.summaryFile, redact(renderDriftMarkdown(result.report)));
-    if (gitlab) await publishToGitLab(io, gitlab, result.report, inputs.secrets);
+    const issueLine = result.issue?.kind === 'refused' ? `notice: ${result.issue.reason}` : result.issue?.line;
+    if (issueLine) io.err(redact(issueLine));
     if (settings.json) io.out(redact(JSON.stringify({ result: { verdict: result.verdict, exitCode: result.exitCode, report: result.report } })));
     else io.out(redact(renderDriftText(result.report).trimEnd()));
     process.exitCode = result.exitCode;

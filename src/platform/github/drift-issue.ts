@@ -1,9 +1,8 @@
 /** A drift job's report on GitHub, and GitHub issues as the issue tracker of the sticky drift issue (src/app/drift-issue.ts). */
-import { describeDriftIssueOutcome, publishDriftIssue } from '../../app/drift-issue.js';
+import type { DriftIssueTarget } from '../../app/drift-issue.js';
 import type { DriftJobResult } from '../../app/drift-job.js';
 import type { IssueTracker } from '../../app/ports/issue-tracker.js';
 import { renderDriftMarkdown, renderDriftText } from '../../domain/drift-render.js';
-import { ExocompError } from '../../domain/errors.js';
 import type { GitHubPort, RepoRef } from './port.js';
 import type { Session } from './session.js';
 
@@ -18,6 +17,11 @@ export function githubIssueTracker(github: GitHubPort, repo: RepoRef): IssueTrac
       return ref(await github.updateIssue(repo, number, { state: 'closed' }));
     },
   };
+}
+
+/** The repository's issues as the place of the sticky drift issue; ours are those `author` (the issue-author input) wrote. */
+export function githubDriftIssueTarget(github: GitHubPort, repo: RepoRef, author: string, runUrl: string): DriftIssueTarget {
+  return { tracker: githubIssueTracker(github, repo), author: () => Promise.resolve(author), runUrl };
 }
 
 /**
@@ -36,17 +40,11 @@ export async function publishDrift(session: Session<'drift'>, result: DriftJobRe
   platform.setOutput('exit-code', String(result.exitCode));
   platform.setOutput('headline', result.headline);
   await platform.writeSummary(redact(renderDriftMarkdown(result.report)));
-  if (session.settings.issue) {
-    try {
-      const options = { author: session.settings['issue-author'], runUrl: session.run.runUrl, redact };
-      const issue = await publishDriftIssue(githubIssueTracker(session.github, session.run.repository), result.report, options);
-      if (issue.number !== undefined) platform.setOutput('issue', String(issue.number));
-      const line = describeDriftIssueOutcome(issue);
-      if (line) info(line);
-    } catch (error) {
-      if (!(error instanceof ExocompError) || error.kind !== 'permission') throw error;
-      platform.log.warning(redact(`the drift issue was not updated: ${error.message}`));
-    }
+  // The report is in the summary; a token without `issues: write` loses only the issue.
+  if (result.issue?.kind === 'refused') platform.log.warning(redact(`the drift issue was not updated: ${result.issue.reason}`));
+  if (result.issue?.kind === 'published') {
+    if (result.issue.number !== undefined) platform.setOutput('issue', String(result.issue.number));
+    if (result.issue.line) info(result.issue.line);
   }
   if (result.failure) throw result.failure;
 }

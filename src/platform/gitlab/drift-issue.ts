@@ -3,12 +3,13 @@
  * (src/app/drift-issue.ts). The issue is ours when the access token's own user
  * wrote it, as with the status note. GitLab's job token cannot read or write
  * issues: without EXOCOMP_GITLAB_TOKEN this is a `refused` outcome (the report
- * stays in the job log and its artifact), never a failure.
+ * stays in the job log and its artifact), never a failure: the refusals are
+ * `permission` errors, which publishDriftIssueTo (src/app/drift-issue.ts) reports.
  */
-import { describeDriftIssueOutcome, publishDriftIssue, type DriftIssueOutcome } from '../../app/drift-issue.js';
+import type { DriftIssueTarget } from '../../app/drift-issue.js';
 import type { IssueTracker } from '../../app/ports/issue-tracker.js';
-import type { DriftReport } from '../../domain/drift.js';
 import type { SecretRegistry } from '../../app/secrets.js';
+import { ExocompError } from '../../domain/errors.js';
 import { apiStatus, GitLabApi, GITLAB_TOKEN_VARIABLE } from './api.js';
 import { readGitLabJob } from './job.js';
 
@@ -25,33 +26,45 @@ export function gitlabIssueTracker(api: GitLabApi, project: number | string): Is
   };
 }
 
-export type GitLabDriftIssueOutcome = (DriftIssueOutcome & { kind: 'published'; line: string | undefined }) | { kind: 'refused'; reason: string };
-
-export async function publishGitLabDriftIssue(
-  api: GitLabApi,
-  project: number | string,
-  report: DriftReport,
-  options: { runUrl: string; redact(text: string): string },
-): Promise<GitLabDriftIssueOutcome> {
-  if (!api.hasAccessToken) {
-    return { kind: 'refused', reason: `no drift issue: GitLab's job token cannot write issues; set ${GITLAB_TOKEN_VARIABLE} (api scope) to get one` };
-  }
+/** A refusal of the token (HTTP 401/403) is a `permission` error: the job loses only the issue. */
+async function orRefused<T>(work: () => Promise<T>): Promise<T> {
   try {
-    const author = await api.currentUser();
-    const outcome = await publishDriftIssue(gitlabIssueTracker(api, project), report, { ...options, author });
-    return { kind: 'published', ...outcome, line: describeDriftIssueOutcome(outcome) };
+    return await work();
   } catch (error) {
     const status = apiStatus(error);
     if (status === 401 || status === 403) {
-      return { kind: 'refused', reason: `no drift issue: GitLab refused the token (HTTP ${status}); ${GITLAB_TOKEN_VARIABLE} needs the api scope and at least the Reporter role` };
+      throw new ExocompError(
+        'permission',
+        `no drift issue: GitLab refused the token (HTTP ${status}); ${GITLAB_TOKEN_VARIABLE} needs the api scope and at least the Reporter role`,
+      );
     }
     throw error;
   }
 }
 
-/** The GitLab job a `drift --gitlab-issue` runs in, read (and checked) before anything else happens. */
-export function gitlabIssueContext(env: NodeJS.ProcessEnv, secrets: SecretRegistry): { api: GitLabApi; project: number; runUrl: string } {
+/** The project's issues as the place of the sticky drift issue; ours are those the access token's own user wrote. */
+export function gitlabDriftIssueTarget(api: GitLabApi, project: number | string, runUrl: string): DriftIssueTarget {
+  const tracker = gitlabIssueTracker(api, project);
+  return {
+    tracker: {
+      openIssues: (label) => orRefused(() => tracker.openIssues(label)),
+      open: (issue) => orRefused(() => tracker.open(issue)),
+      edit: (number, body) => orRefused(() => tracker.edit(number, body)),
+      close: (number, comment) => orRefused(() => tracker.close(number, comment)),
+    },
+    author: async () => {
+      if (!api.hasAccessToken) {
+        throw new ExocompError('permission', `no drift issue: GitLab's job token cannot write issues; set ${GITLAB_TOKEN_VARIABLE} (api scope) to get one`);
+      }
+      return orRefused(() => api.currentUser());
+    },
+    runUrl,
+  };
+}
+
+/** The sticky drift issue of the GitLab project a `drift --gitlab-issue` job runs in (the job is read, and checked, before anything else happens). */
+export function gitlabJobDriftIssue(env: NodeJS.ProcessEnv, secrets: SecretRegistry): DriftIssueTarget {
   const job = readGitLabJob(env);
   const api = new GitLabApi(job.serverUrl, { jobToken: job.jobToken, accessToken: env[GITLAB_TOKEN_VARIABLE] || undefined }, secrets);
-  return { api, project: job.projectId, runUrl: job.jobUrl };
+  return gitlabDriftIssueTarget(api, job.projectId, job.jobUrl);
 }
