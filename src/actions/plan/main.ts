@@ -13,7 +13,7 @@ await runAction(
   async (session) => {
     const s = session.settings;
     const inputs = await githubRunInputs(session, s);
-    // A preview's token may be read-only (a fork's pull request): its ledger is never opened for writing, nor read.
+    // A preview's token may be read-only (a fork's pull request): its ledger is read at most, never written.
     const app = await openLedger(session, s, { write: !s['plan-only'] });
     const outcome = await planJob(app, {
       workflowId: s['workflow-id'] ?? defaultWorkflowId(workspaceNameOf(s), session.run),
