@@ -21,3 +21,12 @@ export interface RunInputs {
   savedPlanFile?: string;
   secrets: SecretRegistry;
 }
+
+/** What a play against tf:<name> takes from the run inputs: the fleet key it connects with, the seal key that unseals the workspace's outputs, and the run-secrets. */
+export function playInputs(inputs: RunInputs): { fleetKeyPath?: string; sealKey?: string; runSecrets: Record<string, string> } {
+  return {
+    ...(inputs.fleetKeyPath ? { fleetKeyPath: inputs.fleetKeyPath } : {}),
+    ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}),
+    runSecrets: inputs.runSecrets,
+  };
+}

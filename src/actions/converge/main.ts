@@ -7,6 +7,7 @@
  * lease; with `schedule-name` it records the schedule's fire (missed ticks).
  */
 import { converge, convergeJob } from '../../app/converge.js';
+import { playInputs } from '../../app/run-inputs.js';
 import { publishConverge } from '../../platform/github/converge-report.js';
 import { scheduleTick } from '../../platform/github/run-context.js';
 import { githubRunInputs, openLedger, playReporting, runAction } from '../../platform/github/session.js';
@@ -28,9 +29,7 @@ await runAction('converge', async (session) => {
   const result = await converge(app, job, {
     playbook: s.playbook,
     remoteUser: s['remote-user'],
-    ...(inputs.fleetKeyPath ? { fleetKeyPath: inputs.fleetKeyPath } : {}),
-    ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}),
-    runSecrets: inputs.runSecrets,
+    ...playInputs(inputs),
     ...(s.args.length > 0 ? { passthrough: s.args } : {}),
     concurrencyWaitMs: s['concurrency-wait'],
     ci: session.platform,

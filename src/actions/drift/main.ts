@@ -5,6 +5,7 @@
  */
 import { driftTarget, runDriftCheck } from '../../app/drift-job.js';
 import { parseMapping } from '../../app/mappings.js';
+import { playInputs } from '../../app/run-inputs.js';
 import { githubDriftIssueTarget, publishDrift } from '../../platform/github/drift-issue.js';
 import { scheduleTick } from '../../platform/github/run-context.js';
 import { githubRunInputs, openLedger, playReporting, runAction } from '../../platform/github/session.js';
@@ -26,9 +27,7 @@ await runAction('drift', async (session) => {
     playbook: s.playbook,
     ...(vars ? { vars } : {}),
     ...(inputs.tofuBinary ? { tofuBinary: inputs.tofuBinary } : {}),
-    ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}),
-    runSecrets: inputs.runSecrets,
-    ...(inputs.fleetKeyPath ? { fleetKeyPath: inputs.fleetKeyPath } : {}),
+    ...playInputs(inputs),
     remoteUser: s['remote-user'],
     runUrl: session.run.runUrl,
     failOnDrift: s['fail-on-drift'],

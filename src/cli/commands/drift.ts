@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { DRIFT_EXIT_CODES } from '../../domain/drift.js';
 import { renderDriftMarkdown, renderDriftText } from '../../domain/drift-render.js';
 import { driftTarget, runDriftCheck } from '../../app/drift-job.js';
+import { playInputs } from '../../app/run-inputs.js';
 import { gitlabJobDriftIssue } from '../../platform/gitlab/drift-issue.js';
 import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
 import { addKeyOptions, addScheduleOptions, addTofuOptions, playReporting, readVars, runInputs, scheduleTickOf } from '../run-options.js';
@@ -57,9 +58,7 @@ export function registerDrift(program: Command, io: Io): void {
       playbook: o.playbook,
       ...(vars ? { vars } : {}),
       ...(inputs.tofuBinary ? { tofuBinary: inputs.tofuBinary } : {}),
-      ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}),
-      runSecrets: inputs.runSecrets,
-      ...(inputs.fleetKeyPath ? { fleetKeyPath: inputs.fleetKeyPath } : {}),
+      ...playInputs(inputs),
       remoteUser: o.remoteUser,
       issue,
       ...(onOutput ? { onOutput } : {}),

@@ -8,6 +8,7 @@ import { converge, convergeJob, type ConvergeResult } from '../../app/converge.j
 import { checkPlaybookFile } from '../../app/input-checks.js';
 import { keyRefusedHelp, playFailureSummary } from '../../app/play.js';
 import { vendorCollections } from '../../app/vendor.js';
+import { playInputs } from '../../app/run-inputs.js';
 import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
 import { addKeyOptions, addPlayOptions, addScheduleOptions, playReporting, runInputs, scheduleTickOf } from '../run-options.js';
 
@@ -86,9 +87,7 @@ export function registerPlaybook(program: Command, io: Io): void {
     const result = await converge(context, job, {
       playbook: book,
       remoteUser: o.remoteUser,
-      ...(inputs.fleetKeyPath ? { fleetKeyPath: inputs.fleetKeyPath } : {}),
-      ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}),
-      runSecrets: inputs.runSecrets,
+      ...playInputs(inputs),
       sshIdentity: o.sshIdentity,
       egressPorts: o.egress,
       check: o.check,
