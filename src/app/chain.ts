@@ -27,23 +27,7 @@ import { applyStep } from './steps/apply.js';
 import { sshWaitStep } from './steps/ssh-wait.js';
 import { onboardStep } from './steps/onboard.js';
 import { configureStep } from './steps/configure.js';
-
-export interface StepContext {
-  app: AppContext;
-  workflow: Workflow;
-  inputs: RunInputs;
-  info(message: string): void;
-  warn(message: string): void;
-  /**
-   * Aborted when this runner lost the step's lease to another runner (the step
-   * must stop its work and record nothing more), or when the run was
-   * interrupted (the step stops and is recorded as interrupted).
-   */
-  signal: AbortSignal;
-}
-
-/** A step returns the detail line recorded in the ledger, or throws an ExocompError. */
-export type StepAction = (context: StepContext) => Promise<string>;
+import type { StepAction } from './steps/step.js';
 
 /** The steps, walked in STEP_NAMES order; the compiler refuses a chain that misses or adds one. */
 export const CHAIN: Readonly<Record<StepName, StepAction>> = {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { runChain, type StepAction } from '../../src/app/chain.js';
+import { runChain } from '../../src/app/chain.js';
+import type { StepAction } from '../../src/app/steps/step.js';
 import type { Holder } from '../../src/app/lease.js';
 import type { AppContext } from '../../src/app/context.js';
 import { RecordingProgress } from '../../src/app/progress.js';

@@ -3,7 +3,7 @@
  * the approved plan, apply it, capture tf:<name>, seal sensitive outputs.
  */
 import { ExocompError } from '../../domain/errors.js';
-import type { StepContext } from '../chain.js';
+import type { StepContext } from './step.js';
 import { applyWorkspace } from '../apply-workspace.js';
 import { checkApprovedConfiguration } from '../config-preview.js';
 

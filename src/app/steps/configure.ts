@@ -1,6 +1,6 @@
 /** Step 4: the user's playbook against tf:<name>, as the fleet user, inside the run boundary. */
 import { UsageError } from '../../domain/errors.js';
-import type { StepContext } from '../chain.js';
+import type { StepContext } from './step.js';
 import { playFailedError } from '../play.js';
 import { playProgress } from '../progress.js';
 import { runStandingPlay } from '../standing-play.js';

@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { ExocompError, UsageError } from '../../domain/errors.js';
 import { publicKeyOf } from '../../adapters/ssh-keys.js';
-import type { StepContext } from '../chain.js';
+import type { StepContext } from './step.js';
 import { loadStandingInventory } from '../inventories.js';
 import { pinHostKeys } from '../pins.js';
 import { playFailedError, runPlay } from '../play.js';

@@ -2,7 +2,7 @@
 import { ExocompError } from '../../domain/errors.js';
 import { formatDuration } from '../../domain/duration.js';
 import { waitForSsh } from '../../adapters/ssh.js';
-import type { StepContext } from '../chain.js';
+import type { StepContext } from './step.js';
 import { loadStandingInventory } from '../inventories.js';
 
 export async function sshWaitStep({ app, workflow, info, signal }: StepContext): Promise<string> {

@@ -1,0 +1,24 @@
+/**
+ * What every step of the chain is given and returns; the steps depend on this,
+ * not on the chain that walks them.
+ */
+import type { Workflow } from '../../domain/workflow.js';
+import type { AppContext } from '../context.js';
+import type { RunInputs } from '../run-inputs.js';
+
+export interface StepContext {
+  app: AppContext;
+  workflow: Workflow;
+  inputs: RunInputs;
+  info(message: string): void;
+  warn(message: string): void;
+  /**
+   * Aborted when this runner lost the step's lease to another runner (the step
+   * must stop its work and record nothing more), or when the run was
+   * interrupted (the step stops and is recorded as interrupted).
+   */
+  signal: AbortSignal;
+}
+
+/** A step returns the detail line recorded in the ledger, or throws an ExocompError. */
+export type StepAction = (context: StepContext) => Promise<string>;
