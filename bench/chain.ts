@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { runProcess } from '../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../test/support/loopback-host.js';
 import { fixtureWorkspacesDir, standinPath } from '../test/support/tofu-standin.js';
-import { sideBySide, provisionRunArgs } from './side-by-side.js';
+import { sideBySide, provisionRunArgs, ratioLine } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -84,7 +84,7 @@ const dir = await mkdtemp(join(tmpdir(), 'exocomp-bench-chain-'));
 try {
   const { exocomp: e, baseline: b } = await sideBySide(['baseline', 'exocomp'] as const, rounds, (kind) => round(kind, dir));
   if (e !== undefined && b !== undefined) {
-    console.log(`\nwhole chain, median of ${rounds}: exocomp ${(e / 1000).toFixed(2)} s, shell baseline ${(b / 1000).toFixed(2)} s, ratio ${(e / b).toFixed(2)} (target ≤ 1.05)`);
+    console.log(ratioLine('whole chain', { name: 'exocomp', ms: e }, { name: 'shell baseline', ms: b }, 1.05));
   }
 } finally {
   await rm(dir, { recursive: true, force: true });

@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { runProcess } from '../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair } from '../test/support/loopback-host.js';
 import { fixtureWorkspacesDir, standinPath } from '../test/support/tofu-standin.js';
-import { sideBySide, provisionRunArgs } from './side-by-side.js';
+import { sideBySide, provisionRunArgs, ratioLine } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -80,9 +80,7 @@ const dir = await mkdtemp(join(tmpdir(), 'exocomp-bench-onboard-'));
 try {
   const { exocomp: e, bare: b } = await sideBySide(['bare', 'exocomp'] as const, rounds, (kind) => round(kind, dir));
   if (e !== undefined && b !== undefined) {
-    console.log(
-      `\nonboarding, median of ${rounds}: exocomp step ${(e / 1000).toFixed(2)} s, bare keyscan + play ${(b / 1000).toFixed(2)} s, ratio ${(e / b).toFixed(2)} (target ≤ 1.10)`,
-    );
+    console.log(ratioLine('onboarding', { name: 'exocomp step', ms: e }, { name: 'bare keyscan + play', ms: b }, 1.1));
   }
 } finally {
   await rm(dir, { recursive: true, force: true });

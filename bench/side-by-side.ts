@@ -6,7 +6,7 @@ export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor
  * `--only <kind>` on the command line runs that side alone, so each side can be timed as a whole process
  * (paired by an outside timer); the result then holds that side only.
  */
-export async function sideBySide<K extends string>(kinds: readonly [K, K], rounds: number, round: (kind: K) => Promise<number>): Promise<Partial<Record<K, number>>> {
+export async function sideBySide<K extends string>(kinds: readonly [K, K], rounds: number, round: (kind: K) => Promise<number>): Promise<Partial<Record<K, number[]>>> {
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
   if (only !== undefined && !kinds.includes(only as K)) throw new Error(`--only takes ${kinds.join(' or ')}, not ${only}`);
   const run = kinds.filter((k) => only === undefined || k === only);
@@ -19,7 +19,22 @@ export async function sideBySide<K extends string>(kinds: readonly [K, K], round
       console.log(`round ${i + 1} ${kind.padEnd(8)} ${(ms / 1000).toFixed(2)} s`);
     }
   }
-  return Object.fromEntries(run.map((k) => [k, median(times[k])])) as Partial<Record<K, number>>;
+  return times;
+}
+
+/**
+ * Both readings of one side-by-side run: the ratio of the two medians, and the median (with range) of the
+ * rounds' own ratios. The second is the one to judge by: a machine that slows down during the run moves both
+ * sides of a round together, but can make the medians of the two sides come from different rounds.
+ */
+export function ratioLine(what: string, sides: { name: string; ms: number[] }, baseline: { name: string; ms: number[] }, target: number): string {
+  const paired = sides.ms.map((ms, i) => ms / baseline.ms[i]!);
+  const sorted = [...paired].sort((a, b) => a - b);
+  const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+  return [
+    `\n${what}, median of ${sides.ms.length}: ${sides.name} ${s(median(sides.ms))}, ${baseline.name} ${s(median(baseline.ms))}, ratio of medians ${(median(sides.ms) / median(baseline.ms)).toFixed(2)}`,
+    `round by round: ratio median ${median(paired).toFixed(2)} (${sorted[0]!.toFixed(2)}–${sorted[sorted.length - 1]!.toFixed(2)}) (target ≤ ${target.toFixed(2)})`,
+  ].join('\n');
 }
 
 /** The `exocomp provision run` both benchmarks time: the workspace's own site.yml, its ledger, the stand-in and the two keys. */
