@@ -4,13 +4,13 @@
  * commands, side by side, each round on fresh disposable hosts. Prints medians
  * and the ratio (target ≤ 1.05).
  */
-import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runProcess } from '../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../test/support/loopback-host.js';
-import { fixtureWorkspacesDir, standinPath } from '../test/support/tofu-standin.js';
-import { sideBySide, provisionRunArgs, ratioLine } from './side-by-side.js';
+import { standinPath } from '../test/support/tofu-standin.js';
+import { sideBySide, provisionRunArgs, ratioLine, fillBenchWorkspace } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -42,12 +42,7 @@ async function round(kind: 'exocomp' | 'baseline', dir: string): Promise<number>
   const host: LoopbackHost = await createLoopbackHost({ rootAuthorizedKey: bootstrap.publicKey, port: 2222 });
   await host.start();
   const ws = await mkdtemp(join(dir, `${kind}-`));
-  await cp(join(fixtureWorkspacesDir, 'edge'), ws, { recursive: true });
-  await writeFile(
-    join(ws, 'exocomp.auto.tfvars.json'),
-    JSON.stringify({ ansible_inventory: { all: { hosts: { web1: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } } } }),
-  );
-  await cp(join(root, 'examples/demo/site.yml'), join(ws, 'site.yml'));
+  await fillBenchWorkspace(ws, host);
   try {
     const started = performance.now();
     let result;

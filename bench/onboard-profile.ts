@@ -19,14 +19,14 @@
  * Medians of BENCH_ROUNDS (default 3).
  */
 import { spawn } from 'node:child_process';
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { runProcess } from '../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair, type KeyPair } from '../test/support/loopback-host.js';
-import { fixtureWorkspacesDir, standinPath } from '../test/support/tofu-standin.js';
-import { median, provisionRunArgs } from './side-by-side.js';
+import { standinPath } from '../test/support/tofu-standin.js';
+import { median, provisionRunArgs, fillBenchWorkspace } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -37,12 +37,7 @@ type Phases = Record<string, number>;
 /** Stamps each JSON event of `provision run --json` as it arrives and cuts the onboard step into phases. */
 async function exocompPhases(dir: string, host: { address: string; port: number }, fleet: KeyPair, bootstrap: KeyPair): Promise<Phases> {
   const ws = await mkdtemp(join(dir, 'exocomp-'));
-  await cp(join(fixtureWorkspacesDir, 'edge'), ws, { recursive: true });
-  await writeFile(
-    join(ws, 'exocomp.auto.tfvars.json'),
-    JSON.stringify({ ansible_inventory: { all: { hosts: { web1: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } } } }),
-  );
-  await cp(join(root, 'examples/demo/site.yml'), join(ws, 'site.yml'));
+  await fillBenchWorkspace(ws, host);
   await runProcess('git', ['init', '-q', '--bare', join(ws, 'ledger.git')]);
   const child = spawn(process.execPath, provisionRunArgs(join(root, 'dist/cli.js'), ws, standinPath, fleet.privateKeyPath, bootstrap.privateKeyPath, '--json'), {
     cwd: ws,

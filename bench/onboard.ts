@@ -7,13 +7,13 @@
  * ratio (target ≤ 1.10). The exocomp figure is the step's own duration, as
  * the chain reports it (`--json` step-succeeded event).
  */
-import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { runProcess } from '../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair } from '../test/support/loopback-host.js';
-import { fixtureWorkspacesDir, standinPath } from '../test/support/tofu-standin.js';
-import { sideBySide, provisionRunArgs, ratioLine } from './side-by-side.js';
+import { standinPath } from '../test/support/tofu-standin.js';
+import { sideBySide, provisionRunArgs, ratioLine, fillBenchWorkspace } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -53,12 +53,7 @@ async function round(kind: 'exocomp' | 'bare', dir: string): Promise<number> {
       if (result.code !== 0) throw new Error(`bare onboarding failed:\n${result.stderr}`);
       return performance.now() - started;
     }
-    await cp(join(fixtureWorkspacesDir, 'edge'), ws, { recursive: true });
-    await writeFile(
-      join(ws, 'exocomp.auto.tfvars.json'),
-      JSON.stringify({ ansible_inventory: { all: { hosts: { web1: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } } } }),
-    );
-    await cp(join(root, 'examples/demo/site.yml'), join(ws, 'site.yml'));
+    await fillBenchWorkspace(ws, host);
     await runProcess('git', ['init', '-q', '--bare', join(ws, 'ledger.git')]);
     const result = await runProcess(process.execPath, provisionRunArgs(join(root, 'dist/cli.js'), ws, standinPath, fleet.privateKeyPath, bootstrap.privateKeyPath, '--json'), {
       cwd: ws,

@@ -1,4 +1,6 @@
-import { join } from 'node:path';
+import { cp, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { fixtureWorkspacesDir } from '../test/support/tofu-standin.js';
 /** Rounds of exocomp beside a baseline, alternating which goes first, and the medians of each. */
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
@@ -57,4 +59,12 @@ export function provisionRunArgs(cli: string, ws: string, tofu: string, fleetKey
     '--bootstrap-key',
     bootstrapKey,
   ];
+}
+
+/** The workspace every side-by-side run applies: the stand-in's `edge` fixture naming one host, and the demo's site.yml. */
+export async function fillBenchWorkspace(ws: string, host: { address: string; port: number }): Promise<void> {
+  await cp(join(fixtureWorkspacesDir, 'edge'), ws, { recursive: true });
+  const web1 = { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' };
+  await writeFile(join(ws, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: { all: { hosts: { web1 } } } }));
+  await cp(resolve(import.meta.dirname, '../examples/demo/site.yml'), join(ws, 'site.yml'));
 }
