@@ -453,7 +453,9 @@ export class GitLedgerStore implements LedgerStore {
       if (fetched.code === 0) return;
       // A shallow fetch that matches no ref exits 1 without a word: make sure the ledger is indeed empty.
       if (fetched.stderr.trim() === '' && (await this.remoteIsEmpty(git))) return;
-      if (/\.lock'?: File exists|cannot lock ref|Unable to create .*\.lock/i.test(fetched.stderr) && attempt < 50) {
+      // Empty when the fetch looked, a ref now (another writer created the first record in between): look again.
+      const createdMeanwhile = fetched.stderr.trim() === '';
+      if ((createdMeanwhile || /\.lock'?: File exists|cannot lock ref|Unable to create .*\.lock/i.test(fetched.stderr)) && attempt < 50) {
         await sleep(backoffMs(Math.min(attempt, 6)));
         continue;
       }

@@ -321,6 +321,30 @@ describe('git processes per ledger operation', () => {
   });
 });
 
+describe('a first record created while a fresh store reads', () => {
+  it('reads again when the ledger was empty as its fetch looked and has a record by the time it checks', async () => {
+    let created = false;
+    const racing = (gitDir: string): GitCli => {
+      const real = new ProcessGitCli({ gitDir });
+      return {
+        secrets: real.secrets,
+        async run(args, options) {
+          const result = await real.run(args, options);
+          // Another writer creates the ledger's first record right after this store's fetch found nothing.
+          if (args[0] === 'fetch' && !created) {
+            created = true;
+            await store().update(() => change({ 'workflows/theirs.json': 'theirs' }));
+          }
+          return result;
+        },
+      };
+    };
+    const snapshot = await store({ git: racing }).read();
+    expect(created).toBe(true);
+    expect(snapshot.read('workflows/theirs.json')).toBe('theirs');
+  });
+});
+
 describe('packOf', () => {
   it('packs blobs, trees and commits of any size that git unpacks under the ids objectId gives', async () => {
     const repo = await makeBareRemote(temp.path, 'unpack.git');
