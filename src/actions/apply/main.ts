@@ -14,7 +14,7 @@ await runAction(
   'apply',
   async (session) => {
     const s = session.settings;
-    const app = await openLedger(session, s, { write: true });
+    const app = await openLedger(session, s, { provePushAccess: true });
     const inputs = await githubRunInputs(session, s);
     const outcome = await continueWorkflow(app, {
       workflowId: s['workflow-id'],

@@ -9,7 +9,7 @@ import { openLedger, publishWorkflow, runAction } from '../../platform/github/se
 
 await runAction('approve', async (session) => {
   const s = session.settings;
-  const app = await openLedger(session, s, { write: true });
+  const app = await openLedger(session, s, { provePushAccess: true });
   const { workflow, dispatched } = await decideByDispatch(app, session.platform, {
     workflowId: s['workflow-id'],
     approve: s.decision === 'approve',

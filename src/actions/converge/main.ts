@@ -24,7 +24,7 @@ await runAction('converge', async (session) => {
     schedule: scheduleTick(session.run, s['schedule-name']),
     names: { target: 'target', shard: 'shard', foldShards: 'fold-shards', runId: 'run id' },
   });
-  const app = await openLedger(session, s, { write: job.writesLedger });
+  const app = await openLedger(session, s, { provePushAccess: job.writesLedger });
   const inputs = await githubRunInputs(session, s);
   const result = await converge(app, job, {
     playbook: s.playbook,

@@ -20,7 +20,7 @@ await runAction('drift', async (session) => {
     targetName: 'target',
   });
   const vars = s.vars === undefined ? undefined : parseMapping(s.vars, 'the vars input');
-  const app = await openLedger(session, s, { write: true });
+  const app = await openLedger(session, s, { provePushAccess: true });
   const inputs = await githubRunInputs(session, s);
   const result = await runDriftCheck(app, target, {
     workspacePath: s.workspace,

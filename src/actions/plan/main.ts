@@ -14,7 +14,7 @@ await runAction(
     const s = session.settings;
     const inputs = await githubRunInputs(session, s);
     // A preview's token may be read-only (a fork's pull request): its ledger is read at most, never written.
-    const app = await openLedger(session, s, { write: !s['plan-only'] });
+    const app = await openLedger(session, s, { provePushAccess: !s['plan-only'] });
     const outcome = await planJob(app, {
       workflowId: s['workflow-id'] ?? defaultWorkflowId(workspaceNameOf(s), session.run),
       create: newWorkflowRequest(session, s, true),

@@ -9,7 +9,7 @@ await runAction(
   'provision',
   async (session) => {
     const s = session.settings;
-    const app = await openLedger(session, s, { write: true });
+    const app = await openLedger(session, s, { provePushAccess: true });
     const inputs = await githubRunInputs(session, s);
     const outcome = await continueWorkflow(app, {
       workflowId: s['workflow-id'] ?? defaultWorkflowId(workspaceNameOf(s), session.run),

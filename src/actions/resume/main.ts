@@ -5,7 +5,7 @@ import { openLedger, runAction } from '../../platform/github/session.js';
 
 await runAction('resume', async (session) => {
   const s = session.settings;
-  const app = await openLedger(session, s, { write: false });
+  const app = await openLedger(session, s, { provePushAccess: false });
   const entries = await sweepInterrupted(app, session.platform, {
     continueWith: s['continue-workflow'],
     dryRun: s['dry-run'],

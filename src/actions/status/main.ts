@@ -5,7 +5,7 @@ import { openLedger, publishWorkflow, runAction } from '../../platform/github/se
 
 await runAction('status', async (session) => {
   const s = session.settings;
-  const app = await openLedger(session, s, { write: false });
+  const app = await openLedger(session, s, { provePushAccess: false });
   const snapshot = await app.store.read();
   if (s['workflow-id'] !== undefined) {
     await publishWorkflow(session, app, requireWorkflow(snapshot, s['workflow-id']), { comment: s.comment });

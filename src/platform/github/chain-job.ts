@@ -114,7 +114,7 @@ export async function publishPlan(session: Session<'plan'>, outcome: PlanJobOutc
 /** A per-step job (ssh-wait, onboard, configure): runs only `step`, after the step before it succeeded, and publishes. */
 export async function runOneStep(session: Session<'ssh-wait' | 'onboard' | 'configure'>, step: 'ssh-wait' | 'onboard' | 'configure'): Promise<void> {
   const s = session.settings;
-  const app = await openLedger(session, s, { write: true });
+  const app = await openLedger(session, s, { provePushAccess: true });
   const inputs = await githubRunInputs(session, s);
   const outcome = await continueWorkflow(app, { workflowId: s['workflow-id'], inputs, scope: step, ...jobRequest(session, app, { comment: s.comment }) });
   renderOutcome(session, outcome);

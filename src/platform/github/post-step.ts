@@ -22,7 +22,7 @@ export async function runPostStep(): Promise<void> {
   if (!running) return;
   await runAction(running.action, async (session) => {
     const s = session.settings;
-    const app = await openLedger(session, s, { write: false });
+    const app = await openLedger(session, s, { provePushAccess: false });
     const { runId, runAttempt } = session.run;
     const reason = `the action was stopped before it could record the step (run ${runId} attempt ${runAttempt} cancelled, timed out or its process killed); its post step released the lease`;
     const workflow = await recordAbandonedStep(app, running.workflow, running.step, running.holder, reason);

@@ -100,13 +100,15 @@ export async function runAction<N extends ActionName>(
 
 /**
  * The use-case context with the ledger reached through the token. With
- * `write`, first proves the token may push: a missing `contents: write` fails
- * here, before any side effect.
+ * `provePushAccess`, first proves the token may push: a missing
+ * `contents: write` fails here, before any side effect. Jobs that write only
+ * now and then (the post step, the sweeper) go without it: their writes fail
+ * or warn on their own.
  */
 export async function openLedger(
   session: Session<ActionName>,
   settings: { token: string; 'ledger-branch': string; 'ledger-repository': string | undefined; 'ledger-retry-for'?: number },
-  options: { write: boolean },
+  options: { provePushAccess: boolean },
 ): Promise<AppContext> {
   const ledger = openGitHubLedger({
     run: session.run,
@@ -116,7 +118,7 @@ export async function openLedger(
     ...(settings['ledger-retry-for'] === undefined ? {} : { retryForMs: settings['ledger-retry-for'] }),
     secrets: session.secrets,
   });
-  if (options.write) await ledger.preflight();
+  if (options.provePushAccess) await ledger.preflight();
   return contextFor(session, ledger.store, settings['ledger-branch']);
 }
 
