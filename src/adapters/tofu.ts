@@ -69,9 +69,18 @@ export interface TofuPort {
   plan(planFile: string): Promise<PlanResult>;
   /** `plan -detailed-exitcode` into `planFile`: exit 2 (changes) is an answer, not a failure. */
   planDetailed(planFile: string): Promise<PlanResult & { changes: boolean }>;
+  /** `plan -detailed-exitcode` into `planFile`, without reading the plan back: whether it changes anything. */
+  planChanges(planFile: string): Promise<boolean>;
   showPlan(planFile: string): Promise<PlanJson>;
   /** Applies a saved plan (a saved plan needs no approval flag). */
   apply(planFile: string): Promise<void>;
+  /**
+   * Applies a saved plan while reading it back (`show -json` beside `apply`),
+   * for an apply that nothing about the plan has to allow first. No line of
+   * the apply is shown, and no failure described, before the plan's sensitive
+   * values are known; if the plan cannot be read, the apply's output is withheld.
+   */
+  applyReadingPlan(planFile: string, onPlan?: (plan: PlanJson) => void): Promise<PlanJson>;
   outputs(): Promise<TofuOutputs>;
 }
 
@@ -134,6 +143,11 @@ export class TofuDriver implements TofuPort {
     return { summary: summarizePlan(plan), fingerprint: planFingerprint(plan), plan, changes: code === 2 };
   }
 
+  async planChanges(planFile: string): Promise<boolean> {
+    const { code } = await this.runWithCode(['plan', '-input=false', '-no-color', '-detailed-exitcode', `-out=${planFile}`], [0, 2]);
+    return code === 2;
+  }
+
   async showPlan(planFile: string): Promise<PlanJson> {
     const stdout = await this.run(['show', '-json', planFile], { machineOutput: true });
     const plan = this.parseJson('show', stdout, planJsonSchema);
@@ -143,6 +157,29 @@ export class TofuDriver implements TofuPort {
 
   async apply(planFile: string): Promise<void> {
     await this.run(['apply', '-input=false', '-no-color', planFile]);
+  }
+
+  async applyReadingPlan(planFile: string, onPlan?: (plan: PlanJson) => void): Promise<PlanJson> {
+    // onPlan runs before the held lines of the apply are shown.
+    const reading = this.showPlan(planFile).then((plan) => {
+      onPlan?.(plan);
+      return plan;
+    });
+    const [read, applied] = await Promise.allSettled([reading, this.runWithCode(['apply', '-input=false', '-no-color', planFile], [0], { after: reading })]);
+    if (read.status === 'rejected') {
+      this.signal?.throwIfAborted();
+      const error = read.reason instanceof ExocompError ? read.reason : new ExocompError('tool-failed', String(read.reason));
+      throw new ExocompError(
+        error.kind,
+        `${error.message}; ${this.toolName} apply ${applied.status === 'fulfilled' && applied.value.code === 0 ? 'completed' : 'failed'} meanwhile, its output withheld (the plan's sensitive values were not known)`,
+        {
+          help: `${error.help ?? ''} then run again: a plan without changes applies nothing`.trim(),
+          cause: error,
+        },
+      );
+    }
+    if (applied.status === 'rejected') throw applied.reason;
+    return read.value;
   }
 
   async outputs(): Promise<TofuOutputs> {
@@ -170,10 +207,25 @@ export class TofuDriver implements TofuPort {
     return (await this.runWithCode(args, [0], { machineOutput })).stdout;
   }
 
-  /** Runs one command; an exit code outside `okCodes` is a failure. */
-  private async runWithCode(args: string[], okCodes: readonly number[], { machineOutput = false } = {}): Promise<{ stdout: string; code: number }> {
+  /**
+   * Runs one command; an exit code outside `okCodes` is a failure. With
+   * `after`, its lines are held, and a failure is described, only once `after`
+   * settled (it may reveal values to redact); when `after` fails they are dropped.
+   */
+  private async runWithCode(
+    args: string[],
+    okCodes: readonly number[],
+    { machineOutput = false, after }: { machineOutput?: boolean; after?: Promise<unknown> } = {},
+  ): Promise<{ stdout: string; code: number }> {
     const command = `${this.toolName} ${args[0]}`;
-    const splitters = machineOutput ? undefined : { stdout: this.lineSplitter('stdout'), stderr: this.lineSplitter('stderr') };
+    const shown =
+      after === undefined
+        ? undefined
+        : after.then(
+            () => true,
+            () => false,
+          );
+    const splitters = machineOutput ? undefined : { stdout: this.lineSplitter('stdout', shown), stderr: this.lineSplitter('stderr', shown) };
     this.signal?.throwIfAborted();
     let result;
     try {
@@ -190,6 +242,8 @@ export class TofuDriver implements TofuPort {
     splitters?.stderr.flush();
     // Stopped on purpose: the reason is the error, not the exit code of the interrupted command.
     this.signal?.throwIfAborted();
+    // Nothing of this command may be shown: the caller reports why, with the exit code.
+    if (shown !== undefined && !(await shown)) return { stdout: '', code: result.signal === null ? result.code : -1 };
     if (!okCodes.includes(result.code) || result.signal !== null) {
       const how = result.signal !== null ? `was ended by signal ${result.signal}` : `failed with exit code ${result.code}`;
       const tail = this.tailOf(result.stderr.trim() === '' ? result.stdout : result.stderr);
@@ -240,9 +294,21 @@ export class TofuDriver implements TofuPort {
     this.secrets.sort((a, b) => b.length - a.length);
   }
 
-  private lineSplitter(stream: 'stdout' | 'stderr'): { push(chunk: string): void; flush(): void } {
+  /** Splits output into lines and shows each, redacted; with `shown`, lines wait for it, and are dropped when it is false. */
+  private lineSplitter(stream: 'stdout' | 'stderr', shown?: Promise<boolean>): { push(chunk: string): void; flush(): void } {
     let pending = '';
-    const emit = (line: string) => this.onOutput?.(this.redact(line), stream);
+    let state: 'holding' | 'showing' | 'dropping' = shown === undefined ? 'showing' : 'holding';
+    const held: string[] = [];
+    const show = (line: string) => this.onOutput?.(this.redact(line), stream);
+    void shown?.then((ok) => {
+      state = ok ? 'showing' : 'dropping';
+      if (ok) held.forEach(show);
+      held.length = 0;
+    });
+    const emit = (line: string) => {
+      if (state === 'holding') held.push(line);
+      else if (state === 'showing') show(line);
+    };
     return {
       push: (chunk) => {
         const lines = (pending + chunk).split('\n');

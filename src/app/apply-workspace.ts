@@ -112,10 +112,14 @@ function tofuEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
  * (with `-detailed-exitcode` for a drift check, where "changes" is an answer).
  */
 export async function planWorkspace(tofu: TofuPort, vars: Record<string, unknown> | undefined, planFile: string, options: { detailed?: boolean } = {}): Promise<PlanResult> {
+  await prepareWorkspace(tofu, vars);
+  return options.detailed ? tofu.planDetailed(planFile) : tofu.plan(planFile);
+}
+
+async function prepareWorkspace(tofu: TofuPort, vars: Record<string, unknown> | undefined): Promise<void> {
   if (vars && Object.keys(vars).length > 0) await tofu.writeVars(vars);
   await tofu.init();
   await tofu.validate();
-  return options.detailed ? tofu.planDetailed(planFile) : tofu.plan(planFile);
 }
 
 export async function applyWorkspace(app: AppContext, request: ApplyRequest): Promise<ApplyOutcome> {
@@ -125,18 +129,11 @@ export async function applyWorkspace(app: AppContext, request: ApplyRequest): Pr
   const scratch = await makePrivateDir('plan');
   try {
     const planFile = request.savedPlanFile ?? join(scratch, 'exocomp.tfplan');
-    const plan = request.savedPlanFile === undefined ? await planWorkspace(tofu, request.vars, planFile) : await readSavedPlan(tofu, planFile);
-    const summary = summarizePlan(plan.plan);
-    request.info(`plan: ${formatPlanSummary(summary)}`);
-    if (request.approvedFingerprint !== undefined && plan.fingerprint !== request.approvedFingerprint) {
-      throw new ExocompError('approval', 'plan changed since approval: the plan now differs from the one that was approved', {
-        help: 'nothing was applied; start a new workflow so the current plan is reviewed',
-      });
-    }
-    // A plan without changes is the resume of an apply that already happened: nothing to apply again.
-    const applied = planHasChanges(plan.plan);
-    if (applied) await tofu.apply(planFile);
-    else request.info('no changes: the workspace already matches its configuration');
+    const { applied, summary } =
+      request.savedPlanFile === undefined && request.approvedFingerprint === undefined
+        ? await planAndApply(tofu, request, planFile)
+        : await applyApprovedPlan(tofu, request, planFile);
+    if (!applied) request.info('no changes: the workspace already matches its configuration');
     const outputs = await tofu.outputs();
     for (const output of Object.values(outputs)) {
       if (output.sensitive) registerSensitive(request.secrets, output.value);
@@ -147,6 +144,35 @@ export async function applyWorkspace(app: AppContext, request: ApplyRequest): Pr
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+/**
+ * Nothing about this plan has to allow the apply (no approval binds it): tofu
+ * applies it while the plan is read back for its summary and sensitive values.
+ */
+async function planAndApply(tofu: TofuPort, request: ApplyRequest, planFile: string): Promise<{ applied: boolean; summary: PlanSummary }> {
+  await prepareWorkspace(tofu, request.vars);
+  // A plan without changes is the resume of an apply that already happened: nothing to apply again.
+  const applied = await tofu.planChanges(planFile);
+  const tell = (plan: PlanJson) => request.info(`plan: ${formatPlanSummary(summarizePlan(plan))}`);
+  const plan = applied ? await tofu.applyReadingPlan(planFile, tell) : await tofu.showPlan(planFile);
+  if (!applied) tell(plan);
+  return { applied, summary: summarizePlan(plan) };
+}
+
+/** The approved plan (planned again here, or the saved plan carried from the plan job) is applied only if it is the one approved. */
+async function applyApprovedPlan(tofu: TofuPort, request: ApplyRequest, planFile: string): Promise<{ applied: boolean; summary: PlanSummary }> {
+  const plan = request.savedPlanFile === undefined ? await planWorkspace(tofu, request.vars, planFile) : await readSavedPlan(tofu, planFile);
+  const summary = summarizePlan(plan.plan);
+  request.info(`plan: ${formatPlanSummary(summary)}`);
+  if (request.approvedFingerprint !== undefined && plan.fingerprint !== request.approvedFingerprint) {
+    throw new ExocompError('approval', 'plan changed since approval: the plan now differs from the one that was approved', {
+      help: 'nothing was applied; start a new workflow so the current plan is reviewed',
+    });
+  }
+  const applied = planHasChanges(plan.plan);
+  if (applied) await tofu.apply(planFile);
+  return { applied, summary };
 }
 
 /** A plan saved by an earlier job: the workspace is initialised (providers) and the plan read back. */

@@ -13,6 +13,7 @@ import {
   startStep,
   STEP_NAMES,
   stepOf,
+  succeedAndStartNext,
   succeedStep,
   type Step,
   type StepName,
@@ -61,6 +62,8 @@ export async function runChain(
     workflow = await saveWorkflow(app, workflowId, (w) => resumeWorkflow(w, app.now()), `resume ${workflowId} from ${workflow.failure?.step ?? 'its failed step'}`);
   }
   const total = STEP_NAMES.length;
+  // The step the previous one's success already started (one ledger write between two steps).
+  let armed: StepName | undefined;
   for (const [i, name] of STEP_NAMES.entries()) {
     const step = { name, run: chain[name] };
     const index = i + 1;
@@ -73,15 +76,20 @@ export async function runChain(
       if (STEP_NAMES.indexOf(step.name) < STEP_NAMES.indexOf(options.only)) continue;
       break;
     }
+    const startedHere = armed === step.name;
     // Interrupted between steps: the next one is not started, so nothing of it needs recording.
-    if (app.interrupt?.aborted) return { workflow, ok: false };
-    workflow = await arm(app, workflowId, step.name, holder, probe);
+    if (app.interrupt?.aborted && !startedHere) return { workflow, ok: false };
+    if (!startedHere) workflow = await arm(app, workflow, step.name, holder, probe);
     const attempt = stepOf(workflow, step.name).attempts;
     app.progress.emit({ type: 'step-started', workflow: workflowId, step: step.name, index, total, attempt });
     const started = app.now().getTime();
     const beat = keepStepAlive(app, workflowId, step.name, holder, inputs, options.heartbeatMs);
     let outcome: { ok: true; detail: string } | { ok: false; error: unknown };
+    let began = false;
     try {
+      // Started by the previous step's success, then interrupted: it fails as interrupted without running.
+      app.interrupt?.throwIfAborted();
+      began = true;
       const detail = await step.run({
         app,
         workflow,
@@ -99,14 +107,30 @@ export async function runChain(
     if (beat.signal.aborted) throw beat.signal.reason;
     if (outcome.ok) {
       const safeDetail = inputs.secrets.redact(outcome.detail);
-      workflow = await saveOwnStep(app, workflowId, step.name, (w) => succeedStep(w, step.name, holder.id, app.now(), safeDetail), `${workflowId}: ${step.name} succeeded`);
+      // The next step is started in the same write, unless this run stops here (one step only, or interrupted).
+      const handOver = options.only === undefined && !app.interrupt?.aborted;
+      armed = undefined;
+      workflow = await saveOwnStep(
+        app,
+        workflowId,
+        step.name,
+        (w) => {
+          if (!handOver) return succeedStep(w, step.name, holder.id, app.now(), safeDetail);
+          const next = succeedAndStartNext(w, step.name, holder.id, app.now(), safeDetail, holder.lease(app.now()));
+          armed = next.started;
+          return next.workflow;
+        },
+        () => `${workflowId}: ${step.name} succeeded${armed === undefined ? '' : `; ${armed} running (${holder.id})`}`,
+      );
       app.progress.emit({ type: 'step-succeeded', step: step.name, index, total, durationMs: app.now().getTime() - started, detail: safeDetail });
     } else {
       // An interrupted step failed because it was told to stop: the interruption is its failure context.
       const interruption: unknown = app.interrupt?.aborted ? app.interrupt.reason : undefined;
       const error = interruption instanceof InterruptedError ? interruption : outcome.error;
       const summary = inputs.secrets.redact(
-        error instanceof InterruptedError ? `${step.name} interrupted by ${error.received}; its tool was stopped` : (describeError(error).split('\n')[0] ?? 'failed'),
+        error instanceof InterruptedError
+          ? `${step.name} interrupted by ${error.received}${began ? '; its tool was stopped' : ' before it began'}`
+          : (describeError(error).split('\n')[0] ?? 'failed'),
       );
       const kind = error instanceof ExocompError ? error.kind : 'internal';
       const detail = error instanceof ExocompError && error.detail ? { detail: inputs.secrets.redact(error.detail) } : {};
@@ -125,10 +149,14 @@ export async function runChain(
   return { workflow, ok: done };
 }
 
-/** Write-ahead: the step is `running` under our lease in the ledger before it does anything. */
-async function arm(app: AppContext, id: string, name: StepName, holder: Holder, probe: HolderProbe): Promise<Workflow> {
-  const current = stepOf(requireWorkflow(await app.store.read(), id), name);
-  const judged = current.lease;
+/**
+ * Write-ahead: the step is `running` under our lease in the ledger before it
+ * does anything. The holder judged gone is the one `seen` names; the write
+ * re-reads the record and uses that judgement only for the same holder.
+ */
+async function arm(app: AppContext, seen: Workflow, name: StepName, holder: Holder, probe: HolderProbe): Promise<Workflow> {
+  const id = seen.id;
+  const judged = stepOf(seen, name).lease;
   const holderGone = judged ? await probe(judged) : undefined;
   return saveWorkflow(
     app,
@@ -170,7 +198,13 @@ function keepStepAlive(app: AppContext, id: string, name: StepName, holder: Hold
  * success, failure); a refusal because the step is no longer ours becomes the
  * `lease-held` error that tells this runner to stop.
  */
-async function saveOwnStep(app: AppContext, id: string, name: StepName, change: (workflow: Workflow) => Workflow, message: string): Promise<Workflow> {
+async function saveOwnStep(
+  app: AppContext,
+  id: string,
+  name: StepName,
+  change: (workflow: Workflow) => Workflow,
+  message: string | ((next: Workflow) => string),
+): Promise<Workflow> {
   let seen: Step | undefined;
   try {
     return await saveWorkflow(

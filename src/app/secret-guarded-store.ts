@@ -5,7 +5,7 @@
  * it, is replaced by *** in what is committed, and a warning names the file —
  * never the secret. Redaction upstream should have caught it; this one says so.
  */
-import type { LedgerChange, LedgerSnapshot, LedgerStore } from '../ledger/store.js';
+import type { LedgerChange, LedgerSnapshot, LedgerStore, UpdateOptions } from '../ledger/store.js';
 import type { SecretRegistry } from './secrets.js';
 
 export class SecretGuardedStore implements LedgerStore {
@@ -28,7 +28,7 @@ export class SecretGuardedStore implements LedgerStore {
     return this.inner.migrate();
   }
 
-  update<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>): Promise<T> {
+  update<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>, options?: UpdateOptions): Promise<T> {
     return this.inner.update((snapshot) => {
       const change = mutate(snapshot);
       const exposed: string[] = [];
@@ -49,6 +49,6 @@ export class SecretGuardedStore implements LedgerStore {
       if (exposed.length === 0) return change;
       this.warn(`a secret was about to be written to the ledger in ${exposed.join(', ')}; the redacted text was stored instead`);
       return { ...change, writes, message };
-    });
+    }, options);
   }
 }

@@ -3,9 +3,17 @@ import type { Workflow } from '../domain/workflow.js';
 import { RecordWrites, requireWorkflow } from '../ledger/records.js';
 import type { AppContext } from './context.js';
 
-export async function saveWorkflow(app: AppContext, id: string, change: (workflow: Workflow) => Workflow, message: string): Promise<Workflow> {
-  return app.store.update((snapshot) => {
-    const next = change(requireWorkflow(snapshot, id));
-    return { writes: new RecordWrites().workflow(next), message, result: next };
-  });
+/**
+ * The change reads the workflow record only, and writes it only, so the store
+ * may try it on the copy it last saw (the push then succeeds only if the record
+ * did not change since). The message may depend on the changed workflow.
+ */
+export async function saveWorkflow(app: AppContext, id: string, change: (workflow: Workflow) => Workflow, message: string | ((next: Workflow) => string)): Promise<Workflow> {
+  return app.store.update(
+    (snapshot) => {
+      const next = change(requireWorkflow(snapshot, id));
+      return { writes: new RecordWrites().workflow(next), message: typeof message === 'string' ? message : message(next), result: next };
+    },
+    { readsOnlyItsWrites: true },
+  );
 }

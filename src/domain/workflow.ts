@@ -431,6 +431,26 @@ export function succeedStep(workflow: Workflow, name: StepName, holder: string, 
   return result;
 }
 
+/**
+ * The step succeeded and the next one starts under `nextLease` in the same
+ * transition, so the chain writes once between two steps, not twice. Only a
+ * pending next step starts this way; after the last step, or when the next
+ * one is not pending, this is the success alone (`started` is undefined).
+ */
+export function succeedAndStartNext(
+  workflow: Workflow,
+  name: StepName,
+  holder: string,
+  now: Date,
+  detail: string | undefined,
+  nextLease: Lease,
+): { workflow: Workflow; started: StepName | undefined } {
+  const done = succeedStep(workflow, name, holder, now, detail);
+  const next = STEP_NAMES[STEP_NAMES.indexOf(name) + 1];
+  if (next === undefined || stepOf(done, next).state !== 'pending') return { workflow: done, started: undefined };
+  return { workflow: startStep(done, next, nextLease, now), started: next };
+}
+
 /** A failed step blocks every later step; the workflow keeps the failure context. */
 export function failStep(workflow: Workflow, name: StepName, holder: string, now: Date, failure: { kind: string; summary: string; detail?: string }): Workflow {
   requireHolder(workflow, name, holder);

@@ -32,7 +32,7 @@ import { isProcessAlive } from '../adapters/process.js';
 import { buildTrees, commitBytes, EMPTY_TREE_ID, objectId, packOf, type BlobEntry, type LooseObject } from './git-objects.js';
 import { cacheRefPrefix, MOVED_MARKER, movedMarkerText, recordOf, recordRef, recordRefProblem, RECORDS_SUFFIX } from './layout.js';
 import { applyWrites, checkLedgerPath, FileSnapshot } from './memory-store.js';
-import type { LedgerChange, LedgerSnapshot, LedgerStore } from './store.js';
+import type { LedgerChange, LedgerSnapshot, LedgerStore, UpdateOptions } from './store.js';
 
 export interface GitLedgerStoreOptions {
   /** Any git URL or local path (relative paths are taken from the current directory). */
@@ -114,6 +114,15 @@ interface PushOutcome {
   ok: boolean;
   /** Records whose push was refused because their ref moved. */
   conflicts: string[];
+  /** How many of the pushed refs the remote already had at the pushed commit. */
+  alreadyThere?: number;
+}
+
+/** A change that threw on the snapshot last seen: the fresh snapshot decides. */
+class RefusedLastSeen extends Error {
+  constructor(cause: unknown) {
+    super('the change refused the ledger as last seen', { cause });
+  }
 }
 
 type Attempt<T> = { done: true; result: T } | { done: false; conflicts: string[] };
@@ -172,8 +181,49 @@ export class GitLedgerStore implements LedgerStore {
     }
   }
 
-  async update<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>): Promise<T> {
+  async update<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>, options: UpdateOptions = {}): Promise<T> {
+    if (options.readsOnlyItsWrites === true) {
+      const guessed = await this.writeOnLastSeen(mutate);
+      if (guessed.done) return guessed.result;
+    }
     return this.write(mutate, false);
+  }
+
+  /**
+   * A change that reads only what it writes, tried on the ledger as this store
+   * last saw it, without asking the remote first: the push accepts each record's
+   * commit only if that record's branch is still at its parent, so a stale
+   * snapshot can only be refused. Not done (the caller then writes as usual) when
+   * there is no such snapshot, it still holds the old layout, the push is
+   * refused or moves nothing, or the change throws or writes nothing on it
+   * (either may be the stale copy speaking).
+   */
+  private async writeOnLastSeen<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>): Promise<Attempt<T>> {
+    const { git, lock } = await this.cache();
+    const unlock = await lock.acquire();
+    try {
+      // Taken under the lock: a write of this store that went first has moved it.
+      const state = this.lastSeen;
+      if (state === undefined || state.legacy !== null) return { done: false, conflicts: [] };
+      return await this.attempt(
+        git,
+        state,
+        (snapshot) => {
+          try {
+            return mutate(snapshot);
+          } catch (error) {
+            throw new RefusedLastSeen(error);
+          }
+        },
+        false,
+        { guess: true },
+      );
+    } catch (error) {
+      if (error instanceof RefusedLastSeen) return { done: false, conflicts: [] };
+      throw error;
+    } finally {
+      await unlock();
+    }
   }
 
   /**
@@ -221,11 +271,19 @@ export class GitLedgerStore implements LedgerStore {
   }
 
   /** Applies `mutate` to the fetched state, commits and pushes; not done when another writer pushed first. */
-  private async attempt<T>(git: GitCli, state: LedgerState, mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>, forceMigration: boolean): Promise<Attempt<T>> {
+  private async attempt<T>(
+    git: GitCli,
+    state: LedgerState,
+    mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>,
+    forceMigration: boolean,
+    { guess = false } = {},
+  ): Promise<Attempt<T>> {
     const change = mutate(state.snapshot);
     const migrating = state.legacy !== null;
     const files = applyWrites(state.snapshot.entries(), change.writes);
-    if (files === null && !(migrating && (forceMigration || change.writes.size > 0))) return { done: true, result: change.result };
+    if (files === null && !(migrating && (forceMigration || change.writes.size > 0))) {
+      return guess ? { done: false, conflicts: [] } : { done: true, result: change.result };
+    }
     const next = files ?? new Map(state.snapshot.entries());
 
     // The records this write changes, and with a migration every record still on the old branch.
@@ -288,6 +346,8 @@ export class GitLedgerStore implements LedgerStore {
     await pauseBeforePushForTests(refspecs.map((refspec) => refspec.split(':')[0]).join('\n'));
     const pushed = await this.push(git, refspecs);
     if (!pushed.ok) return { done: false, conflicts: pushed.conflicts };
+    // Nothing moved: the remote already held these very commits, another writer's of the same name, parents and second.
+    if (pushed.alreadyThere === refspecs.length) return { done: false, conflicts: [...touched] };
     this.lastSeen = this.afterPush(state, pushedRefs, contents);
     return { done: true, result: change.result };
   }
@@ -527,7 +587,10 @@ export class GitLedgerStore implements LedgerStore {
     const pushed = await git.run(['push', '--porcelain', '--no-verify', ...(refspecs.length > 1 ? ['--atomic'] : []), this.remote, ...refspecs], {
       timeoutMs: NETWORK_TIMEOUT_MS,
     });
-    if (pushed.code === 0) return { ok: true, conflicts: [] };
+    if (pushed.code === 0) {
+      // `=` marks a ref the remote already had at the pushed commit.
+      return { ok: true, conflicts: [], alreadyThere: pushed.stdout.split('\n').filter((line) => line.startsWith('=\t')).length };
+    }
     const output = `${pushed.stdout}\n${pushed.stderr}`;
     const conflicts: string[] = [];
     const namespace = `refs/heads/${this.branch}${RECORDS_SUFFIX}/`;

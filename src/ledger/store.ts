@@ -20,6 +20,16 @@ export interface LedgerChange<T> {
   result: T;
 }
 
+export interface UpdateOptions {
+  /**
+   * The change reads only the records it writes. A store may then try it first
+   * on the snapshot it last saw, without asking the remote: the push is the
+   * compare-and-swap of exactly those records, so a stale snapshot costs a
+   * rejected push and a retry on a fresh read, never a wrong write.
+   */
+  readsOnlyItsWrites?: boolean;
+}
+
 export interface LedgerStore {
   /** A human-readable description of where the ledger lives (never contains credentials). */
   readonly description: string;
@@ -33,7 +43,7 @@ export interface LedgerStore {
    * it may run several times. Throwing from `mutate` aborts without writing.
    * A change with no writes commits nothing and returns its result.
    */
-  update<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>): Promise<T>;
+  update<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>, options?: UpdateOptions): Promise<T>;
   /**
    * Brings a ledger written in an older layout to the current one, keeping its
    * history (any write does this too), and returns how many files it holds.

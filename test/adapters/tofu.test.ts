@@ -302,6 +302,65 @@ describe('TofuDriver against the OpenTofu stand-in', () => {
     expect(error.message).not.toContain(DB_PASSWORD);
   });
 
+  it('applies while reading the plan back: one apply, the plan returned, its sensitive values redacted from a failure', async () => {
+    const lines: string[] = [];
+    const tofu = driver({ onOutput: (line) => lines.push(line) });
+    await tofu.writeVars({ ansible_inventory: INVENTORY });
+    await tofu.init();
+    expect(await tofu.planChanges('exocomp.tfplan')).toBe(true);
+    const seen: string[] = [];
+    const plan = await tofu.applyReadingPlan('exocomp.tfplan', () =>
+      seen.push(`plan read; apply lines shown so far: ${lines.filter((l) => l.startsWith('Apply complete!')).length}`),
+    );
+    expect(Object.keys(plan.output_changes ?? {}).sort()).toEqual(['ansible_inventory', 'api_token', 'app_port', 'db_password']);
+    expect(seen).toEqual(['plan read; apply lines shown so far: 0']);
+    expect(lines.some((line) => line.startsWith('Apply complete!'))).toBe(true);
+    const log = await readStandinLog(logFile);
+    expect(invocationsOf(log, 'apply')).toHaveLength(1);
+    expect(invocationsOf(log, 'show')).toHaveLength(1);
+    expect(await tofu.planChanges('again.tfplan')).toBe(false);
+
+    // The plan reveals db_password as sensitive; the apply fails at once, naming it on stderr.
+    const failing = driver({ extraEnv: { EXOCOMP_TOFU_STANDIN_FAIL: `apply,${DB_PASSWORD}` } });
+    await failing.writeVars({ ansible_inventory: INVENTORY, app_port: 8081 });
+    expect(await failing.planChanges('changed.tfplan')).toBe(true);
+    const error = await rejection(failing.applyReadingPlan('changed.tfplan'));
+    expect(error.message).toMatch(/^tofu apply failed with exit code 1:/);
+    expect(error.message).toContain('***');
+    expect(error.message).not.toContain(DB_PASSWORD);
+  });
+
+  it('holds the lines of the apply until the plan, read beside it, says what to redact', async () => {
+    const value = 'loopback-sensitive-attribute-42';
+    const plan = {
+      format_version: '1.2',
+      resource_changes: [{ address: 'x.y', change: { actions: ['create'], after: { secret: value }, after_sensitive: { secret: true } } }],
+    };
+    // The apply prints the sensitive value at once; the plan takes a while to read.
+    const slow = await executable(
+      join(tmp, 'slow-show', 'tofu'),
+      ['#!/bin/sh', 'case "$1" in', `  show) sleep 0.5; echo '${JSON.stringify(plan)}' ;;`, `  apply) echo "x.y: Creating... secret=${value}" ;;`, 'esac', ''].join('\n'),
+    );
+    const lines: string[] = [];
+    const plans = await new TofuDriver({ binary: slow, workspaceDir: tmp, env: { PATH: process.env.PATH }, onOutput: (line) => lines.push(line) }).applyReadingPlan('p.tfplan');
+    expect(plans.resource_changes).toHaveLength(1);
+    expect(lines).toEqual(['x.y: Creating... secret=***']);
+
+    // A plan that cannot be read: the apply's output is withheld, and the error says the apply ran.
+    const broken = await executable(
+      join(tmp, 'broken-show', 'tofu'),
+      ['#!/bin/sh', 'case "$1" in', '  show) echo "not json" ;;', `  apply) echo "x.y: secret=${value}" ;;`, 'esac', ''].join('\n'),
+    );
+    const withheld: string[] = [];
+    const error = await rejection(
+      new TofuDriver({ binary: broken, workspaceDir: tmp, env: { PATH: process.env.PATH }, onOutput: (line) => withheld.push(line) }).applyReadingPlan('p.tfplan'),
+    );
+    expect(error.message).toBe(
+      "tofu show -json printed something that is not JSON; tofu apply completed meanwhile, its output withheld (the plan's sensitive values were not known)",
+    );
+    expect(withheld).toEqual([]);
+  });
+
   it('is found with --tofu-binary and not without it', async () => {
     expect(await locateTofu({ tofuBinary: standinPath, env: { PATH: tmp } })).toBe(standinPath);
     expect((await rejection(locateTofu({ env: { PATH: tmp } }))).kind).toBe('tool-missing');

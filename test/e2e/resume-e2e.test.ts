@@ -171,7 +171,8 @@ describe('provision resume after a crash', () => {
     // Taken over while the dead holder's lease had not yet expired: judged by its pid, not by the TTL.
     expect(Date.parse(stepOf(record, 'onboard').startedAt!)).toBeLessThan(Date.parse(lease!.heartbeatAt) + lease!.ttlMs);
     expect(await fx.applyCount()).toBe(1);
-    expect((await fx.ledgerMessages()).filter((m) => m.startsWith(`${id}: onboard running`))).toHaveLength(2);
+    // Armed twice: by the success of ssh-wait ("ssh-wait succeeded; onboard running") and by the resume.
+    expect((await fx.ledgerMessages()).filter((m) => m.startsWith(`${id}: `) && /(: |; )onboard running \(/.test(m))).toHaveLength(2);
     expect(await host.readFile('/home/exocomp/.ssh/authorized_keys')).toContain(fx.fleet.publicKey.split(' ')[1]);
     expect(await host.readFile('/tmp/exocomp-configured-web')).toContain('user=exocomp');
   });

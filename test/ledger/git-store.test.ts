@@ -8,7 +8,7 @@ import { ExocompError } from '../../src/domain/errors.js';
 import { buildTrees, commitBytes, objectId, packOf, type LooseObject } from '../../src/ledger/git-objects.js';
 import { GitLedgerStore } from '../../src/ledger/git-store.js';
 import { resolveLedgerLocation } from '../../src/ledger/location.js';
-import type { LedgerChange } from '../../src/ledger/store.js';
+import type { LedgerChange, LedgerSnapshot } from '../../src/ledger/store.js';
 import { git, ledgerRefs, makeBareRemote, makeTempDir, showRecord } from './helpers.js';
 
 let temp: { path: string; remove: () => Promise<void> };
@@ -318,6 +318,72 @@ describe('git processes per ledger operation', () => {
     await same();
     await ledger.update(() => change({ 'inventories/x.inventory.json': 'xi', 'sealed/x.json': null }));
     await same();
+  });
+});
+
+describe('a change that reads only what it writes', () => {
+  const bump = (snapshot: LedgerSnapshot, path: string) => {
+    const current = snapshot.read(path);
+    if (current === undefined) throw new Error(`${path} is missing`);
+    return change({ [path]: String(Number(current) + 1) }, 'bump', Number(current) + 1);
+  };
+
+  it('is tried on the ledger last seen, without asking the remote: one unpack-objects and one push', async () => {
+    const ran: string[] = [];
+    const ledger = store({ git: (gitDir) => counting(gitDir, ran) });
+    await ledger.update(() => change({ 'workflows/a.json': '1' }));
+    ran.length = 0;
+    expect(await ledger.update((snapshot) => bump(snapshot, 'workflows/a.json'), { readsOnlyItsWrites: true })).toBe(2);
+    expect(ran).toEqual(['unpack-objects', 'push']);
+    expect(await showRecord(remote, 'workflows/a.json')).toBe('2');
+  });
+
+  it('whose record another writer changed since: the push is refused, and the change is made again on a fresh read', async () => {
+    const ran: string[] = [];
+    const ledger = store({ git: (gitDir) => counting(gitDir, ran) });
+    await ledger.update(() => change({ 'workflows/a.json': '1' }));
+    // Another machine: its own cache and writer name (one name making the identical commit would be the same write).
+    await store({ writer: 'other' }).update((snapshot) => bump(snapshot, 'workflows/a.json'));
+    ran.length = 0;
+    expect(await ledger.update((snapshot) => bump(snapshot, 'workflows/a.json'), { readsOnlyItsWrites: true })).toBe(3);
+    expect(ran.slice(0, 3)).toEqual(['unpack-objects', 'push', 'ls-remote']);
+    expect(await showRecord(remote, 'workflows/a.json')).toBe('3');
+  });
+
+  it('that throws, or writes nothing, on the ledger last seen is decided by a fresh read', async () => {
+    const ledger = store();
+    await ledger.update(() => change({ 'workflows/a.json': '1' }));
+    // Created by another writer after this store's last read: missing from what it saw.
+    await store().update(() => change({ 'workflows/b.json': '5' }));
+    expect(await ledger.update((snapshot) => bump(snapshot, 'workflows/b.json'), { readsOnlyItsWrites: true })).toBe(6);
+    expect(await showRecord(remote, 'workflows/b.json')).toBe('6');
+    // What this store saw already says what the change writes, but another writer changed it since.
+    await store().update(() => change({ 'workflows/a.json': '7' }));
+    const result = await ledger.update((snapshot) => change({ 'workflows/a.json': '1' }, 'set', snapshot.read('workflows/a.json')), { readsOnlyItsWrites: true });
+    expect(result).toBe('7');
+    expect(await showRecord(remote, 'workflows/a.json')).toBe('1');
+  });
+
+  it('two writers of one name making the same change from the same tip both count', async () => {
+    const [a, b] = [store({ writer: 'one name' }), store({ writer: 'one name' })];
+    await a.update(() => change({ 'locks/k.json': '0' }));
+    await b.read();
+    // Within the same second the two commits are byte for byte the same: the second push moves nothing.
+    await a.update((snapshot) => bump(snapshot, 'locks/k.json'), { readsOnlyItsWrites: true });
+    await b.update((snapshot) => bump(snapshot, 'locks/k.json'), { readsOnlyItsWrites: true });
+    expect(await showRecord(remote, 'locks/k.json')).toBe('2');
+    await a.update((snapshot) => bump(snapshot, 'locks/k.json'));
+    await b.update((snapshot) => bump(snapshot, 'locks/k.json'));
+    expect(await showRecord(remote, 'locks/k.json')).toBe('4');
+  });
+
+  it('racing 8 writers with separate caches on one record loses no update', async () => {
+    // One writer name for all (matrix jobs of one run share theirs): identical commits must not pass for two writes.
+    const writers = Array.from({ length: 8 }, () => store({ writer: 'one name' }));
+    await writers[0]!.update(() => change({ 'locks/k.json': '0' }));
+    await Promise.all(writers.map((w) => w.read()));
+    await Promise.all(writers.flatMap((w) => [1, 2, 3].map(() => w.update((snapshot) => bump(snapshot, 'locks/k.json'), { readsOnlyItsWrites: true }))));
+    expect(await showRecord(remote, 'locks/k.json')).toBe('24');
   });
 });
 

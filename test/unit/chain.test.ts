@@ -5,7 +5,7 @@ import type { Holder } from '../../src/app/lease.js';
 import type { AppContext } from '../../src/app/context.js';
 import { RecordingProgress } from '../../src/app/progress.js';
 import { SecretRegistry } from '../../src/app/secrets.js';
-import { ExocompError } from '../../src/domain/errors.js';
+import { ExocompError, InterruptedError } from '../../src/domain/errors.js';
 import { LeaseHeldError, startStep, STEP_NAMES, stepOf, type StepName, type Workflow } from '../../src/domain/workflow.js';
 import { sampleWorkflow } from '../support/workflows.js';
 import { LEDGER_PATHS, requireWorkflow, serializeRecord } from '../../src/ledger/records.js';
@@ -52,8 +52,60 @@ describe('chain runner', () => {
     expect(result.ok).toBe(true);
     expect(calls).toEqual(['apply', 'ssh-wait', 'onboard', 'configure']);
     expect(result.workflow.state).toBe('provisioned');
-    const messages = store.history().map((c) => c.message);
-    expect(messages.indexOf('edge-1: apply running (a)')).toBeLessThan(messages.indexOf('edge-1: apply succeeded'));
+    // One write between two steps: a step's success starts the next one.
+    expect(store.history().map((c) => c.message)).toEqual([
+      'initial content',
+      'edge-1: apply running (a)',
+      'edge-1: apply succeeded; ssh-wait running (a)',
+      'edge-1: ssh-wait succeeded; onboard running (a)',
+      'edge-1: onboard succeeded; configure running (a)',
+      'edge-1: configure succeeded',
+    ]);
+  });
+
+  it('a per-step run records its success alone and starts nothing after it', async () => {
+    const { app, inputs, id, store } = setup();
+    const calls: string[] = [];
+    const result = await runChain(app, id, inputs, { holder: holder('a'), steps: steps(calls), only: 'apply' });
+    expect(result.ok).toBe(true);
+    expect(calls).toEqual(['apply']);
+    expect(result.workflow.steps.map((s) => s.state)).toEqual(['succeeded', 'pending', 'pending', 'pending']);
+    expect(store.history().map((c) => c.message)).toEqual(['initial content', 'edge-1: apply running (a)', 'edge-1: apply succeeded']);
+  });
+
+  it('interrupted as a step succeeds: the success is recorded alone, and the next step is neither started nor run', async () => {
+    const { app, inputs, id } = setup();
+    const interrupt = new AbortController();
+    const calls: string[] = [];
+    const interrupted = steps(calls, {
+      apply: async () => {
+        interrupt.abort(new InterruptedError('SIGTERM', undefined));
+        return 'applied';
+      },
+    });
+    const result = await runChain({ ...app, interrupt: interrupt.signal }, id, inputs, { holder: holder('a'), steps: interrupted });
+    expect(result.ok).toBe(false);
+    expect(calls).toEqual(['apply']);
+    expect(result.workflow.steps.map((s) => s.state)).toEqual(['succeeded', 'pending', 'pending', 'pending']);
+  });
+
+  it('a step its predecessor started, interrupted before it began, is recorded as interrupted and not run', async () => {
+    const { app, inputs, id, progress } = setup();
+    const interrupt = new AbortController();
+    // The interruption arrives right after the write that recorded apply's success and started ssh-wait.
+    const listener = {
+      emit: (event: Parameters<RecordingProgress['emit']>[0]) => {
+        progress.emit(event);
+        if (event.type === 'step-succeeded') interrupt.abort(new InterruptedError('SIGINT', 'SIGINT'));
+      },
+    };
+    const calls: string[] = [];
+    const result = await runChain({ ...app, progress: listener, interrupt: interrupt.signal }, id, inputs, { holder: holder('a'), steps: steps(calls) });
+    expect(result.ok).toBe(false);
+    expect(calls).toEqual(['apply']);
+    expect(result.workflow.steps.map((s) => s.state)).toEqual(['succeeded', 'failed', 'blocked', 'blocked']);
+    expect(result.workflow.failure).toMatchObject({ step: 'ssh-wait', kind: 'interrupted', summary: 'ssh-wait interrupted by SIGINT before it began' });
+    expect(stepOf(result.workflow, 'ssh-wait').lease).toBeUndefined();
   });
 
   it('a failure blocks the rest, records the failure context without secrets, and resume continues from it', async () => {

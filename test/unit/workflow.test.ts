@@ -14,6 +14,7 @@ import {
   startStep,
   STEP_NAMES,
   stepOf,
+  succeedAndStartNext,
   succeedStep,
   workflowSchema,
   type Lease,
@@ -123,6 +124,36 @@ describe('step transitions', () => {
   it('resume is only for failed workflows', () => {
     expect(() => resumeWorkflow(fresh(), t0)).toThrow(IllegalTransitionError);
     expect(() => resumeWorkflow(runTo(fresh(), 4), t0)).toThrow(/provisioned/);
+  });
+
+  it('a success that starts the next step is the two transitions in one', () => {
+    const applying = startStep(fresh(), 'apply', lease('a'), t0);
+    const both = succeedAndStartNext(applying, 'apply', 'a', at(1), 'applied', lease('a'));
+    expect(both.started).toBe('ssh-wait');
+    expect(both.workflow).toEqual(startStep(succeedStep(applying, 'apply', 'a', at(1), 'applied'), 'ssh-wait', lease('a'), at(1)));
+    // Each step of the chain that way, then the last one's success alone.
+    let w = both.workflow;
+    for (const [name, next] of [
+      ['ssh-wait', 'onboard'],
+      ['onboard', 'configure'],
+      ['configure', undefined],
+    ] as const) {
+      const step = succeedAndStartNext(w, name, 'a', at(2), undefined, lease('a'));
+      expect(step.started).toBe(next);
+      w = step.workflow;
+    }
+    expect(w.state).toBe('provisioned');
+  });
+
+  it('a success starts only a pending next step, and only the holder may succeed', () => {
+    const applying = startStep(fresh(), 'apply', lease('a'), t0);
+    expect(() => succeedAndStartNext(applying, 'apply', 'b', at(1), undefined, lease('b'))).toThrow(/held by a, not b/);
+    // A next step someone holds is left as it is (a record written by hand, or a future layout).
+    const odd: Workflow = { ...applying, steps: applying.steps.map((s) => (s.name === 'ssh-wait' ? { ...s, state: 'running', lease: lease('z') } : s)) };
+    const alone = succeedAndStartNext(odd, 'apply', 'a', at(1), undefined, lease('a'));
+    expect(alone.started).toBeUndefined();
+    expect(stepOf(alone.workflow, 'apply').state).toBe('succeeded');
+    expect(stepOf(alone.workflow, 'ssh-wait').lease?.holder).toBe('z');
   });
 
   it('refuses any step of a provisioned workflow', () => {
