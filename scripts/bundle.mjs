@@ -38,6 +38,24 @@ const siblingBundles = {
   },
 };
 
+/**
+ * zod's namespace (`z.locales`) carries every locale's messages, 290 KiB the
+ * bundle would parse on each start though only English is ever used: its
+ * locale index resolves to English alone.
+ */
+const zodEnglishOnly = {
+  name: 'zod-english-only',
+  setup(build) {
+    build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
+      /[\\/]node_modules[\\/]zod[\\/]/.test(args.importer) ? { path: join(args.resolveDir, '../locales/index.js'), namespace: 'zod-english-only' } : undefined,
+    );
+    build.onLoad({ filter: /.*/, namespace: 'zod-english-only' }, (args) => ({
+      contents: "export { default as en } from './en.js';",
+      resolveDir: join(args.path, '..'),
+    }));
+  },
+};
+
 rmSync(outRoot, { recursive: true, force: true });
 mkdirSync(outRoot, { recursive: true });
 for (const entry of entries) {
@@ -45,7 +63,7 @@ for (const entry of entries) {
     entryPoints: [entry.in],
     outfile: entry.out,
     bundle: true,
-    plugins: [siblingBundles],
+    plugins: [siblingBundles, zodEnglishOnly],
     platform: 'node',
     target: 'node20',
     format: 'esm',

@@ -52,18 +52,27 @@ export async function runChain(
   app: AppContext,
   workflowId: string,
   inputs: RunInputs,
-  options: { holder?: Holder; probe?: HolderProbe; steps?: Readonly<Record<StepName, StepAction>>; only?: StepName; heartbeatMs?: number } = {},
+  options: {
+    holder?: Holder;
+    probe?: HolderProbe;
+    steps?: Readonly<Record<StepName, StepAction>>;
+    only?: StepName;
+    heartbeatMs?: number;
+    /** The workflow as the caller just wrote it, with `started` already running under `holder` (created that way). */
+    seen?: Workflow;
+    started?: StepName;
+  } = {},
 ): Promise<ChainResult> {
   const holder = options.holder ?? localHolder();
   const probe = options.probe ?? probeLocalHolder;
   const chain = options.steps ?? CHAIN;
-  let workflow = requireWorkflow(await app.store.read(), workflowId);
+  let workflow = options.seen ?? requireWorkflow(await app.store.read(), workflowId);
   if (workflow.state === 'provision-failed') {
     workflow = await saveWorkflow(app, workflowId, (w) => resumeWorkflow(w, app.now()), `resume ${workflowId} from ${workflow.failure?.step ?? 'its failed step'}`);
   }
   const total = STEP_NAMES.length;
-  // The step the previous one's success already started (one ledger write between two steps).
-  let armed: StepName | undefined;
+  // The step already started under our lease: by the previous one's success (one ledger write between two steps), or by the caller.
+  let armed: StepName | undefined = options.started;
   for (const [i, name] of STEP_NAMES.entries()) {
     const step = { name, run: chain[name] };
     const index = i + 1;

@@ -11,6 +11,7 @@ import { recordPlanRun, stepOf, type StepName, type Workflow } from '../domain/w
 import { readWorkflow, requireWorkflow } from '../ledger/records.js';
 import { runChain } from './chain.js';
 import type { AppContext } from './context.js';
+import { localHolder, type Holder } from './lease.js';
 import type { ApprovalGate } from './ports/approval-gate.js';
 import type { CiPlatform } from './ports/ci-platform.js';
 import { createProvision, planForApproval, type ProvisionRequest } from './provision.js';
@@ -60,7 +61,11 @@ export async function continueWorkflow(app: AppContext, request: ContinueRequest
   const publish = request.publish ?? (async () => undefined);
   const scope = request.scope ?? 'chain';
   const gate = request.gate ?? decidedElsewhere;
-  let workflow = await findOrCreate(app, request);
+  const holder = request.ci ? request.ci.platform.holder() : localHolder();
+  // A new workflow no approval holds, run whole or from apply with nothing to restore first, is created with apply running.
+  const straightIn = (scope === 'chain' || scope === 'apply') && request.toolCache === undefined;
+  const found = await findOrCreate(app, request, straightIn ? holder : undefined);
+  let workflow = found.workflow;
   const ended = async (outcome: ContinueOutcome): Promise<ContinueOutcome> => {
     await publish(outcome.workflow);
     return outcome;
@@ -94,8 +99,10 @@ export async function continueWorkflow(app: AppContext, request: ContinueRequest
   const cache = applies ? await request.toolCache?.(workflow) : undefined;
   const runApp = cache ? { ...app, env: { ...app.env, ...cache.env } } : app;
   const result = await runChain(runApp, workflow.id, savedPlanFile ? { ...request.inputs, savedPlanFile } : request.inputs, {
-    ...(request.ci ? { holder: request.ci.platform.holder(), probe: request.ci.platform.probeHolder } : {}),
+    holder,
+    ...(request.ci ? { probe: request.ci.platform.probeHolder } : {}),
     ...(scope === 'chain' ? {} : { only: scope }),
+    ...(found.applyStarted ? { seen: workflow, started: 'apply' as const } : {}),
   });
   await cache?.save();
   return ended({ kind: 'ran', workflow: result.workflow, ok: result.ok });
@@ -136,16 +143,19 @@ async function orPublish<T>(publish: (workflow: Workflow) => Promise<void>, work
   }
 }
 
-async function findOrCreate(app: AppContext, request: ContinueRequest): Promise<Workflow> {
+/** The workflow, and whether this run created it with apply already running under `startApplyAs` (only when no approval holds it). */
+async function findOrCreate(app: AppContext, request: ContinueRequest, startApplyAs: Holder | undefined): Promise<{ workflow: Workflow; applyStarted: boolean }> {
   const existing = readWorkflow(await app.store.read(), request.workflowId);
   if (existing) {
     if (request.create) info(app, `continuing workflow ${existing.id} (${existing.state}); its workspace and playbook come from the ledger`);
-    return existing;
+    return { workflow: existing, applyStarted: false };
   }
-  if (!request.create) return requireWorkflow(await app.store.read(), request.workflowId);
-  const workflow = await createProvision(app, request.create(), request.inputs, request.workflowId);
+  if (!request.create) return { workflow: requireWorkflow(await app.store.read(), request.workflowId), applyStarted: false };
+  const provision = request.create();
+  const starter = provision.requireApproval ? undefined : startApplyAs;
+  const workflow = await createProvision(app, provision, request.inputs, request.workflowId, starter);
   app.progress.emit({ type: 'workflow-created', id: workflow.id, where: app.store.description });
-  return workflow;
+  return { workflow, applyStarted: starter !== undefined };
 }
 
 /**

@@ -51,26 +51,30 @@ export async function pinHostKeys(
     });
   }
   const rotateSet = rotationNames(hosts, rotate);
-  return app.store.update((snapshot) => {
-    // A runner that lost its step pins nothing.
-    signal?.throwIfAborted();
-    const current = readPins(snapshot);
-    const result = reconcilePins({ current, scanned, rotate: rotateSet });
-    if (result.changed.length > 0) {
-      const names = result.changed.map((c) => c.name).join(', ');
-      throw new ExocompError('host-key', `host key changed for ${names}: the pinned key no longer matches what the host presents`, {
-        help: `either the host was rekeyed — confirm out of band, then rotate it (exocomp host onboard ${result.changed[0]!.name} --rotate, or the rotate-host-keys input) — or someone is in the middle; nothing was pushed to it`,
-      });
-    }
-    const knownHosts = renderKnownHosts(result.next);
-    const parts = [result.added.length > 0 ? `pin ${result.added.join(', ')}` : '', result.rotated.length > 0 ? `rotate ${result.rotated.join(', ')}` : ''].filter(Boolean);
-    const changedStore = knownHosts !== readKnownHostsText(snapshot);
-    return {
-      writes: changedStore ? new RecordWrites().knownHosts(knownHosts) : new RecordWrites(),
-      message: `known_hosts: ${parts.join('; ') || 'unchanged'}`,
-      result: { added: result.added, unchanged: result.unchanged, rotated: result.rotated, knownHosts },
-    };
-  });
+  // Reads and writes the pins only: may be tried on the ledger as last seen (ADR 0016).
+  return app.store.update(
+    (snapshot) => {
+      // A runner that lost its step pins nothing.
+      signal?.throwIfAborted();
+      const current = readPins(snapshot);
+      const result = reconcilePins({ current, scanned, rotate: rotateSet });
+      if (result.changed.length > 0) {
+        const names = result.changed.map((c) => c.name).join(', ');
+        throw new ExocompError('host-key', `host key changed for ${names}: the pinned key no longer matches what the host presents`, {
+          help: `either the host was rekeyed — confirm out of band, then rotate it (exocomp host onboard ${result.changed[0]!.name} --rotate, or the rotate-host-keys input) — or someone is in the middle; nothing was pushed to it`,
+        });
+      }
+      const knownHosts = renderKnownHosts(result.next);
+      const parts = [result.added.length > 0 ? `pin ${result.added.join(', ')}` : '', result.rotated.length > 0 ? `rotate ${result.rotated.join(', ')}` : ''].filter(Boolean);
+      const changedStore = knownHosts !== readKnownHostsText(snapshot);
+      return {
+        writes: changedStore ? new RecordWrites().knownHosts(knownHosts) : new RecordWrites(),
+        message: `known_hosts: ${parts.join('; ') || 'unchanged'}`,
+        result: { added: result.added, unchanged: result.unchanged, rotated: result.rotated, knownHosts },
+      };
+    },
+    { readsOnlyItsWrites: true },
+  );
 }
 
 /** The host `host onboard` pins: an address as given, or a host name of a standing inventory. */

@@ -11,11 +11,12 @@ import { ExocompError } from '../domain/errors.js';
 import { WORKFLOW_ID_MAX_LENGTH } from '../domain/names.js';
 import { summarizePlan } from '../domain/plan.js';
 import { INVENTORY_SCHEMA_VERSION, type InventoryRecord } from '../domain/standing-inventory.js';
-import { awaitApproval, createWorkflow, type ChainOptions, type Trigger, type Workflow } from '../domain/workflow.js';
+import { awaitApproval, createWorkflow, startStep, type ChainOptions, type Trigger, type Workflow } from '../domain/workflow.js';
 import { readInventoryRecord, readWorkflow, RecordWrites, requireWorkflow } from '../ledger/records.js';
 import { makePrivateDir } from '../adapters/private-dir.js';
 import { locateTofu } from '../adapters/tofu.js';
 import type { AppContext } from './context.js';
+import type { Holder } from './lease.js';
 import { checkStateBackend, formatPlanSummary, openTofu, planWorkspace, requireWorkspaceDir } from './apply-workspace.js';
 import type { RunInputs } from './run-inputs.js';
 import { previewWorkflowConfiguration } from './config-preview.js';
@@ -37,12 +38,17 @@ export function newWorkflowId(name: string): string {
   return `${name.slice(0, WORKFLOW_ID_MAX_LENGTH - suffix.length)}${suffix}`;
 }
 
-/** Records a new workflow (and registers tf:<name> when it is new) in one commit. */
+/**
+ * Records a new workflow (and registers tf:<name> when it is new) in one
+ * commit. With `startApplyAs`, a run that goes straight into the chain, that
+ * commit also starts apply under that holder (write-ahead, one write fewer).
+ */
 export async function createProvision(
   app: AppContext,
   request: ProvisionRequest,
   inputs: Pick<RunInputs, 'tofuBinary' | 'allowLocalState'>,
   id = newWorkflowId(request.workspaceName),
+  startApplyAs?: Holder,
 ): Promise<Workflow> {
   // Preconditions first: bad input leaves the ledger untouched.
   await requireWorkspaceDir(request.workspacePath, app.cwd);
@@ -50,7 +56,7 @@ export async function createProvision(
   await locateTofu({ tofuBinary: inputs.tofuBinary, env: app.env });
   return app.store.update((snapshot) => {
     if (readWorkflow(snapshot, id)) throw new ExocompError('usage', `workflow ${id} already exists`, { help: 'choose another --id, or resume it' });
-    const workflow = createWorkflow({
+    const created = createWorkflow({
       id,
       workspace: { path: request.workspacePath, name: request.workspaceName },
       playbook: request.playbook,
@@ -60,6 +66,7 @@ export async function createProvision(
       requireApproval: request.requireApproval,
       now: app.now(),
     });
+    const workflow = startApplyAs ? startStep(created, 'apply', startApplyAs.lease(app.now()), app.now()) : created;
     const writes = new RecordWrites().workflow(workflow);
     if (!readInventoryRecord(snapshot, request.workspaceName)) {
       const record: InventoryRecord = {
@@ -70,7 +77,8 @@ export async function createProvision(
       };
       writes.inventoryRecord(record);
     }
-    return { writes, message: `${id}: created for ${request.workspaceName} (${request.playbook})`, result: workflow };
+    const started = startApplyAs ? `; apply running (${startApplyAs.id})` : '';
+    return { writes, message: `${id}: created for ${request.workspaceName} (${request.playbook})${started}`, result: workflow };
   });
 }
 

@@ -141,8 +141,11 @@ export class GitLedgerStore implements LedgerStore {
   private cacheGit: Promise<{ git: GitCli; lock: WriterLock }> | undefined;
   /** The ledger as this store last read or pushed it; reused while the remote's tips are still these. */
   private lastSeen: LedgerState | undefined;
-  /** Whether the cache is known to hold ledger refs, so the next fetch takes new commits, not tips only. */
-  private cacheHasRefs = false;
+  /**
+   * What the cache is known to hold: ledger refs (the next fetch takes new
+   * commits, not tips only), nothing (this store has just created it), or unknown.
+   */
+  private cacheRefs: 'some' | 'created-empty' | 'unknown' = 'unknown';
 
   constructor(options: GitLedgerStoreOptions) {
     if (options.remote.trim() === '' || options.remote.startsWith('-')) {
@@ -429,9 +432,13 @@ export class GitLedgerStore implements LedgerStore {
             help: 'make sure the cache directory is writable, or set XDG_CACHE_HOME to a writable directory',
           });
         }
-        await rename(staging, dir).catch((error: NodeJS.ErrnoException) => {
-          if (error.code !== 'EEXIST' && error.code !== 'ENOTEMPTY') throw error;
-        });
+        // Made here: it holds no ref yet. Made by another process meanwhile: unknown.
+        await rename(staging, dir).then(
+          () => (this.cacheRefs = 'created-empty'),
+          (error: NodeJS.ErrnoException) => {
+            if (error.code !== 'EEXIST' && error.code !== 'ENOTEMPTY') throw error;
+          },
+        );
       } finally {
         await rm(staging, { recursive: true, force: true });
       }
@@ -465,7 +472,7 @@ export class GitLedgerStore implements LedgerStore {
         refs.push({ name: name.slice(recordsPrefix.length), commit, tree });
       }
     }
-    this.cacheHasRefs = tips.size > 0;
+    this.cacheRefs = tips.size > 0 ? 'some' : 'unknown';
     const listings = await this.listTrees(
       git,
       refs.map((ref) => ref.tree),
@@ -503,7 +510,7 @@ export class GitLedgerStore implements LedgerStore {
     // A fresh cache (a new CI runner) takes the tips only; a cache that has them
     // takes just the new commits, without marking each new tip as a shallow
     // boundary (that list would grow by one per write and slow every push).
-    const known = this.cacheHasRefs || (await git.run(['for-each-ref', '--count=1', '--format=x', this.cachePrefix])).stdout.trim() !== '';
+    const known = this.cacheRefs === 'unknown' ? (await git.run(['for-each-ref', '--count=1', '--format=x', this.cachePrefix])).stdout.trim() !== '' : this.cacheRefs === 'some';
     const depth = known ? [] : ['--depth=1'];
     for (let attempt = 1; ; attempt++) {
       const fetched = await git.run(

@@ -70,6 +70,20 @@ describe('provision run: the four steps on two SSH hosts and a local one', () =>
     expect(record.steps[0].detail).toMatch(/captured \d+ output\(s\) to inventory .* naming 3 host\(s\)/);
   });
 
+  it('writes its workflow once per step: created with apply running, then each success starting the next step', async () => {
+    const id = workflowIdFrom(result);
+    const log = await runProcess('git', ['--git-dir', fx.ledger, 'log', '--reverse', '--format=%s', `exocomp-ledger-records/workflows/${id}.json`]);
+    const holder = /apply running \((local:[^)]+)\)/.exec(log.stdout)?.[1];
+    expect(holder).toBeDefined();
+    expect(log.stdout.trim().split('\n')).toEqual([
+      `${id}: created for edge (site.yml); apply running (${holder})`,
+      `${id}: apply succeeded; ssh-wait running (${holder})`,
+      `${id}: ssh-wait succeeded; onboard running (${holder})`,
+      `${id}: onboard succeeded; configure running (${holder})`,
+      `${id}: configure succeeded`,
+    ]);
+  });
+
   it('pins every host before the onboarding play, [host]:port for non-22', async () => {
     const pins = (await fx.ledgerFile('known_hosts'))!;
     expect(pins).toContain(`${web.address} ${await web.hostPublicKey()}`);

@@ -289,6 +289,13 @@ describe('git processes per ledger operation', () => {
     expect(ran).toEqual(['ls-remote', 'ls-remote', 'unpack-objects', 'push', 'ls-remote', 'ls-remote']);
   });
 
+  it('a store that has just made its cache (a fresh runner) fetches the tips at once, without looking into the cache first', async () => {
+    await store().update(() => change({ 'workflows/a.json': 'a1' }));
+    const ran: string[] = [];
+    expect((await store({ git: (gitDir) => counting(gitDir, ran) }).read()).read('workflows/a.json')).toBe('a1');
+    expect(ran).toEqual(['fetch', 'for-each-ref', 'diff-tree', 'cat-file']);
+  });
+
   it('reads again in full once another writer moved any ledger ref, and then sees its write', async () => {
     const ran: string[] = [];
     const ledger = store({ git: (gitDir) => counting(gitDir, ran) });
