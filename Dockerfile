@@ -9,11 +9,12 @@ ARG TOFU_VERSION=1.10
 # OpenTofu's documented way into a custom image: copy the binary from its minimal image.
 FROM ghcr.io/opentofu/opentofu:${TOFU_VERSION}-minimal AS tofu
 
-# Pack the CLI exactly as npm publishes it (one self-contained bundle, no dependencies).
+# Pack the CLI exactly as npm publishes it (self-contained bundles, no dependencies).
 FROM node:${NODE_VERSION}-bookworm-slim AS package
 WORKDIR /src
 COPY package.json LICENSE README.md ./
 COPY dist/cli.js dist/cli.js
+COPY dist/cli-chunks dist/cli-chunks
 COPY playbooks playbooks
 RUN npm pack --pack-destination /tmp \
  && mv /tmp/exocomp-provision-*.tgz /tmp/exocomp.tgz

@@ -2,7 +2,7 @@
  * npm run bench:chain — wall time of `exocomp provision run` against a plain
  * shell script running the same tofu, ssh-keyscan and ansible-playbook
  * commands, side by side, each round on fresh disposable hosts. Prints medians
- * and the ratio (target ≤ 1.05).
+ * and the ratio (target ≤ 1.05), and the CPU each side's processes used.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { runProcess } from '../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../test/support/loopback-host.js';
 import { standinPath } from '../test/support/tofu-standin.js';
-import { sideBySide, provisionRunArgs, ratioLine, fillBenchWorkspace } from './side-by-side.js';
+import { sideBySide, provisionRunArgs, ratioLine, fillBenchWorkspace, childCpuMs, cpuLine } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -44,6 +44,7 @@ async function round(kind: 'exocomp' | 'baseline', dir: string): Promise<number>
   const ws = await mkdtemp(join(dir, `${kind}-`));
   await fillBenchWorkspace(ws, host);
   try {
+    const cpuBefore = await childCpuMs();
     const started = performance.now();
     let result;
     if (kind === 'exocomp') {
@@ -68,6 +69,7 @@ async function round(kind: 'exocomp' | 'baseline', dir: string): Promise<number>
       });
     }
     const elapsed = performance.now() - started;
+    cpu[kind].push((await childCpuMs()) - cpuBefore);
     if (result.code !== 0) throw new Error(`${kind} run failed (${result.code}):\n${result.stdout}\n${result.stderr}`);
     return elapsed;
   } finally {
@@ -75,11 +77,13 @@ async function round(kind: 'exocomp' | 'baseline', dir: string): Promise<number>
   }
 }
 
+const cpu: Record<'exocomp' | 'baseline', number[]> = { exocomp: [], baseline: [] };
 const dir = await mkdtemp(join(tmpdir(), 'exocomp-bench-chain-'));
 try {
   const { exocomp: e, baseline: b } = await sideBySide(['baseline', 'exocomp'] as const, rounds, (kind) => round(kind, dir));
   if (e !== undefined && b !== undefined) {
     console.log(ratioLine('whole chain', { name: 'exocomp', ms: e }, { name: 'shell baseline', ms: b }, 1.05));
+    console.log(cpuLine({ name: 'exocomp', ms: cpu.exocomp }, { name: 'shell baseline', ms: cpu.baseline }));
   }
 } finally {
   await rm(dir, { recursive: true, force: true });

@@ -1,4 +1,4 @@
-import { cp, writeFile } from 'node:fs/promises';
+import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fixtureWorkspacesDir } from '../test/support/tofu-standin.js';
 /** Rounds of exocomp beside a baseline, alternating which goes first, and the medians of each. */
@@ -67,4 +67,25 @@ export async function fillBenchWorkspace(ws: string, host: { address: string; po
   const web1 = { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' };
   await writeFile(join(ws, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: { all: { hosts: { web1 } } } }));
   await cp(resolve(import.meta.dirname, '../examples/demo/site.yml'), join(ws, 'site.yml'));
+}
+
+/**
+ * CPU seconds (user + system, in ms) of this process's children that have
+ * been waited for: read before and after one side's run, the difference is
+ * that run's whole process tree. A busy machine stretches wall time far more
+ * than the work done, so this says what each side costs when the wall-time
+ * ratio is noisy. Linux only (`/proc/self/stat`, in clock ticks of 10 ms).
+ */
+export async function childCpuMs(): Promise<number> {
+  const stat = await readFile('/proc/self/stat', 'utf8');
+  // Fields after the command name (which may hold spaces): cutime and cstime are the 16th and 17th fields.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[13]) + Number(fields[14])) * 10;
+}
+
+/** One line: each side's median CPU and the median of the rounds' own CPU ratios. */
+export function cpuLine(sides: { name: string; ms: number[] }, baseline: { name: string; ms: number[] }): string {
+  const paired = sides.ms.map((ms, i) => ms / baseline.ms[i]!);
+  const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+  return `cpu of the run's processes, median: ${sides.name} ${s(median(sides.ms))}, ${baseline.name} ${s(median(baseline.ms))}; round by round: ratio median ${median(paired).toFixed(2)}`;
 }

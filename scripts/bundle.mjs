@@ -1,10 +1,11 @@
-// Builds one bundle per entry point: dist/cli.js, dist/<action>/index.js, and dist/<action>/<file>.js for any other
+// Builds one bundle per entry point: dist/cli.js (with dist/cli-chunks/, the parts it loads on demand: an
+// `import()` in the sources), dist/<action>/index.js, and dist/<action>/<file>.js for any other
 // src/actions/<action>/<file>.ts (a part its main.ts loads on demand).
 // The @actions packages are ESM-only and some of their dependencies still call
 // require(): the banner gives the ESM bundle a real `require`.
 import { build } from 'esbuild';
 import { readdirSync, existsSync, rmSync, mkdirSync, chmodSync, renameSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 
 const root = resolve(import.meta.dirname, '..');
 const finalRoot = resolve(process.argv[2] ?? join(root, 'dist'));
@@ -13,7 +14,7 @@ const outRoot = `${finalRoot}.building-${process.pid}`;
 
 const banner = ["import { createRequire as __exocompCreateRequire } from 'node:module';", 'const require = __exocompCreateRequire(import.meta.url);'].join('\n');
 
-const entries = [{ in: join(root, 'src/cli/main.ts'), out: join(outRoot, 'cli.js'), shebang: true }];
+const entries = [{ in: join(root, 'src/cli/main.ts'), out: join(outRoot, 'cli.js'), shebang: true, chunks: 'cli-chunks' }];
 const actionsDir = join(root, 'src/actions');
 if (existsSync(actionsDir)) {
   for (const name of readdirSync(actionsDir).sort()) {
@@ -59,9 +60,12 @@ const zodEnglishOnly = {
 rmSync(outRoot, { recursive: true, force: true });
 mkdirSync(outRoot, { recursive: true });
 for (const entry of entries) {
+  // The CLI starts for every command: what only some commands need stays in chunks, parsed when first imported.
+  const output = entry.chunks
+    ? { entryPoints: [{ in: entry.in, out: basename(entry.out, '.js') }], outdir: dirname(entry.out), splitting: true, chunkNames: `${entry.chunks}/[name]-[hash]` }
+    : { entryPoints: [entry.in], outfile: entry.out };
   await build({
-    entryPoints: [entry.in],
-    outfile: entry.out,
+    ...output,
     bundle: true,
     plugins: [siblingBundles, zodEnglishOnly],
     platform: 'node',

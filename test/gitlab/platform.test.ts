@@ -8,6 +8,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Deployments } from '@gitbeaker/rest';
 import { runProcess } from '../../src/adapters/process.js';
 import { SecretRegistry } from '../../src/app/secrets.js';
 import { ExocompError } from '../../src/domain/errors.js';
@@ -267,15 +268,10 @@ describe('approvals, continuation and schedules', () => {
   it('reads the approvals of the deployment the job makes', async () => {
     double.state.deployments.push({ id: 9, projectId: 42, environment: 'production', jobId: 77, status: 'blocked', user: 'alice', requiredApprovals: 1, approvals: [] });
     double.state.tokens['glpat-carol'] = { kind: 'personal', username: 'carol', scopes: ['api'] };
-    const carol = new GitLabApi(double.url, { accessToken: 'glpat-carol' }, new SecretRegistry());
     const before = await api().deploymentOfJob(42, 'production', 77);
     expect(before).toMatchObject({ id: 9, status: 'blocked', user: 'alice', approvals: [] });
-    await (carol as unknown as { viaToken: { deployments: { setApproval(p: number, d: number, s: string, o: object): Promise<unknown> } } }).viaToken.deployments.setApproval(
-      42,
-      9,
-      'approved',
-      { comment: 'ship it' },
-    );
+    // Carol approves in GitLab (exocomp never approves a deployment itself).
+    await new Deployments({ host: double.url, token: 'glpat-carol' }).setApproval(42, 9, 'approved', { comment: 'ship it' });
     const after = await api().deploymentOfJob(42, 'production', 77);
     expect(after).toMatchObject({ status: 'created', approvals: [{ user: 'carol', status: 'approved', comment: 'ship it' }] });
     expect(await api().deploymentOfJob(42, 'production', 78)).toBeUndefined();

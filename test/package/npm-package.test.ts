@@ -4,7 +4,7 @@
  * checkout, installed into an empty directory with an empty npm cache and
  * --offline (so it proves nothing else is downloaded), and run.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -35,14 +35,16 @@ describe('npm package', () => {
     await rm(scratch, { recursive: true, force: true });
   });
 
-  it('is publishable and carries only the CLI bundle, the seeded playbook and its documents', async () => {
+  it('is publishable and carries only the CLI bundle (with its chunks), the seeded playbook and its documents', async () => {
     const manifest = JSON.parse(await readFile(path.join(repoRoot, 'package.json'), 'utf8')) as Record<string, unknown>;
     expect(manifest.private).toBeUndefined();
     expect(manifest.bin).toEqual({ exocomp: 'dist/cli.js' });
     expect(manifest.engines).toEqual({ node: '>=20' });
     // The bundle holds every library it uses; a runtime dependency would be a download at job time.
     expect(manifest.dependencies).toBeUndefined();
-    expect(files).toEqual(['LICENSE', 'README.md', 'dist/cli.js', 'package.json', 'playbooks/onboard.yml']);
+    const chunks = (await readdir(path.join(repoRoot, 'dist/cli-chunks'))).map((name) => `dist/cli-chunks/${name}`);
+    expect(chunks.length).toBeGreaterThan(0);
+    expect(files).toEqual(['LICENSE', 'README.md', ...chunks, 'dist/cli.js', 'package.json', 'playbooks/onboard.yml'].sort());
   });
 
   it('installs into an empty directory offline with an empty cache and runs exocomp --help', async () => {
@@ -57,6 +59,12 @@ describe('npm package', () => {
     for (const command of ['provision', 'playbook', 'schedule']) expect(help.stdout).toContain(command);
     // The onboarding step finds its seeded playbook beside the installed bundle.
     expect(existsSync(path.join(app, 'node_modules/@exocomp/provision/playbooks/onboard.yml'))).toBe(true);
+    // The parts the CLI loads on demand (the GitLab API client) load from the installed package.
+    const chunkDir = path.join(app, 'node_modules/@exocomp/provision/dist/cli-chunks');
+    for (const chunk of await readdir(chunkDir)) {
+      const loaded = await runProcess(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(path.join(chunkDir, chunk))})`], { cwd: app });
+      expect(loaded.code, `${chunk}: ${loaded.stderr}`).toBe(0);
+    }
   });
 });
 
@@ -108,7 +116,7 @@ describe('Dockerfile of the job image', () => {
         .slice(0, -1)
         .map((a) => a.getValue()),
     );
-    expect(sources.sort()).toEqual(['LICENSE', 'README.md', 'dist/cli.js', 'package.json', 'playbooks']);
+    expect(sources.sort()).toEqual(['LICENSE', 'README.md', 'dist/cli-chunks', 'dist/cli.js', 'package.json', 'playbooks']);
     for (const source of sources) expect(existsSync(path.join(repoRoot, source)), source).toBe(true);
   });
 });

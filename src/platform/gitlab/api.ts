@@ -5,7 +5,18 @@
  * access token (EXOCOMP_GITLAB_TOKEN) for the rest (writing notes, jobs,
  * schedules, issues). A call that needs the access token and has none says so.
  */
-import { Commits, Deployments, IssueNotes, Issues, Jobs, MergeRequestNotes, PipelineSchedules, PipelineScheduleVariables, PipelineTriggerTokens, Users } from '@gitbeaker/rest';
+import type {
+  Commits,
+  Deployments,
+  IssueNotes,
+  Issues,
+  Jobs,
+  MergeRequestNotes,
+  PipelineSchedules,
+  PipelineScheduleVariables,
+  PipelineTriggerTokens,
+  Users,
+} from '@gitbeaker/rest';
 import { ExocompError } from '../../domain/errors.js';
 import type { SecretRegistry } from '../../app/secrets.js';
 
@@ -70,7 +81,14 @@ interface Clients {
   issueNotes: IssueNotes;
 }
 
-function clients(auth: { host: string; token?: string; jobToken?: string }): Clients {
+type Auth = { host: string; token: string } | { host: string; jobToken: string };
+
+/** @gitbeaker/rest and what it needs are a quarter of the CLI's code: loaded by the first API call, not by every start. */
+let gitbeaker: Promise<typeof import('@gitbeaker/rest')> | undefined;
+
+async function clients(auth: Auth): Promise<Clients> {
+  const { Commits, Deployments, IssueNotes, Issues, Jobs, MergeRequestNotes, PipelineSchedules, PipelineScheduleVariables, PipelineTriggerTokens, Users } = await (gitbeaker ??=
+    import('@gitbeaker/rest'));
   const make = <T>(C: Client<T>) => new C({ ...auth, queryTimeout: 60_000 });
   return {
     notes: make(MergeRequestNotes as unknown as Client<MergeRequestNotes>),
@@ -103,8 +121,10 @@ export function apiStatus(error: unknown): number | undefined {
 }
 
 export class GitLabApi {
-  private readonly viaJob: Clients | undefined;
-  private readonly viaToken: Clients | undefined;
+  private readonly jobAuth: Auth | undefined;
+  private readonly tokenAuth: Auth | undefined;
+  private jobClients: Promise<Clients> | undefined;
+  private tokenClients: Promise<Clients> | undefined;
 
   constructor(
     /** The instance URL (CI_SERVER_URL); the API is under /api/v4. */
@@ -113,53 +133,62 @@ export class GitLabApi {
     secrets: SecretRegistry,
   ) {
     secrets.add(tokens.jobToken, tokens.accessToken);
-    this.viaJob = tokens.jobToken ? clients({ host: serverUrl, jobToken: tokens.jobToken }) : undefined;
-    this.viaToken = tokens.accessToken ? clients({ host: serverUrl, token: tokens.accessToken }) : undefined;
+    this.jobAuth = tokens.jobToken ? { host: serverUrl, jobToken: tokens.jobToken } : undefined;
+    this.tokenAuth = tokens.accessToken ? { host: serverUrl, token: tokens.accessToken } : undefined;
   }
 
   get hasAccessToken(): boolean {
-    return this.viaToken !== undefined;
+    return this.tokenAuth !== undefined;
   }
 
-  /** The access token's clients; throws naming the variable when there is none. */
-  private token(what: string): Clients {
-    if (this.viaToken) return this.viaToken;
+  private viaJob(): Promise<Clients> | undefined {
+    return this.jobAuth && (this.jobClients ??= clients(this.jobAuth));
+  }
+
+  private viaToken(): Promise<Clients> | undefined {
+    return this.tokenAuth && (this.tokenClients ??= clients(this.tokenAuth));
+  }
+
+  /** The access token's clients; fails naming the variable when there is none. */
+  private async token(what: string): Promise<Clients> {
+    const viaToken = this.viaToken();
+    if (viaToken) return viaToken;
     throw new ExocompError('permission', `${what} needs an access token: GitLab's job token cannot do it`, {
       help: `set the CI/CD variable ${GITLAB_TOKEN_VARIABLE} (masked) to a project access token with the api scope`,
     });
   }
 
   /** Reads go through the access token when there is one, else the job token (where GitLab allows it). */
-  private reader(what: string): Clients {
-    return this.viaToken ?? this.viaJob ?? this.token(what);
+  private reader(what: string): Promise<Clients> {
+    return this.viaToken() ?? this.viaJob() ?? this.token(what);
   }
 
   async currentUser(): Promise<string> {
-    const user = await this.token('finding who the token is').users.showCurrentUser();
+    const user = await (await this.token('finding who the token is')).users.showCurrentUser();
     return String(user.username);
   }
 
   async notes(project: number | string, mergeRequestIid: number): Promise<Note[]> {
-    const notes = await this.reader('reading merge request notes').notes.all(project, mergeRequestIid, { sort: 'asc', orderBy: 'created_at' });
+    const notes = await (await this.reader('reading merge request notes')).notes.all(project, mergeRequestIid, { sort: 'asc', orderBy: 'created_at' });
     return notes.map((n) => ({ id: Number(n.id), body: String(n.body), author: username(n.author), system: n.system === true }));
   }
 
   async createNote(project: number | string, mergeRequestIid: number, body: string): Promise<number> {
-    const note = await this.token('writing a merge request note').notes.create(project, mergeRequestIid, body);
+    const note = await (await this.token('writing a merge request note')).notes.create(project, mergeRequestIid, body);
     return Number(note.id);
   }
 
   async editNote(project: number | string, mergeRequestIid: number, noteId: number, body: string): Promise<void> {
-    await this.token('editing a merge request note').notes.edit(project, mergeRequestIid, noteId, { body });
+    await (await this.token('editing a merge request note')).notes.edit(project, mergeRequestIid, noteId, { body });
   }
 
   async deleteNote(project: number | string, mergeRequestIid: number, noteId: number): Promise<void> {
-    await this.token('deleting a merge request note').notes.remove(project, mergeRequestIid, noteId);
+    await (await this.token('deleting a merge request note')).notes.remove(project, mergeRequestIid, noteId);
   }
 
   /** Open merge requests whose head is `sha`, newest first. */
   async mergeRequestsOfCommit(project: number | string, sha: string): Promise<number[]> {
-    const mrs = await this.reader('finding the merge request of a commit').commits.allMergeRequests(project, sha);
+    const mrs = await (await this.reader('finding the merge request of a commit')).commits.allMergeRequests(project, sha);
     return mrs
       .filter((m) => m.state === 'opened')
       .map((m) => Number(m.iid))
@@ -168,9 +197,10 @@ export class GitLabApi {
 
   /** The job's status, or undefined when the API cannot tell (no access token, job gone). */
   async jobStatus(project: number | string, jobId: number): Promise<string | undefined> {
-    if (!this.viaToken) return undefined;
+    const viaToken = this.viaToken();
+    if (!viaToken) return undefined;
     try {
-      const job = await this.viaToken.jobs.show(project, jobId);
+      const job = await (await viaToken).jobs.show(project, jobId);
       return String(job.status);
     } catch (error) {
       if (apiStatus(error) === 404) return undefined;
@@ -180,7 +210,7 @@ export class GitLabApi {
 
   /** The deployment the job `jobId` makes to `environment`, if it makes one. */
   async deploymentOfJob(project: number | string, environment: string, jobId: number): Promise<Deployment | undefined> {
-    const all = await this.reader('reading deployments').deployments.all(project, { environment, orderBy: 'id', sort: 'desc' } as never);
+    const all = await (await this.reader('reading deployments')).deployments.all(project, { environment, orderBy: 'id', sort: 'desc' } as never);
     const found = all.find((d) => Number((d.deployable as { id?: unknown } | null)?.id) === jobId);
     if (!found) return undefined;
     const approvals = Array.isArray(found.approvals) ? (found.approvals as Array<{ user?: { username?: unknown }; status?: unknown; comment?: unknown }>) : [];
@@ -201,22 +231,22 @@ export class GitLabApi {
 
   /** Starts a pipeline on `ref` with `variables`, as a downstream pipeline of this job (job token). */
   async triggerPipeline(project: number | string, ref: string, variables: Record<string, string>, token: string): Promise<{ id: number; webUrl: string }> {
-    const clientsToUse = this.viaJob ?? this.token('triggering a pipeline');
+    const clientsToUse = await (this.viaJob() ?? this.token('triggering a pipeline'));
     const pipeline = await clientsToUse.triggers.trigger(project, ref, token, { variables });
     return { id: Number(pipeline.id), webUrl: String(pipeline.web_url) };
   }
 
   async schedules(project: number | string): Promise<Schedule[]> {
-    const all = await this.token('listing pipeline schedules').schedules.all(project);
+    const all = await (await this.token('listing pipeline schedules')).schedules.all(project);
     return all.map((s) => toSchedule(s));
   }
 
   async schedule(project: number | string, id: number): Promise<Schedule> {
-    return toSchedule(await this.token('reading a pipeline schedule').schedules.show(project, id));
+    return toSchedule(await (await this.token('reading a pipeline schedule')).schedules.show(project, id));
   }
 
   async createSchedule(project: number | string, spec: { description: string; ref: string; cron: string; variables: Record<string, string> }): Promise<Schedule> {
-    const api = this.token('creating a pipeline schedule');
+    const api = await this.token('creating a pipeline schedule');
     const created = toSchedule(await api.schedules.create(project, spec.description, spec.ref, spec.cron, { cronTimezone: 'UTC', active: true }));
     for (const [key, value] of Object.entries(spec.variables)) await api.scheduleVariables.create(project, created.id, key, value);
     return { ...created, variables: Object.entries(spec.variables).map(([key, value]) => ({ key, value })) };
@@ -224,25 +254,25 @@ export class GitLabApi {
 
   /** Open issues carrying `label`. GitLab's job token cannot read issues: this needs the access token. */
   async openIssues(project: number | string, label: string): Promise<ProjectIssue[]> {
-    const all = await this.token('reading issues').issues.all({ projectId: project, labels: label, state: 'opened' });
+    const all = await (await this.token('reading issues')).issues.all({ projectId: project, labels: label, state: 'opened' });
     return all.map((i) => toIssue(i));
   }
 
   async createIssue(project: number | string, spec: { title: string; description: string; labels: string[] }): Promise<ProjectIssue> {
-    return toIssue(await this.token('opening an issue').issues.create(project, spec.title, { description: spec.description, labels: spec.labels.join(',') }));
+    return toIssue(await (await this.token('opening an issue')).issues.create(project, spec.title, { description: spec.description, labels: spec.labels.join(',') }));
   }
 
   async editIssue(project: number | string, iid: number, change: { description?: string; close?: boolean }): Promise<ProjectIssue> {
     const options = { ...(change.description !== undefined ? { description: change.description } : {}), ...(change.close ? { stateEvent: 'close' as const } : {}) };
-    return toIssue(await this.token('editing an issue').issues.edit(project, iid, options));
+    return toIssue(await (await this.token('editing an issue')).issues.edit(project, iid, options));
   }
 
   async createIssueNote(project: number | string, iid: number, body: string): Promise<void> {
-    await this.token('commenting on an issue').issueNotes.create(project, iid, body);
+    await (await this.token('commenting on an issue')).issueNotes.create(project, iid, body);
   }
 
   async removeSchedule(project: number | string, id: number): Promise<void> {
-    await this.token('removing a pipeline schedule').schedules.remove(project, id);
+    await (await this.token('removing a pipeline schedule')).schedules.remove(project, id);
   }
 }
 
