@@ -21,6 +21,7 @@ import {
   readPins,
   readSealedOutputs,
   RecordWrites,
+  type RecordsChange,
 } from '../ledger/records.js';
 import type { LedgerSnapshot } from '../ledger/store.js';
 import type { AppContext } from './context.js';
@@ -46,10 +47,14 @@ export interface ApplyRequest {
   warn(message: string): void;
   /** Stops tofu when aborted; nothing is recorded after that and the apply rejects with the signal's reason. */
   signal?: AbortSignal | undefined;
+  /** The caller commits the capture (`ApplyOutcome.capture`), with its own change in one commit; nothing is written here. */
+  deferCapture?: boolean;
 }
 
 export interface ApplyOutcome {
   eventLine: string;
+  /** The capture, still to be written, when the request deferred it. */
+  capture?: RecordsChange;
   outputCount: number;
   hostCount: number;
   applied: boolean;
@@ -138,9 +143,16 @@ export async function applyWorkspace(app: AppContext, request: ApplyRequest): Pr
     for (const output of Object.values(outputs)) {
       if (output.sensitive) registerSensitive(request.secrets, output.value);
     }
-    const { eventLine, outputCount, hostCount } = await recordApply(app, request, outputs);
+    const { eventLine, outputCount, hostCount, capture } = captureApply(app, request, outputs);
+    if (!request.deferCapture) {
+      await app.store.update((snapshot) => {
+        // A runner that lost its step records nothing, not even a capture it finished.
+        request.signal?.throwIfAborted();
+        return { ...capture(snapshot), result: undefined };
+      });
+    }
     request.info(eventLine);
-    return { eventLine, outputCount, hostCount, applied, summary };
+    return { eventLine, outputCount, hostCount, applied, summary, ...(request.deferCapture ? { capture } : {}) };
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
@@ -207,24 +219,22 @@ function pinNamesOf(text: string | undefined): Set<string> {
 }
 
 /**
- * One commit: the materialized inventory, its registration, the sealed outputs,
- * and the retirement of pins for hosts this apply dropped (unless another
- * standing inventory still names them).
+ * What an apply records, in one commit: the materialized inventory, its
+ * registration, the sealed outputs, and the retirement of pins for hosts this
+ * apply dropped (unless another standing inventory still names them).
  */
-async function recordApply(app: AppContext, request: ApplyRequest, outputs: TofuOutputs) {
-  const capture = captureInventory(outputs);
-  const text = renderInventoryFile(capture.inventory);
+function captureApply(app: AppContext, request: ApplyRequest, outputs: TofuOutputs) {
+  const captured = captureInventory(outputs);
+  const text = renderInventoryFile(captured.inventory);
   const file = inventoryFileLocation(request.name);
-  const eventLine = captureEventLine(capture.outputCount, `tf:${request.name} (${app.ledgerBranch}:${file})`, capture.hostCount);
+  const eventLine = captureEventLine(captured.outputCount, `tf:${request.name} (${app.ledgerBranch}:${file})`, captured.hostCount);
   const sensitiveCount = Object.values(outputs).filter((o) => o.sensitive).length;
   const sealed = sensitiveCount > 0 && request.sealKey !== undefined ? sealOutputs({ workspace: request.name, outputs, key: request.sealKey, now: app.now() }) : undefined;
   if (sensitiveCount > 0 && !sealed) {
     request.warn(`${sensitiveCount} sensitive output(s) dropped: no seal key (set EXOCOMP_SEAL_KEY or --seal-key to hand them to plays)`);
   }
   const now = app.now().toISOString();
-  await app.store.update((snapshot) => {
-    // A runner that lost its step records nothing, not even a capture it finished.
-    request.signal?.throwIfAborted();
+  const capture: RecordsChange = (snapshot) => {
     const previous = readInventoryRecord(snapshot, request.name);
     const record: InventoryRecord = {
       schemaVersion: INVENTORY_SCHEMA_VERSION,
@@ -235,9 +245,9 @@ async function recordApply(app: AppContext, request: ApplyRequest, outputs: Tofu
         file,
         sha256: sha256(text),
         appliedAt: now,
-        source: capture.source,
-        outputCount: capture.outputCount,
-        hostCount: capture.hostCount,
+        source: captured.source,
+        outputCount: captured.outputCount,
+        hostCount: captured.hostCount,
         ...(request.workflowId ? { workflowId: request.workflowId } : {}),
         ...(request.runUrl ? { runUrl: request.runUrl } : {}),
       },
@@ -251,13 +261,9 @@ async function recordApply(app: AppContext, request: ApplyRequest, outputs: Tofu
       writes.knownHosts(renderKnownHosts(kept));
     }
     const retiredNote = retired.size > 0 ? `; retire pins ${[...retired].sort().join(', ')}` : '';
-    return {
-      writes,
-      message: `tf:${request.name}: capture ${capture.outputCount} output(s) naming ${capture.hostCount} host(s)${retiredNote}`,
-      result: undefined,
-    };
-  });
-  return { eventLine, outputCount: capture.outputCount, hostCount: capture.hostCount };
+    return { writes, message: `tf:${request.name}: capture ${captured.outputCount} output(s) naming ${captured.hostCount} host(s)${retiredNote}` };
+  };
+  return { eventLine, outputCount: captured.outputCount, hostCount: captured.hostCount, capture };
 }
 
 function retiredPins(snapshot: LedgerSnapshot, name: string, before: Set<string>, after: Set<string>): Set<string> {

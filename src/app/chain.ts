@@ -19,7 +19,7 @@ import {
   type StepName,
   type Workflow,
 } from '../domain/workflow.js';
-import { requireWorkflow } from '../ledger/records.js';
+import { requireWorkflow, type RecordsChange } from '../ledger/records.js';
 import type { AppContext } from './context.js';
 import { keepLeaseAlive, LEASE_TTL_MS, localHolder, probeLocalHolder, type Holder, type HolderProbe } from './lease.js';
 import { saveWorkflow } from './workflows.js';
@@ -28,7 +28,7 @@ import { applyStep } from './steps/apply.js';
 import { sshWaitStep } from './steps/ssh-wait.js';
 import { onboardStep } from './steps/onboard.js';
 import { configureStep } from './steps/configure.js';
-import type { StepAction } from './steps/step.js';
+import type { StepAction, StepResult } from './steps/step.js';
 
 /** The steps, walked in STEP_NAMES order; the compiler refuses a chain that misses or adds one. */
 export const CHAIN: Readonly<Record<StepName, StepAction>> = {
@@ -93,13 +93,13 @@ export async function runChain(
     app.progress.emit({ type: 'step-started', workflow: workflowId, step: step.name, index, total, attempt });
     const started = app.now().getTime();
     const beat = keepStepAlive(app, workflowId, step.name, holder, inputs, options.heartbeatMs);
-    let outcome: { ok: true; detail: string } | { ok: false; error: unknown };
+    let outcome: ({ ok: true } & StepResult) | { ok: false; error: unknown };
     let began = false;
     try {
       // Started by the previous step's success, then interrupted: it fails as interrupted without running.
       app.interrupt?.throwIfAborted();
       began = true;
-      const detail = await step.run({
+      const result = await step.run({
         app,
         workflow,
         inputs,
@@ -107,7 +107,7 @@ export async function runChain(
         warn: (message) => app.progress.emit({ type: 'warning', message: inputs.secrets.redact(message), step: step.name }),
         signal: app.interrupt ? AbortSignal.any([beat.signal, app.interrupt]) : beat.signal,
       });
-      outcome = { ok: true, detail };
+      outcome = { ok: true, ...(typeof result === 'string' ? { detail: result } : result) };
     } catch (error) {
       outcome = { ok: false, error };
     }
@@ -130,6 +130,7 @@ export async function runChain(
           return next.workflow;
         },
         () => `${workflowId}: ${step.name} succeeded${armed === undefined ? '' : `; ${armed} running (${holder.id})`}`,
+        outcome.records,
       );
       app.progress.emit({ type: 'step-succeeded', step: step.name, index, total, durationMs: app.now().getTime() - started, detail: safeDetail });
     } else {
@@ -213,6 +214,7 @@ async function saveOwnStep(
   name: StepName,
   change: (workflow: Workflow) => Workflow,
   message: string | ((next: Workflow) => string),
+  also?: RecordsChange,
 ): Promise<Workflow> {
   let seen: Step | undefined;
   try {
@@ -224,6 +226,7 @@ async function saveOwnStep(
         return change(w);
       },
       message,
+      also,
     );
   } catch (error) {
     if (error instanceof IllegalTransitionError && seen !== undefined) throw lostLease(id, name, seen, error);

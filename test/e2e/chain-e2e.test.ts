@@ -70,14 +70,15 @@ describe('provision run: the four steps on two SSH hosts and a local one', () =>
     expect(record.steps[0].detail).toMatch(/captured \d+ output\(s\) to inventory .* naming 3 host\(s\)/);
   });
 
-  it('writes its workflow once per step: created with apply running, then each success starting the next step', async () => {
+  it('writes its workflow once per step: created with apply running, then each success starting the next step, the capture with apply', async () => {
     const id = workflowIdFrom(result);
     const log = await runProcess('git', ['--git-dir', fx.ledger, 'log', '--reverse', '--format=%s', `exocomp-ledger-records/workflows/${id}.json`]);
     const holder = /apply running \((local:[^)]+)\)/.exec(log.stdout)?.[1];
     expect(holder).toBeDefined();
     expect(log.stdout.trim().split('\n')).toEqual([
       `${id}: created for edge (site.yml); apply running (${holder})`,
-      `${id}: apply succeeded; ssh-wait running (${holder})`,
+      // The capture of tf:edge is in the same commit (on the inventory's branch too).
+      `${id}: apply succeeded; ssh-wait running (${holder}); tf:edge: capture 1 output(s) naming 3 host(s)`,
       `${id}: ssh-wait succeeded; onboard running (${holder})`,
       `${id}: onboard succeeded; configure running (${holder})`,
       `${id}: configure succeeded`,

@@ -8,7 +8,7 @@ import { SecretRegistry } from '../../src/app/secrets.js';
 import { ExocompError, InterruptedError } from '../../src/domain/errors.js';
 import { LeaseHeldError, startStep, STEP_NAMES, stepOf, type StepName, type Workflow } from '../../src/domain/workflow.js';
 import { sampleWorkflow } from '../support/workflows.js';
-import { LEDGER_PATHS, requireWorkflow, serializeRecord } from '../../src/ledger/records.js';
+import { LEDGER_PATHS, RecordWrites, requireWorkflow, serializeRecord } from '../../src/ledger/records.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import type { LedgerChange, LedgerSnapshot, LedgerStore } from '../../src/ledger/store.js';
 
@@ -61,6 +61,28 @@ describe('chain runner', () => {
       'edge-1: onboard succeeded; configure running (a)',
       'edge-1: configure succeeded',
     ]);
+  });
+
+  it('records a step hands back are written in its success commit, and nowhere for a step whose lease was taken', async () => {
+    const { app, inputs, id, store } = setup();
+    const capture = () => ({ writes: new RecordWrites().inventoryFile('edge', 'hosts: {}\n'), message: 'tf:edge: capture' });
+    await runChain(app, id, inputs, { holder: holder('a'), steps: steps([], { apply: async () => ({ detail: 'applied', records: capture }) }) });
+    expect(store.history().map((c) => c.message)[2]).toBe('edge-1: apply succeeded; ssh-wait running (a); tf:edge: capture');
+    expect((await store.read()).read(LEDGER_PATHS.inventoryFile('edge'))).toBe('hosts: {}\n');
+
+    const lost = setup();
+    const takenOver = steps([], {
+      apply: async ({ signal }) => {
+        await lost.store.update((snapshot) => {
+          const next = startStep(requireWorkflow(snapshot, lost.id), 'apply', holder('b').lease(t0), t0, { holderGone: true });
+          return { writes: new Map([[LEDGER_PATHS.workflow(lost.id), serializeRecord(next)]]), message: 'taken', result: undefined };
+        });
+        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+        return { detail: 'applied anyway', records: capture };
+      },
+    });
+    await expect(runChain(lost.app, lost.id, lost.inputs, { holder: holder('a'), steps: takenOver, heartbeatMs: 50 })).rejects.toMatchObject({ kind: 'lease-held' });
+    expect((await lost.store.read()).read(LEDGER_PATHS.inventoryFile('edge'))).toBeUndefined();
   });
 
   it('a per-step run records its success alone and starts nothing after it', async () => {

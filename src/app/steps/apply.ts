@@ -1,13 +1,14 @@
 /**
  * Step 1: plan (or take the saved plan carried from the plan job), check it is
- * the approved plan, apply it, capture tf:<name>, seal sensitive outputs.
+ * the approved plan, apply it, capture tf:<name>, seal sensitive outputs (the
+ * capture is recorded with the step's success).
  */
 import { ExocompError } from '../../domain/errors.js';
-import type { StepContext } from './step.js';
+import type { StepContext, StepResult } from './step.js';
 import { applyWorkspace } from '../apply-workspace.js';
 import { checkApprovedConfiguration } from '../config-preview.js';
 
-export async function applyStep({ app, workflow, inputs, info, warn, signal }: StepContext): Promise<string> {
+export async function applyStep({ app, workflow, inputs, info, warn, signal }: StepContext): Promise<StepResult> {
   if (inputs.savedPlanFile !== undefined && workflow.approval.planFingerprint === undefined) {
     throw new ExocompError('approval', `workflow ${workflow.id} recorded no approved plan to compare the saved plan with`, {
       help: 'nothing was applied; run the plan job for this workflow first',
@@ -30,6 +31,8 @@ export async function applyStep({ app, workflow, inputs, info, warn, signal }: S
     info,
     warn,
     signal,
+    // The capture is written with the step's success: one commit, and none at all for a runner that lost the step.
+    deferCapture: true,
   });
-  return outcome.eventLine;
+  return { detail: outcome.eventLine, ...(outcome.capture ? { records: outcome.capture } : {}) };
 }

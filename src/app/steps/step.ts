@@ -3,6 +3,7 @@
  * not on the chain that walks them.
  */
 import type { Workflow } from '../../domain/workflow.js';
+import type { RecordsChange } from '../../ledger/records.js';
 import type { AppContext } from '../context.js';
 import type { RunInputs } from '../run-inputs.js';
 
@@ -20,5 +21,14 @@ export interface StepContext {
   signal: AbortSignal;
 }
 
-/** A step returns the detail line recorded in the ledger, or throws an ExocompError. */
-export type StepAction = (context: StepContext) => Promise<string>;
+/**
+ * What a step hands back: the detail line its success records, and records it
+ * made that are written in the same commit as that success (apply's capture).
+ */
+export interface StepResult {
+  detail: string;
+  records?: RecordsChange;
+}
+
+/** A step returns its detail line (or a StepResult), or throws an ExocompError. */
+export type StepAction = (context: StepContext) => Promise<string | StepResult>;
