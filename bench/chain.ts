@@ -10,7 +10,7 @@ import { join, resolve } from 'node:path';
 import { runProcess } from '../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../test/support/loopback-host.js';
 import { standinPath } from '../test/support/tofu-standin.js';
-import { sideBySide, provisionRunArgs, ratioLine, fillBenchWorkspace, childCpuMs, cpuLine } from './side-by-side.js';
+import { sideBySide, provisionRunArgs, ratioLine, fillBenchWorkspace, childCpuMs, cpuLine, cliEnv } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -49,7 +49,10 @@ async function round(kind: 'exocomp' | 'baseline', dir: string): Promise<number>
     let result;
     if (kind === 'exocomp') {
       await runProcess('git', ['init', '-q', '--bare', join(ws, 'ledger.git')]);
-      result = await runProcess(process.execPath, provisionRunArgs(join(root, 'dist/cli.js'), ws, standinPath, fleet.privateKeyPath, bootstrap.privateKeyPath), { cwd: ws });
+      result = await runProcess(process.execPath, provisionRunArgs(join(root, 'dist/cli.js'), ws, standinPath, fleet.privateKeyPath, bootstrap.privateKeyPath), {
+        cwd: ws,
+        env: cliEnv(ws),
+      });
     } else {
       await writeFile(join(ws, 'baseline.sh'), baselineScript, { mode: 0o755 });
       await writeFile(`${fleet.privateKeyPath}.pub`, `${fleet.publicKey}\n`);

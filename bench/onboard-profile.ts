@@ -26,7 +26,7 @@ import { createInterface } from 'node:readline';
 import { runProcess } from '../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair, type KeyPair } from '../test/support/loopback-host.js';
 import { standinPath } from '../test/support/tofu-standin.js';
-import { median, provisionRunArgs, fillBenchWorkspace } from './side-by-side.js';
+import { median, provisionRunArgs, fillBenchWorkspace, cliEnv } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -41,6 +41,7 @@ async function exocompPhases(dir: string, host: { address: string; port: number 
   await runProcess('git', ['init', '-q', '--bare', join(ws, 'ledger.git')]);
   const child = spawn(process.execPath, provisionRunArgs(join(root, 'dist/cli.js'), ws, standinPath, fleet.privateKeyPath, bootstrap.privateKeyPath, '--json'), {
     cwd: ws,
+    env: cliEnv(ws),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const stamps: Record<string, number> = {};

@@ -13,7 +13,7 @@ import { join, resolve } from 'node:path';
 import { runProcess } from '../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair } from '../test/support/loopback-host.js';
 import { standinPath } from '../test/support/tofu-standin.js';
-import { sideBySide, provisionRunArgs, ratioLine, fillBenchWorkspace } from './side-by-side.js';
+import { sideBySide, provisionRunArgs, ratioLine, fillBenchWorkspace, cliEnv } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -57,6 +57,7 @@ async function round(kind: 'exocomp' | 'bare', dir: string): Promise<number> {
     await runProcess('git', ['init', '-q', '--bare', join(ws, 'ledger.git')]);
     const result = await runProcess(process.execPath, provisionRunArgs(join(root, 'dist/cli.js'), ws, standinPath, fleet.privateKeyPath, bootstrap.privateKeyPath, '--json'), {
       cwd: ws,
+      env: cliEnv(ws),
     });
     if (result.code !== 0) throw new Error(`exocomp run failed:\n${result.stdout}\n${result.stderr}`);
     const onboard = result.stdout

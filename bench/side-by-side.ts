@@ -61,6 +61,11 @@ export function provisionRunArgs(cli: string, ws: string, tofu: string, fleetKey
   ];
 }
 
+/** The environment of a benchmarked exocomp run: its ledger cache in the workspace, fresh as a new CI runner's and removed with it. */
+export function cliEnv(ws: string): NodeJS.ProcessEnv {
+  return { ...process.env, XDG_CACHE_HOME: join(ws, 'cache') };
+}
+
 /** The workspace every side-by-side run applies: the stand-in's `edge` fixture naming one host, and the demo's site.yml. */
 export async function fillBenchWorkspace(ws: string, host: { address: string; port: number }): Promise<void> {
   await cp(join(fixtureWorkspacesDir, 'edge'), ws, { recursive: true });
