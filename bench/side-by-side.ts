@@ -30,11 +30,10 @@ export async function sideBySide<K extends string>(kinds: readonly [K, K], round
  * sides of a round together, but can make the medians of the two sides come from different rounds.
  */
 export function ratioLine(what: string, sides: { name: string; ms: number[] }, baseline: { name: string; ms: number[] }, target: number): string {
-  const paired = sides.ms.map((ms, i) => ms / baseline.ms[i]!);
+  const paired = roundRatios(sides.ms, baseline.ms);
   const sorted = [...paired].sort((a, b) => a - b);
-  const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
   return [
-    `\n${what}, median of ${sides.ms.length}: ${sides.name} ${s(median(sides.ms))}, ${baseline.name} ${s(median(baseline.ms))}, ratio of medians ${(median(sides.ms) / median(baseline.ms)).toFixed(2)}`,
+    `\n${what}, median of ${sides.ms.length}: ${sides.name} ${seconds(median(sides.ms))}, ${baseline.name} ${seconds(median(baseline.ms))}, ratio of medians ${(median(sides.ms) / median(baseline.ms)).toFixed(2)}`,
     `round by round: ratio median ${median(paired).toFixed(2)} (${sorted[0]!.toFixed(2)}–${sorted[sorted.length - 1]!.toFixed(2)}) (target ≤ ${target.toFixed(2)})`,
   ].join('\n');
 }
@@ -90,7 +89,13 @@ export async function childCpuMs(): Promise<number> {
 
 /** One line: each side's median CPU and the median of the rounds' own CPU ratios. */
 export function cpuLine(sides: { name: string; ms: number[] }, baseline: { name: string; ms: number[] }): string {
-  const paired = sides.ms.map((ms, i) => ms / baseline.ms[i]!);
-  const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
-  return `cpu of the run's processes, median: ${sides.name} ${s(median(sides.ms))}, ${baseline.name} ${s(median(baseline.ms))}; round by round: ratio median ${median(paired).toFixed(2)}`;
+  const paired = roundRatios(sides.ms, baseline.ms);
+  return `cpu of the run's processes, median: ${sides.name} ${seconds(median(sides.ms))}, ${baseline.name} ${seconds(median(baseline.ms))}; round by round: ratio median ${median(paired).toFixed(2)}`;
 }
+
+/** Each round's own ratio of one side to the baseline. */
+function roundRatios(side: readonly number[], baseline: readonly number[]): number[] {
+  return side.map((ms, i) => ms / baseline[i]!);
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;

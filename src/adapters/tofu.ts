@@ -138,9 +138,9 @@ export class TofuDriver implements TofuPort {
   }
 
   async planDetailed(planFile: string): Promise<PlanResult & { changes: boolean }> {
-    const { code } = await this.runWithCode(['plan', '-input=false', '-no-color', '-detailed-exitcode', `-out=${planFile}`], [0, 2]);
+    const changes = await this.planChanges(planFile);
     const plan = await this.showPlan(planFile);
-    return { summary: summarizePlan(plan), fingerprint: planFingerprint(plan), plan, changes: code === 2 };
+    return { summary: summarizePlan(plan), fingerprint: planFingerprint(plan), plan, changes };
   }
 
   async planChanges(planFile: string): Promise<boolean> {

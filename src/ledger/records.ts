@@ -316,13 +316,13 @@ export function readScheduleFires(snapshot: LedgerSnapshot, name: string): Sched
 
 // ---- writes
 
+/** Records to write, computed from the ledger as it stands when they are written, and what the commit says of them. */
+export type RecordsChange = (snapshot: LedgerSnapshot) => { writes: RecordWrites; message: string };
+
 /**
  * The files one ledger change writes (null deletes), built only through the
  * named methods, so every path comes from a checked name.
  */
-/** Records to write, computed from the ledger as it stands when they are written, and what the commit says of them. */
-export type RecordsChange = (snapshot: LedgerSnapshot) => { writes: RecordWrites; message: string };
-
 export class RecordWrites extends Map<string, string | null> {
   workflow(workflow: Workflow): this {
     return this.set(LEDGER_PATHS.workflow(workflow.id), serializeRecord(workflow));
