@@ -10,10 +10,11 @@ import { join, resolve } from 'node:path';
 import { runProcess } from '../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../test/support/loopback-host.js';
 import { standinPath } from '../test/support/tofu-standin.js';
-import { sideBySide, provisionRunArgs, ratioLine, fillBenchWorkspace, childCpuMs, cpuLine, cliEnv } from './side-by-side.js';
+import { sideBySide, provisionRunArgs, ratioLine, fillBenchWorkspace, childCpuMs, cpuLine, cliEnv, ansiblePython } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const python = await ansiblePython();
 
 const baselineScript = `#!/bin/bash
 # What people glue together by hand: the same commands, no ledger, no pinning store
@@ -25,10 +26,10 @@ cd "$WS"
 "$TOFU" plan -input=false -no-color -out=plan.tfplan >/dev/null
 "$TOFU" apply -input=false -no-color plan.tfplan >/dev/null
 "$TOFU" output -json > outputs.json
-python3 -c 'import json; print(json.dumps(json.load(open("outputs.json"))["ansible_inventory"]["value"]))' > inventory.json
+"$PYTHON" -c 'import json; print(json.dumps(json.load(open("outputs.json"))["ansible_inventory"]["value"]))' > inventory.json
 until ssh-keyscan -T 1 -p "$PORT" "$ADDR" > known_hosts 2>/dev/null && [ -s known_hosts ]; do sleep 0.1; done
 export ANSIBLE_PIPELINING=True ANSIBLE_HOST_KEY_CHECKING=True ANSIBLE_SSH_ARGS="-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=$WS/known_hosts -o StrictHostKeyChecking=yes"
-printf '{"exocomp_fleet_pubkey": %s}' "$(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read().strip()))' "$FLEET.pub")" > onboard-vars.json
+printf '{"exocomp_fleet_pubkey": %s}' "$("$PYTHON" -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read().strip()))' "$FLEET.pub")" > onboard-vars.json
 ansible-playbook -i inventory.json --private-key "$BOOTSTRAP" -e @onboard-vars.json "$ONBOARD" >/dev/null
 eval "$(ssh-agent -s)" >/dev/null
 ssh-add -q "$FLEET"
@@ -61,6 +62,7 @@ async function round(kind: 'exocomp' | 'baseline', dir: string): Promise<number>
         env: {
           ...process.env,
           WS: ws,
+          PYTHON: python,
           TOFU: standinPath,
           ADDR: host.address,
           PORT: String(host.port),

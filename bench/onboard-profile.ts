@@ -26,7 +26,7 @@ import { createInterface } from 'node:readline';
 import { runProcess } from '../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair, type KeyPair } from '../test/support/loopback-host.js';
 import { standinPath } from '../test/support/tofu-standin.js';
-import { median, provisionRunArgs, fillBenchWorkspace, cliEnv } from './side-by-side.js';
+import { median, provisionRunArgs, fillBenchWorkspace, cliEnv, ansiblePython } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -82,7 +82,7 @@ ms() { date +%s%3N; }
 t0=$(ms)
 ssh-keyscan -T 5 -p "$PORT" "$ADDR" > known_hosts 2>/dev/null
 t1=$(ms)
-printf '{"exocomp_fleet_pubkey": %s}' "$(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read().strip()))' "$FLEET.pub")" > onboard-vars.json
+printf '{"exocomp_fleet_pubkey": %s}' "$("$PYTHON" -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read().strip()))' "$FLEET.pub")" > onboard-vars.json
 printf '{"all":{"hosts":{"web1":{"ansible_host":"%s","ansible_port":%s,"ansible_user":"root"}}}}' "$ADDR" "$PORT" > inventory.json
 printf -- '- hosts: all\\n  gather_facts: false\\n  tasks: []\\n' > empty.yml
 ssh_args="-o UserKnownHostsFile=$WS/known_hosts -o StrictHostKeyChecking=yes"
@@ -110,7 +110,16 @@ async function barePhases(dir: string, host: { address: string; port: number }, 
   await writeFile(join(ws, 'profile.sh'), bareScript, { mode: 0o755 });
   await writeFile(`${fleet.privateKeyPath}.pub`, `${fleet.publicKey}\n`);
   const result = await runProcess('bash', [join(ws, 'profile.sh')], {
-    env: { ...process.env, WS: ws, ADDR: host.address, PORT: String(host.port), FLEET: fleet.privateKeyPath, BOOTSTRAP: bootstrap.privateKeyPath, ONBOARD: onboardPlaybook },
+    env: {
+      ...process.env,
+      WS: ws,
+      PYTHON: await ansiblePython(),
+      ADDR: host.address,
+      PORT: String(host.port),
+      FLEET: fleet.privateKeyPath,
+      BOOTSTRAP: bootstrap.privateKeyPath,
+      ONBOARD: onboardPlaybook,
+    },
   });
   if (result.code !== 0) throw new Error(`bare profile failed:\n${result.stdout}\n${result.stderr}\n${await readFile(join(ws, 'ansible.log'), 'utf8').catch(() => '')}`);
   const [keyscan, startup, play, noPipelining, noControlPersist, agent] = result.stdout.trim().split(' ').map(Number) as [number, number, number, number, number, number];

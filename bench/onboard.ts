@@ -13,17 +13,18 @@ import { join, resolve } from 'node:path';
 import { runProcess } from '../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair } from '../test/support/loopback-host.js';
 import { standinPath } from '../test/support/tofu-standin.js';
-import { sideBySide, provisionRunArgs, ratioLine, fillBenchWorkspace, cliEnv } from './side-by-side.js';
+import { sideBySide, provisionRunArgs, ratioLine, fillBenchWorkspace, cliEnv, ansiblePython } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const python = await ansiblePython();
 
 const bareOnboard = `#!/bin/bash
 set -euo pipefail
 cd "$WS"
 ssh-keyscan -T 5 -p "$PORT" "$ADDR" > known_hosts 2>/dev/null
 export ANSIBLE_PIPELINING=True ANSIBLE_HOST_KEY_CHECKING=True ANSIBLE_SSH_ARGS="-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=$WS/known_hosts -o StrictHostKeyChecking=yes"
-printf '{"exocomp_fleet_pubkey": %s}' "$(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read().strip()))' "$FLEET.pub")" > onboard-vars.json
+printf '{"exocomp_fleet_pubkey": %s}' "$("$PYTHON" -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read().strip()))' "$FLEET.pub")" > onboard-vars.json
 printf '{"all":{"hosts":{"web1":{"ansible_host":"%s","ansible_port":%s,"ansible_user":"root"}}}}' "$ADDR" "$PORT" > inventory.json
 ansible-playbook -i inventory.json --private-key "$BOOTSTRAP" -e @onboard-vars.json "$ONBOARD" >/dev/null
 `;
@@ -43,6 +44,7 @@ async function round(kind: 'exocomp' | 'bare', dir: string): Promise<number> {
         env: {
           ...process.env,
           WS: ws,
+          PYTHON: python,
           ADDR: host.address,
           PORT: String(host.port),
           FLEET: fleet.privateKeyPath,

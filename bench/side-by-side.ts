@@ -1,5 +1,5 @@
-import { cp, readFile, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { access, constants, cp, readFile, writeFile } from 'node:fs/promises';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { fixtureWorkspacesDir } from '../test/support/tofu-standin.js';
 /** Rounds of exocomp beside a baseline, alternating which goes first, and the medians of each. */
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -99,3 +99,26 @@ function roundRatios(side: readonly number[], baseline: readonly number[]): numb
 }
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+
+/**
+ * The interpreter ansible-playbook itself runs on (its `#!` line), for the
+ * baselines' JSON glue: a `python3` found on PATH may be a version manager's
+ * shim (pyenv's costs about 0.1 s a call), which would slow the baseline with
+ * work no one writing the script by hand would pay for twice.
+ */
+export async function ansiblePython(): Promise<string> {
+  for (const dir of (process.env.PATH ?? '').split(delimiter).filter((d) => isAbsolute(d))) {
+    const candidate = join(dir, 'ansible-playbook');
+    if (
+      !(await access(candidate, constants.X_OK).then(
+        () => true,
+        () => false,
+      ))
+    )
+      continue;
+    const shebang = /^#!\s*(\S+)(?:\s+(\S+))?/.exec((await readFile(candidate, 'utf8')).split('\n', 1)[0] ?? '');
+    // `#!/usr/bin/env python3` names the PATH's python after all; anything else is the interpreter itself.
+    if (shebang) return shebang[1]!.endsWith('/env') && shebang[2] ? shebang[2] : shebang[1]!;
+  }
+  throw new Error('ansible-playbook is not on PATH: install ansible-core (apt-get install ansible-core)');
+}

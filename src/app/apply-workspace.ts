@@ -27,6 +27,7 @@ import type { LedgerSnapshot } from '../ledger/store.js';
 import type { AppContext } from './context.js';
 import type { SecretRegistry } from './secrets.js';
 import { makePrivateDir } from '../adapters/private-dir.js';
+import { LookAhead } from './look-ahead.js';
 
 export interface ApplyRequest {
   workspacePath: string;
@@ -49,6 +50,8 @@ export interface ApplyRequest {
   signal?: AbortSignal | undefined;
   /** The caller commits the capture (`ApplyOutcome.capture`), with its own change in one commit; nothing is written here. */
   deferCapture?: boolean;
+  /** The plan, made before the apply was recorded as running (lookAheadToApply); only for an apply no approval binds. */
+  planned?: LookAhead<PlannedApply> | undefined;
 }
 
 export interface ApplyOutcome {
@@ -127,49 +130,96 @@ async function prepareWorkspace(tofu: TofuPort, vars: Record<string, unknown> | 
   await tofu.validate();
 }
 
-export async function applyWorkspace(app: AppContext, request: ApplyRequest): Promise<ApplyOutcome> {
+/** The plan of an apply no approval binds, made before the apply (see planToApply). */
+export interface PlannedApply {
+  planFile: string;
+  /** `plan -detailed-exitcode` said the plan changes something. */
+  changes: boolean;
+  /** The private directory holding the plan file: removed by whoever applies or discards the plan. */
+  scratch: string;
+}
+
+type PlanToApplyRequest = Pick<ApplyRequest, 'workspacePath' | 'vars' | 'tofuBinary' | 'allowLocalState' | 'secrets' | 'info' | 'warn' | 'signal'>;
+
+/**
+ * The state-backend check, vars, `init`, `validate` and `plan
+ * -detailed-exitcode` of an apply no approval binds. Nothing here changes
+ * infrastructure or the ledger, so it may run before the apply is recorded as
+ * running (lookAheadToApply).
+ */
+export async function planToApply(app: AppContext, request: PlanToApplyRequest): Promise<PlannedApply> {
   const localState = await checkStateBackend(app, request.workspacePath, request.allowLocalState ?? false);
   if (localState) request.warn(localState);
   const tofu = await openTofu(app, request);
   const scratch = await makePrivateDir('plan');
   try {
-    const planFile = request.savedPlanFile ?? join(scratch, 'exocomp.tfplan');
-    const { applied, summary } =
-      request.savedPlanFile === undefined && request.approvedFingerprint === undefined
-        ? await planAndApply(tofu, request, planFile)
-        : await applyApprovedPlan(tofu, request, planFile);
-    if (!applied) request.info('no changes: the workspace already matches its configuration');
-    const outputs = await tofu.outputs();
-    for (const output of Object.values(outputs)) {
-      if (output.sensitive) registerSensitive(request.secrets, output.value);
+    const planFile = join(scratch, 'exocomp.tfplan');
+    await prepareWorkspace(tofu, request.vars);
+    // A plan without changes is the resume of an apply that already happened: nothing to apply again.
+    return { planFile, scratch, changes: await tofu.planChanges(planFile) };
+  } catch (error) {
+    await rm(scratch, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+/** planToApply, started now beside the ledger write that records the apply as running; the apply step takes it. */
+export function lookAheadToApply(app: AppContext, request: Omit<PlanToApplyRequest, 'info' | 'warn' | 'signal'>): LookAhead<PlannedApply> {
+  return new LookAhead(
+    (say, signal) => planToApply(app, { ...request, info: say.info, warn: say.warn, signal }),
+    (planned) => rm(planned.scratch, { recursive: true, force: true }),
+    app.interrupt,
+  );
+}
+
+export async function applyWorkspace(app: AppContext, request: ApplyRequest): Promise<ApplyOutcome> {
+  if (request.savedPlanFile === undefined && request.approvedFingerprint === undefined) {
+    // Nothing about this plan has to allow the apply, so it may have been made before the apply was recorded as running.
+    const planned = request.planned ? await request.planned.take(request) : await planToApply(app, request);
+    try {
+      request.signal?.throwIfAborted();
+      const tofu = await openTofu(app, request);
+      return await finishApply(app, request, tofu, await applyPlanned(tofu, request, planned));
+    } finally {
+      await rm(planned.scratch, { recursive: true, force: true });
     }
-    const { eventLine, outputCount, hostCount, capture } = captureApply(app, request, outputs);
-    if (!request.deferCapture) {
-      await app.store.update((snapshot) => {
-        // A runner that lost its step records nothing, not even a capture it finished.
-        request.signal?.throwIfAborted();
-        return { ...capture(snapshot), result: undefined };
-      });
-    }
-    request.info(eventLine);
-    return { eventLine, outputCount, hostCount, applied, summary, ...(request.deferCapture ? { capture } : {}) };
+  }
+  const localState = await checkStateBackend(app, request.workspacePath, request.allowLocalState ?? false);
+  if (localState) request.warn(localState);
+  const tofu = await openTofu(app, request);
+  const scratch = await makePrivateDir('plan');
+  try {
+    return await finishApply(app, request, tofu, await applyApprovedPlan(tofu, request, request.savedPlanFile ?? join(scratch, 'exocomp.tfplan')));
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }
 }
 
-/**
- * Nothing about this plan has to allow the apply (no approval binds it): tofu
- * applies it while the plan is read back for its summary and sensitive values.
- */
-async function planAndApply(tofu: TofuPort, request: ApplyRequest, planFile: string): Promise<{ applied: boolean; summary: PlanSummary }> {
-  await prepareWorkspace(tofu, request.vars);
-  // A plan without changes is the resume of an apply that already happened: nothing to apply again.
-  const applied = await tofu.planChanges(planFile);
+/** After the apply: the outputs, their sensitive values registered as secrets, and the capture of tf:<name> (written here unless deferred). */
+async function finishApply(app: AppContext, request: ApplyRequest, tofu: TofuPort, { applied, summary }: { applied: boolean; summary: PlanSummary }): Promise<ApplyOutcome> {
+  if (!applied) request.info('no changes: the workspace already matches its configuration');
+  const outputs = await tofu.outputs();
+  for (const output of Object.values(outputs)) {
+    if (output.sensitive) registerSensitive(request.secrets, output.value);
+  }
+  const { eventLine, outputCount, hostCount, capture } = captureApply(app, request, outputs);
+  if (!request.deferCapture) {
+    await app.store.update((snapshot) => {
+      // A runner that lost its step records nothing, not even a capture it finished.
+      request.signal?.throwIfAborted();
+      return { ...capture(snapshot), result: undefined };
+    });
+  }
+  request.info(eventLine);
+  return { eventLine, outputCount, hostCount, applied, summary, ...(request.deferCapture ? { capture } : {}) };
+}
+
+/** tofu applies the plan while it is read back for its summary and sensitive values; a plan without changes is only read. */
+async function applyPlanned(tofu: TofuPort, request: ApplyRequest, planned: PlannedApply): Promise<{ applied: boolean; summary: PlanSummary }> {
   const tell = (plan: PlanJson) => request.info(`plan: ${formatPlanSummary(summarizePlan(plan))}`);
-  const plan = applied ? await tofu.applyReadingPlan(planFile, tell) : await tofu.showPlan(planFile);
-  if (!applied) tell(plan);
-  return { applied, summary: summarizePlan(plan) };
+  const plan = planned.changes ? await tofu.applyReadingPlan(planned.planFile, tell) : await tofu.showPlan(planned.planFile);
+  if (!planned.changes) tell(plan);
+  return { applied: planned.changes, summary: summarizePlan(plan) };
 }
 
 /** The approved plan (planned again here, or the saved plan carried from the plan job) is applied only if it is the one approved. */

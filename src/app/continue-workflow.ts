@@ -14,7 +14,9 @@ import type { AppContext } from './context.js';
 import { localHolder, type Holder } from './lease.js';
 import type { ApprovalGate } from './ports/approval-gate.js';
 import type { CiPlatform } from './ports/ci-platform.js';
-import { createProvision, planForApproval, type ProvisionRequest } from './provision.js';
+import { checkProvision, planForApproval, recordProvision, type ProvisionRequest } from './provision.js';
+import { lookAheadToApply, type PlannedApply } from './apply-workspace.js';
+import type { LookAhead } from './look-ahead.js';
 import type { RunInputs } from './run-inputs.js';
 import { downloadSealedPlan, planArtifactName, uploadSealedPlan } from './sealed-plan.js';
 import { saveWorkflow } from './workflows.js';
@@ -33,6 +35,8 @@ export interface ContinueRequest {
    * it, a missing workflow is an error.
    */
   create?: () => ProvisionRequest;
+  /** `workflowId` was made for this run, so no workflow holds it: the ledger is not searched for one before creating it. */
+  newId?: boolean;
   inputs: RunInputs;
   /** How a pending approval gets its decision; default: elsewhere (this run ends awaiting it). */
   gate?: ApprovalGate;
@@ -65,47 +69,53 @@ export async function continueWorkflow(app: AppContext, request: ContinueRequest
   // A new workflow no approval holds, run whole or from apply with nothing to restore first, is created with apply running.
   const straightIn = (scope === 'chain' || scope === 'apply') && request.toolCache === undefined;
   const found = await findOrCreate(app, request, straightIn ? holder : undefined);
-  let workflow = found.workflow;
-  const ended = async (outcome: ContinueOutcome): Promise<ContinueOutcome> => {
-    await publish(outcome.workflow);
-    return outcome;
-  };
-  if (workflow.state === 'rejected') return ended({ kind: 'rejected', workflow });
-  const pending = workflow.approval.required && workflow.approval.state === 'pending';
+  try {
+    let workflow = found.workflow;
+    const ended = async (outcome: ContinueOutcome): Promise<ContinueOutcome> => {
+      await publish(outcome.workflow);
+      return outcome;
+    };
+    if (workflow.state === 'rejected') return ended({ kind: 'rejected', workflow });
+    const pending = workflow.approval.required && workflow.approval.state === 'pending';
 
-  if (scope === 'plan') {
-    if (pending && (workflow.state === 'created' || workflow.state === 'awaiting-approval')) workflow = await planAndShip(app, request, workflow);
-    else info(app, `workflow ${workflow.id} is ${workflow.state} (approval ${workflow.approval.state}): nothing to plan`);
-    return ended({ kind: 'planned', workflow });
-  }
-
-  // Only a run that may apply asks the gate; a later step's job is refused by the chain until apply succeeded.
-  if (pending && (scope === 'chain' || scope === 'apply')) {
-    const decided = await orPublish(publish, workflow, () => gate.decideNow(app, workflow));
-    if (decided) workflow = decided;
-    else {
-      // A plan job made the plan already when this run only applies.
-      if (workflow.state === 'created' && scope === 'chain') workflow = await planAndShip(app, request, workflow);
-      info(app, gate.howToDecide(workflow));
-      const later = await gate.awaitDecision(app, workflow);
-      if (!later) return ended({ kind: 'awaiting-approval', workflow });
-      workflow = later;
-      if (workflow.state === 'rejected') return ended({ kind: 'rejected', workflow });
+    if (scope === 'plan') {
+      if (pending && (workflow.state === 'created' || workflow.state === 'awaiting-approval')) workflow = await planAndShip(app, request, workflow);
+      else info(app, `workflow ${workflow.id} is ${workflow.state} (approval ${workflow.approval.state}): nothing to plan`);
+      return ended({ kind: 'planned', workflow });
     }
-  }
 
-  const applies = scope === 'chain' || scope === 'apply';
-  const savedPlanFile = applies ? await orPublish(publish, workflow, () => approvedPlanFile(app, request, workflow)) : undefined;
-  const cache = applies ? await request.toolCache?.(workflow) : undefined;
-  const runApp = cache ? { ...app, env: { ...app.env, ...cache.env } } : app;
-  const result = await runChain(runApp, workflow.id, savedPlanFile ? { ...request.inputs, savedPlanFile } : request.inputs, {
-    holder,
-    ...(request.ci ? { probe: request.ci.platform.probeHolder } : {}),
-    ...(scope === 'chain' ? {} : { only: scope }),
-    ...(found.applyStarted ? { seen: workflow, started: 'apply' as const } : {}),
-  });
-  await cache?.save();
-  return ended({ kind: 'ran', workflow: result.workflow, ok: result.ok });
+    // Only a run that may apply asks the gate; a later step's job is refused by the chain until apply succeeded.
+    if (pending && (scope === 'chain' || scope === 'apply')) {
+      const decided = await orPublish(publish, workflow, () => gate.decideNow(app, workflow));
+      if (decided) workflow = decided;
+      else {
+        // A plan job made the plan already when this run only applies.
+        if (workflow.state === 'created' && scope === 'chain') workflow = await planAndShip(app, request, workflow);
+        info(app, gate.howToDecide(workflow));
+        const later = await gate.awaitDecision(app, workflow);
+        if (!later) return ended({ kind: 'awaiting-approval', workflow });
+        workflow = later;
+        if (workflow.state === 'rejected') return ended({ kind: 'rejected', workflow });
+      }
+    }
+
+    const applies = scope === 'chain' || scope === 'apply';
+    const savedPlanFile = applies ? await orPublish(publish, workflow, () => approvedPlanFile(app, request, workflow)) : undefined;
+    const cache = applies ? await request.toolCache?.(workflow) : undefined;
+    const runApp = cache ? { ...app, env: { ...app.env, ...cache.env } } : app;
+    const inputs = { ...request.inputs, ...(savedPlanFile ? { savedPlanFile } : {}), ...(found.plannedApply ? { plannedApply: found.plannedApply } : {}) };
+    const result = await runChain(runApp, workflow.id, inputs, {
+      holder,
+      ...(request.ci ? { probe: request.ci.platform.probeHolder } : {}),
+      ...(scope === 'chain' ? {} : { only: scope }),
+      ...(found.applyStarted ? { seen: workflow, started: 'apply' as const } : {}),
+    });
+    await cache?.save();
+    return ended({ kind: 'ran', workflow: result.workflow, ok: result.ok });
+  } finally {
+    // Not taken when the chain never reached the apply (it stopped first): its plan is removed.
+    await found.plannedApply?.discard();
+  }
 }
 
 /** The step's failure as an error, for a face that fails its job after publishing. */
@@ -143,19 +153,46 @@ async function orPublish<T>(publish: (workflow: Workflow) => Promise<void>, work
   }
 }
 
-/** The workflow, and whether this run created it with apply already running under `startApplyAs` (only when no approval holds it). */
-async function findOrCreate(app: AppContext, request: ContinueRequest, startApplyAs: Holder | undefined): Promise<{ workflow: Workflow; applyStarted: boolean }> {
-  const existing = readWorkflow(await app.store.read(), request.workflowId);
-  if (existing) {
-    if (request.create) info(app, `continuing workflow ${existing.id} (${existing.state}); its workspace and playbook come from the ledger`);
-    return { workflow: existing, applyStarted: false };
+/**
+ * The workflow, and whether this run created it with apply already running
+ * under `startApplyAs` (only when no approval holds it). Then the apply's plan
+ * is made while that first write is on its way: it changes nothing, so it need
+ * not wait for the write (ADR 0017); the apply step takes it.
+ */
+async function findOrCreate(
+  app: AppContext,
+  request: ContinueRequest,
+  startApplyAs: Holder | undefined,
+): Promise<{ workflow: Workflow; applyStarted: boolean; plannedApply?: LookAhead<PlannedApply> }> {
+  if (!request.newId) {
+    const existing = readWorkflow(await app.store.read(), request.workflowId);
+    if (existing) {
+      if (request.create) info(app, `continuing workflow ${existing.id} (${existing.state}); its workspace and playbook come from the ledger`);
+      return { workflow: existing, applyStarted: false };
+    }
   }
   if (!request.create) return { workflow: requireWorkflow(await app.store.read(), request.workflowId), applyStarted: false };
   const provision = request.create();
   const starter = provision.requireApproval ? undefined : startApplyAs;
-  const workflow = await createProvision(app, provision, request.inputs, request.workflowId, starter);
+  await checkProvision(app, provision, request.inputs);
+  const plannedApply = starter
+    ? lookAheadToApply(app, {
+        workspacePath: provision.workspacePath,
+        ...(provision.options.vars ? { vars: provision.options.vars } : {}),
+        tofuBinary: request.inputs.tofuBinary,
+        ...(request.inputs.allowLocalState ? { allowLocalState: true } : {}),
+        secrets: request.inputs.secrets,
+      })
+    : undefined;
+  let workflow: Workflow;
+  try {
+    workflow = await recordProvision(app, provision, request.workflowId, starter);
+  } catch (error) {
+    await plannedApply?.discard();
+    throw error;
+  }
   app.progress.emit({ type: 'workflow-created', id: workflow.id, where: app.store.description });
-  return { workflow, applyStarted: starter !== undefined };
+  return { workflow, applyStarted: starter !== undefined, ...(plannedApply ? { plannedApply } : {}) };
 }
 
 /**

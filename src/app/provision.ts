@@ -38,22 +38,20 @@ export function newWorkflowId(name: string): string {
   return `${name.slice(0, WORKFLOW_ID_MAX_LENGTH - suffix.length)}${suffix}`;
 }
 
-/**
- * Records a new workflow (and registers tf:<name> when it is new) in one
- * commit. With `startApplyAs`, a run that goes straight into the chain, that
- * commit also starts apply under that holder (write-ahead, one write fewer).
- */
-export async function createProvision(
-  app: AppContext,
-  request: ProvisionRequest,
-  inputs: Pick<RunInputs, 'tofuBinary' | 'allowLocalState'>,
-  id = newWorkflowId(request.workspaceName),
-  startApplyAs?: Holder,
-): Promise<Workflow> {
-  // Preconditions first: bad input leaves the ledger untouched.
+/** What a new workflow needs before anything is written: bad input leaves the ledger untouched. */
+export async function checkProvision(app: AppContext, request: ProvisionRequest, inputs: Pick<RunInputs, 'tofuBinary' | 'allowLocalState'>): Promise<void> {
   await requireWorkspaceDir(request.workspacePath, app.cwd);
   await checkStateBackend(app, request.workspacePath, inputs.allowLocalState ?? false);
   await locateTofu({ tofuBinary: inputs.tofuBinary, env: app.env });
+}
+
+/**
+ * Records a new workflow (and registers tf:<name> when it is new) in one
+ * commit; checkProvision first. With `startApplyAs`, a run that goes straight
+ * into the chain, that commit also starts apply under that holder (write-ahead,
+ * one write fewer).
+ */
+export async function recordProvision(app: AppContext, request: ProvisionRequest, id: string, startApplyAs?: Holder): Promise<Workflow> {
   return app.store.update((snapshot) => {
     if (readWorkflow(snapshot, id)) throw new ExocompError('usage', `workflow ${id} already exists`, { help: 'choose another --id, or resume it' });
     const created = createWorkflow({

@@ -2,6 +2,8 @@
  * What a run needs that is never persisted: key files, the seal key and
  * run-secrets. Given again on resume.
  */
+import type { PlannedApply } from './apply-workspace.js';
+import type { LookAhead } from './look-ahead.js';
 import type { SecretRegistry } from './secrets.js';
 
 export interface RunInputs {
@@ -19,6 +21,8 @@ export interface RunInputs {
   allowLocalState?: boolean;
   /** The approved plan carried from the plan job: the apply step applies exactly it. */
   savedPlanFile?: string;
+  /** The apply's plan, made while this run recorded the new workflow with apply running (continue-workflow.ts). */
+  plannedApply?: LookAhead<PlannedApply>;
   secrets: SecretRegistry;
 }
 

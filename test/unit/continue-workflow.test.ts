@@ -1,4 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { cp, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
 import { localGate } from '../../src/app/approval-gates/local.js';
 import { environmentGate } from '../../src/app/approval-gates/environment.js';
 import { dispatchGate } from '../../src/app/approval-gates/dispatch.js';
@@ -11,7 +14,9 @@ import { SecretRegistry } from '../../src/app/secrets.js';
 import { awaitApproval, decideApproval, type Workflow } from '../../src/domain/workflow.js';
 import { LEDGER_PATHS, requireWorkflow, serializeRecord } from '../../src/ledger/records.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
+import type { LedgerChange, LedgerSnapshot, LedgerStore } from '../../src/ledger/store.js';
 import { fakeCiPlatform } from '../support/fake-ci-platform.js';
+import { fixtureWorkspacesDir, invocationsOf, readStandinLog, standinPath } from '../support/tofu-standin.js';
 import { sampleWorkflow, T0 } from '../support/workflows.js';
 
 function setup(workflow: Workflow) {
@@ -178,5 +183,102 @@ describe('decideByDispatch', () => {
     const outcome = await decideByDispatch(app, platform, { workflowId: 'edge-1', approve: false, reason: undefined, allowSelfApproval: false, continueWith: undefined });
     expect(outcome).toMatchObject({ workflow: { state: 'rejected' }, dispatched: undefined });
     expect(platform.dispatched).toEqual([]);
+  });
+});
+
+describe('continueWorkflow: a new workflow no approval holds', () => {
+  const dirs: string[] = [];
+  afterEach(async () => {
+    await Promise.all(dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+  });
+
+  /** The edge workspace naming no host, the stand-in's log, and a ledger whose first write waits for `holdFirstWrite`. */
+  async function fresh(holdFirstWrite: (log: string) => Promise<void>) {
+    const dir = await mkdtemp(join(tmpdir(), 'exocomp-lookahead-'));
+    dirs.push(dir);
+    const workspace = join(dir, 'ws');
+    await cp(join(fixtureWorkspacesDir, 'edge'), workspace, { recursive: true });
+    await writeFile(join(workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: { all: { hosts: {} } } }));
+    const log = join(dir, 'standin.log');
+    const memory = new MemoryLedgerStore();
+    let writes = 0;
+    const store: LedgerStore = {
+      description: memory.description,
+      read: () => memory.read(),
+      migrate: () => memory.migrate(),
+      update: async <T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>) => {
+        if (writes++ === 0) await holdFirstWrite(log);
+        return memory.update(mutate);
+      },
+    };
+    const progress = new RecordingProgress();
+    const app: AppContext = { store, ledgerBranch: 'exocomp-ledger', now: () => T0, cwd: dir, env: { ...process.env, EXOCOMP_TOFU_STANDIN_LOG: log }, progress };
+    const request = {
+      workflowId: 'edge-new1',
+      newId: true,
+      scope: 'apply' as const,
+      inputs: { runSecrets: {}, rotateHostKeys: [], secrets: new SecretRegistry(), tofuBinary: standinPath },
+      create: () => ({
+        workspacePath: workspace,
+        workspaceName: 'edge',
+        playbook: 'site.yml',
+        requireApproval: false,
+        trigger: { kind: 'local' as const },
+        options: { sshWaitMs: 1000, onboardUser: 'exocomp', check: false },
+      }),
+    };
+    return { app, memory, progress, log, request };
+  }
+
+  /** Plan directories this process made and left behind (makePrivateDir names them exocomp-plan-<pid>-…). */
+  const planDirs = async () => (await readdir(tmpdir())).filter((name) => name.startsWith(`exocomp-plan-${process.pid}-`));
+
+  it('plans while the write that records it with apply running is on its way, and applies only after that write', async () => {
+    let planAtWrite = -1;
+    const { app, memory, progress, log, request } = await fresh(async (file) => {
+      // The write waits (bounded) until the plan has run: it can only finish if the plan did not wait for the write.
+      for (let i = 0; i < 600 && invocationsOf(await readStandinLog(file), 'plan').length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      const seen = await readStandinLog(file);
+      planAtWrite = invocationsOf(seen, 'plan').length;
+      expect(invocationsOf(seen, 'apply')).toEqual([]);
+    });
+    const before = await planDirs();
+    const outcome = await continueWorkflow(app, request);
+    expect(outcome).toMatchObject({ kind: 'ran', ok: true });
+    expect(planAtWrite).toBe(1);
+    const ran = await readStandinLog(log);
+    expect(invocationsOf(ran, 'plan')).toHaveLength(1);
+    expect(invocationsOf(ran, 'apply')).toHaveLength(1);
+    expect(memory.history().map((commit) => commit.message)).toEqual([
+      expect.stringMatching(/^edge-new1: created for edge \(site\.yml\); apply running \(local:/),
+      expect.stringMatching(/^edge-new1: apply succeeded; tf:edge: capture/),
+    ]);
+    // What tofu said while planning is shown inside the apply step, after it started.
+    const started = progress.events.findIndex((e) => e.type === 'step-started' && e.step === 'apply');
+    const applyLines = progress.events.flatMap((e, i) => (e.type === 'info' && e.step === 'apply' ? [i] : []));
+    expect(applyLines.length).toBeGreaterThan(0);
+    expect(Math.min(...applyLines)).toBeGreaterThan(started);
+    expect(await planDirs()).toEqual(before);
+  });
+
+  it('a first write that fails stops the plan and removes it: nothing is applied and nothing recorded', async () => {
+    const { app, memory, log, request } = await fresh(async () => {
+      throw new Error('ledger unreachable');
+    });
+    const before = await planDirs();
+    await expect(continueWorkflow(app, request)).rejects.toThrow('ledger unreachable');
+    expect(invocationsOf(await readStandinLog(log), 'apply')).toEqual([]);
+    expect(memory.history()).toEqual([]);
+    expect(await planDirs()).toEqual(before);
+  });
+
+  it('without newId the ledger is searched first, and an existing workflow is continued, not planned again beside a write', async () => {
+    const { app, log, request } = await fresh(async () => undefined);
+    await continueWorkflow(app, request);
+    const plans = invocationsOf(await readStandinLog(log), 'plan').length;
+    const again = await continueWorkflow(app, { ...request, newId: false });
+    expect(again).toMatchObject({ kind: 'ran', ok: true });
+    // apply succeeded already: the chain skips it, and no plan was made for it.
+    expect(invocationsOf(await readStandinLog(log), 'plan')).toHaveLength(plans);
   });
 });

@@ -24,6 +24,7 @@ export async function applyStep({ app, workflow, inputs, info, warn, signal }: S
     ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}),
     ...(workflow.approval.planFingerprint ? { approvedFingerprint: workflow.approval.planFingerprint } : {}),
     ...(inputs.savedPlanFile ? { savedPlanFile: inputs.savedPlanFile } : {}),
+    planned: inputs.plannedApply,
     ...(inputs.allowLocalState ? { allowLocalState: true } : {}),
     ...(workflow.trigger.runUrl ? { runUrl: workflow.trigger.runUrl } : {}),
     workflowId: workflow.id,

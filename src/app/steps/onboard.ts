@@ -32,10 +32,10 @@ export async function onboardStep({ app, workflow, inputs, info, signal }: StepC
   const hosts = inventory.hosts.filter((h) => !h.local);
   if (hosts.length === 0) return 'no SSH hosts to onboard';
 
-  const pins = await pinHostKeys(app, hosts, inputs.rotateHostKeys, { signal });
+  // The fleet key's public half is derived while the keys are scanned and pinned: neither waits for the other.
+  const [pins, fleetPublicKey] = await Promise.all([pinHostKeys(app, hosts, inputs.rotateHostKeys, { signal }), publicKeyOf(inputs.fleetKeyPath)]);
   info(`pinned host keys: ${pins.added.length} new, ${pins.unchanged.length} unchanged, ${pins.rotated.length} rotated`);
 
-  const fleetPublicKey = await publicKeyOf(inputs.fleetKeyPath);
   const playbook = workflow.options.onboardPlaybook ?? seededOnboardPlaybook();
   info(`onboarding play ${workflow.options.onboardPlaybook ?? 'playbooks/onboard.yml (seeded)'} started`);
   const outcome = await runPlay({

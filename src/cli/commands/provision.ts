@@ -119,6 +119,7 @@ export function registerProvision(program: Command, io: Io): void {
     const context = await buildContext(settings, io);
     const outcome = await continueWorkflow(context, {
       workflowId: o.id ?? newWorkflowId(name),
+      newId: o.id === undefined,
       create: () => ({
         workspacePath: workspace,
         workspaceName: name,
