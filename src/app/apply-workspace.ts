@@ -10,7 +10,7 @@ import { renderKnownHosts } from '../domain/known-hosts.js';
 import { planFingerprint, planHasChanges, summarizePlan, type PlanJson, type PlanSummary } from '../domain/plan.js';
 import { sealOutputs } from '../domain/seal.js';
 import { isCiEnvironment, isConfigFile, judgeStateBackend, stateBackendOf } from '../domain/state-backend.js';
-import { INVENTORY_SCHEMA_VERSION, renderInventoryFile, sha256, type InventoryRecord } from '../domain/standing-inventory.js';
+import { INVENTORY_SCHEMA_VERSION, renderInventoryFile, resolveStandingInventory, sha256, type InventoryRecord, type ResolvedInventory } from '../domain/standing-inventory.js';
 import { locateTofu, TofuDriver, type PlanResult, type TofuOutputs, type TofuPort } from '../adapters/tofu.js';
 import {
   inventoryFileLocation,
@@ -58,6 +58,8 @@ export interface ApplyOutcome {
   eventLine: string;
   /** The capture, still to be written, when the request deferred it. */
   capture?: RecordsChange;
+  /** tf:<name> as the deferred capture writes it, resolved as a play would (its errors included); call it once the capture is written. */
+  inventory?: () => ResolvedInventory;
   outputCount: number;
   hostCount: number;
   applied: boolean;
@@ -202,7 +204,7 @@ async function finishApply(app: AppContext, request: ApplyRequest, tofu: TofuPor
   for (const output of Object.values(outputs)) {
     if (output.sensitive) registerSensitive(request.secrets, output.value);
   }
-  const { eventLine, outputCount, hostCount, capture } = captureApply(app, request, outputs);
+  const { eventLine, outputCount, hostCount, capture, inventory } = captureApply(app, request, outputs);
   if (!request.deferCapture) {
     await app.store.update((snapshot) => {
       // A runner that lost its step records nothing, not even a capture it finished.
@@ -211,7 +213,7 @@ async function finishApply(app: AppContext, request: ApplyRequest, tofu: TofuPor
     });
   }
   request.info(eventLine);
-  return { eventLine, outputCount, hostCount, applied, summary, ...(request.deferCapture ? { capture } : {}) };
+  return { eventLine, outputCount, hostCount, applied, summary, ...(request.deferCapture ? { capture, inventory } : {}) };
 }
 
 /** tofu applies the plan while it is read back for its summary and sensitive values; a plan without changes is only read. */
@@ -284,9 +286,11 @@ function captureApply(app: AppContext, request: ApplyRequest, outputs: TofuOutpu
     request.warn(`${sensitiveCount} sensitive output(s) dropped: no seal key (set EXOCOMP_SEAL_KEY or --seal-key to hand them to plays)`);
   }
   const now = app.now().toISOString();
+  // The record as last built for the write: once the write landed, tf:<name> is exactly it and `text`.
+  let written: InventoryRecord | undefined;
   const capture: RecordsChange = (snapshot) => {
     const previous = readInventoryRecord(snapshot, request.name);
-    const record: InventoryRecord = {
+    const record: InventoryRecord = (written = {
       schemaVersion: INVENTORY_SCHEMA_VERSION,
       name: request.name,
       registeredAt: previous?.registeredAt ?? now,
@@ -301,7 +305,7 @@ function captureApply(app: AppContext, request: ApplyRequest, outputs: TofuOutpu
         ...(request.workflowId ? { workflowId: request.workflowId } : {}),
         ...(request.runUrl ? { runUrl: request.runUrl } : {}),
       },
-    };
+    });
     const writes = new RecordWrites().inventoryRecord(record).inventoryFile(request.name, text);
     if (sealed) writes.sealedOutputs(request.name, sealed);
     else if (sensitiveCount === 0 && readSealedOutputs(snapshot, request.name) !== undefined) writes.sealedOutputs(request.name, null);
@@ -313,7 +317,8 @@ function captureApply(app: AppContext, request: ApplyRequest, outputs: TofuOutpu
     const retiredNote = retired.size > 0 ? `; retire pins ${[...retired].sort().join(', ')}` : '';
     return { writes, message: `tf:${request.name}: capture ${captured.outputCount} output(s) naming ${captured.hostCount} host(s)${retiredNote}` };
   };
-  return { eventLine, outputCount: captured.outputCount, hostCount: captured.hostCount, capture };
+  const inventory = () => resolveStandingInventory(request.name, written, text);
+  return { eventLine, outputCount: captured.outputCount, hostCount: captured.hostCount, capture, inventory };
 }
 
 function retiredPins(snapshot: LedgerSnapshot, name: string, before: Set<string>, after: Set<string>): Set<string> {

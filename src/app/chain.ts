@@ -19,6 +19,7 @@ import {
   type StepName,
   type Workflow,
 } from '../domain/workflow.js';
+import type { ResolvedInventory } from '../domain/standing-inventory.js';
 import { requireWorkflow, type RecordsChange } from '../ledger/records.js';
 import type { AppContext } from './context.js';
 import { keepLeaseAlive, LEASE_TTL_MS, localHolder, probeLocalHolder, type Holder, type HolderProbe } from './lease.js';
@@ -73,6 +74,8 @@ export async function runChain(
   const total = STEP_NAMES.length;
   // The step already started under our lease: by the previous one's success (one ledger write between two steps), or by the caller.
   let armed: StepName | undefined = options.started;
+  // tf:<name> as this run's apply wrote it: the later steps act on it without reading it back.
+  let inventory: (() => ResolvedInventory) | undefined;
   for (const [i, name] of STEP_NAMES.entries()) {
     const step = { name, run: chain[name] };
     const index = i + 1;
@@ -106,6 +109,7 @@ export async function runChain(
         info: (message) => app.progress.emit({ type: 'info', message: inputs.secrets.redact(message), step: step.name }),
         warn: (message) => app.progress.emit({ type: 'warning', message: inputs.secrets.redact(message), step: step.name }),
         signal: app.interrupt ? AbortSignal.any([beat.signal, app.interrupt]) : beat.signal,
+        ...(inventory ? { inventory } : {}),
       });
       outcome = { ok: true, ...(typeof result === 'string' ? { detail: result } : result) };
     } catch (error) {
@@ -132,6 +136,7 @@ export async function runChain(
         () => `${workflowId}: ${step.name} succeeded${armed === undefined ? '' : `; ${armed} running (${holder.id})`}`,
         outcome.records,
       );
+      if (outcome.inventory) inventory = outcome.inventory;
       app.progress.emit({ type: 'step-succeeded', step: step.name, index, total, durationMs: app.now().getTime() - started, detail: safeDetail });
     } else {
       // An interrupted step failed because it was told to stop: the interruption is its failure context.

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { runChain } from '../../src/app/chain.js';
-import type { StepAction } from '../../src/app/steps/step.js';
+import type { StepAction, StepContext } from '../../src/app/steps/step.js';
+import type { ResolvedInventory } from '../../src/domain/standing-inventory.js';
 import type { Holder } from '../../src/app/lease.js';
 import type { AppContext } from '../../src/app/context.js';
 import { RecordingProgress } from '../../src/app/progress.js';
@@ -83,6 +84,36 @@ describe('chain runner', () => {
     });
     await expect(runChain(lost.app, lost.id, lost.inputs, { holder: holder('a'), steps: takenOver, heartbeatMs: 50 })).rejects.toMatchObject({ kind: 'lease-held' });
     expect((await lost.store.read()).read(LEDGER_PATHS.inventoryFile('edge'))).toBeUndefined();
+  });
+
+  it('the inventory a step hands back reaches the later steps of the same run, only after its success was written', async () => {
+    const { app, inputs, id, store } = setup();
+    const seen: Record<string, string | undefined> = {};
+    // Says how many commits the ledger held when a step took it: apply's success must be one of them.
+    const inventory = () => ({ name: `taken after ${store.history().length} commits` }) as unknown as ResolvedInventory;
+    const look = (name: StepName) => async (context: StepContext) => {
+      seen[name] = context.inventory?.().name;
+      return `${name} done`;
+    };
+    await runChain(app, id, inputs, {
+      holder: holder('a'),
+      steps: steps([], {
+        apply: async (context) => (await look('apply')(context), { detail: 'applied', inventory }),
+        'ssh-wait': look('ssh-wait'),
+        onboard: look('onboard'),
+        configure: look('configure'),
+      }),
+    });
+    expect(seen).toEqual({ apply: undefined, 'ssh-wait': 'taken after 3 commits', onboard: 'taken after 4 commits', configure: 'taken after 5 commits' });
+    expect(store.history()[2]?.message).toBe('edge-1: apply succeeded; ssh-wait running (a)');
+
+    // A run that starts after apply (a resume, a per-step job) has none: its steps read the ledger.
+    const later = setup();
+    const resumed: (string | undefined)[] = [];
+    const only = steps([], { 'ssh-wait': async (context) => (resumed.push(context.inventory?.().name), 'waited') });
+    await runChain(later.app, later.id, later.inputs, { holder: holder('a'), steps: { ...only, apply: async () => ({ detail: 'applied', inventory }) }, only: 'apply' });
+    await runChain(later.app, later.id, later.inputs, { holder: holder('a'), steps: only, only: 'ssh-wait' });
+    expect(resumed).toEqual([undefined]);
   });
 
   it('a per-step run records its success alone and starts nothing after it', async () => {

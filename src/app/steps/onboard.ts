@@ -25,10 +25,10 @@ export function seededOnboardPlaybook(): string {
   });
 }
 
-export async function onboardStep({ app, workflow, inputs, info, signal }: StepContext): Promise<string> {
+export async function onboardStep({ app, workflow, inputs, info, signal, inventory: applied }: StepContext): Promise<string> {
   if (!inputs.fleetKeyPath) throw new UsageError('onboarding needs the fleet key', 'pass --fleet-key <private key file>');
   if (!inputs.bootstrapKeyPath) throw new UsageError('onboarding needs the bootstrap key', 'pass --bootstrap-key <private key file>');
-  const inventory = loadStandingInventory(await app.store.read(), workflow.workspace.name);
+  const inventory = applied?.() ?? loadStandingInventory(await app.store.read(), workflow.workspace.name);
   const hosts = inventory.hosts.filter((h) => !h.local);
   if (hosts.length === 0) return 'no SSH hosts to onboard';
 

@@ -5,8 +5,8 @@ import { waitForSsh } from '../../adapters/ssh.js';
 import type { StepContext } from './step.js';
 import { loadStandingInventory } from '../inventories.js';
 
-export async function sshWaitStep({ app, workflow, info, signal }: StepContext): Promise<string> {
-  const inventory = loadStandingInventory(await app.store.read(), workflow.workspace.name);
+export async function sshWaitStep({ app, workflow, info, signal, inventory: applied }: StepContext): Promise<string> {
+  const inventory = applied?.() ?? loadStandingInventory(await app.store.read(), workflow.workspace.name);
   const hosts = inventory.hosts.filter((h) => !h.local);
   const skipped = inventory.hosts.length - hosts.length;
   if (hosts.length === 0) return `no SSH hosts to wait for (${skipped} local)`;

@@ -2,6 +2,7 @@
  * What every step of the chain is given and returns; the steps depend on this,
  * not on the chain that walks them.
  */
+import type { ResolvedInventory } from '../../domain/standing-inventory.js';
 import type { Workflow } from '../../domain/workflow.js';
 import type { RecordsChange } from '../../ledger/records.js';
 import type { AppContext } from '../context.js';
@@ -19,6 +20,12 @@ export interface StepContext {
    * interrupted (the step stops and is recorded as interrupted).
    */
   signal: AbortSignal;
+  /**
+   * tf:<name> as this run's apply wrote it, when apply ran earlier in this
+   * run: the steps that act on the apply's hosts take it instead of reading it
+   * back. Absent (a resume, a per-step job), they read the ledger.
+   */
+  inventory?: () => ResolvedInventory;
 }
 
 /**
@@ -28,6 +35,8 @@ export interface StepContext {
 export interface StepResult {
   detail: string;
   records?: RecordsChange;
+  /** tf:<name> as `records` write it, for the later steps of this run (StepContext.inventory). */
+  inventory?: () => ResolvedInventory;
 }
 
 /** A step returns its detail line (or a StepResult), or throws an ExocompError. */
