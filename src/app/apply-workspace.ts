@@ -309,24 +309,32 @@ function captureApply(app: AppContext, request: ApplyRequest, outputs: TofuOutpu
     const writes = new RecordWrites().inventoryRecord(record).inventoryFile(request.name, text);
     if (sealed) writes.sealedOutputs(request.name, sealed);
     else if (sensitiveCount === 0 && readSealedOutputs(snapshot, request.name) !== undefined) writes.sealedOutputs(request.name, null);
-    const retired = retiredPins(snapshot, request.name, pinNamesOf(readInventoryFile(snapshot, request.name)), pinNamesOf(text));
+    // Hosts this apply dropped: only then are the other inventories and the pins read.
+    const after = pinNamesOf(text);
+    const dropped = [...pinNamesOf(readInventoryFile(snapshot, request.name))].filter((pin) => !after.has(pin));
+    const retired = retiredPins(snapshot, request.name, dropped);
     if (retired.size > 0 && readKnownHostsText(snapshot) !== '') {
       const kept = readPins(snapshot).filter((pin) => !retired.has(pin.name));
       writes.knownHosts(renderKnownHosts(kept));
     }
     const retiredNote = retired.size > 0 ? `; retire pins ${[...retired].sort().join(', ')}` : '';
-    return { writes, message: `tf:${request.name}: capture ${captured.outputCount} output(s) naming ${captured.hostCount} host(s)${retiredNote}` };
+    return {
+      writes,
+      message: `tf:${request.name}: capture ${captured.outputCount} output(s) naming ${captured.hostCount} host(s)${retiredNote}`,
+      ...(dropped.length > 0 ? { readOthers: true } : {}),
+    };
   };
   const inventory = () => resolveStandingInventory(request.name, written, text);
   return { eventLine, outputCount: captured.outputCount, hostCount: captured.hostCount, capture, inventory };
 }
 
-function retiredPins(snapshot: LedgerSnapshot, name: string, before: Set<string>, after: Set<string>): Set<string> {
-  const dropped = new Set([...before].filter((pin) => !after.has(pin)));
-  if (dropped.size === 0) return dropped;
+/** The dropped pins no other standing inventory still names. */
+function retiredPins(snapshot: LedgerSnapshot, name: string, dropped: readonly string[]): Set<string> {
+  const retired = new Set(dropped);
+  if (retired.size === 0) return retired;
   for (const [other, text] of listInventoryFiles(snapshot)) {
     if (other === name) continue;
-    for (const pin of pinNamesOf(text)) dropped.delete(pin);
+    for (const pin of pinNamesOf(text)) retired.delete(pin);
   }
-  return dropped;
+  return retired;
 }

@@ -7,7 +7,8 @@ import type { AppContext } from './context.js';
  * The change reads the workflow record only, and writes it only, so the store
  * may try it on the copy it last saw (the push then succeeds only if the record
  * did not change since). The message may depend on the changed workflow.
- * `also` adds records written in the same commit (they may read anything).
+ * `also` adds records written in the same commit; when it says it read other
+ * records, the write reads the ledger first.
  */
 export async function saveWorkflow(
   app: AppContext,
@@ -21,8 +22,13 @@ export async function saveWorkflow(
       const next = change(requireWorkflow(snapshot, id));
       const said = typeof message === 'string' ? message : message(next);
       const extra = also?.(snapshot);
-      return { writes: (extra?.writes ?? new RecordWrites()).workflow(next), message: extra ? `${said}; ${extra.message}` : said, result: next };
+      return {
+        writes: (extra?.writes ?? new RecordWrites()).workflow(next),
+        message: extra ? `${said}; ${extra.message}` : said,
+        result: next,
+        ...(extra?.readOthers ? { readOthers: true } : {}),
+      };
     },
-    { readsOnlyItsWrites: also === undefined },
+    { readsOnlyItsWrites: true },
   );
 }

@@ -198,8 +198,8 @@ export class GitLedgerStore implements LedgerStore {
    * commit only if that record's branch is still at its parent, so a stale
    * snapshot can only be refused. Not done (the caller then writes as usual) when
    * there is no such snapshot, it still holds the old layout, the push is
-   * refused or moves nothing, or the change throws or writes nothing on it
-   * (either may be the stale copy speaking).
+   * refused or moves nothing, or the change throws, writes nothing or read
+   * other records on it (each may be the stale copy speaking).
    */
   private async writeOnLastSeen<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>): Promise<Attempt<T>> {
     const { git, lock } = await this.cache();
@@ -282,6 +282,8 @@ export class GitLedgerStore implements LedgerStore {
     { guess = false } = {},
   ): Promise<Attempt<T>> {
     const change = mutate(state.snapshot);
+    // What it read beyond its own records may be stale on a guess, and no compare-and-swap covers it.
+    if (guess && change.readOthers === true) return { done: false, conflicts: [] };
     const migrating = state.legacy !== null;
     const files = applyWrites(state.snapshot.entries(), change.writes);
     if (files === null && !(migrating && (forceMigration || change.writes.size > 0))) {

@@ -317,7 +317,7 @@ export function readScheduleFires(snapshot: LedgerSnapshot, name: string): Sched
 // ---- writes
 
 /** Records to write, computed from the ledger as it stands when they are written, and what the commit says of them. */
-export type RecordsChange = (snapshot: LedgerSnapshot) => { writes: RecordWrites; message: string };
+export type RecordsChange = (snapshot: LedgerSnapshot) => { writes: RecordWrites; message: string; readOthers?: boolean };
 
 /**
  * The files one ledger change writes (null deletes), built only through the

@@ -18,14 +18,21 @@ export interface LedgerChange<T> {
   writes: ReadonlyMap<string, string | null>;
   message: string;
   result: T;
+  /**
+   * On this snapshot the change read records it does not write (an apply's
+   * capture that retires pins reads the other inventories): it is then never
+   * pushed on a snapshot that was only last seen (UpdateOptions.readsOnlyItsWrites).
+   */
+  readOthers?: boolean;
 }
 
 export interface UpdateOptions {
   /**
-   * The change reads only the records it writes. A store may then try it first
-   * on the snapshot it last saw, without asking the remote: the push is the
-   * compare-and-swap of exactly those records, so a stale snapshot costs a
-   * rejected push and a retry on a fresh read, never a wrong write.
+   * The change reads only the records it writes, unless its result says
+   * `readOthers`. A store may then try it first on the snapshot it last saw,
+   * without asking the remote: the push is the compare-and-swap of exactly
+   * those records, so a stale snapshot costs a rejected push and a retry on a
+   * fresh read, never a wrong write.
    */
   readsOnlyItsWrites?: boolean;
 }

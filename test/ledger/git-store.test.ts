@@ -371,6 +371,23 @@ describe('a change that reads only what it writes', () => {
     expect(await showRecord(remote, 'workflows/a.json')).toBe('1');
   });
 
+  it('that says it read other records is never pushed on the ledger last seen: it is made on a fresh read', async () => {
+    const ran: string[] = [];
+    const ledger = store({ git: (gitDir) => counting(gitDir, ran) });
+    await ledger.update(() => change({ 'workflows/a.json': '1', 'locks/k.json': 'old' }));
+    // Another writer changes a record the change reads but does not write: no push of a.json would notice.
+    await store().update(() => change({ 'locks/k.json': 'new' }));
+    ran.length = 0;
+    const copy = (snapshot: LedgerSnapshot) => ({
+      ...change({ 'workflows/a.json': snapshot.read('locks/k.json') ?? '' }, 'copy', snapshot.read('locks/k.json')),
+      readOthers: true,
+    });
+    expect(await ledger.update(copy, { readsOnlyItsWrites: true })).toBe('new');
+    expect(ran[0]).toBe('ls-remote');
+    expect(ran.filter((command) => command === 'push')).toHaveLength(1);
+    expect(await showRecord(remote, 'workflows/a.json')).toBe('new');
+  });
+
   it('two writers of one name making the same change from the same tip both count', async () => {
     const [a, b] = [store({ writer: 'one name' }), store({ writer: 'one name' })];
     await a.update(() => change({ 'locks/k.json': '0' }));
