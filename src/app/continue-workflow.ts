@@ -62,60 +62,66 @@ export type ContinueOutcome =
   | { kind: 'ran'; workflow: Workflow; ok: boolean };
 
 export async function continueWorkflow(app: AppContext, request: ContinueRequest): Promise<ContinueOutcome> {
-  const publish = request.publish ?? (async () => undefined);
   const scope = request.scope ?? 'chain';
-  const gate = request.gate ?? decidedElsewhere;
   const holder = request.ci ? request.ci.platform.holder() : localHolder();
   // A new workflow no approval holds, run whole or from apply with nothing to restore first, is created with apply running.
   const straightIn = (scope === 'chain' || scope === 'apply') && request.toolCache === undefined;
   const found = await findOrCreate(app, request, straightIn ? holder : undefined);
   try {
-    let workflow = found.workflow;
-    const ended = async (outcome: ContinueOutcome): Promise<ContinueOutcome> => {
-      await publish(outcome.workflow);
-      return outcome;
-    };
-    if (workflow.state === 'rejected') return ended({ kind: 'rejected', workflow });
-    const pending = workflow.approval.required && workflow.approval.state === 'pending';
-
-    if (scope === 'plan') {
-      if (pending && (workflow.state === 'created' || workflow.state === 'awaiting-approval')) workflow = await planAndShip(app, request, workflow);
-      else info(app, `workflow ${workflow.id} is ${workflow.state} (approval ${workflow.approval.state}): nothing to plan`);
-      return ended({ kind: 'planned', workflow });
-    }
-
-    // Only a run that may apply asks the gate; a later step's job is refused by the chain until apply succeeded.
-    if (pending && (scope === 'chain' || scope === 'apply')) {
-      const decided = await orPublish(publish, workflow, () => gate.decideNow(app, workflow));
-      if (decided) workflow = decided;
-      else {
-        // A plan job made the plan already when this run only applies.
-        if (workflow.state === 'created' && scope === 'chain') workflow = await planAndShip(app, request, workflow);
-        info(app, gate.howToDecide(workflow));
-        const later = await gate.awaitDecision(app, workflow);
-        if (!later) return ended({ kind: 'awaiting-approval', workflow });
-        workflow = later;
-        if (workflow.state === 'rejected') return ended({ kind: 'rejected', workflow });
-      }
-    }
-
-    const applies = scope === 'chain' || scope === 'apply';
-    const savedPlanFile = applies ? await orPublish(publish, workflow, () => approvedPlanFile(app, request, workflow)) : undefined;
-    const cache = applies ? await request.toolCache?.(workflow) : undefined;
-    const runApp = cache ? { ...app, env: { ...app.env, ...cache.env } } : app;
-    const inputs = { ...request.inputs, ...(savedPlanFile ? { savedPlanFile } : {}), ...(found.plannedApply ? { plannedApply: found.plannedApply } : {}) };
-    const result = await runChain(runApp, workflow.id, inputs, {
-      holder,
-      ...(request.ci ? { probe: request.ci.platform.probeHolder } : {}),
-      ...(scope === 'chain' ? {} : { only: scope }),
-      ...(found.applyStarted ? { seen: workflow, started: 'apply' as const } : {}),
-    });
-    await cache?.save();
-    return ended({ kind: 'ran', workflow: result.workflow, ok: result.ok });
+    return await moveForward(app, request, found, holder);
   } finally {
     // Not taken when the chain never reached the apply (it stopped first): its plan is removed.
     await found.plannedApply?.discard();
   }
+}
+
+/** Past finding or creating the workflow: its approval gate, the plan for approval, the chain. */
+async function moveForward(app: AppContext, request: ContinueRequest, found: Found, holder: Holder): Promise<ContinueOutcome> {
+  const publish = request.publish ?? (async () => undefined);
+  const scope = request.scope ?? 'chain';
+  const gate = request.gate ?? decidedElsewhere;
+  let workflow = found.workflow;
+  const ended = async (outcome: ContinueOutcome): Promise<ContinueOutcome> => {
+    await publish(outcome.workflow);
+    return outcome;
+  };
+  if (workflow.state === 'rejected') return ended({ kind: 'rejected', workflow });
+  const pending = workflow.approval.required && workflow.approval.state === 'pending';
+
+  if (scope === 'plan') {
+    if (pending && (workflow.state === 'created' || workflow.state === 'awaiting-approval')) workflow = await planAndShip(app, request, workflow);
+    else info(app, `workflow ${workflow.id} is ${workflow.state} (approval ${workflow.approval.state}): nothing to plan`);
+    return ended({ kind: 'planned', workflow });
+  }
+
+  // Only a run that may apply asks the gate; a later step's job is refused by the chain until apply succeeded.
+  if (pending && (scope === 'chain' || scope === 'apply')) {
+    const decided = await orPublish(publish, workflow, () => gate.decideNow(app, workflow));
+    if (decided) workflow = decided;
+    else {
+      // A plan job made the plan already when this run only applies.
+      if (workflow.state === 'created' && scope === 'chain') workflow = await planAndShip(app, request, workflow);
+      info(app, gate.howToDecide(workflow));
+      const later = await gate.awaitDecision(app, workflow);
+      if (!later) return ended({ kind: 'awaiting-approval', workflow });
+      workflow = later;
+      if (workflow.state === 'rejected') return ended({ kind: 'rejected', workflow });
+    }
+  }
+
+  const applies = scope === 'chain' || scope === 'apply';
+  const savedPlanFile = applies ? await orPublish(publish, workflow, () => approvedPlanFile(app, request, workflow)) : undefined;
+  const cache = applies ? await request.toolCache?.(workflow) : undefined;
+  const runApp = cache ? { ...app, env: { ...app.env, ...cache.env } } : app;
+  const inputs = { ...request.inputs, ...(savedPlanFile ? { savedPlanFile } : {}), ...(found.plannedApply ? { plannedApply: found.plannedApply } : {}) };
+  const result = await runChain(runApp, workflow.id, inputs, {
+    holder,
+    ...(request.ci ? { probe: request.ci.platform.probeHolder } : {}),
+    ...(scope === 'chain' ? {} : { only: scope }),
+    ...(found.applyStarted ? { seen: workflow, started: 'apply' as const } : {}),
+  });
+  await cache?.save();
+  return ended({ kind: 'ran', workflow: result.workflow, ok: result.ok });
 }
 
 /** The step's failure as an error, for a face that fails its job after publishing. */
@@ -153,17 +159,21 @@ async function orPublish<T>(publish: (workflow: Workflow) => Promise<void>, work
   }
 }
 
+interface Found {
+  workflow: Workflow;
+  /** This run created it with apply running under its holder. */
+  applyStarted: boolean;
+  /** The apply's plan, made beside that creating write. */
+  plannedApply?: LookAhead<PlannedApply>;
+}
+
 /**
  * The workflow, and whether this run created it with apply already running
  * under `startApplyAs` (only when no approval holds it). Then the apply's plan
  * is made while that first write is on its way: it changes nothing, so it need
  * not wait for the write (ADR 0017); the apply step takes it.
  */
-async function findOrCreate(
-  app: AppContext,
-  request: ContinueRequest,
-  startApplyAs: Holder | undefined,
-): Promise<{ workflow: Workflow; applyStarted: boolean; plannedApply?: LookAhead<PlannedApply> }> {
+async function findOrCreate(app: AppContext, request: ContinueRequest, startApplyAs: Holder | undefined): Promise<Found> {
   if (!request.newId) {
     const existing = readWorkflow(await app.store.read(), request.workflowId);
     if (existing) {
