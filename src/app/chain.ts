@@ -19,7 +19,6 @@ import {
   type StepName,
   type Workflow,
 } from '../domain/workflow.js';
-import type { ResolvedInventory } from '../domain/standing-inventory.js';
 import { requireWorkflow, type RecordsChange } from '../ledger/records.js';
 import type { AppContext } from './context.js';
 import { keepLeaseAlive, LEASE_TTL_MS, localHolder, probeLocalHolder, type Holder, type HolderProbe } from './lease.js';
@@ -29,7 +28,7 @@ import { applyStep } from './steps/apply.js';
 import { sshWaitStep } from './steps/ssh-wait.js';
 import { onboardStep } from './steps/onboard.js';
 import { configureStep } from './steps/configure.js';
-import type { StepAction, StepResult } from './steps/step.js';
+import type { HandedOn, StepAction, StepResult } from './steps/step.js';
 
 /** The steps, walked in STEP_NAMES order; the compiler refuses a chain that misses or adds one. */
 export const CHAIN: Readonly<Record<StepName, StepAction>> = {
@@ -74,94 +73,102 @@ export async function runChain(
   const total = STEP_NAMES.length;
   // The step already started under our lease: by the previous one's success (one ledger write between two steps), or by the caller.
   let armed: StepName | undefined = options.started;
-  // tf:<name> as this run's apply wrote it: the later steps act on it without reading it back.
-  let inventory: (() => ResolvedInventory) | undefined;
-  for (const [i, name] of STEP_NAMES.entries()) {
-    const step = { name, run: chain[name] };
-    const index = i + 1;
-    if (stepOf(workflow, step.name).state === 'succeeded') {
-      app.progress.emit({ type: 'step-skipped', step: step.name, index, total, reason: 'already succeeded' });
-      continue;
+  // What the steps hand to the later ones: tf:<name> as apply wrote it, the keys scanned after ssh-wait.
+  const handedOn: HandedOn = {};
+  const walk = async (): Promise<ChainResult> => {
+    for (const [i, name] of STEP_NAMES.entries()) {
+      const step = { name, run: chain[name] };
+      const index = i + 1;
+      if (stepOf(workflow, step.name).state === 'succeeded') {
+        app.progress.emit({ type: 'step-skipped', step: step.name, index, total, reason: 'already succeeded' });
+        continue;
+      }
+      // A per-step entry (one CI job per step) runs its own step only; startStep refuses it unless its predecessor succeeded.
+      if (options.only !== undefined && options.only !== step.name) {
+        if (STEP_NAMES.indexOf(step.name) < STEP_NAMES.indexOf(options.only)) continue;
+        break;
+      }
+      const startedHere = armed === step.name;
+      // Interrupted between steps: the next one is not started, so nothing of it needs recording.
+      if (app.interrupt?.aborted && !startedHere) return { workflow, ok: false };
+      if (!startedHere) workflow = await arm(app, workflow, step.name, holder, probe);
+      const attempt = stepOf(workflow, step.name).attempts;
+      app.progress.emit({ type: 'step-started', workflow: workflowId, step: step.name, index, total, attempt });
+      const started = app.now().getTime();
+      const beat = keepStepAlive(app, workflowId, step.name, holder, inputs, options.heartbeatMs);
+      let outcome: ({ ok: true } & StepResult) | { ok: false; error: unknown };
+      let began = false;
+      try {
+        // Started by the previous step's success, then interrupted: it fails as interrupted without running.
+        app.interrupt?.throwIfAborted();
+        began = true;
+        const result = await step.run({
+          app,
+          workflow,
+          inputs,
+          info: (message) => app.progress.emit({ type: 'info', message: inputs.secrets.redact(message), step: step.name }),
+          warn: (message) => app.progress.emit({ type: 'warning', message: inputs.secrets.redact(message), step: step.name }),
+          signal: app.interrupt ? AbortSignal.any([beat.signal, app.interrupt]) : beat.signal,
+          handedOn,
+        });
+        outcome = { ok: true, ...(typeof result === 'string' ? { detail: result } : result) };
+      } catch (error) {
+        outcome = { ok: false, error };
+      }
+      await beat.stop();
+      // The step now belongs to another runner: whatever this one saw is not ours to record.
+      if (beat.signal.aborted) throw beat.signal.reason;
+      if (outcome.ok) {
+        const safeDetail = inputs.secrets.redact(outcome.detail);
+        // The next step is started in the same write, unless this run stops here (one step only, or interrupted).
+        const handOver = options.only === undefined && !app.interrupt?.aborted;
+        armed = undefined;
+        workflow = await saveOwnStep(
+          app,
+          workflowId,
+          step.name,
+          (w) => {
+            if (!handOver) return succeedStep(w, step.name, holder.id, app.now(), safeDetail);
+            const next = succeedAndStartNext(w, step.name, holder.id, app.now(), safeDetail, holder.lease(app.now()));
+            armed = next.started;
+            return next.workflow;
+          },
+          () => `${workflowId}: ${step.name} succeeded${armed === undefined ? '' : `; ${armed} running (${holder.id})`}`,
+          outcome.records,
+        );
+        Object.assign(handedOn, outcome.handOn);
+        app.progress.emit({ type: 'step-succeeded', step: step.name, index, total, durationMs: app.now().getTime() - started, detail: safeDetail });
+      } else {
+        // An interrupted step failed because it was told to stop: the interruption is its failure context.
+        const interruption: unknown = app.interrupt?.aborted ? app.interrupt.reason : undefined;
+        const error = interruption instanceof InterruptedError ? interruption : outcome.error;
+        const summary = inputs.secrets.redact(
+          error instanceof InterruptedError
+            ? `${step.name} interrupted by ${error.received}${began ? '; its tool was stopped' : ' before it began'}`
+            : (describeError(error).split('\n')[0] ?? 'failed'),
+        );
+        const kind = error instanceof ExocompError ? error.kind : 'internal';
+        const detail = error instanceof ExocompError && error.detail ? { detail: inputs.secrets.redact(error.detail) } : {};
+        workflow = await saveOwnStep(
+          app,
+          workflowId,
+          step.name,
+          (w) => failStep(w, step.name, holder.id, app.now(), { kind, summary, ...detail }),
+          `${workflowId}: ${step.name} failed (${kind})`,
+        );
+        app.progress.emit({ type: 'step-failed', step: step.name, index, total, durationMs: app.now().getTime() - started, summary });
+        return { workflow, ok: false };
+      }
     }
-    // A per-step entry (one CI job per step) runs its own step only; startStep refuses it unless its predecessor succeeded.
-    if (options.only !== undefined && options.only !== step.name) {
-      if (STEP_NAMES.indexOf(step.name) < STEP_NAMES.indexOf(options.only)) continue;
-      break;
-    }
-    const startedHere = armed === step.name;
-    // Interrupted between steps: the next one is not started, so nothing of it needs recording.
-    if (app.interrupt?.aborted && !startedHere) return { workflow, ok: false };
-    if (!startedHere) workflow = await arm(app, workflow, step.name, holder, probe);
-    const attempt = stepOf(workflow, step.name).attempts;
-    app.progress.emit({ type: 'step-started', workflow: workflowId, step: step.name, index, total, attempt });
-    const started = app.now().getTime();
-    const beat = keepStepAlive(app, workflowId, step.name, holder, inputs, options.heartbeatMs);
-    let outcome: ({ ok: true } & StepResult) | { ok: false; error: unknown };
-    let began = false;
-    try {
-      // Started by the previous step's success, then interrupted: it fails as interrupted without running.
-      app.interrupt?.throwIfAborted();
-      began = true;
-      const result = await step.run({
-        app,
-        workflow,
-        inputs,
-        info: (message) => app.progress.emit({ type: 'info', message: inputs.secrets.redact(message), step: step.name }),
-        warn: (message) => app.progress.emit({ type: 'warning', message: inputs.secrets.redact(message), step: step.name }),
-        signal: app.interrupt ? AbortSignal.any([beat.signal, app.interrupt]) : beat.signal,
-        ...(inventory ? { inventory } : {}),
-      });
-      outcome = { ok: true, ...(typeof result === 'string' ? { detail: result } : result) };
-    } catch (error) {
-      outcome = { ok: false, error };
-    }
-    await beat.stop();
-    // The step now belongs to another runner: whatever this one saw is not ours to record.
-    if (beat.signal.aborted) throw beat.signal.reason;
-    if (outcome.ok) {
-      const safeDetail = inputs.secrets.redact(outcome.detail);
-      // The next step is started in the same write, unless this run stops here (one step only, or interrupted).
-      const handOver = options.only === undefined && !app.interrupt?.aborted;
-      armed = undefined;
-      workflow = await saveOwnStep(
-        app,
-        workflowId,
-        step.name,
-        (w) => {
-          if (!handOver) return succeedStep(w, step.name, holder.id, app.now(), safeDetail);
-          const next = succeedAndStartNext(w, step.name, holder.id, app.now(), safeDetail, holder.lease(app.now()));
-          armed = next.started;
-          return next.workflow;
-        },
-        () => `${workflowId}: ${step.name} succeeded${armed === undefined ? '' : `; ${armed} running (${holder.id})`}`,
-        outcome.records,
-      );
-      if (outcome.inventory) inventory = outcome.inventory;
-      app.progress.emit({ type: 'step-succeeded', step: step.name, index, total, durationMs: app.now().getTime() - started, detail: safeDetail });
-    } else {
-      // An interrupted step failed because it was told to stop: the interruption is its failure context.
-      const interruption: unknown = app.interrupt?.aborted ? app.interrupt.reason : undefined;
-      const error = interruption instanceof InterruptedError ? interruption : outcome.error;
-      const summary = inputs.secrets.redact(
-        error instanceof InterruptedError
-          ? `${step.name} interrupted by ${error.received}${began ? '; its tool was stopped' : ' before it began'}`
-          : (describeError(error).split('\n')[0] ?? 'failed'),
-      );
-      const kind = error instanceof ExocompError ? error.kind : 'internal';
-      const detail = error instanceof ExocompError && error.detail ? { detail: inputs.secrets.redact(error.detail) } : {};
-      workflow = await saveOwnStep(
-        app,
-        workflowId,
-        step.name,
-        (w) => failStep(w, step.name, holder.id, app.now(), { kind, summary, ...detail }),
-        `${workflowId}: ${step.name} failed (${kind})`,
-      );
-      app.progress.emit({ type: 'step-failed', step: step.name, index, total, durationMs: app.now().getTime() - started, summary });
-      return { workflow, ok: false };
-    }
+    const done = options.only === undefined ? workflow.state === 'provisioned' : stepOf(workflow, options.only).state === 'succeeded';
+    return { workflow, ok: done };
+  };
+  try {
+    return await walk();
+  } finally {
+    // Keys no onboarding took (the run stopped before it): their scan is stopped.
+    await handedOn.hostKeys?.discard();
   }
-  const done = options.only === undefined ? workflow.state === 'provisioned' : stepOf(workflow, options.only).state === 'succeeded';
-  return { workflow, ok: done };
 }
 
 /**

@@ -10,6 +10,7 @@ import { keyscan } from '../adapters/ssh.js';
 import { publicKeyOf } from '../adapters/ssh-keys.js';
 import { readKnownHostsText, readPins, RecordWrites } from '../ledger/records.js';
 import type { AppContext } from './context.js';
+import { LookAhead } from './look-ahead.js';
 import { loadStandingInventory } from './inventories.js';
 
 export interface PinOutcome {
@@ -21,21 +22,21 @@ export interface PinOutcome {
 }
 
 /** Rotation may be asked by inventory name, address or known_hosts name. */
-function rotationNames(hosts: Array<Pick<DerivedHost, 'name' | 'address' | 'port'>>, asked: readonly string[]): Set<string> {
+function rotationNames(hosts: readonly Pick<DerivedHost, 'name' | 'address' | 'port'>[], asked: readonly string[]): Set<string> {
   const wanted = new Set(asked);
   return new Set(hosts.filter((h) => wanted.has(h.name) || wanted.has(h.address) || wanted.has(knownHostsName(h.address, h.port))).map((h) => knownHostsName(h.address, h.port)));
 }
 
-export async function pinHostKeys(
-  app: AppContext,
-  hosts: Array<Pick<DerivedHost, 'name' | 'address' | 'port'>>,
-  rotate: readonly string[],
-  options: { signal?: AbortSignal } = {},
-): Promise<PinOutcome> {
-  const { signal } = options;
+type HostAddress = Pick<DerivedHost, 'name' | 'address' | 'port'>;
+
+/** The keys each host presents (by known_hosts name), as ssh-keyscan saw them: no authentication, nothing written. */
+export type ScannedHostKeys = ReadonlyMap<string, Pin[]>;
+
+/** Scans every host's keys; a host that presents none fails the scan, named. */
+export async function scanHostKeys(hosts: readonly HostAddress[], options: { signal?: AbortSignal | undefined } = {}): Promise<ScannedHostKeys> {
   const scans = await keyscan(
     hosts.map((h) => ({ address: h.address, port: h.port })),
-    { signal },
+    { signal: options.signal },
   );
   const scanned = new Map<string, Pin[]>();
   const silent: string[] = [];
@@ -50,6 +51,42 @@ export async function pinHostKeys(
       help: 'the host answered the SSH wait but not ssh-keyscan; check it is still up and resume',
     });
   }
+  return scanned;
+}
+
+/**
+ * scanHostKeys started now, for an onboarding that takes it later (ssh-wait
+ * starts it once every banner answered, so the scan runs while the ledger
+ * records the hand-over).
+ */
+export function lookAheadToHostKeys(hosts: readonly HostAddress[], interrupt?: AbortSignal): LookAhead<ScannedHostKeys> {
+  return new LookAhead(
+    (_say, signal) => scanHostKeys(hosts, { signal }),
+    async () => undefined,
+    interrupt,
+  );
+}
+
+/** The keys scanned beforehand, for exactly these hosts; undefined when one of them was not scanned then. */
+function scannedFor(hosts: readonly HostAddress[], given: ScannedHostKeys | undefined): ScannedHostKeys | undefined {
+  const names = hosts.map((h) => knownHostsName(h.address, h.port));
+  if (given === undefined || !names.every((name) => given.has(name))) return undefined;
+  return new Map(names.map((name) => [name, given.get(name)!]));
+}
+
+/**
+ * Pins the keys the hosts present (scanned here, or `scanned` beforehand for
+ * exactly these hosts), reconciled with the store: a new host is pinned, a
+ * changed key refused unless rotation was asked for that host.
+ */
+export async function pinHostKeys(
+  app: AppContext,
+  hosts: readonly HostAddress[],
+  rotate: readonly string[],
+  options: { signal?: AbortSignal; scanned?: ScannedHostKeys } = {},
+): Promise<PinOutcome> {
+  const { signal } = options;
+  const scanned = scannedFor(hosts, options.scanned) ?? (await scanHostKeys(hosts, { signal }));
   const rotateSet = rotationNames(hosts, rotate);
   // Reads and writes the pins only: may be tried on the ledger as last seen (ADR 0016).
   return app.store.update(

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { runChain } from '../../src/app/chain.js';
 import type { StepAction, StepContext } from '../../src/app/steps/step.js';
 import type { ResolvedInventory } from '../../src/domain/standing-inventory.js';
+import { LookAhead } from '../../src/app/look-ahead.js';
+import type { ScannedHostKeys } from '../../src/app/pins.js';
 import type { Holder } from '../../src/app/lease.js';
 import type { AppContext } from '../../src/app/context.js';
 import { RecordingProgress } from '../../src/app/progress.js';
@@ -92,13 +94,13 @@ describe('chain runner', () => {
     // Says how many commits the ledger held when a step took it: apply's success must be one of them.
     const inventory = () => ({ name: `taken after ${store.history().length} commits` }) as unknown as ResolvedInventory;
     const look = (name: StepName) => async (context: StepContext) => {
-      seen[name] = context.inventory?.().name;
+      seen[name] = context.handedOn.inventory?.().name;
       return `${name} done`;
     };
     await runChain(app, id, inputs, {
       holder: holder('a'),
       steps: steps([], {
-        apply: async (context) => (await look('apply')(context), { detail: 'applied', inventory }),
+        apply: async (context) => (await look('apply')(context), { detail: 'applied', handOn: { inventory } }),
         'ssh-wait': look('ssh-wait'),
         onboard: look('onboard'),
         configure: look('configure'),
@@ -110,10 +112,42 @@ describe('chain runner', () => {
     // A run that starts after apply (a resume, a per-step job) has none: its steps read the ledger.
     const later = setup();
     const resumed: (string | undefined)[] = [];
-    const only = steps([], { 'ssh-wait': async (context) => (resumed.push(context.inventory?.().name), 'waited') });
-    await runChain(later.app, later.id, later.inputs, { holder: holder('a'), steps: { ...only, apply: async () => ({ detail: 'applied', inventory }) }, only: 'apply' });
+    const only = steps([], { 'ssh-wait': async (context) => (resumed.push(context.handedOn.inventory?.().name), 'waited') });
+    await runChain(later.app, later.id, later.inputs, {
+      holder: holder('a'),
+      steps: { ...only, apply: async () => ({ detail: 'applied', handOn: { inventory } }) },
+      only: 'apply',
+    });
     await runChain(later.app, later.id, later.inputs, { holder: holder('a'), steps: only, only: 'ssh-wait' });
     expect(resumed).toEqual([undefined]);
+  });
+
+  it('host keys handed on are stopped when no later step of the run takes them, and left alone once taken', async () => {
+    const scans: string[] = [];
+    const keysLookAhead = () =>
+      new LookAhead(
+        (_say, signal) =>
+          new Promise<ScannedHostKeys>((resolve) => {
+            scans.push('scanning');
+            signal.addEventListener('abort', () => (scans.push('stopped'), resolve(new Map())));
+            setTimeout(() => resolve(new Map()), 50);
+          }),
+        async () => undefined,
+      );
+    const waited = async () => ({ detail: 'waited', handOn: { hostKeys: keysLookAhead() } });
+
+    const alone = setup();
+    await runChain(alone.app, alone.id, alone.inputs, { holder: holder('a'), steps: steps([], { 'ssh-wait': waited }), only: 'apply' });
+    await runChain(alone.app, alone.id, alone.inputs, { holder: holder('a'), steps: steps([], { 'ssh-wait': waited }), only: 'ssh-wait' });
+    expect(scans).toEqual(['scanning', 'stopped']);
+
+    scans.length = 0;
+    const whole = setup();
+    const taken: number[] = [];
+    const onboard = async (context: StepContext) => (taken.push((await context.handedOn.hostKeys!.take({ info: () => undefined, warn: () => undefined })).size), 'onboarded');
+    await runChain(whole.app, whole.id, whole.inputs, { holder: holder('a'), steps: steps([], { 'ssh-wait': waited, onboard }) });
+    expect(taken).toEqual([0]);
+    expect(scans).toEqual(['scanning']);
   });
 
   it('a per-step run records its success alone and starts nothing after it', async () => {

@@ -35,5 +35,5 @@ export async function applyStep({ app, workflow, inputs, info, warn, signal }: S
     // The capture is written with the step's success: one commit, and none at all for a runner that lost the step.
     deferCapture: true,
   });
-  return { detail: outcome.eventLine, ...(outcome.capture ? { records: outcome.capture } : {}), ...(outcome.inventory ? { inventory: outcome.inventory } : {}) };
+  return { detail: outcome.eventLine, ...(outcome.capture ? { records: outcome.capture } : {}), ...(outcome.inventory ? { handOn: { inventory: outcome.inventory } } : {}) };
 }

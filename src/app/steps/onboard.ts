@@ -25,15 +25,20 @@ export function seededOnboardPlaybook(): string {
   });
 }
 
-export async function onboardStep({ app, workflow, inputs, info, signal, inventory: applied }: StepContext): Promise<string> {
+export async function onboardStep({ app, workflow, inputs, info, warn, signal, handedOn }: StepContext): Promise<string> {
   if (!inputs.fleetKeyPath) throw new UsageError('onboarding needs the fleet key', 'pass --fleet-key <private key file>');
   if (!inputs.bootstrapKeyPath) throw new UsageError('onboarding needs the bootstrap key', 'pass --bootstrap-key <private key file>');
-  const inventory = applied?.() ?? loadStandingInventory(await app.store.read(), workflow.workspace.name);
+  const inventory = handedOn.inventory?.() ?? loadStandingInventory(await app.store.read(), workflow.workspace.name);
   const hosts = inventory.hosts.filter((h) => !h.local);
   if (hosts.length === 0) return 'no SSH hosts to onboard';
 
-  // The fleet key's public half is derived while the keys are scanned and pinned: neither waits for the other.
-  const [pins, fleetPublicKey] = await Promise.all([pinHostKeys(app, hosts, inputs.rotateHostKeys, { signal }), publicKeyOf(inputs.fleetKeyPath)]);
+  // The fleet key's public half is derived while the keys are pinned: neither waits for the other.
+  const pinning = async () => {
+    const scanned = handedOn.hostKeys ? await handedOn.hostKeys.take({ info, warn }) : undefined;
+    signal.throwIfAborted();
+    return pinHostKeys(app, hosts, inputs.rotateHostKeys, { signal, ...(scanned ? { scanned } : {}) });
+  };
+  const [pins, fleetPublicKey] = await Promise.all([pinning(), publicKeyOf(inputs.fleetKeyPath)]);
   info(`pinned host keys: ${pins.added.length} new, ${pins.unchanged.length} unchanged, ${pins.rotated.length} rotated`);
 
   const playbook = workflow.options.onboardPlaybook ?? seededOnboardPlaybook();

@@ -1,12 +1,16 @@
-/** Step 2: probe every SSH host's banner until it answers, bounded by --ssh-wait. Never authenticates. */
+/**
+ * Step 2: probe every SSH host's banner until it answers, bounded by --ssh-wait,
+ * then start scanning their keys for onboarding. Never authenticates.
+ */
 import { ExocompError } from '../../domain/errors.js';
 import { formatDuration } from '../../domain/duration.js';
 import { waitForSsh } from '../../adapters/ssh.js';
-import type { StepContext } from './step.js';
+import type { StepContext, StepResult } from './step.js';
+import { lookAheadToHostKeys } from '../pins.js';
 import { loadStandingInventory } from '../inventories.js';
 
-export async function sshWaitStep({ app, workflow, info, signal, inventory: applied }: StepContext): Promise<string> {
-  const inventory = applied?.() ?? loadStandingInventory(await app.store.read(), workflow.workspace.name);
+export async function sshWaitStep({ app, workflow, info, signal, handedOn }: StepContext): Promise<string | StepResult> {
+  const inventory = handedOn.inventory?.() ?? loadStandingInventory(await app.store.read(), workflow.workspace.name);
   const hosts = inventory.hosts.filter((h) => !h.local);
   const skipped = inventory.hosts.length - hosts.length;
   if (hosts.length === 0) return `no SSH hosts to wait for (${skipped} local)`;
@@ -28,7 +32,9 @@ export async function sshWaitStep({ app, workflow, info, signal, inventory: appl
       help: 'check the host booted and its security group/firewall allows the port; resume with a longer --ssh-wait',
     });
   }
-  return `${hosts.length} host(s) answered${skipped > 0 ? `, ${skipped} local skipped` : ''}`;
+  const detail = `${hosts.length} host(s) answered${skipped > 0 ? `, ${skipped} local skipped` : ''}`;
+  // Onboarding pins these keys first: scanning them (no authentication) need not wait for the hand-over's write.
+  return { detail, handOn: { hostKeys: lookAheadToHostKeys(hosts, app.interrupt) } };
 }
 
 const LISTED_SEPARATELY = 5;

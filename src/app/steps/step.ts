@@ -6,6 +6,8 @@ import type { ResolvedInventory } from '../../domain/standing-inventory.js';
 import type { Workflow } from '../../domain/workflow.js';
 import type { RecordsChange } from '../../ledger/records.js';
 import type { AppContext } from '../context.js';
+import type { LookAhead } from '../look-ahead.js';
+import type { ScannedHostKeys } from '../pins.js';
 import type { RunInputs } from '../run-inputs.js';
 
 export interface StepContext {
@@ -20,12 +22,19 @@ export interface StepContext {
    * interrupted (the step stops and is recorded as interrupted).
    */
   signal: AbortSignal;
+  /** What the earlier steps of this run handed on; empty in a resume or a per-step job, whose steps read the ledger. */
+  handedOn: HandedOn;
+}
+
+/** What a step hands to the later steps of the same run, beside what it records. */
+export interface HandedOn {
   /**
-   * tf:<name> as this run's apply wrote it, when apply ran earlier in this
-   * run: the steps that act on the apply's hosts take it instead of reading it
-   * back. Absent (a resume, a per-step job), they read the ledger.
+   * tf:<name> as apply's capture wrote it: the steps that act on the apply's
+   * hosts take it instead of reading it back.
    */
   inventory?: () => ResolvedInventory;
+  /** The hosts' keys, scanned once ssh-wait saw every banner (while the hand-over is written), for onboarding to pin. */
+  hostKeys?: LookAhead<ScannedHostKeys>;
 }
 
 /**
@@ -35,8 +44,8 @@ export interface StepContext {
 export interface StepResult {
   detail: string;
   records?: RecordsChange;
-  /** tf:<name> as `records` write it, for the later steps of this run (StepContext.inventory). */
-  inventory?: () => ResolvedInventory;
+  /** Handed to the later steps of this run once the success is written. */
+  handOn?: HandedOn;
 }
 
 /** A step returns its detail line (or a StepResult), or throws an ExocompError. */
