@@ -68,7 +68,7 @@ export async function continueWorkflow(app: AppContext, request: ContinueRequest
   const straightIn = (scope === 'chain' || scope === 'apply') && request.toolCache === undefined;
   const found = await findOrCreate(app, request, straightIn ? holder : undefined);
   try {
-    return await moveForward(app, request, found, holder);
+    return await moveForward(app, request, scope, found, holder);
   } finally {
     // Not taken when the chain never reached the apply (it stopped first): its plan is removed.
     await found.plannedApply?.discard();
@@ -76,9 +76,8 @@ export async function continueWorkflow(app: AppContext, request: ContinueRequest
 }
 
 /** Past finding or creating the workflow: its approval gate, the plan for approval, the chain. */
-async function moveForward(app: AppContext, request: ContinueRequest, found: Found, holder: Holder): Promise<ContinueOutcome> {
+async function moveForward(app: AppContext, request: ContinueRequest, scope: NonNullable<ContinueRequest['scope']>, found: Found, holder: Holder): Promise<ContinueOutcome> {
   const publish = request.publish ?? (async () => undefined);
-  const scope = request.scope ?? 'chain';
   const gate = request.gate ?? decidedElsewhere;
   let workflow = found.workflow;
   const ended = async (outcome: ContinueOutcome): Promise<ContinueOutcome> => {
