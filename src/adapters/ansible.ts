@@ -39,6 +39,12 @@ export interface PlaybookRun {
   collectionsPath?: string;
   /** Stops ansible-playbook when aborted; the run then rejects with the signal's reason. */
   signal?: AbortSignal | undefined;
+  /**
+   * Given: the run returns once ansible exited, and hands this the closing of its
+   * SSH connections and files, for the caller to await.
+   * Absent: closed before the run returns.
+   */
+  deferClose?: ((closing: Promise<void>) => void) | undefined;
 }
 
 export interface HostRecap {
@@ -81,100 +87,108 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
   const knownHostsFile = sshSafePath(resolve(run.cwd, run.knownHostsFile), 'the known_hosts file');
   const secrets = expandSecrets(run.secrets ?? []);
   const workDir = await runDirFor(run.env.TMPDIR);
+  let controlDir: string | undefined;
+  let played = false;
   try {
-    const controlDir = await makeControlDir(run.env.TMPDIR);
-    try {
-      const ansibleHome = join(workDir, 'home');
-      await mkdir(join(ansibleHome, 'tmp'), { recursive: true, mode: 0o700 });
-      const callbackDir = join(workDir, 'callbacks');
-      await mkdir(callbackDir, { mode: 0o700 });
-      await writeFile(join(callbackDir, `${EVENTS_CALLBACK_NAME}.py`), EVENTS_CALLBACK_SOURCE, { mode: 0o600 });
-      const sshArgs = [
-        '-C',
-        '-o ControlMaster=auto',
-        '-o ControlPersist=60s',
-        // Explicit, so no ControlPath in an inventory's ssh_common_args can point elsewhere (ssh keeps the first value).
-        `-o ControlPath=${controlDir}/%C`,
-        `-o UserKnownHostsFile=${knownHostsFile}`,
-        '-o GlobalKnownHostsFile=/dev/null',
-        '-o StrictHostKeyChecking=yes',
-        '-o HashKnownHosts=no',
-      ].join(' ');
+    controlDir = await makeControlDir(run.env.TMPDIR);
+    const ansibleHome = join(workDir, 'home');
+    await mkdir(join(ansibleHome, 'tmp'), { recursive: true, mode: 0o700 });
+    const callbackDir = join(workDir, 'callbacks');
+    await mkdir(callbackDir, { mode: 0o700 });
+    await writeFile(join(callbackDir, `${EVENTS_CALLBACK_NAME}.py`), EVENTS_CALLBACK_SOURCE, { mode: 0o600 });
+    const sshArgs = [
+      '-C',
+      '-o ControlMaster=auto',
+      '-o ControlPersist=60s',
+      // Explicit, so no ControlPath in an inventory's ssh_common_args can point elsewhere (ssh keeps the first value).
+      `-o ControlPath=${controlDir}/%C`,
+      `-o UserKnownHostsFile=${knownHostsFile}`,
+      '-o GlobalKnownHostsFile=/dev/null',
+      '-o StrictHostKeyChecking=yes',
+      '-o HashKnownHosts=no',
+    ].join(' ');
 
-      const env: NodeJS.ProcessEnv = {
-        ...run.env,
-        ANSIBLE_HOST_KEY_CHECKING: 'True',
-        ANSIBLE_SSH_ARGS: sshArgs,
-        ANSIBLE_SSH_CONTROL_PATH_DIR: controlDir,
-        ANSIBLE_INVENTORY_UNPARSED_FAILED: 'true',
-        ANSIBLE_INVENTORY_ENABLED: 'yaml',
-        ANSIBLE_RETRY_FILES_ENABLED: 'false',
-        // One SSH round trip per task instead of several (modules are piped, not copied); needs no
-        // `requiretty` in the hosts' sudoers, which current distributions do not set (docs/converge.md).
-        ANSIBLE_PIPELINING: 'True',
-        ANSIBLE_NOCOLOR: '1',
-        ANSIBLE_HOME: ansibleHome,
-        ANSIBLE_LOCAL_TEMP: join(ansibleHome, 'tmp'),
-        ANSIBLE_PYTHON_INTERPRETER: 'auto_silent',
-        // The recap we parse is the default callback's.
-        ANSIBLE_STDOUT_CALLBACK: 'ansible.builtin.default',
-        // Our events callback beside any the user enabled.
-        ANSIBLE_CALLBACK_PLUGINS: [callbackDir, run.env.ANSIBLE_CALLBACK_PLUGINS].filter(Boolean).join(':'),
-        ANSIBLE_CALLBACKS_ENABLED: [run.env.ANSIBLE_CALLBACKS_ENABLED, EVENTS_CALLBACK_NAME].filter(Boolean).join(','),
-        // The callback writes to fd 3, a pipe read while the play runs (progress as it happens).
-        [EVENTS_FD_ENV]: '3',
-      };
-      delete env.ANSIBLE_CONFIG;
-      delete env.ANSIBLE_FORCE_COLOR;
-      if (run.collectionsPath !== undefined) env.ANSIBLE_COLLECTIONS_PATH = resolve(run.cwd, run.collectionsPath);
+    const env: NodeJS.ProcessEnv = {
+      ...run.env,
+      ANSIBLE_HOST_KEY_CHECKING: 'True',
+      ANSIBLE_SSH_ARGS: sshArgs,
+      ANSIBLE_SSH_CONTROL_PATH_DIR: controlDir,
+      ANSIBLE_INVENTORY_UNPARSED_FAILED: 'true',
+      ANSIBLE_INVENTORY_ENABLED: 'yaml',
+      ANSIBLE_RETRY_FILES_ENABLED: 'false',
+      // One SSH round trip per task instead of several (modules are piped, not copied); needs no
+      // `requiretty` in the hosts' sudoers, which current distributions do not set (docs/converge.md).
+      ANSIBLE_PIPELINING: 'True',
+      ANSIBLE_NOCOLOR: '1',
+      ANSIBLE_HOME: ansibleHome,
+      ANSIBLE_LOCAL_TEMP: join(ansibleHome, 'tmp'),
+      ANSIBLE_PYTHON_INTERPRETER: 'auto_silent',
+      // The recap we parse is the default callback's.
+      ANSIBLE_STDOUT_CALLBACK: 'ansible.builtin.default',
+      // Our events callback beside any the user enabled.
+      ANSIBLE_CALLBACK_PLUGINS: [callbackDir, run.env.ANSIBLE_CALLBACK_PLUGINS].filter(Boolean).join(':'),
+      ANSIBLE_CALLBACKS_ENABLED: [run.env.ANSIBLE_CALLBACKS_ENABLED, EVENTS_CALLBACK_NAME].filter(Boolean).join(','),
+      // The callback writes to fd 3, a pipe read while the play runs (progress as it happens).
+      [EVENTS_FD_ENV]: '3',
+    };
+    delete env.ANSIBLE_CONFIG;
+    delete env.ANSIBLE_FORCE_COLOR;
+    if (run.collectionsPath !== undefined) env.ANSIBLE_COLLECTIONS_PATH = resolve(run.cwd, run.collectionsPath);
 
-      // Extra vars outrank inventory and play vars: what keeps host keys verified cannot be
-      // switched off by an inventory (ansible_host_key_checking: false, ansible_ssh_args: …).
-      const extraVars: Record<string, unknown> = {
-        ...asData(run.extraVars ?? {}),
-        ansible_host_key_checking: true,
-        ansible_ssh_host_key_checking: true,
-        ansible_ssh_args: sshArgs,
-        ...(run.remoteUser === undefined ? {} : { ansible_user: run.remoteUser }),
-        ...(run.privateKeyFile === undefined ? {} : { ansible_ssh_private_key_file: resolve(run.cwd, run.privateKeyFile) }),
-      };
-      const extraVarsFile = join(workDir, 'extra-vars.json');
-      await writeFile(extraVarsFile, JSON.stringify(extraVars), { mode: 0o600 });
+    // Extra vars outrank inventory and play vars: what keeps host keys verified cannot be
+    // switched off by an inventory (ansible_host_key_checking: false, ansible_ssh_args: …).
+    const extraVars: Record<string, unknown> = {
+      ...asData(run.extraVars ?? {}),
+      ansible_host_key_checking: true,
+      ansible_ssh_host_key_checking: true,
+      ansible_ssh_args: sshArgs,
+      ...(run.remoteUser === undefined ? {} : { ansible_user: run.remoteUser }),
+      ...(run.privateKeyFile === undefined ? {} : { ansible_ssh_private_key_file: resolve(run.cwd, run.privateKeyFile) }),
+    };
+    const extraVarsFile = join(workDir, 'extra-vars.json');
+    await writeFile(extraVarsFile, JSON.stringify(extraVars), { mode: 0o600 });
 
-      const args = ['-i', run.inventoryPath];
-      if (run.check) args.push('--check');
-      if (run.diff) args.push('--diff');
-      if (run.limit !== undefined) args.push('--limit', run.limit);
-      if (run.tags !== undefined) args.push('--tags', run.tags);
-      if (run.become) args.push('--become');
-      args.push(...(run.passthrough ?? []));
-      // Last, so no -e in the passthrough can override it.
-      args.push('-e', `@${extraVarsFile}`, run.playbook);
+    const args = ['-i', run.inventoryPath];
+    if (run.check) args.push('--check');
+    if (run.diff) args.push('--diff');
+    if (run.limit !== undefined) args.push('--limit', run.limit);
+    if (run.tags !== undefined) args.push('--tags', run.tags);
+    if (run.become) args.push('--become');
+    args.push(...(run.passthrough ?? []));
+    // Last, so no -e in the passthrough can override it.
+    args.push('-e', `@${extraVarsFile}`, run.playbook);
 
-      const lines = new LineSplitter(secrets, run.onOutput);
-      const events = new AnsibleEventStream(secrets, run.onEvent);
-      const result = await runProcess(executable, args, {
-        cwd: run.cwd,
-        env,
-        secrets,
-        onOutput: (chunk, stream) => lines.push(chunk, stream),
-        onEvents: (chunk) => events.push(chunk),
-        signal: run.signal,
-      });
-      lines.flush();
-      events.end();
-      // Stopped on purpose: the reason is the error, not the recap of the interrupted play.
-      run.signal?.throwIfAborted();
-      const stdout = redact(result.stdout, secrets);
-      const stderr = redact(result.stderr, secrets);
-      const failures = events.events.flatMap((e) => (e.event === 'result' && isFailure(e) ? [e] : []));
-      return { code: result.code, stdout, stderr, tail: tailOf(stdout, stderr), recap: parseRecap(stdout), events: events.events, failures };
-    } finally {
-      await stopControlMasters(controlDir, run.env);
-    }
+    const lines = new LineSplitter(secrets, run.onOutput);
+    const events = new AnsibleEventStream(secrets, run.onEvent);
+    const result = await runProcess(executable, args, {
+      cwd: run.cwd,
+      env,
+      secrets,
+      onOutput: (chunk, stream) => lines.push(chunk, stream),
+      onEvents: (chunk) => events.push(chunk),
+      signal: run.signal,
+    });
+    lines.flush();
+    events.end();
+    // Stopped on purpose: the reason is the error, not the recap of the interrupted play.
+    run.signal?.throwIfAborted();
+    const stdout = redact(result.stdout, secrets);
+    const stderr = redact(result.stderr, secrets);
+    const failures = events.events.flatMap((e) => (e.event === 'result' && isFailure(e) ? [e] : []));
+    played = true;
+    return { code: result.code, stdout, stderr, tail: tailOf(stdout, stderr), recap: parseRecap(stdout), events: events.events, failures };
   } finally {
-    await rm(workDir, { recursive: true, force: true });
+    const closing = closeRun(workDir, controlDir, run.env);
+    // A play that ran may leave its closing to the caller; one that did not closes before its error propagates.
+    if (played && run.deferClose) run.deferClose(closing);
+    else await closing;
   }
+}
+
+/** Ends the run's ControlPersist masters, then removes its files. */
+async function closeRun(workDir: string, controlDir: string | undefined, env: NodeJS.ProcessEnv): Promise<void> {
+  if (controlDir !== undefined) await stopControlMasters(controlDir, env);
+  await rm(workDir, { recursive: true, force: true });
 }
 
 /**

@@ -58,7 +58,7 @@ export interface ApplyOutcome {
   eventLine: string;
   /** The capture, still to be written, when the request deferred it. */
   capture?: RecordsChange;
-  /** tf:<name> as the deferred capture writes it, resolved as a play would (its errors included); call it once the capture is written. */
+  /** tf:<name> as the deferred capture writes it, resolved as a play would (its errors included); the same hosts before the write as after it. */
   inventory?: () => ResolvedInventory;
   outputCount: number;
   hostCount: number;
@@ -286,26 +286,26 @@ function captureApply(app: AppContext, request: ApplyRequest, outputs: TofuOutpu
     request.warn(`${sensitiveCount} sensitive output(s) dropped: no seal key (set EXOCOMP_SEAL_KEY or --seal-key to hand them to plays)`);
   }
   const now = app.now().toISOString();
+  const recordFor = (registeredAt: string): InventoryRecord => ({
+    schemaVersion: INVENTORY_SCHEMA_VERSION,
+    name: request.name,
+    registeredAt,
+    workspacePath: request.workspacePath,
+    materialized: {
+      file,
+      sha256: sha256(text),
+      appliedAt: now,
+      source: captured.source,
+      outputCount: captured.outputCount,
+      hostCount: captured.hostCount,
+      ...(request.workflowId ? { workflowId: request.workflowId } : {}),
+      ...(request.runUrl ? { runUrl: request.runUrl } : {}),
+    },
+  });
   // The record as last built for the write: once the write landed, tf:<name> is exactly it and `text`.
   let written: InventoryRecord | undefined;
   const capture: RecordsChange = (snapshot) => {
-    const previous = readInventoryRecord(snapshot, request.name);
-    const record: InventoryRecord = (written = {
-      schemaVersion: INVENTORY_SCHEMA_VERSION,
-      name: request.name,
-      registeredAt: previous?.registeredAt ?? now,
-      workspacePath: request.workspacePath,
-      materialized: {
-        file,
-        sha256: sha256(text),
-        appliedAt: now,
-        source: captured.source,
-        outputCount: captured.outputCount,
-        hostCount: captured.hostCount,
-        ...(request.workflowId ? { workflowId: request.workflowId } : {}),
-        ...(request.runUrl ? { runUrl: request.runUrl } : {}),
-      },
-    });
+    const record = (written = recordFor(readInventoryRecord(snapshot, request.name)?.registeredAt ?? now));
     const writes = new RecordWrites().inventoryRecord(record).inventoryFile(request.name, text);
     if (sealed) writes.sealedOutputs(request.name, sealed);
     else if (sensitiveCount === 0 && readSealedOutputs(snapshot, request.name) !== undefined) writes.sealedOutputs(request.name, null);
@@ -324,7 +324,8 @@ function captureApply(app: AppContext, request: ApplyRequest, outputs: TofuOutpu
       ...(dropped.length > 0 ? { readOthers: true } : {}),
     };
   };
-  const inventory = () => resolveStandingInventory(request.name, written, text);
+  // Before the write (the wait for the banners starts beside it), the record it will make: only its registration date may differ.
+  const inventory = () => resolveStandingInventory(request.name, written ?? recordFor(now), text);
   return { eventLine, outputCount: captured.outputCount, hostCount: captured.hostCount, capture, inventory };
 }
 

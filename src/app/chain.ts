@@ -29,6 +29,7 @@ import { sshWaitStep } from './steps/ssh-wait.js';
 import { onboardStep } from './steps/onboard.js';
 import { configureStep } from './steps/configure.js';
 import type { HandedOn, StepAction, StepResult } from './steps/step.js';
+import { LookAhead } from './look-ahead.js';
 
 /** The steps, walked in STEP_NAMES order; the compiler refuses a chain that misses or adds one. */
 export const CHAIN: Readonly<Record<StepName, StepAction>> = {
@@ -73,8 +74,9 @@ export async function runChain(
   const total = STEP_NAMES.length;
   // The step already started under our lease: by the previous one's success (one ledger write between two steps), or by the caller.
   let armed: StepName | undefined = options.started;
-  // What the steps hand to the later ones: tf:<name> as apply wrote it, the keys scanned after ssh-wait.
+  // What the steps hand to the later ones: tf:<name> as apply wrote it, the wait for its banners, the keys scanned after it, the fleet agent.
   const handedOn: HandedOn = {};
+  const closings: Promise<void>[] = [];
   const walk = async (): Promise<ChainResult> => {
     for (const [i, name] of STEP_NAMES.entries()) {
       const step = { name, run: chain[name] };
@@ -110,54 +112,62 @@ export async function runChain(
           warn: (message) => app.progress.emit({ type: 'warning', message: inputs.secrets.redact(message), step: step.name }),
           signal: app.interrupt ? AbortSignal.any([beat.signal, app.interrupt]) : beat.signal,
           handedOn,
+          nextRunsHere: options.only === undefined,
+          deferClose: (closing) => closings.push(closing),
         });
         outcome = { ok: true, ...(typeof result === 'string' ? { detail: result } : result) };
+        // The later steps take it only once the success is written; if it is not, the finally below stops it.
+        Object.assign(handedOn, outcome.handOn);
       } catch (error) {
         outcome = { ok: false, error };
       }
-      await beat.stop();
-      // The step now belongs to another runner: whatever this one saw is not ours to record.
-      if (beat.signal.aborted) throw beat.signal.reason;
-      if (outcome.ok) {
-        const safeDetail = inputs.secrets.redact(outcome.detail);
-        // The next step is started in the same write, unless this run stops here (one step only, or interrupted).
-        const handOver = options.only === undefined && !app.interrupt?.aborted;
-        armed = undefined;
-        workflow = await saveOwnStep(
-          app,
-          workflowId,
-          step.name,
-          (w) => {
-            if (!handOver) return succeedStep(w, step.name, holder.id, app.now(), safeDetail);
-            const next = succeedAndStartNext(w, step.name, holder.id, app.now(), safeDetail, holder.lease(app.now()));
-            armed = next.started;
-            return next.workflow;
-          },
-          () => `${workflowId}: ${step.name} succeeded${armed === undefined ? '' : `; ${armed} running (${holder.id})`}`,
-          outcome.records,
-        );
-        Object.assign(handedOn, outcome.handOn);
-        app.progress.emit({ type: 'step-succeeded', step: step.name, index, total, durationMs: app.now().getTime() - started, detail: safeDetail });
-      } else {
-        // An interrupted step failed because it was told to stop: the interruption is its failure context.
-        const interruption: unknown = app.interrupt?.aborted ? app.interrupt.reason : undefined;
-        const error = interruption instanceof InterruptedError ? interruption : outcome.error;
-        const summary = inputs.secrets.redact(
-          error instanceof InterruptedError
-            ? `${step.name} interrupted by ${error.received}${began ? '; its tool was stopped' : ' before it began'}`
-            : (describeError(error).split('\n')[0] ?? 'failed'),
-        );
-        const kind = error instanceof ExocompError ? error.kind : 'internal';
-        const detail = error instanceof ExocompError && error.detail ? { detail: inputs.secrets.redact(error.detail) } : {};
-        workflow = await saveOwnStep(
-          app,
-          workflowId,
-          step.name,
-          (w) => failStep(w, step.name, holder.id, app.now(), { kind, summary, ...detail }),
-          `${workflowId}: ${step.name} failed (${kind})`,
-        );
-        app.progress.emit({ type: 'step-failed', step: step.name, index, total, durationMs: app.now().getTime() - started, summary });
-        return { workflow, ok: false };
+      try {
+        await beat.stop();
+        // The step now belongs to another runner: whatever this one saw is not ours to record.
+        if (beat.signal.aborted) throw beat.signal.reason;
+        if (outcome.ok) {
+          const safeDetail = inputs.secrets.redact(outcome.detail);
+          // The next step is started in the same write, unless this run stops here (one step only, or interrupted).
+          const handOver = options.only === undefined && !app.interrupt?.aborted;
+          armed = undefined;
+          workflow = await saveOwnStep(
+            app,
+            workflowId,
+            step.name,
+            (w) => {
+              if (!handOver) return succeedStep(w, step.name, holder.id, app.now(), safeDetail);
+              const next = succeedAndStartNext(w, step.name, holder.id, app.now(), safeDetail, holder.lease(app.now()));
+              armed = next.started;
+              return next.workflow;
+            },
+            () => `${workflowId}: ${step.name} succeeded${armed === undefined ? '' : `; ${armed} running (${holder.id})`}`,
+            outcome.records,
+          );
+          app.progress.emit({ type: 'step-succeeded', step: step.name, index, total, durationMs: app.now().getTime() - started, detail: safeDetail });
+        } else {
+          // An interrupted step failed because it was told to stop: the interruption is its failure context.
+          const interruption: unknown = app.interrupt?.aborted ? app.interrupt.reason : undefined;
+          const error = interruption instanceof InterruptedError ? interruption : outcome.error;
+          const summary = inputs.secrets.redact(
+            error instanceof InterruptedError
+              ? `${step.name} interrupted by ${error.received}${began ? '; its tool was stopped' : ' before it began'}`
+              : (describeError(error).split('\n')[0] ?? 'failed'),
+          );
+          const kind = error instanceof ExocompError ? error.kind : 'internal';
+          const detail = error instanceof ExocompError && error.detail ? { detail: inputs.secrets.redact(error.detail) } : {};
+          workflow = await saveOwnStep(
+            app,
+            workflowId,
+            step.name,
+            (w) => failStep(w, step.name, holder.id, app.now(), { kind, summary, ...detail }),
+            `${workflowId}: ${step.name} failed (${kind})`,
+          );
+          app.progress.emit({ type: 'step-failed', step: step.name, index, total, durationMs: app.now().getTime() - started, summary });
+          return { workflow, ok: false };
+        }
+      } finally {
+        // What the step left closing is closed once its outcome is written, before anything else runs.
+        await closeDeferred(app, step.name, closings.splice(0));
       }
     }
     const done = options.only === undefined ? workflow.state === 'provisioned' : stepOf(workflow, options.only).state === 'succeeded';
@@ -166,8 +176,15 @@ export async function runChain(
   try {
     return await walk();
   } finally {
-    // Keys no onboarding took (the run stopped before it): their scan is stopped.
-    await handedOn.hostKeys?.discard();
+    // What no later step took (the run stopped before it) is stopped: a wait, a key scan, an agent.
+    for (const handed of Object.values(handedOn)) if (handed instanceof LookAhead) await handed.discard();
+  }
+}
+
+/** Awaits what a step left closing; a failure to close is a warning, the step's outcome stands. */
+async function closeDeferred(app: AppContext, step: StepName, closings: Promise<void>[]): Promise<void> {
+  for (const closed of await Promise.allSettled(closings)) {
+    if (closed.status === 'rejected') app.progress.emit({ type: 'warning', message: `${step} left something open: ${describeError(closed.reason)}`, step });
   }
 }
 

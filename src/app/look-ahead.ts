@@ -34,11 +34,16 @@ export class LookAhead<T> {
     this.result.catch(() => undefined);
   }
 
-  /** The result for the step it was made for (its error, if it failed); messages held so far come first, later ones as they come. */
-  take(listener: Say): Promise<T> {
+  /**
+   * The result for the step it was made for (its error, if it failed); messages held so far come first, later ones as they come.
+   * `signal` (the step's own) stops the work from then on.
+   */
+  take(listener: Say, signal?: AbortSignal): Promise<T> {
     if (this.state !== 'running') throw new Error(`a look-ahead can be taken once, and not after it was discarded (it is ${this.state})`);
     this.state = 'taken';
     this.listener = listener;
+    if (signal?.aborted) this.stop.abort(signal.reason);
+    else signal?.addEventListener('abort', () => this.stop.abort(signal.reason), { once: true });
     for (const { warn, message } of this.held.splice(0)) (warn ? listener.warn : listener.info)(message);
     return this.result;
   }

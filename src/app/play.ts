@@ -15,6 +15,7 @@ import type { AnsibleEvent } from '../adapters/ansible-events.js';
 import { SshAgent } from '../adapters/ssh.js';
 import type { SecretRegistry } from './secrets.js';
 import { makePrivateDir } from '../adapters/private-dir.js';
+import { LookAhead, type Say } from './look-ahead.js';
 
 export interface PlayRequest {
   /** Playbook path, relative to `cwd` or absolute. */
@@ -28,6 +29,8 @@ export interface PlayRequest {
   identityFile?: string;
   /** A key loaded into a per-run ssh-agent, killed afterwards. */
   agentKeyFile?: string;
+  /** That agent, started beforehand (lookAheadToAgent): taken, and killed afterwards all the same. */
+  agent?: LookAhead<SshAgent> | undefined;
   extraVars?: Record<string, unknown>;
   /** Environment values meant for the play (run-secrets, unsealed outputs). */
   envAdditions?: Record<string, string>;
@@ -42,6 +45,12 @@ export interface PlayRequest {
   onEvent?: ((event: AnsibleEvent) => void) | undefined;
   /** Stops the play when aborted; runPlay then rejects with the signal's reason. */
   signal?: AbortSignal | undefined;
+  /**
+   * Given: runPlay returns once the play ended and hands this the closing of its
+   * SSH connections, agent and private files, for the caller to await (the chain
+   * awaits it after recording the step). Absent: closed before runPlay returns.
+   */
+  deferClose?: ((closing: Promise<void>) => void) | undefined;
 }
 
 export interface PlayOutcome {
@@ -68,6 +77,7 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
   }
   const privateDir = await makePrivateDir('run');
   let agent: SshAgent | undefined;
+  let playbookClosing: Promise<void> | undefined;
   try {
     // .yml: the standing inventory is YAML with !unsafe values; a JSON file given by the user is YAML too.
     const inventoryPath = join(privateDir, 'inventory.yml');
@@ -84,11 +94,9 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
       await chmod(identityFile, 0o600);
     }
     const env = scrubEnvironment(request.parentEnv, request.envAdditions ?? {});
-    if (request.agentKeyFile) {
-      agent = await SshAgent.start();
-      await agent.add(request.agentKeyFile);
-      Object.assign(env, agent.env());
-    }
+    if (request.agent) agent = await request.agent.take(UNHEARD);
+    else if (request.agentKeyFile) agent = await agentHolding(request.agentKeyFile);
+    if (agent) Object.assign(env, agent.env());
     const collectionsPath = vendoredCollectionsPath(request.cwd);
     const result = await runPlaybook({
       playbook,
@@ -109,8 +117,46 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
       ...(request.onOutput ? { onOutput: request.onOutput } : {}),
       ...(request.onEvent ? { onEvent: request.onEvent } : {}),
       signal: request.signal,
+      // Handed on after the agent and the private files, below.
+      deferClose: request.deferClose ? (closing) => void (playbookClosing = closing) : undefined,
     });
     return { code: result.code, stdout: result.stdout, stderr: result.stderr, events: result.events, failures: result.failures };
+  } finally {
+    const closing = closePlay(playbookClosing, agent, privateDir);
+    // Only a play that ran hands its closing on (its playbook run did); otherwise it is closed before the error propagates.
+    if (playbookClosing && request.deferClose) request.deferClose(closing);
+    else await closing;
+  }
+}
+
+/** A per-run ssh-agent holding `keyFile`. */
+async function agentHolding(keyFile: string): Promise<SshAgent> {
+  const agent = await SshAgent.start();
+  try {
+    await agent.add(keyFile);
+  } catch (error) {
+    await agent.stop();
+    throw error;
+  }
+  return agent;
+}
+
+/** An agent holding `keyFile`, started now for a play that takes it later (onboarding starts configure's while its own play runs). */
+export function lookAheadToAgent(keyFile: string, interrupt?: AbortSignal): LookAhead<SshAgent> {
+  return new LookAhead(
+    () => agentHolding(keyFile),
+    (agent) => agent.stop(),
+    interrupt,
+  );
+}
+
+/** Starting an agent says nothing. */
+const UNHEARD: Say = { info: () => undefined, warn: () => undefined };
+
+/** After the playbook run closed: the agent stopped, the private files removed. */
+async function closePlay(playbookClosing: Promise<void> | undefined, agent: SshAgent | undefined, privateDir: string): Promise<void> {
+  try {
+    await playbookClosing;
   } finally {
     await agent?.stop();
     await rm(privateDir, { recursive: true, force: true });

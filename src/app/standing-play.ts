@@ -23,6 +23,8 @@ export interface StandingPlayRequest {
   playbook: string;
   remoteUser?: string;
   fleetKeyPath?: string;
+  /** An agent already holding the fleet key (see PlayRequest.agent). */
+  fleetAgent?: PlayRequest['agent'];
   /** A key file granted to the run as its identity (a 0600 copy), never a directory. */
   identityFile?: string;
   sealKey?: string | undefined;
@@ -43,6 +45,8 @@ export interface StandingPlayRequest {
   onEvent?: ((event: AnsibleEvent) => void) | undefined;
   /** Stops the play when aborted; the run then rejects with the signal's reason. */
   signal?: AbortSignal | undefined;
+  /** Receives the closing of the play's connections and files, awaited by the caller (see PlayRequest). */
+  deferClose?: PlayRequest['deferClose'];
 }
 
 function unsealedFor(snapshot: LedgerSnapshot, name: string, request: StandingPlayRequest): Record<string, string> {
@@ -73,6 +77,7 @@ function playRequest(
     knownHosts,
     ...(request.remoteUser ? { remoteUser: request.remoteUser } : {}),
     ...(request.fleetKeyPath ? { agentKeyFile: request.fleetKeyPath } : {}),
+    agent: request.fleetAgent,
     ...(request.identityFile ? { identityFile: request.identityFile } : {}),
     envAdditions,
     ...(request.extraVars ? { extraVars: request.extraVars } : {}),
@@ -85,6 +90,7 @@ function playRequest(
     ...(request.onOutput ? { onOutput: request.onOutput } : {}),
     ...(request.onEvent ? { onEvent: request.onEvent } : {}),
     signal: request.signal,
+    deferClose: request.deferClose,
   };
 }
 

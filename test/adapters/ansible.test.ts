@@ -312,7 +312,7 @@ describe('control path', () => {
   });
 
   /** Runs the play with TMPDIR=runDir; returns the control dir and sockets the play saw mid-run. */
-  async function observeRun(runDir: string): Promise<{ dir: string; sockets: string[] }> {
+  async function observeRun(runDir: string, options: { deferClose?: (closing: Promise<void>) => void } = {}): Promise<{ dir: string; sockets: string[] }> {
     const result = await runPlaybook(
       baseRun({
         playbook,
@@ -321,9 +321,11 @@ describe('control path', () => {
         knownHostsFile: await pinnedKnownHosts(host),
         remoteUser: 'root',
         privateKeyFile: bootstrap.privateKeyPath,
+        ...options,
       }),
     );
     expect(result.code, describeRun(result)).toBe(0);
+    if (options.deferClose) await closings.splice(0).reduce((all, closing) => all.then(() => closing), Promise.resolve());
     const seen = JSON.parse(await readFile(observed, 'utf8')) as { dir: string; sockets: string[] };
     expect(seen.sockets).toHaveLength(1);
     expect(seen.sockets[0]?.startsWith(`${seen.dir}/`)).toBe(true);
@@ -342,6 +344,14 @@ describe('control path', () => {
     // Named with its owner's pid, so a run killed with -9 leaves nothing the next run's sweep misses.
     expect(seen.dir.startsWith(`${runTmp}/exocomp-cp-${process.pid}-`)).toBe(true);
     expect(await listDefault()).toEqual(defaultBefore);
+  });
+
+  const closings: Promise<void>[] = [];
+
+  it('hands the closing of its masters and files to a caller who asks: all gone once that settles', async () => {
+    let handed = 0;
+    await observeRun(runTmp, { deferClose: (closing) => (handed++, closings.push(closing)) });
+    expect(handed).toBe(1);
   });
 
   it('moves the control dir to /tmp when TMPDIR is too long for a socket path, and removes it all the same', async () => {

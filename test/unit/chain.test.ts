@@ -150,6 +150,27 @@ describe('chain runner', () => {
     expect(scans).toEqual(['scanning']);
   });
 
+  it('what a step leaves closing is awaited once its outcome is written and before the next step; failing to close is a warning', async () => {
+    const { app, inputs, id, store, progress } = setup();
+    const order: string[] = [];
+    // Settles only once the ledger holds apply's success (bounded): the chain must not wait for it before writing.
+    const closesAfterTheWrite = async () => {
+      for (let i = 0; i < 200 && store.history().length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      order.push(`closed with ${store.history().length} commits`);
+    };
+    const result = await runChain(app, id, inputs, {
+      holder: holder('a'),
+      steps: steps([], {
+        apply: async (context) => (context.deferClose(closesAfterTheWrite()), 'applied'),
+        'ssh-wait': async () => (order.push('ssh-wait ran'), 'waited'),
+        configure: async (context) => (context.deferClose(Promise.reject(new Error('rm: busy'))), 'configured'),
+      }),
+    });
+    expect(order).toEqual(['closed with 3 commits', 'ssh-wait ran']);
+    expect(result.ok).toBe(true);
+    expect(progress.events).toContainEqual({ type: 'warning', message: 'configure left something open: rm: busy', step: 'configure' });
+  });
+
   it('a per-step run records its success alone and starts nothing after it', async () => {
     const { app, inputs, id, store } = setup();
     const calls: string[] = [];

@@ -1,4 +1,5 @@
 import { cp, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -192,13 +193,16 @@ describe('continueWorkflow: a new workflow no approval holds', () => {
     await Promise.all(dirs.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
   });
 
-  /** The edge workspace naming no host, the stand-in's log, and a ledger whose first write waits for `holdFirstWrite`. */
-  async function fresh(holdFirstWrite: (log: string) => Promise<void>) {
+  /**
+   * The edge workspace naming `hosts` (none by default), the stand-in's log, and a ledger whose first write waits for
+   * `holdFirstWrite`, and its second (apply's success) for `holdSecondWrite`.
+   */
+  async function fresh(holdFirstWrite: (log: string) => Promise<void>, options: { hosts?: Record<string, unknown>; holdSecondWrite?: () => Promise<void> } = {}) {
     const dir = await mkdtemp(join(tmpdir(), 'exocomp-lookahead-'));
     dirs.push(dir);
     const workspace = join(dir, 'ws');
     await cp(join(fixtureWorkspacesDir, 'edge'), workspace, { recursive: true });
-    await writeFile(join(workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: { all: { hosts: {} } } }));
+    await writeFile(join(workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: { all: { hosts: options.hosts ?? {} } } }));
     const log = join(dir, 'standin.log');
     const memory = new MemoryLedgerStore();
     let writes = 0;
@@ -207,7 +211,9 @@ describe('continueWorkflow: a new workflow no approval holds', () => {
       read: () => memory.read(),
       migrate: () => memory.migrate(),
       update: async <T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>) => {
-        if (writes++ === 0) await holdFirstWrite(log);
+        const write = writes++;
+        if (write === 0) await holdFirstWrite(log);
+        if (write === 1) await options.holdSecondWrite?.();
         return memory.update(mutate);
       },
     };
@@ -270,6 +276,59 @@ describe('continueWorkflow: a new workflow no approval holds', () => {
     expect(invocationsOf(await readStandinLog(log), 'apply')).toEqual([]);
     expect(memory.history()).toEqual([]);
     expect(await planDirs()).toEqual(before);
+  });
+
+  /** A loopback port that answers with an SSH banner, counting the connections it got. */
+  async function bannerServer() {
+    const server = createServer((socket) => {
+      connections.count++;
+      sockets.push(socket);
+      socket.end('SSH-2.0-OpenSSH_9.2p1 exocomp-test\r\n');
+    });
+    const connections = { count: 0 };
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    servers.push(server);
+    return {
+      get count() {
+        return connections.count;
+      },
+      port: (server.address() as AddressInfo).port,
+    };
+  }
+  const servers: Server[] = [];
+  const sockets: Socket[] = [];
+  afterEach(async () => {
+    for (const socket of sockets.splice(0)) socket.destroy();
+    await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
+  });
+
+  it('waits for the banners of the hosts apply created while its success is written, and shows the wait inside ssh-wait', async () => {
+    const banner = await bannerServer();
+    let probedAtWrite = false;
+    const { app, memory, progress, request } = await fresh(async () => undefined, {
+      hosts: { web1: { ansible_host: '127.0.0.1', ansible_port: banner.port } },
+      // The write waits (bounded) for a probe: it can only finish if the wait did not wait for the write.
+      holdSecondWrite: async () => {
+        for (let i = 0; i < 600 && banner.count === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+        probedAtWrite = banner.count > 0;
+      },
+    });
+    // No fleet key: onboarding fails before it touches the host, after ssh-wait succeeded.
+    const outcome = await continueWorkflow(app, { ...request, scope: 'chain' });
+    expect(outcome).toMatchObject({ kind: 'ran', ok: false, workflow: { failure: { step: 'onboard' } } });
+    expect(probedAtWrite).toBe(true);
+    expect(memory.history().map((commit) => commit.message)[1]).toMatch(/^edge-new1: apply succeeded; ssh-wait running \(local:.*; tf:edge: capture/);
+    const started = progress.events.findIndex((e) => e.type === 'step-started' && e.step === 'ssh-wait');
+    const waitLines = progress.events.flatMap((e, i) => (e.type === 'info' && e.step === 'ssh-wait' ? [{ i, message: e.message }] : []));
+    expect(waitLines.map((line) => line.message)).toEqual(['waiting up to 1.0s for 1 host(s): web1', expect.stringMatching(/^web1 answered after /)]);
+    expect(Math.min(...waitLines.map((line) => line.i))).toBeGreaterThan(started);
+  });
+
+  it('a run that only applies (a per-step job) does not wait for the banners it will not use', async () => {
+    const banner = await bannerServer();
+    const { app, request } = await fresh(async () => undefined, { hosts: { web1: { ansible_host: '127.0.0.1', ansible_port: banner.port } } });
+    expect(await continueWorkflow(app, request)).toMatchObject({ kind: 'ran', ok: true });
+    expect(banner.count).toBe(0);
   });
 
   it('without newId the ledger is searched first, and an existing workflow is continued, not planned again beside a write', async () => {

@@ -4,11 +4,13 @@
  * capture is recorded with the step's success).
  */
 import { ExocompError } from '../../domain/errors.js';
-import type { StepContext, StepResult } from './step.js';
+import type { HandedOn, StepContext, StepResult } from './step.js';
+import type { ResolvedInventory } from '../../domain/standing-inventory.js';
+import { lookAheadToSshWait } from './ssh-wait.js';
 import { applyWorkspace } from '../apply-workspace.js';
 import { checkApprovedConfiguration } from '../config-preview.js';
 
-export async function applyStep({ app, workflow, inputs, info, warn, signal }: StepContext): Promise<StepResult> {
+export async function applyStep({ app, workflow, inputs, info, warn, signal, nextRunsHere }: StepContext): Promise<StepResult> {
   if (inputs.savedPlanFile !== undefined && workflow.approval.planFingerprint === undefined) {
     throw new ExocompError('approval', `workflow ${workflow.id} recorded no approved plan to compare the saved plan with`, {
       help: 'nothing was applied; run the plan job for this workflow first',
@@ -35,5 +37,18 @@ export async function applyStep({ app, workflow, inputs, info, warn, signal }: S
     // The capture is written with the step's success: one commit, and none at all for a runner that lost the step.
     deferCapture: true,
   });
-  return { detail: outcome.eventLine, ...(outcome.capture ? { records: outcome.capture } : {}), ...(outcome.inventory ? { handOn: { inventory: outcome.inventory } } : {}) };
+  return { detail: outcome.eventLine, ...(outcome.capture ? { records: outcome.capture } : {}), ...(outcome.inventory ? { handOn: handOn(outcome.inventory) } : {}) };
+
+  /** The capture, and the wait for its hosts' banners started now, while the success is written (ssh-wait takes both). */
+  function handOn(inventory: () => ResolvedInventory): HandedOn {
+    if (!nextRunsHere) return { inventory };
+    let resolved: ResolvedInventory;
+    try {
+      resolved = inventory();
+    } catch {
+      // An inventory that does not resolve fails ssh-wait, which resolves it again.
+      return { inventory };
+    }
+    return { inventory, sshWait: lookAheadToSshWait(resolved, workflow.options.sshWaitMs, { scanKeys: true, interrupt: app.interrupt }) };
+  }
 }

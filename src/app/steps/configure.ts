@@ -5,13 +5,14 @@ import { playFailedError } from '../play.js';
 import { playProgress } from '../progress.js';
 import { runStandingPlay } from '../standing-play.js';
 
-export async function configureStep({ app, workflow, inputs, info, signal }: StepContext): Promise<string> {
+export async function configureStep({ app, workflow, inputs, info, signal, handedOn, deferClose }: StepContext): Promise<string> {
   if (!inputs.fleetKeyPath) throw new UsageError('configure needs the fleet key', 'pass --fleet-key <private key file>');
   const { outcome, hostCount } = await runStandingPlay(app, {
     name: workflow.workspace.name,
     playbook: workflow.playbook,
     remoteUser: workflow.options.remoteUser ?? workflow.options.onboardUser,
     fleetKeyPath: inputs.fleetKeyPath,
+    fleetAgent: handedOn.fleetAgent,
     sealKey: inputs.sealKey,
     runSecrets: inputs.runSecrets,
     check: workflow.options.check,
@@ -21,6 +22,7 @@ export async function configureStep({ app, workflow, inputs, info, signal }: Ste
     info,
     onEvent: playProgress(app.progress, 'configure'),
     signal,
+    deferClose,
   });
   if (outcome.code !== 0) {
     throw playFailedError('configure play', outcome, 'fix the playbook or the host, then exocomp provision resume <id>');

@@ -7,10 +7,10 @@ import { dirname, join } from 'node:path';
 import { existsSync } from 'node:fs';
 import { ExocompError, UsageError } from '../../domain/errors.js';
 import { publicKeyOf } from '../../adapters/ssh-keys.js';
-import type { StepContext } from './step.js';
+import type { StepContext, StepResult } from './step.js';
 import { loadStandingInventory } from '../inventories.js';
 import { pinHostKeys } from '../pins.js';
-import { playFailedError, runPlay } from '../play.js';
+import { lookAheadToAgent, playFailedError, runPlay } from '../play.js';
 import { playProgress } from '../progress.js';
 
 /** The seeded playbook sits at the repository root, above dist/cli.js, dist/<action>/ and src/app/steps/. */
@@ -25,7 +25,7 @@ export function seededOnboardPlaybook(): string {
   });
 }
 
-export async function onboardStep({ app, workflow, inputs, info, warn, signal, handedOn }: StepContext): Promise<string> {
+export async function onboardStep({ app, workflow, inputs, info, warn, signal, handedOn, nextRunsHere, deferClose }: StepContext): Promise<string | StepResult> {
   if (!inputs.fleetKeyPath) throw new UsageError('onboarding needs the fleet key', 'pass --fleet-key <private key file>');
   if (!inputs.bootstrapKeyPath) throw new UsageError('onboarding needs the bootstrap key', 'pass --bootstrap-key <private key file>');
   const inventory = handedOn.inventory?.() ?? loadStandingInventory(await app.store.read(), workflow.workspace.name);
@@ -43,21 +43,30 @@ export async function onboardStep({ app, workflow, inputs, info, warn, signal, h
 
   const playbook = workflow.options.onboardPlaybook ?? seededOnboardPlaybook();
   info(`onboarding play ${workflow.options.onboardPlaybook ?? 'playbooks/onboard.yml (seeded)'} started`);
-  const outcome = await runPlay({
-    playbook,
-    cwd: app.cwd,
-    parentEnv: app.env,
-    inventoryText: inventory.ansibleText,
-    knownHosts: pins.knownHosts,
-    identityFile: inputs.bootstrapKeyPath,
-    extraVars: { exocomp_fleet_pubkey: fleetPublicKey, exocomp_onboard_user: workflow.options.onboardUser },
-    limit: hosts.map((h) => h.name).join(','),
-    secrets: inputs.secrets,
-    onEvent: playProgress(app.progress, 'onboard'),
-    signal,
-  });
-  if (outcome.code !== 0) {
-    throw playFailedError('onboarding play', outcome, 'fix the cause, then exocomp provision resume <id>; a host-key mismatch is never re-pinned silently');
+  // Configure's agent, holding the fleet key, starts while this play runs.
+  const fleetAgent = nextRunsHere ? lookAheadToAgent(inputs.fleetKeyPath, app.interrupt) : undefined;
+  try {
+    const outcome = await runPlay({
+      playbook,
+      cwd: app.cwd,
+      parentEnv: app.env,
+      inventoryText: inventory.ansibleText,
+      knownHosts: pins.knownHosts,
+      identityFile: inputs.bootstrapKeyPath,
+      extraVars: { exocomp_fleet_pubkey: fleetPublicKey, exocomp_onboard_user: workflow.options.onboardUser },
+      limit: hosts.map((h) => h.name).join(','),
+      secrets: inputs.secrets,
+      onEvent: playProgress(app.progress, 'onboard'),
+      signal,
+      deferClose,
+    });
+    if (outcome.code !== 0) {
+      throw playFailedError('onboarding play', outcome, 'fix the cause, then exocomp provision resume <id>; a host-key mismatch is never re-pinned silently');
+    }
+  } catch (error) {
+    await fleetAgent?.discard();
+    throw error;
   }
-  return `${hosts.length} host(s) onboarded as ${workflow.options.onboardUser}; ${pins.added.length} key(s) pinned`;
+  const detail = `${hosts.length} host(s) onboarded as ${workflow.options.onboardUser}; ${pins.added.length} key(s) pinned`;
+  return fleetAgent ? { detail, handOn: { fleetAgent } } : detail;
 }

@@ -7,8 +7,10 @@ import type { Workflow } from '../../domain/workflow.js';
 import type { RecordsChange } from '../../ledger/records.js';
 import type { AppContext } from '../context.js';
 import type { LookAhead } from '../look-ahead.js';
+import type { SshAgent } from '../../adapters/ssh.js';
 import type { ScannedHostKeys } from '../pins.js';
 import type { RunInputs } from '../run-inputs.js';
+import type { SshWaited } from './ssh-wait.js';
 
 export interface StepContext {
   app: AppContext;
@@ -24,6 +26,13 @@ export interface StepContext {
   signal: AbortSignal;
   /** What the earlier steps of this run handed on; empty in a resume or a per-step job, whose steps read the ledger. */
   handedOn: HandedOn;
+  /** The next step runs in this run once this one succeeded (not a per-step job): worth starting what it will take. */
+  nextRunsHere: boolean;
+  /**
+   * Hands over what the step leaves closing (a play's SSH connections, agent and
+   * files): the chain awaits it once the step's outcome is written, before the next step.
+   */
+  deferClose(closing: Promise<void>): void;
 }
 
 /** What a step hands to the later steps of the same run, beside what it records. */
@@ -33,8 +42,12 @@ export interface HandedOn {
    * hosts take it instead of reading it back.
    */
   inventory?: () => ResolvedInventory;
+  /** The wait for the captured hosts' banners, started by apply while its success is written, for ssh-wait to take. */
+  sshWait?: LookAhead<SshWaited>;
   /** The hosts' keys, scanned once ssh-wait saw every banner (while the hand-over is written), for onboarding to pin. */
   hostKeys?: LookAhead<ScannedHostKeys>;
+  /** An agent holding the fleet key, started by onboarding while its play runs, for configure's play. */
+  fleetAgent?: LookAhead<SshAgent>;
 }
 
 /**
