@@ -141,7 +141,7 @@ async function agentHolding(keyFile: string): Promise<SshAgent> {
   return agent;
 }
 
-/** An agent holding `keyFile`, started now for a play that takes it later (onboarding starts configure's while its own play runs). */
+/** An agent holding `keyFile`, started now for a play that takes it later (onboarding starts configure's while it pins and plays). */
 export function lookAheadToAgent(keyFile: string, interrupt?: AbortSignal): LookAhead<SshAgent> {
   return new LookAhead(
     () => agentHolding(keyFile),

@@ -46,7 +46,7 @@ export interface HandedOn {
   sshWait?: LookAhead<SshWaited>;
   /** The hosts' keys, scanned once ssh-wait saw every banner (while the hand-over is written), for onboarding to pin. */
   hostKeys?: LookAhead<ScannedHostKeys>;
-  /** An agent holding the fleet key, started by onboarding while its play runs, for configure's play. */
+  /** An agent holding the fleet key, started by onboarding while it pins and plays, for configure's play. */
   fleetAgent?: LookAhead<SshAgent>;
 }
 
