@@ -4,11 +4,11 @@
  * bare tools doing the same on the same kind of host: `ssh-keyscan` and
  * `ansible-playbook playbooks/onboard.yml` with the bootstrap key. Each round
  * uses fresh disposable hosts; the order alternates. Prints medians and the
- * ratio (target ≤ 1.10). The exocomp figure runs from ssh-wait's start to
- * onboarding's success (`--json` events, as they arrive): it includes the
- * hand-over's ledger write, beside which the host keys are scanned, and the
- * banner probe of a host that is already up, as the bare side's keyscan is
- * its wait.
+ * ratio (target ≤ 1.10). The exocomp figure runs from apply's capture to
+ * onboarding's success (`--json` events, as they arrive): the wait for the
+ * banner and the host-key scan start there (ADR 0018), so it includes apply's
+ * success write and the hand-over's, beside which they run, and the banner
+ * probe of a host that is already up, as the bare side's keyscan is its wait.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -60,8 +60,8 @@ async function round(kind: 'exocomp' | 'bare', dir: string): Promise<number> {
     }
     await fillBenchWorkspace(ws, host);
     await runProcess('git', ['init', '-q', '--bare', join(ws, 'ledger.git')]);
-    // When the step events arrive. The host-key scan starts as ssh-wait ends, beside the hand-over's write, which
-    // comes before ssh-wait's success line: the figure spans ssh-wait (one banner probe of a host that is up) too.
+    // When the events arrive. The banner wait and then the host-key scan start once apply captured its hosts,
+    // beside apply's success write: the figure spans that write, ssh-wait and the hand-over too.
     const arrived = new Map<string, number>();
     let partial = '';
     const result = await runProcess(process.execPath, provisionRunArgs(join(root, 'dist/cli.js'), ws, standinPath, fleet.privateKeyPath, bootstrap.privateKeyPath, '--json'), {
@@ -72,15 +72,16 @@ async function round(kind: 'exocomp' | 'bare', dir: string): Promise<number> {
         const lines = (partial + chunk).split('\n');
         partial = lines.pop() ?? '';
         for (const line of lines.filter(Boolean)) {
-          const event = JSON.parse(line) as { event?: string; step?: string };
-          if (event.step && (event.event === 'step-started' || event.event === 'step-succeeded')) arrived.set(`${event.event} ${event.step}`, performance.now());
+          const event = JSON.parse(line) as { event?: string; step?: string; message?: string };
+          if (event.step === 'apply' && event.event === 'info' && event.message?.startsWith('captured ')) arrived.set('captured', performance.now());
+          if (event.step === 'onboard' && event.event === 'step-succeeded') arrived.set('onboarded', performance.now());
         }
       },
     });
     if (result.code !== 0) throw new Error(`exocomp run failed:\n${result.stdout}\n${result.stderr}`);
-    const [waiting, onboarded] = [arrived.get('step-started ssh-wait'), arrived.get('step-succeeded onboard')];
-    if (waiting === undefined || onboarded === undefined) throw new Error(`no ssh-wait step-started or onboard step-succeeded event:\n${result.stdout}`);
-    return onboarded - waiting;
+    const [captured, onboarded] = [arrived.get('captured'), arrived.get('onboarded')];
+    if (captured === undefined || onboarded === undefined) throw new Error(`no capture line of apply or step-succeeded event of onboard:\n${result.stdout}`);
+    return onboarded - captured;
   } finally {
     await host.destroy();
   }
