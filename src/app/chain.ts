@@ -167,7 +167,7 @@ export async function runChain(
         }
       } finally {
         // What the step left closing is closed once its outcome is written, before anything else runs.
-        await closeDeferred(app, step.name, closings.splice(0));
+        await closeDeferred(app, inputs, step.name, closings.splice(0));
       }
     }
     const done = options.only === undefined ? workflow.state === 'provisioned' : stepOf(workflow, options.only).state === 'succeeded';
@@ -182,9 +182,9 @@ export async function runChain(
 }
 
 /** Awaits what a step left closing; a failure to close is a warning, the step's outcome stands. */
-async function closeDeferred(app: AppContext, step: StepName, closings: Promise<void>[]): Promise<void> {
+async function closeDeferred(app: AppContext, inputs: RunInputs, step: StepName, closings: Promise<void>[]): Promise<void> {
   for (const closed of await Promise.allSettled(closings)) {
-    if (closed.status === 'rejected') app.progress.emit({ type: 'warning', message: `${step} left something open: ${describeError(closed.reason)}`, step });
+    if (closed.status === 'rejected') app.progress.emit({ type: 'warning', message: inputs.secrets.redact(`${step} left something open: ${describeError(closed.reason)}`), step });
   }
 }
 

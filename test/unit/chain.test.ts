@@ -163,12 +163,13 @@ describe('chain runner', () => {
       steps: steps([], {
         apply: async (context) => (context.deferClose(closesAfterTheWrite()), 'applied'),
         'ssh-wait': async () => (order.push('ssh-wait ran'), 'waited'),
-        configure: async (context) => (context.deferClose(Promise.reject(new Error('rm: busy'))), 'configured'),
+        configure: async (context) => (context.deferClose(Promise.reject(new Error('rm: busy; hunter2-secret-value'))), 'configured'),
       }),
     });
     expect(order).toEqual(['closed with 3 commits', 'ssh-wait ran']);
     expect(result.ok).toBe(true);
-    expect(progress.events).toContainEqual({ type: 'warning', message: 'configure left something open: rm: busy', step: 'configure' });
+    // Redacted like every line of the run.
+    expect(progress.events).toContainEqual({ type: 'warning', message: 'configure left something open: rm: busy; ***', step: 'configure' });
   });
 
   it('a per-step run records its success alone and starts nothing after it', async () => {
