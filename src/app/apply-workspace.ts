@@ -150,10 +150,7 @@ type PlanToApplyRequest = Pick<ApplyRequest, 'workspacePath' | 'vars' | 'tofuBin
  * running (lookAheadToApply).
  */
 export async function planToApply(app: AppContext, request: PlanToApplyRequest): Promise<PlannedApply> {
-  const localState = await checkStateBackend(app, request.workspacePath, request.allowLocalState ?? false);
-  if (localState) request.warn(localState);
-  const tofu = await openTofu(app, request);
-  const scratch = await makePrivateDir('plan');
+  const { tofu, scratch } = await openForPlan(app, request);
   try {
     const planFile = join(scratch, 'exocomp.tfplan');
     await prepareWorkspace(tofu, request.vars);
@@ -163,6 +160,13 @@ export async function planToApply(app: AppContext, request: PlanToApplyRequest):
     await rm(scratch, { recursive: true, force: true });
     throw error;
   }
+}
+
+/** The state-backend check (its warning said), then tofu on the workspace and a private directory for the plan file. */
+async function openForPlan(app: AppContext, request: PlanToApplyRequest): Promise<{ tofu: TofuPort; scratch: string }> {
+  const localState = await checkStateBackend(app, request.workspacePath, request.allowLocalState ?? false);
+  if (localState) request.warn(localState);
+  return { tofu: await openTofu(app, request), scratch: await makePrivateDir('plan') };
 }
 
 /** planToApply, started now beside the ledger write that records the apply as running; the apply step takes it. */
@@ -186,10 +190,7 @@ export async function applyWorkspace(app: AppContext, request: ApplyRequest): Pr
       await rm(planned.scratch, { recursive: true, force: true });
     }
   }
-  const localState = await checkStateBackend(app, request.workspacePath, request.allowLocalState ?? false);
-  if (localState) request.warn(localState);
-  const tofu = await openTofu(app, request);
-  const scratch = await makePrivateDir('plan');
+  const { tofu, scratch } = await openForPlan(app, request);
   try {
     return await finishApply(app, request, tofu, await applyApprovedPlan(tofu, request, request.savedPlanFile ?? join(scratch, 'exocomp.tfplan')));
   } finally {
