@@ -32,10 +32,33 @@ export async function sideBySide<K extends string>(kinds: readonly [K, K], round
 export function ratioLine(what: string, sides: { name: string; ms: number[] }, baseline: { name: string; ms: number[] }, target: number): string {
   const paired = roundRatios(sides.ms, baseline.ms);
   const sorted = [...paired].sort((a, b) => a - b);
+  const interval = medianInterval(sorted);
   return [
     `\n${what}, median of ${sides.ms.length}: ${sides.name} ${seconds(median(sides.ms))}, ${baseline.name} ${seconds(median(baseline.ms))}, ratio of medians ${(median(sides.ms) / median(baseline.ms)).toFixed(2)}`,
-    `round by round: ratio median ${median(paired).toFixed(2)} (${sorted[0]!.toFixed(2)}–${sorted[sorted.length - 1]!.toFixed(2)}) (target ≤ ${target.toFixed(2)})`,
+    `round by round: ratio median ${median(paired).toFixed(2)}, ${Math.floor(interval.confidence * 100)}% interval ${interval.low.toFixed(2)}–${interval.high.toFixed(2)} (range ${sorted[0]!.toFixed(2)}–${sorted[sorted.length - 1]!.toFixed(2)}) (target ≤ ${target.toFixed(2)})`,
   ].join('\n');
+}
+
+/**
+ * Where the true median lies, from the rounds alone (sorted ascending): the narrowest pair of order
+ * statistics x(k)–x(n+1−k) that holds it with at least `wanted` confidence, by the binomial count of rounds
+ * below the median. No assumption about the spread's shape; with few rounds it is the whole range, and
+ * `confidence` says how sure even that is.
+ */
+export function medianInterval(sorted: readonly number[], wanted = 0.95): { low: number; high: number; confidence: number } {
+  const n = sorted.length;
+  // below[j]: the chance that at most j of n rounds fall below the median.
+  const below: number[] = [];
+  let term = 0.5 ** n;
+  let sum = 0;
+  for (let j = 0; j <= n; j++) {
+    sum += term;
+    below.push(sum);
+    term = (term * (n - j)) / (j + 1);
+  }
+  let k = 1;
+  while (k + 1 <= n + 1 - (k + 1) && 1 - 2 * below[k]! >= wanted) k += 1;
+  return { low: sorted[k - 1]!, high: sorted[n - k]!, confidence: 1 - 2 * below[k - 1]! };
 }
 
 /** The `exocomp provision run` both benchmarks time: the workspace's own site.yml, its ledger, the stand-in and the two keys. */
