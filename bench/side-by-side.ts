@@ -56,8 +56,9 @@ export function medianInterval(sorted: readonly number[], wanted = 0.95): { low:
     below.push(sum);
     term = (term * (n - j)) / (j + 1);
   }
+  // Narrow inwards while the next pair, x(k+1)–x(n−k), still exists and is sure enough.
   let k = 1;
-  while (k + 1 <= n + 1 - (k + 1) && 1 - 2 * below[k]! >= wanted) k += 1;
+  while (2 * k + 1 <= n && 1 - 2 * below[k]! >= wanted) k += 1;
   return { low: sorted[k - 1]!, high: sorted[n - k]!, confidence: 1 - 2 * below[k - 1]! };
 }
 
