@@ -42,7 +42,11 @@ function median(values: number[]): number {
 
 const dir = await mkdtemp(join(tmpdir(), 'exocomp-bench-actions-'));
 try {
-  const files = { GITHUB_OUTPUT: join(dir, 'out'), GITHUB_STATE: join(dir, 'state'), GITHUB_STEP_SUMMARY: join(dir, 'summary') };
+  const files = {
+    GITHUB_OUTPUT: join(dir, 'out'),
+    GITHUB_STATE: join(dir, 'state'),
+    GITHUB_STEP_SUMMARY: join(dir, 'summary'),
+  };
   for (const file of Object.values(files)) await writeFile(file, '');
   await writeFile(join(dir, 'event.json'), '{}');
   const env: NodeJS.ProcessEnv = {

@@ -10,7 +10,16 @@ import { join, resolve } from 'node:path';
 import { runProcess } from '../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../test/support/loopback-host.js';
 import { standinPath } from '../test/support/tofu-standin.js';
-import { sideBySide, provisionRunArgs, ratioLine, fillBenchWorkspace, childCpuMs, cpuLine, cliEnv, ansiblePython } from './side-by-side.js';
+import {
+  sideBySide,
+  provisionRunArgs,
+  ratioLine,
+  fillBenchWorkspace,
+  childCpuMs,
+  cpuLine,
+  cliEnv,
+  ansiblePython,
+} from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -50,10 +59,14 @@ async function round(kind: 'exocomp' | 'baseline', dir: string): Promise<number>
     let result;
     if (kind === 'exocomp') {
       await runProcess('git', ['init', '-q', '--bare', join(ws, 'ledger.git')]);
-      result = await runProcess(process.execPath, provisionRunArgs(join(root, 'dist/cli.js'), ws, standinPath, fleet.privateKeyPath, bootstrap.privateKeyPath), {
-        cwd: ws,
-        env: cliEnv(ws),
-      });
+      result = await runProcess(
+        process.execPath,
+        provisionRunArgs(join(root, 'dist/cli.js'), ws, standinPath, fleet.privateKeyPath, bootstrap.privateKeyPath),
+        {
+          cwd: ws,
+          env: cliEnv(ws),
+        },
+      );
     } else {
       await writeFile(join(ws, 'baseline.sh'), baselineScript, { mode: 0o755 });
       await writeFile(`${fleet.privateKeyPath}.pub`, `${fleet.publicKey}\n`);
@@ -85,7 +98,9 @@ async function round(kind: 'exocomp' | 'baseline', dir: string): Promise<number>
 const cpu: Record<'exocomp' | 'baseline', number[]> = { exocomp: [], baseline: [] };
 const dir = await mkdtemp(join(tmpdir(), 'exocomp-bench-chain-'));
 try {
-  const { exocomp: e, baseline: b } = await sideBySide(['baseline', 'exocomp'] as const, rounds, (kind) => round(kind, dir));
+  const { exocomp: e, baseline: b } = await sideBySide(['baseline', 'exocomp'] as const, rounds, (kind) =>
+    round(kind, dir),
+  );
   if (e !== undefined && b !== undefined) {
     console.log(ratioLine('whole chain', { name: 'exocomp', ms: e }, { name: 'shell baseline', ms: b }, 1.05));
     console.log(cpuLine({ name: 'exocomp', ms: cpu.exocomp }, { name: 'shell baseline', ms: cpu.baseline }));

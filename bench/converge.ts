@@ -15,8 +15,8 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runProcess } from '../src/adapters/process.js';
-import { runPlay } from '../src/app/play.js';
-import { SecretRegistry } from '../src/app/secrets.js';
+import { runPlay } from '../src/app/plays/play.js';
+import { SecretRegistry } from '../src/app/runtime/secrets.js';
 import { recommendShards } from '../src/domain/shard.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../test/support/loopback-host.js';
 
@@ -30,7 +30,8 @@ const SIZES = argument('sizes', '10,50,100')
   .map((s) => Number(s));
 const FLEET = Number(argument('fleet', '1000'));
 const WINDOW_SECONDS = Number(argument('window', '600'));
-if (SIZES.some((n) => !Number.isInteger(n) || n < 1) || !(FLEET > 0) || !(WINDOW_SECONDS > 0)) throw new Error('bad arguments');
+if (SIZES.some((n) => !Number.isInteger(n) || n < 1) || !(FLEET > 0) || !(WINDOW_SECONDS > 0))
+  throw new Error('bad arguments');
 
 const PLAY = `- hosts: all
   gather_facts: false
@@ -67,22 +68,32 @@ async function main(): Promise<void> {
     console.log('----- | ----------------- | --------------------- | ----- | ---------------');
     let lastRate = 0;
     for (const size of SIZES) {
-      const inventory = { all: { hosts: Object.fromEntries(hosts.slice(0, size).map((h, i) => [`h${i + 1}`, { ansible_host: h.address, ansible_port: h.port }])) } };
+      const inventory = {
+        all: {
+          hosts: Object.fromEntries(
+            hosts.slice(0, size).map((h, i) => [`h${i + 1}`, { ansible_host: h.address, ansible_port: h.port }]),
+          ),
+        },
+      };
       const inventoryText = JSON.stringify(inventory);
       const inventoryFile = join(root, `inventory-${size}.json`);
       await writeFile(inventoryFile, inventoryText);
 
       const bareStart = performance.now();
-      const bare = await runProcess('ansible-playbook', ['-i', inventoryFile, '-u', 'root', '--private-key', key.privateKeyPath, playbook], {
-        cwd: root,
-        env: {
-          PATH: process.env.PATH,
-          HOME: root,
-          ANSIBLE_HOST_KEY_CHECKING: 'True',
-          ANSIBLE_SSH_ARGS: `-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=${knownHostsFile} -o StrictHostKeyChecking=yes`,
-          ANSIBLE_PYTHON_INTERPRETER: 'auto_silent',
+      const bare = await runProcess(
+        'ansible-playbook',
+        ['-i', inventoryFile, '-u', 'root', '--private-key', key.privateKeyPath, playbook],
+        {
+          cwd: root,
+          env: {
+            PATH: process.env.PATH,
+            HOME: root,
+            ANSIBLE_HOST_KEY_CHECKING: 'True',
+            ANSIBLE_SSH_ARGS: `-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=${knownHostsFile} -o StrictHostKeyChecking=yes`,
+            ANSIBLE_PYTHON_INTERPRETER: 'auto_silent',
+          },
         },
-      });
+      );
       const bareMs = performance.now() - bareStart;
       if (bare.code !== 0) throw new Error(`bare ansible-playbook failed (${bare.code}):\n${bare.stdout.slice(-2000)}`);
 
@@ -107,7 +118,9 @@ async function main(): Promise<void> {
 
     const recommendation = recommendShards(FLEET, lastRate, WINDOW_SECONDS);
     console.log('');
-    console.log(`recommended shards for ${FLEET} hosts in a ${WINDOW_SECONDS} s window, at the ${largest}-host rate (default forks, one runner per shard):`);
+    console.log(
+      `recommended shards for ${FLEET} hosts in a ${WINDOW_SECONDS} s window, at the ${largest}-host rate (default forks, one runner per shard):`,
+    );
     for (const line of recommendation.lines) console.log(`  ${line}`);
     console.log(`  → schedule add --shards ${recommendation.shards}`);
     console.log(

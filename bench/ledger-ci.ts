@@ -39,13 +39,17 @@ function describe(result: CaseResult): string {
   return `${rate.padEnd(16)} median ${percentile(sorted, 0.5).toFixed(0).padStart(6)} ms  p95 ${percentile(sorted, 0.95).toFixed(0).padStart(6)} ms  wall ${(result.wallMs / 1000).toFixed(1).padStart(6)} s`;
 }
 
-const record = (writer: string, n: number) => `${JSON.stringify({ schemaVersion: 1, writer, transition: n, detail: 'x'.repeat(2000) }, null, 2)}\n`;
+const record = (writer: string, n: number) =>
+  `${JSON.stringify({ schemaVersion: 1, writer, transition: n, detail: 'x'.repeat(2000) }, null, 2)}\n`;
 
 /** N stores with separate caches, started together; `path(i)` is the file writer i changes. */
 async function runStores(dir: string, n: number, path: (index: number) => string): Promise<CaseResult> {
   const remote = join(dir, 'remote.git');
   await git(['init', '--quiet', '--bare', remote]);
-  const stores = Array.from({ length: n }, (_, index) => new GitLedgerStore({ remote, cacheDir: join(dir, `cache-${index}`), writer: `w${index}` }));
+  const stores = Array.from(
+    { length: n },
+    (_, index) => new GitLedgerStore({ remote, cacheDir: join(dir, `cache-${index}`), writer: `w${index}` }),
+  );
   const times: number[] = [];
   const failures: string[] = [];
   const started = performance.now();
@@ -99,7 +103,14 @@ async function runSingleBranch(dir: string, n: number): Promise<CaseResult> {
   await Promise.all(
     Array.from({ length: n }, async (_, index) => {
       const t0 = performance.now();
-      const result = await runProcess('bash', ['-c', SINGLE_BRANCH_WRITER, 'writer', remote, join(dir, `single-cache-${index}`), `w${index}`]);
+      const result = await runProcess('bash', [
+        '-c',
+        SINGLE_BRANCH_WRITER,
+        'writer',
+        remote,
+        join(dir, `single-cache-${index}`),
+        `w${index}`,
+      ]);
       if (result.code === 0) times.push(performance.now() - t0);
       else failures.push(result.stderr.trim());
     }),
@@ -122,9 +133,12 @@ for (const n of SIZES) {
     console.log(`\nN = ${n} (load ${load()})`);
     console.log(`  (a) own record            ${describe(own)}`);
     console.log(`      single-branch baseline ${describe(baseline)}`);
-    console.log(`      ratio (a) / baseline   success ${(own.ok / Math.max(baseline.ok, 1)).toFixed(2)}×, wall ${(own.wallMs / baseline.wallMs).toFixed(2)}`);
+    console.log(
+      `      ratio (a) / baseline   success ${(own.ok / Math.max(baseline.ok, 1)).toFixed(2)}×, wall ${(own.wallMs / baseline.wallMs).toFixed(2)}`,
+    );
     console.log(`  (b) one shared record     ${describe(shared)}`);
-    for (const failure of [...own.failures, ...shared.failures].slice(0, 3)) console.log(`      failure: ${failure.split('\n')[0]}`);
+    for (const failure of [...own.failures, ...shared.failures].slice(0, 3))
+      console.log(`      failure: ${failure.split('\n')[0]}`);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -27,14 +27,20 @@ const SAMPLES = 5;
 
 const lockRecord = (run: number, beat: number) =>
   `${JSON.stringify({ schemaVersion: 1, key: 'nightly', lease: { holder: `github:o/r:${run}:1:converge`, heartbeatAt: `beat ${beat}` }, purpose: 'converge' }, null, 2)}\n`;
-const workflowRecord = (index: number) => `${JSON.stringify({ schemaVersion: 1, id: `wf-${index}`, detail: 'x'.repeat(2000) }, null, 2)}\n`;
+const workflowRecord = (index: number) =>
+  `${JSON.stringify({ schemaVersion: 1, id: `wf-${index}`, detail: 'x'.repeat(2000) }, null, 2)}\n`;
 
 /** A fast-import stream: commits on `ref` changing `path` (null deletes), one per entry of `changes`. */
 function stream(ref: string, changes: readonly [string, string | null, string][], start: number): string {
   const out: string[] = [];
   changes.forEach(([path, content, message], index) => {
     const when = start + index;
-    out.push(`commit ${ref}`, `committer exocomp-ledger <ledger@exocomp.invalid> ${when} +0000`, `data ${Buffer.byteLength(message)}`, message);
+    out.push(
+      `commit ${ref}`,
+      `committer exocomp-ledger <ledger@exocomp.invalid> ${when} +0000`,
+      `data ${Buffer.byteLength(message)}`,
+      message,
+    );
     if (content === null) out.push(`D ${path}`);
     else out.push(`M 100644 inline ${path}`, `data ${Buffer.byteLength(content)}`, content);
     out.push('');
@@ -47,7 +53,8 @@ function converges(heartbeats: boolean): [string, string | null, string][] {
   for (let run = 1; run <= RUNS; run++) {
     changes.push(['locks/nightly.json', lockRecord(run, 0), `lock nightly: acquired by run ${run}`]);
     if (heartbeats)
-      for (let beat = 1; beat <= RUN_SECONDS / HEARTBEAT_SECONDS; beat++) changes.push(['locks/nightly.json', lockRecord(run, beat), `lock nightly: heartbeat run ${run}`]);
+      for (let beat = 1; beat <= RUN_SECONDS / HEARTBEAT_SECONDS; beat++)
+        changes.push(['locks/nightly.json', lockRecord(run, beat), `lock nightly: heartbeat run ${run}`]);
     changes.push(['locks/nightly.json', null, `lock nightly: released by run ${run}`]);
   }
   return changes;
@@ -62,7 +69,11 @@ async function fastImport(remote: string, input: string): Promise<void> {
 async function beforeLedger(dir: string): Promise<string> {
   const remote = join(dir, 'before.git');
   await git(['init', '--quiet', '--bare', remote]);
-  const workflows = Array.from({ length: WORKFLOWS }, (_, index): [string, string, string] => [`workflows/wf-${index}.json`, workflowRecord(index), `wf-${index}: created`]);
+  const workflows = Array.from({ length: WORKFLOWS }, (_, index): [string, string, string] => [
+    `workflows/wf-${index}.json`,
+    workflowRecord(index),
+    `wf-${index}: created`,
+  ]);
   await fastImport(remote, stream('refs/heads/exocomp-ledger', [...workflows, ...converges(true)], 1_700_000_000));
   return remote;
 }
@@ -72,13 +83,18 @@ async function afterLedger(dir: string): Promise<string> {
   await git(['init', '--quiet', '--bare', remote]);
   let input = stream('refs/heads/exocomp-ledger-records/locks/nightly.json', converges(false), 1_700_000_000);
   for (let index = 0; index < WORKFLOWS; index++) {
-    input += stream(`refs/heads/exocomp-ledger-records/workflows/wf-${index}.json`, [[`workflows/wf-${index}.json`, workflowRecord(index), `wf-${index}: created`]], 1_600_000_000);
+    input += stream(
+      `refs/heads/exocomp-ledger-records/workflows/wf-${index}.json`,
+      [[`workflows/wf-${index}.json`, workflowRecord(index), `wf-${index}: created`]],
+      1_600_000_000,
+    );
   }
   await fastImport(remote, input);
   return remote;
 }
 
-const count = async (remote: string, refs: string[]) => Number((await git(['--git-dir', remote, 'rev-list', '--count', ...refs])).stdout.trim());
+const count = async (remote: string, refs: string[]) =>
+  Number((await git(['--git-dir', remote, 'rev-list', '--count', ...refs])).stdout.trim());
 const packKiB = async (dir: string) => Number((await runProcess('du', ['-sk', dir])).stdout.split('\t')[0]);
 
 function median(values: number[]): number {
@@ -89,7 +105,15 @@ function median(values: number[]): number {
 /** The previous store's read on a fresh runner: fetch the whole branch, then read every file. */
 async function readBefore(remote: string, cache: string): Promise<void> {
   await git(['init', '--quiet', '--bare', cache]);
-  await git(['--git-dir', cache, 'fetch', '--quiet', '--no-tags', remote, '+refs/heads/exocomp-ledger:refs/exocomp/tmp']);
+  await git([
+    '--git-dir',
+    cache,
+    'fetch',
+    '--quiet',
+    '--no-tags',
+    remote,
+    '+refs/heads/exocomp-ledger:refs/exocomp/tmp',
+  ]);
   const listing = await git(['--git-dir', cache, 'ls-tree', '-r', 'refs/exocomp/tmp']);
   const blobs = listing.stdout
     .split('\n')
@@ -127,7 +151,9 @@ try {
     if (snapshot.list('workflows/').length !== WORKFLOWS) throw new Error('the fresh read missed records');
     afterKiB = await packKiB(newCache);
   }
-  console.log(`ledger history:            before ${beforeCommits} commits on one branch   after ${afterCommits} commits over ${WORKFLOWS + 1} record branches`);
+  console.log(
+    `ledger history:            before ${beforeCommits} commits on one branch   after ${afterCommits} commits over ${WORKFLOWS + 1} record branches`,
+  );
   console.log(
     `fresh runner, full read:   before ${median(beforeTimes).toFixed(0)} ms, ${beforeKiB} KiB fetched   after ${median(afterTimes).toFixed(0)} ms, ${afterKiB} KiB fetched   (median of ${SAMPLES})`,
   );

@@ -25,7 +25,10 @@ function workflowRecord(transition: number): string {
     attempts: 1,
     startedAt: new Date(1_700_000_000_000 + transition * 1000).toISOString(),
     finishedAt: null,
-    lease: { holder: `github:owner/repo/actions/runs/${9_000_000_000 + transition}/attempts/1`, heartbeatAt: new Date().toISOString() },
+    lease: {
+      holder: `github:owner/repo/actions/runs/${9_000_000_000 + transition}/attempts/1`,
+      heartbeatAt: new Date().toISOString(),
+    },
     runUrl: `https://github.com/owner/repo/actions/runs/${9_000_000_000 + transition}`,
     detail: `captured 3 output(s) to inventory tf:prod naming 3 host(s); transition ${transition}`.padEnd(240, '.'),
   }));
@@ -61,7 +64,9 @@ async function benchStore(dir: string): Promise<{ median: number; p90: number }>
   const store = new GitLedgerStore({ remote, cacheDir: join(dir, 'cache') });
   // Seed the ledger with a few other records so reads are not trivially empty.
   await store.update(() => ({
-    writes: new Map(Array.from({ length: 20 }, (_, index) => [`workflows/other-${index}.json`, workflowRecord(index)] as const)),
+    writes: new Map(
+      Array.from({ length: 20 }, (_, index) => [`workflows/other-${index}.json`, workflowRecord(index)] as const),
+    ),
     message: 'seed',
     result: undefined,
   }));
@@ -70,7 +75,11 @@ async function benchStore(dir: string): Promise<{ median: number; p90: number }>
     const started = performance.now();
     await store.update((snapshot) => {
       snapshot.read('workflows/wf.json');
-      return { writes: new Map([['workflows/wf.json', workflowRecord(transition)]]), message: `workflow wf: transition ${transition}`, result: undefined };
+      return {
+        writes: new Map([['workflows/wf.json', workflowRecord(transition)]]),
+        message: `workflow wf: transition ${transition}`,
+        result: undefined,
+      };
     });
     samples.push(performance.now() - started);
   }
@@ -109,7 +118,10 @@ async function benchShellBaseline(dir: string): Promise<{ median: number; p90: n
   for (let transition = 1; transition <= UPDATES; transition++) {
     await writeFile(recordFile, workflowRecord(transition));
     const started = performance.now();
-    const result = await runProcess('sh', ['-c', script, 'baseline', recordFile, String(transition)], { cwd: work, env });
+    const result = await runProcess('sh', ['-c', script, 'baseline', recordFile, String(transition)], {
+      cwd: work,
+      env,
+    });
     samples.push(performance.now() - started);
     if (result.code !== 0) throw new Error(`baseline failed: ${result.stderr}`);
   }
@@ -122,22 +134,34 @@ async function benchWriters(dir: string): Promise<number> {
   const started = performance.now();
   const outcomes = await runWriterFleet(
     remote,
-    Array.from({ length: WRITERS }, (_, index) => ({ writer: `w${index + 1}`, cacheDir: join(dir, 'writers-cache'), updates: WRITER_UPDATES })),
+    Array.from({ length: WRITERS }, (_, index) => ({
+      writer: `w${index + 1}`,
+      cacheDir: join(dir, 'writers-cache'),
+      updates: WRITER_UPDATES,
+    })),
     join(dir, 'writers.go'),
   );
   const elapsed = performance.now() - started;
   const failed = outcomes.filter((outcome) => outcome.code !== 0);
-  if (failed.length > 0) throw new Error(`writers failed: ${failed.map((outcome) => `${outcome.writer}: ${outcome.stderr}`).join('; ')}`);
-  const commits = (await git(['--git-dir', remote, 'rev-list', '--count', 'exocomp-ledger-records/workflows/shared.json'])).stdout.trim();
-  if (commits !== String(WRITERS * WRITER_UPDATES)) throw new Error(`expected ${WRITERS * WRITER_UPDATES} commits, found ${commits}`);
+  if (failed.length > 0)
+    throw new Error(`writers failed: ${failed.map((outcome) => `${outcome.writer}: ${outcome.stderr}`).join('; ')}`);
+  const commits = (
+    await git(['--git-dir', remote, 'rev-list', '--count', 'exocomp-ledger-records/workflows/shared.json'])
+  ).stdout.trim();
+  if (commits !== String(WRITERS * WRITER_UPDATES))
+    throw new Error(`expected ${WRITERS * WRITER_UPDATES} commits, found ${commits}`);
   return elapsed;
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'exocomp-ledger-bench-'));
 try {
-  console.log(`ledger benchmark (local bare remote, git ${(await git(['--version'])).stdout.trim().replace('git version ', '')})`);
+  console.log(
+    `ledger benchmark (local bare remote, git ${(await git(['--version'])).stdout.trim().replace('git version ', '')})`,
+  );
   const store = await benchStore(dir);
-  console.log(`GitLedgerStore.update, ${UPDATES} sequential transitions:  median ${ms(store.median)}   p90 ${ms(store.p90)}`);
+  console.log(
+    `GitLedgerStore.update, ${UPDATES} sequential transitions:  median ${ms(store.median)}   p90 ${ms(store.p90)}`,
+  );
   const shell = await benchShellBaseline(dir);
   console.log(`plain git in a shell (fetch/reset/add/commit/push):  median ${ms(shell.median)}   p90 ${ms(shell.p90)}`);
   console.log(`ratio store / shell baseline (median):                ${(store.median / shell.median).toFixed(2)}×`);

@@ -35,15 +35,31 @@ const onboardPlaybook = join(root, 'playbooks/onboard.yml');
 type Phases = Record<string, number>;
 
 /** Stamps each JSON event of `provision run --json` as it arrives and cuts the onboard step into phases. */
-async function exocompPhases(dir: string, host: { address: string; port: number }, fleet: KeyPair, bootstrap: KeyPair): Promise<Phases> {
+async function exocompPhases(
+  dir: string,
+  host: { address: string; port: number },
+  fleet: KeyPair,
+  bootstrap: KeyPair,
+): Promise<Phases> {
   const ws = await mkdtemp(join(dir, 'exocomp-'));
   await fillBenchWorkspace(ws, host);
   await runProcess('git', ['init', '-q', '--bare', join(ws, 'ledger.git')]);
-  const child = spawn(process.execPath, provisionRunArgs(join(root, 'dist/cli.js'), ws, standinPath, fleet.privateKeyPath, bootstrap.privateKeyPath, '--json'), {
-    cwd: ws,
-    env: cliEnv(ws),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    provisionRunArgs(
+      join(root, 'dist/cli.js'),
+      ws,
+      standinPath,
+      fleet.privateKeyPath,
+      bootstrap.privateKeyPath,
+      '--json',
+    ),
+    {
+      cwd: ws,
+      env: cliEnv(ws),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const stamps: Record<string, number> = {};
   let results = 0;
   let stderr = '';
@@ -61,7 +77,9 @@ async function exocompPhases(dir: string, host: { address: string; port: number 
       results += 1;
     } else if (event.event === 'step-succeeded') stamps.end = now;
   }
-  const code = await new Promise<number | null>((done) => (child.exitCode !== null ? done(child.exitCode) : child.on('close', done)));
+  const code = await new Promise<number | null>((done) =>
+    child.exitCode !== null ? done(child.exitCode) : child.on('close', done),
+  );
   const s = stamps as Record<'start' | 'pinned' | 'playStarting' | 'firstPlay' | 'lastTask' | 'end', number>;
   if (code !== 0 || Object.keys(stamps).length < 6) throw new Error(`exocomp run failed (exit ${code}):\n${stderr}`);
   return {
@@ -105,7 +123,12 @@ t6=$(ms)
 echo "$((t1-t0)) $((t2-t1)) $((t3-t2)) $((t4-t3)) $((t5-t4)) $((t6-t5))"
 `;
 
-async function barePhases(dir: string, host: { address: string; port: number }, fleet: KeyPair, bootstrap: KeyPair): Promise<Phases> {
+async function barePhases(
+  dir: string,
+  host: { address: string; port: number },
+  fleet: KeyPair,
+  bootstrap: KeyPair,
+): Promise<Phases> {
   const ws = await mkdtemp(join(dir, 'bare-'));
   await writeFile(join(ws, 'profile.sh'), bareScript, { mode: 0o755 });
   await writeFile(`${fleet.privateKeyPath}.pub`, `${fleet.publicKey}\n`);
@@ -121,8 +144,14 @@ async function barePhases(dir: string, host: { address: string; port: number }, 
       ONBOARD: onboardPlaybook,
     },
   });
-  if (result.code !== 0) throw new Error(`bare profile failed:\n${result.stdout}\n${result.stderr}\n${await readFile(join(ws, 'ansible.log'), 'utf8').catch(() => '')}`);
-  const [keyscan, startup, play, noPipelining, noControlPersist, agent] = result.stdout.trim().split(' ').map(Number) as [number, number, number, number, number, number];
+  if (result.code !== 0)
+    throw new Error(
+      `bare profile failed:\n${result.stdout}\n${result.stderr}\n${await readFile(join(ws, 'ansible.log'), 'utf8').catch(() => '')}`,
+    );
+  const [keyscan, startup, play, noPipelining, noControlPersist, agent] = result.stdout
+    .trim()
+    .split(' ')
+    .map(Number) as [number, number, number, number, number, number];
   return {
     'bare ssh-keyscan': keyscan,
     'bare ansible start-up (empty play)': startup,
@@ -143,8 +172,12 @@ try {
       const host = await createLoopbackHost({ rootAuthorizedKey: bootstrap.publicKey, port: 2222 });
       await host.start();
       try {
-        const phases = kind === 'exocomp' ? await exocompPhases(dir, host, fleet, bootstrap) : await barePhases(dir, host, fleet, bootstrap);
-        for (const [name, ms] of Object.entries(phases)) (all[kind === 'exocomp' ? `exocomp ${name}` : name] ??= []).push(ms);
+        const phases =
+          kind === 'exocomp'
+            ? await exocompPhases(dir, host, fleet, bootstrap)
+            : await barePhases(dir, host, fleet, bootstrap);
+        for (const [name, ms] of Object.entries(phases))
+          (all[kind === 'exocomp' ? `exocomp ${name}` : name] ??= []).push(ms);
         console.log(`round ${i + 1} ${kind} done`);
       } finally {
         await host.destroy();
@@ -153,7 +186,9 @@ try {
   }
   console.log(`\nonboarding profile, median of ${rounds} (ms):`);
   for (const [name, values] of Object.entries(all))
-    console.log(`  ${name.padEnd(66)} ${String(Math.round(median(values))).padStart(6)}   [${values.map((v) => Math.round(v)).join(', ')}]`);
+    console.log(
+      `  ${name.padEnd(66)} ${String(Math.round(median(values))).padStart(6)}   [${values.map((v) => Math.round(v)).join(', ')}]`,
+    );
 } finally {
   await rm(dir, { recursive: true, force: true });
 }

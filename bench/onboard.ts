@@ -64,23 +64,37 @@ async function round(kind: 'exocomp' | 'bare', dir: string): Promise<number> {
     // beside apply's success write: the figure spans that write, ssh-wait and the hand-over too.
     const arrived = new Map<string, number>();
     let partial = '';
-    const result = await runProcess(process.execPath, provisionRunArgs(join(root, 'dist/cli.js'), ws, standinPath, fleet.privateKeyPath, bootstrap.privateKeyPath, '--json'), {
-      cwd: ws,
-      env: cliEnv(ws),
-      onOutput: (chunk, stream) => {
-        if (stream !== 'stdout') return;
-        const lines = (partial + chunk).split('\n');
-        partial = lines.pop() ?? '';
-        for (const line of lines.filter(Boolean)) {
-          const event = JSON.parse(line) as { event?: string; step?: string; message?: string };
-          if (event.step === 'apply' && event.event === 'info' && event.message?.startsWith('captured ')) arrived.set('captured', performance.now());
-          if (event.step === 'onboard' && event.event === 'step-succeeded') arrived.set('onboarded', performance.now());
-        }
+    const result = await runProcess(
+      process.execPath,
+      provisionRunArgs(
+        join(root, 'dist/cli.js'),
+        ws,
+        standinPath,
+        fleet.privateKeyPath,
+        bootstrap.privateKeyPath,
+        '--json',
+      ),
+      {
+        cwd: ws,
+        env: cliEnv(ws),
+        onOutput: (chunk, stream) => {
+          if (stream !== 'stdout') return;
+          const lines = (partial + chunk).split('\n');
+          partial = lines.pop() ?? '';
+          for (const line of lines.filter(Boolean)) {
+            const event = JSON.parse(line) as { event?: string; step?: string; message?: string };
+            if (event.step === 'apply' && event.event === 'info' && event.message?.startsWith('captured '))
+              arrived.set('captured', performance.now());
+            if (event.step === 'onboard' && event.event === 'step-succeeded')
+              arrived.set('onboarded', performance.now());
+          }
+        },
       },
-    });
+    );
     if (result.code !== 0) throw new Error(`exocomp run failed:\n${result.stdout}\n${result.stderr}`);
     const [captured, onboarded] = [arrived.get('captured'), arrived.get('onboarded')];
-    if (captured === undefined || onboarded === undefined) throw new Error(`no capture line of apply or step-succeeded event of onboard:\n${result.stdout}`);
+    if (captured === undefined || onboarded === undefined)
+      throw new Error(`no capture line of apply or step-succeeded event of onboard:\n${result.stdout}`);
     return onboarded - captured;
   } finally {
     await host.destroy();

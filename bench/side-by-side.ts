@@ -8,9 +8,14 @@ export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor
  * `--only <kind>` on the command line runs that side alone, so each side can be timed as a whole process
  * (paired by an outside timer); the result then holds that side only.
  */
-export async function sideBySide<K extends string>(kinds: readonly [K, K], rounds: number, round: (kind: K) => Promise<number>): Promise<Partial<Record<K, number[]>>> {
+export async function sideBySide<K extends string>(
+  kinds: readonly [K, K],
+  rounds: number,
+  round: (kind: K) => Promise<number>,
+): Promise<Partial<Record<K, number[]>>> {
   const only = process.argv.includes('--only') ? process.argv[process.argv.indexOf('--only') + 1] : undefined;
-  if (only !== undefined && !kinds.includes(only as K)) throw new Error(`--only takes ${kinds.join(' or ')}, not ${only}`);
+  if (only !== undefined && !kinds.includes(only as K))
+    throw new Error(`--only takes ${kinds.join(' or ')}, not ${only}`);
   const run = kinds.filter((k) => only === undefined || k === only);
   const times = Object.fromEntries(run.map((k) => [k, [] as number[]])) as Record<K, number[]>;
   for (let i = 0; i < rounds; i++) {
@@ -29,7 +34,12 @@ export async function sideBySide<K extends string>(kinds: readonly [K, K], round
  * rounds' own ratios. The second is the one to judge by: a machine that slows down during the run moves both
  * sides of a round together, but can make the medians of the two sides come from different rounds.
  */
-export function ratioLine(what: string, sides: { name: string; ms: number[] }, baseline: { name: string; ms: number[] }, target: number): string {
+export function ratioLine(
+  what: string,
+  sides: { name: string; ms: number[] },
+  baseline: { name: string; ms: number[] },
+  target: number,
+): string {
   const paired = roundRatios(sides.ms, baseline.ms);
   const sorted = [...paired].sort((a, b) => a - b);
   const interval = medianInterval(sorted);
@@ -45,7 +55,10 @@ export function ratioLine(what: string, sides: { name: string; ms: number[] }, b
  * below the median. No assumption about the spread's shape; with few rounds it is the whole range, and
  * `confidence` says how sure even that is.
  */
-export function medianInterval(sorted: readonly number[], wanted = 0.95): { low: number; high: number; confidence: number } {
+export function medianInterval(
+  sorted: readonly number[],
+  wanted = 0.95,
+): { low: number; high: number; confidence: number } {
   const n = sorted.length;
   // below[j]: the chance that at most j of n rounds fall below the median.
   const below: number[] = [];
@@ -63,7 +76,14 @@ export function medianInterval(sorted: readonly number[], wanted = 0.95): { low:
 }
 
 /** The `exocomp provision run` both benchmarks time: the workspace's own site.yml, its ledger, the stand-in and the two keys. */
-export function provisionRunArgs(cli: string, ws: string, tofu: string, fleetKey: string, bootstrapKey: string, ...extra: string[]): string[] {
+export function provisionRunArgs(
+  cli: string,
+  ws: string,
+  tofu: string,
+  fleetKey: string,
+  bootstrapKey: string,
+  ...extra: string[]
+): string[] {
   return [
     cli,
     'provision',
@@ -93,7 +113,10 @@ export function cliEnv(ws: string): NodeJS.ProcessEnv {
 export async function fillBenchWorkspace(ws: string, host: { address: string; port: number }): Promise<void> {
   await cp(join(fixtureWorkspacesDir, 'edge'), ws, { recursive: true });
   const web1 = { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' };
-  await writeFile(join(ws, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: { all: { hosts: { web1 } } } }));
+  await writeFile(
+    join(ws, 'exocomp.auto.tfvars.json'),
+    JSON.stringify({ ansible_inventory: { all: { hosts: { web1 } } } }),
+  );
   await cp(resolve(import.meta.dirname, '../examples/demo/site.yml'), join(ws, 'site.yml'));
 }
 

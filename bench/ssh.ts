@@ -54,8 +54,13 @@ process.stdout.write('watching\\n');
 attempt();
 `;
 
-function watchPortOpen(address: string, port: number): { watching: Promise<void>; openedAt: Promise<number>; stop(): void } {
-  const child = spawn(process.execPath, ['-e', PORT_WATCHER, address, String(port)], { stdio: ['ignore', 'pipe', 'inherit'] });
+function watchPortOpen(
+  address: string,
+  port: number,
+): { watching: Promise<void>; openedAt: Promise<number>; stop(): void } {
+  const child = spawn(process.execPath, ['-e', PORT_WATCHER, address, String(port)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   let out = '';
   let onWatching: () => void = () => undefined;
   const watching = new Promise<void>((resolve) => (onWatching = resolve));
@@ -95,7 +100,8 @@ async function detectionLatency(publicKey: string, hosts: LoopbackHost[]): Promi
         timeoutMs: 30_000,
         onReady: () => (readyAt = epochMs()),
       });
-      if (result.missing.length > 0) throw new Error(`trial ${trial}: the host never answered: ${result.missing[0]?.lastReason}`);
+      if (result.missing.length > 0)
+        throw new Error(`trial ${trial}: the host never answered: ${result.missing[0]?.lastReason}`);
       const latency = readyAt - (await watcher.openedAt);
       latencies.push(latency);
       console.log(`    trial ${String(trial).padStart(2)}: ${fmt(latency)}`);
@@ -120,7 +126,11 @@ const keyLines = (text: string): string[] =>
 async function fleet(publicKey: string, hosts: LoopbackHost[]): Promise<void> {
   console.log(`(b) ${HOST_COUNT} loopback hosts (half on port 22, half on 2222), key types ${KEY_TYPES}`);
   const started = performance.now();
-  const fleetHosts = await Promise.all(Array.from({ length: HOST_COUNT }, (_, i) => createLoopbackHost({ rootAuthorizedKey: publicKey, port: i % 2 === 0 ? 22 : 2222 })));
+  const fleetHosts = await Promise.all(
+    Array.from({ length: HOST_COUNT }, (_, i) =>
+      createLoopbackHost({ rootAuthorizedKey: publicKey, port: i % 2 === 0 ? 22 : 2222 }),
+    ),
+  );
   hosts.push(...fleetHosts);
   await Promise.all(fleetHosts.map((host) => host.start()));
   console.log(`    ${HOST_COUNT} sshd up in ${fmt(performance.now() - started)}`);
@@ -166,9 +176,13 @@ async function fleet(publicKey: string, hosts: LoopbackHost[]): Promise<void> {
   }
   const best = Math.min(...adapterTimes);
   const bestBaseline = Math.min(...baselineTimes);
-  console.log(`    best of 2: adapter ${fmt(best)} vs baseline ${fmt(bestBaseline)} → ${(bestBaseline / best).toFixed(1)}× faster`);
+  console.log(
+    `    best of 2: adapter ${fmt(best)} vs baseline ${fmt(bestBaseline)} → ${(bestBaseline / best).toFixed(1)}× faster`,
+  );
   console.log(`    (scanning is CPU-bound — every connection is an sshd re-exec and a key exchange — so the`);
-  console.log(`    speed-up is bounded by the idle cores; this machine has ${availableParallelism()}, load average now ${loadavg()[0]?.toFixed(2)})\n`);
+  console.log(
+    `    speed-up is bounded by the idle cores; this machine has ${availableParallelism()}, load average now ${loadavg()[0]?.toFixed(2)})\n`,
+  );
 
   console.log('(c) keyscan alone: one ssh-keyscan per port group (default) vs one process per target (16 at once)');
   for (let round = 1; round <= 2; round += 1) {

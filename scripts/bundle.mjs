@@ -12,9 +12,14 @@ const finalRoot = resolve(process.argv[2] ?? join(root, 'dist'));
 // Build beside the target and swap it in, so a concurrent reader never sees a half-empty dist/.
 const outRoot = `${finalRoot}.building-${process.pid}`;
 
-const banner = ["import { createRequire as __exocompCreateRequire } from 'node:module';", 'const require = __exocompCreateRequire(import.meta.url);'].join('\n');
+const banner = [
+  "import { createRequire as __exocompCreateRequire } from 'node:module';",
+  'const require = __exocompCreateRequire(import.meta.url);',
+].join('\n');
 
-const entries = [{ in: join(root, 'src/cli/main.ts'), out: join(outRoot, 'cli.js'), shebang: true, chunks: 'cli-chunks' }];
+const entries = [
+  { in: join(root, 'src/cli/main.ts'), out: join(outRoot, 'cli.js'), shebang: true, chunks: 'cli-chunks' },
+];
 const actionsDir = join(root, 'src/actions');
 if (existsSync(actionsDir)) {
   for (const name of readdirSync(actionsDir).sort()) {
@@ -24,7 +29,11 @@ if (existsSync(actionsDir)) {
     for (const file of readdirSync(join(actionsDir, name))
       .filter((f) => f.endsWith('.ts') && f !== 'main.ts')
       .sort()) {
-      entries.push({ in: join(actionsDir, name, file), out: join(outRoot, name, file.replace(/\.ts$/, '.js')), shebang: false });
+      entries.push({
+        in: join(actionsDir, name, file),
+        out: join(outRoot, name, file.replace(/\.ts$/, '.js')),
+        shebang: false,
+      });
     }
   }
 }
@@ -34,7 +43,9 @@ const siblingBundles = {
   name: 'sibling-bundles',
   setup(build) {
     build.onResolve({ filter: /^\.\/[^/]+\.js$/ }, (args) =>
-      args.kind === 'dynamic-import' && args.importer.startsWith(actionsDir) ? { path: args.path, external: true } : undefined,
+      args.kind === 'dynamic-import' && args.importer.startsWith(actionsDir)
+        ? { path: args.path, external: true }
+        : undefined,
     );
   },
 };
@@ -48,7 +59,9 @@ const zodEnglishOnly = {
   name: 'zod-english-only',
   setup(build) {
     build.onResolve({ filter: /^\.\.\/locales\/index\.js$/ }, (args) =>
-      /[\\/]node_modules[\\/]zod[\\/]/.test(args.importer) ? { path: join(args.resolveDir, '../locales/index.js'), namespace: 'zod-english-only' } : undefined,
+      /[\\/]node_modules[\\/]zod[\\/]/.test(args.importer)
+        ? { path: join(args.resolveDir, '../locales/index.js'), namespace: 'zod-english-only' }
+        : undefined,
     );
     build.onLoad({ filter: /.*/, namespace: 'zod-english-only' }, (args) => ({
       contents: "export { default as en } from './en.js';",
@@ -62,7 +75,12 @@ mkdirSync(outRoot, { recursive: true });
 for (const entry of entries) {
   // The CLI starts for every command: what only some commands need stays in chunks, parsed when first imported.
   const output = entry.chunks
-    ? { entryPoints: [{ in: entry.in, out: basename(entry.out, '.js') }], outdir: dirname(entry.out), splitting: true, chunkNames: `${entry.chunks}/[name]-[hash]` }
+    ? {
+        entryPoints: [{ in: entry.in, out: basename(entry.out, '.js') }],
+        outdir: dirname(entry.out),
+        splitting: true,
+        chunkNames: `${entry.chunks}/[name]-[hash]`,
+      }
     : { entryPoints: [entry.in], outfile: entry.out };
   await build({
     ...output,

@@ -16,7 +16,11 @@ import { fixtureWorkspacesDir, standinPath } from '../test/support/tofu-standin.
 const root = resolve(import.meta.dirname, '..');
 const cli = join(root, 'dist', 'cli.js');
 
-function exocomp(args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; stdout: string }> {
+function exocomp(
+  args: string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ code: number; stdout: string }> {
   console.log(`\n$ exocomp ${args.join(' ')}`);
   return new Promise((done) => {
     const child = spawn(process.execPath, [cli, ...args], { cwd, env, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -42,7 +46,15 @@ try {
   await cp(join(root, 'examples', 'demo', 'site.yml'), join(dir, 'site.yml'));
   await writeFile(
     join(dir, 'vars.json'),
-    JSON.stringify({ ansible_inventory: { all: { children: { web: { hosts: { web1: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } } } } } }),
+    JSON.stringify({
+      ansible_inventory: {
+        all: {
+          children: {
+            web: { hosts: { web1: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } },
+          },
+        },
+      },
+    }),
   );
   console.log(`disposable host web1 at ${host.address}:${host.port} (sshd comes up in 2 s)`);
   await host.start();

@@ -55,7 +55,9 @@ const DROPPED_KEYS = new Set(['examples', 'example', 'x-github', 'x-octokit', 'e
 const here = dirname(fileURLToPath(import.meta.url));
 const [sourcePath, outputArg] = process.argv.slice(2);
 if (!sourcePath) {
-  console.error('usage: node scripts/extract-openapi-subset.mjs <path to @octokit/openapi generated/api.github.com.json> [output]');
+  console.error(
+    'usage: node scripts/extract-openapi-subset.mjs <path to @octokit/openapi generated/api.github.com.json> [output]',
+  );
   process.exit(2);
 }
 const outputPath = resolve(outputArg ?? join(here, '..', 'test', 'fixtures', 'github-openapi-subset.json'));
@@ -121,7 +123,9 @@ const subset = {
     'x-source-package-version': sourcePackageVersion(sourcePath),
   },
   paths: sortKeys(paths),
-  components: sortKeys(Object.fromEntries(Object.entries(components).map(([section, entries]) => [section, sortKeys(entries)]))),
+  components: sortKeys(
+    Object.fromEntries(Object.entries(components).map(([section, entries]) => [section, sortKeys(entries)])),
+  ),
 };
 writeFileSync(outputPath, `${JSON.stringify(subset, null, 2)}\n`);
 const count = Object.values(components).reduce((sum, entries) => sum + Object.keys(entries).length, 0);

@@ -6,7 +6,13 @@ import { ExocompError, UsageError } from '../domain/errors.js';
 import { redact, runProcess } from './process.js';
 import { makePrivateDir } from './private-dir.js';
 import { isFailure, type TaskResultEvent } from '../domain/play-events.js';
-import { AnsibleEventStream, EVENTS_CALLBACK_NAME, EVENTS_CALLBACK_SOURCE, EVENTS_FD_ENV, type AnsibleEvent } from './ansible-events.js';
+import {
+  AnsibleEventStream,
+  EVENTS_CALLBACK_NAME,
+  EVENTS_CALLBACK_SOURCE,
+  EVENTS_FD_ENV,
+  type AnsibleEvent,
+} from './ansible-events.js';
 
 export interface PlaybookRun {
   playbook: string;
@@ -143,7 +149,9 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
       ansible_ssh_host_key_checking: true,
       ansible_ssh_args: sshArgs,
       ...(run.remoteUser === undefined ? {} : { ansible_user: run.remoteUser }),
-      ...(run.privateKeyFile === undefined ? {} : { ansible_ssh_private_key_file: resolve(run.cwd, run.privateKeyFile) }),
+      ...(run.privateKeyFile === undefined
+        ? {}
+        : { ansible_ssh_private_key_file: resolve(run.cwd, run.privateKeyFile) }),
     };
     const extraVarsFile = join(workDir, 'extra-vars.json');
     await writeFile(extraVarsFile, JSON.stringify(extraVars), { mode: 0o600 });
@@ -176,7 +184,15 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
     const stderr = redact(result.stderr, secrets);
     const failures = events.events.flatMap((e) => (e.event === 'result' && isFailure(e) ? [e] : []));
     played = true;
-    return { code: result.code, stdout, stderr, tail: tailOf(stdout, stderr), recap: parseRecap(stdout), events: events.events, failures };
+    return {
+      code: result.code,
+      stdout,
+      stderr,
+      tail: tailOf(stdout, stderr),
+      recap: parseRecap(stdout),
+      events: events.events,
+      failures,
+    };
   } finally {
     const closing = closeRun(workDir, controlDir, run.env);
     // A play that ran may leave its closing to the caller; one that did not closes before its error propagates.
@@ -208,7 +224,8 @@ export function parseRecap(stdout: string): Record<string, HostRecap> {
   const recap: Record<string, HostRecap> = {};
   const start = stdout.lastIndexOf('PLAY RECAP');
   if (start < 0) return recap;
-  const line = /^(\S.*?)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)(?:\s+skipped=(\d+))?(?:\s+rescued=(\d+))?(?:\s+ignored=(\d+))?/;
+  const line =
+    /^(\S.*?)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)(?:\s+skipped=(\d+))?(?:\s+rescued=(\d+))?(?:\s+ignored=(\d+))?/;
   for (const text of stdout.slice(start).split('\n').slice(1)) {
     const match = line.exec(text);
     if (!match) continue;
@@ -243,7 +260,10 @@ async function findOnPath(name: string, path: string | undefined): Promise<strin
 /** ssh splits -o values on whitespace and expands % and ~ in these paths: accept only plain ones. */
 function sshSafePath(path: string, what: string): string {
   if (!/^[A-Za-z0-9_/.@+,:=-]+$/.test(path)) {
-    throw new UsageError(`${what} path ${JSON.stringify(path)} cannot be passed to ssh safely`, 'use a path made of letters, digits and / . _ - (no spaces, quotes, % or ~)');
+    throw new UsageError(
+      `${what} path ${JSON.stringify(path)} cannot be passed to ssh safely`,
+      'use a path made of letters, digits and / . _ - (no spaces, quotes, % or ~)',
+    );
   }
   return path;
 }
@@ -265,7 +285,10 @@ function baseDirFor(base: string | undefined): string {
 async function makeControlDir(base: string | undefined): Promise<string> {
   const parent = baseDirFor(base);
   const dirLength = `${parent}/exocomp-cp-${process.pid}-XXXXXX`.length;
-  const dir = await makePrivateDir('cp', dirLength + CONTROL_SOCKET_NAME_LENGTH > MAX_CONTROL_SOCKET_PATH ? '/tmp' : parent);
+  const dir = await makePrivateDir(
+    'cp',
+    dirLength + CONTROL_SOCKET_NAME_LENGTH > MAX_CONTROL_SOCKET_PATH ? '/tmp' : parent,
+  );
   return sshSafePath(dir, 'the ssh control directory');
 }
 

@@ -136,7 +136,11 @@ function buildGitEnv(options: GitCliOptions): NodeJS.ProcessEnv {
  * actions/checkout does it: an `http.<url>.extraheader` with basic auth. Both
  * the token and its base64 form are secrets (either may show up in output).
  */
-export function httpAuthConfig(token: string, urlPrefix = 'https://github.com/', username = 'x-access-token'): { config: GitConfigEntry[]; secrets: string[] } {
+export function httpAuthConfig(
+  token: string,
+  urlPrefix = 'https://github.com/',
+  username = 'x-access-token',
+): { config: GitConfigEntry[]; secrets: string[] } {
   const basic = Buffer.from(`${username}:${token}`, 'utf8').toString('base64');
   return {
     config: [[`http.${urlPrefix}.extraheader`, `AUTHORIZATION: basic ${basic}`]],
@@ -178,10 +182,15 @@ export async function probePushAccess(options: {
     const common = { config: options.config ?? [], extraEnv: options.extraEnv ?? {}, secrets: options.secrets };
     const init = await new ProcessGitCli({ cwd: scratch, ...common }).run(['init', '--quiet', '--bare', '.']);
     if (init.code !== 0) throw new ExocompError('tool-failed', `git init failed: ${init.stderr.trim()}`);
-    const probe = await new ProcessGitCli({ gitDir: scratch, ...common }).run(['push', '--dry-run', '--porcelain', options.remote, `:${PUSH_PROBE_REF}`], {
-      timeoutMs: 120_000,
-    });
-    return probe.code === 0 ? { ok: true } : { ok: false, said: redact(`${probe.stderr}\n${probe.stdout}`, options.secrets) };
+    const probe = await new ProcessGitCli({ gitDir: scratch, ...common }).run(
+      ['push', '--dry-run', '--porcelain', options.remote, `:${PUSH_PROBE_REF}`],
+      {
+        timeoutMs: 120_000,
+      },
+    );
+    return probe.code === 0
+      ? { ok: true }
+      : { ok: false, said: redact(`${probe.stderr}\n${probe.stdout}`, options.secrets) };
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }

@@ -9,7 +9,10 @@ import { InterruptedError } from '../domain/errors.js';
 
 const EXIT_CODE = { SIGINT: 130, SIGTERM: 143 } as const;
 
-export function interruptOnSignals(forward: (received: 'SIGINT' | 'SIGTERM') => 'SIGINT' | undefined, onInterrupt?: (error: InterruptedError) => void): AbortSignal {
+export function interruptOnSignals(
+  forward: (received: 'SIGINT' | 'SIGTERM') => 'SIGINT' | undefined,
+  onInterrupt?: (error: InterruptedError) => void,
+): AbortSignal {
   const controller = new AbortController();
   for (const name of ['SIGINT', 'SIGTERM'] as const) {
     process.on(name, () => {

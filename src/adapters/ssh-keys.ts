@@ -7,12 +7,18 @@ import { runProcess } from './process.js';
 /** The public half (`type base64 comment`) of a private key file. */
 export async function publicKeyOf(privateKeyPath: string): Promise<string> {
   const result = await runProcess('ssh-keygen', ['-y', '-f', privateKeyPath]).catch((error: unknown) => {
-    throw new ExocompError('tool-missing', `cannot run ssh-keygen: ${(error as Error).message}`, { help: 'install openssh-client' });
+    throw new ExocompError('tool-missing', `cannot run ssh-keygen: ${(error as Error).message}`, {
+      help: 'install openssh-client',
+    });
   });
   if (result.code !== 0) {
-    throw new ExocompError('usage', `cannot read the private key ${privateKeyPath}: ${result.stderr.trim() || `ssh-keygen exited ${result.code}`}`, {
-      help: 'pass an unencrypted OpenSSH private key file (ssh-keygen -t ed25519 -N "")',
-    });
+    throw new ExocompError(
+      'usage',
+      `cannot read the private key ${privateKeyPath}: ${result.stderr.trim() || `ssh-keygen exited ${result.code}`}`,
+      {
+        help: 'pass an unencrypted OpenSSH private key file (ssh-keygen -t ed25519 -N "")',
+      },
+    );
   }
   return result.stdout.trim();
 }
@@ -41,8 +47,13 @@ export function readPrivateKeyFile(path: string, role: string): string {
 
 /** A new ed25519 key pair without a passphrase: `path` (0600) and `path.pub`. */
 export async function generateKeyPair(path: string, comment: string): Promise<void> {
-  const result = await runProcess('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', comment, '-f', path]).catch((error: unknown) => {
-    throw new ExocompError('tool-missing', `cannot run ssh-keygen: ${(error as Error).message}`, { help: 'install openssh-client' });
-  });
-  if (result.code !== 0) throw new ExocompError('tool-failed', `ssh-keygen could not write ${path}: ${result.stderr.trim()}`);
+  const result = await runProcess('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', comment, '-f', path]).catch(
+    (error: unknown) => {
+      throw new ExocompError('tool-missing', `cannot run ssh-keygen: ${(error as Error).message}`, {
+        help: 'install openssh-client',
+      });
+    },
+  );
+  if (result.code !== 0)
+    throw new ExocompError('tool-failed', `ssh-keygen could not write ${path}: ${result.stderr.trim()}`);
 }

@@ -30,7 +30,12 @@ function printable(text: string, max = 120): string {
  * Connects to address:port and waits up to timeoutMs for the first line that
  * starts with `SSH-`. Never rejects: every failure is `{ ok: false, reason }`.
  */
-export function probeSshBanner(address: string, port: number, timeoutMs: number, options: { signal?: AbortSignal | undefined } = {}): Promise<BannerProbe> {
+export function probeSshBanner(
+  address: string,
+  port: number,
+  timeoutMs: number,
+  options: { signal?: AbortSignal | undefined } = {},
+): Promise<BannerProbe> {
   return new Promise((resolve) => {
     const { signal } = options;
     if (signal?.aborted) {
@@ -54,13 +59,18 @@ export function probeSshBanner(address: string, port: number, timeoutMs: number,
     };
     const notSsh = (what: string): BannerProbe => ({
       ok: false,
-      reason: firstOtherLine === undefined ? what : `${what}; it said "${printable(firstOtherLine)}", not an SSH banner`,
+      reason:
+        firstOtherLine === undefined ? what : `${what}; it said "${printable(firstOtherLine)}", not an SSH banner`,
     });
     const onAbort = (): void => finish({ ok: false, reason: 'probe cancelled' });
 
     const shownTimeout = Math.max(1, Math.round(timeoutMs));
     const timer = setTimeout(() => {
-      finish(connected ? notSsh(`${SILENT_AFTER_CONNECT} within ${shownTimeout} ms`) : { ok: false, reason: `no TCP connection within ${shownTimeout} ms` });
+      finish(
+        connected
+          ? notSsh(`${SILENT_AFTER_CONNECT} within ${shownTimeout} ms`)
+          : { ok: false, reason: `no TCP connection within ${shownTimeout} ms` },
+      );
     }, timeoutMs);
     signal?.addEventListener('abort', onAbort, { once: true });
 
@@ -197,7 +207,16 @@ const MIN_PROBE_BUDGET_MS = 10;
  * the signal's reason), after every socket it opened is closed.
  */
 export async function waitForSsh(hosts: readonly SshTarget[], options: WaitForSshOptions): Promise<WaitForSshResult> {
-  const { timeoutMs, concurrency = 32, intervalMs = 100, attemptTimeoutMs = 1_000, waitingReportEveryMs = 5_000, signal, onReady, onWaiting } = options;
+  const {
+    timeoutMs,
+    concurrency = 32,
+    intervalMs = 100,
+    attemptTimeoutMs = 1_000,
+    waitingReportEveryMs = 5_000,
+    signal,
+    onReady,
+    onWaiting,
+  } = options;
   const started = performance.now();
   const deadline = started + Math.max(0, timeoutMs);
   const slots = new Slots(Math.max(1, Math.floor(concurrency)));
@@ -243,7 +262,10 @@ export async function waitForSsh(hosts: readonly SshTarget[], options: WaitForSs
       ? undefined
       : setInterval(() => {
           if (pending.size > 0) {
-            const names = [...pending].map((name) => ({ name, ...(lastReasons.has(name) ? { lastReason: lastReasons.get(name)! } : {}) }));
+            const names = [...pending].map((name) => ({
+              name,
+              ...(lastReasons.has(name) ? { lastReason: lastReasons.get(name)! } : {}),
+            }));
             onWaiting(names, Math.round(performance.now() - started));
           }
         }, waitingReportEveryMs);
@@ -291,7 +313,10 @@ export interface KeyscanOptions {
  * Targets that share a port go to one ssh-keyscan process (it scans its hosts
  * in parallel); bench/ssh.ts measured that against one process per target.
  */
-export async function keyscan(targets: readonly { address: string; port: number }[], options: KeyscanOptions = {}): Promise<Map<string, string>> {
+export async function keyscan(
+  targets: readonly { address: string; port: number }[],
+  options: KeyscanOptions = {},
+): Promise<Map<string, string>> {
   const { timeoutSec = 5, concurrency = 16, keyTypes = 'ed25519,ecdsa,rsa', hostsPerProcess = 64, signal } = options;
   signal?.throwIfAborted();
   const lines = new Map<string, string[]>();
@@ -318,7 +343,11 @@ export async function keyscan(targets: readonly { address: string; port: number 
   const scan = async (batch: { port: number; addresses: string[] }): Promise<void> => {
     let result;
     try {
-      result = await runProcess('ssh-keyscan', ['-T', String(timeoutSec), '-t', keyTypes, '-p', String(batch.port), '--', ...batch.addresses], { timeoutMs: killAfterMs, signal });
+      result = await runProcess(
+        'ssh-keyscan',
+        ['-T', String(timeoutSec), '-t', keyTypes, '-p', String(batch.port), '--', ...batch.addresses],
+        { timeoutMs: killAfterMs, signal },
+      );
     } catch (error) {
       signal?.throwIfAborted();
       throw new ExocompError('tool-missing', `ssh-keyscan could not be started: ${(error as Error).message}`, {
@@ -422,10 +451,14 @@ export class SshAgent {
   static async start(): Promise<SshAgent> {
     const dir = await makePrivateDir('agent');
     const socketPath = join(dir, 'agent.sock');
-    const keeper = spawn('ssh-agent', ['-a', socketPath, '/bin/sh', '-c', 'echo "SSH_AGENT_PID=$SSH_AGENT_PID"; exec cat >/dev/null'], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
-    });
+    const keeper = spawn(
+      'ssh-agent',
+      ['-a', socketPath, '/bin/sh', '-c', 'echo "SSH_AGENT_PID=$SSH_AGENT_PID"; exec cat >/dev/null'],
+      {
+        stdio: ['pipe', 'pipe', 'pipe'],
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      },
+    );
     try {
       const pid = await new Promise<number>((resolve, reject) => {
         let stdout = '';
@@ -439,7 +472,9 @@ export class SshAgent {
           stderr += chunk.toString('utf8');
         });
         keeper.once('error', (error) => reject(agentError('ssh-agent could not be started', error.message)));
-        keeper.once('exit', (code) => reject(agentError(`ssh-agent exited (code ${code}) before it was ready`, stderr)));
+        keeper.once('exit', (code) =>
+          reject(agentError(`ssh-agent exited (code ${code}) before it was ready`, stderr)),
+        );
       });
       // Like the agent, the keeper must not hold this process open: if it exits without stop(), the exit hook and the closed pipe end the agent.
       keeper.unref();
@@ -474,7 +509,11 @@ export class SshAgent {
     try {
       const result = await runProcess('ssh-add', ['-q', keyPath], {
         // No passphrase prompt: stdin is empty and askpass is off, so an encrypted key fails instead of hanging.
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', SSH_AUTH_SOCK: this.socketPath, SSH_ASKPASS_REQUIRE: 'never' },
+        env: {
+          PATH: process.env.PATH ?? '/usr/bin:/bin',
+          SSH_AUTH_SOCK: this.socketPath,
+          SSH_ASKPASS_REQUIRE: 'never',
+        },
         timeoutMs: 30_000,
       });
       if (result.code !== 0) throw agentError(`ssh-add could not load the key ${privateKeyPath}`, result.stderr);

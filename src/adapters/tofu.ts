@@ -3,7 +3,15 @@ import { access, stat, writeFile } from 'node:fs/promises';
 import { basename, delimiter, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ExocompError } from '../domain/errors.js';
-import { collectStrings, planFingerprint, planJsonSchema, sensitiveStringsInPlan, summarizePlan, type PlanJson, type PlanSummary } from '../domain/plan.js';
+import {
+  collectStrings,
+  planFingerprint,
+  planJsonSchema,
+  sensitiveStringsInPlan,
+  summarizePlan,
+  type PlanJson,
+  type PlanSummary,
+} from '../domain/plan.js';
 import { redact, runProcess } from './process.js';
 
 export const VARS_FILE = 'exocomp.auto.tfvars.json';
@@ -14,11 +22,19 @@ const INSTALL_HELP = 'install OpenTofu (https://opentofu.org/docs/intro/install/
  * Finds the OpenTofu/Terraform executable: `--tofu-binary` when given (it must
  * be an executable file), else `tofu` on PATH, else `terraform` on PATH.
  */
-export async function locateTofu({ tofuBinary, env }: { tofuBinary?: string | undefined; env: NodeJS.ProcessEnv }): Promise<string> {
+export async function locateTofu({
+  tofuBinary,
+  env,
+}: {
+  tofuBinary?: string | undefined;
+  env: NodeJS.ProcessEnv;
+}): Promise<string> {
   if (tofuBinary !== undefined) {
     const path = resolve(tofuBinary);
     if (!(await isExecutableFile(path))) {
-      throw new ExocompError('tool-missing', `--tofu-binary ${tofuBinary} is not an executable file`, { help: INSTALL_HELP });
+      throw new ExocompError('tool-missing', `--tofu-binary ${tofuBinary} is not an executable file`, {
+        help: INSTALL_HELP,
+      });
     }
     return path;
   }
@@ -144,7 +160,10 @@ export class TofuDriver implements TofuPort {
   }
 
   async planChanges(planFile: string): Promise<boolean> {
-    const { code } = await this.runWithCode(['plan', '-input=false', '-no-color', '-detailed-exitcode', `-out=${planFile}`], [0, 2]);
+    const { code } = await this.runWithCode(
+      ['plan', '-input=false', '-no-color', '-detailed-exitcode', `-out=${planFile}`],
+      [0, 2],
+    );
     return code === 2;
   }
 
@@ -165,10 +184,14 @@ export class TofuDriver implements TofuPort {
       onPlan?.(plan);
       return plan;
     });
-    const [read, applied] = await Promise.allSettled([reading, this.runWithCode(['apply', '-input=false', '-no-color', planFile], [0], { after: reading })]);
+    const [read, applied] = await Promise.allSettled([
+      reading,
+      this.runWithCode(['apply', '-input=false', '-no-color', planFile], [0], { after: reading }),
+    ]);
     if (read.status === 'rejected') {
       this.signal?.throwIfAborted();
-      const error = read.reason instanceof ExocompError ? read.reason : new ExocompError('tool-failed', String(read.reason));
+      const error =
+        read.reason instanceof ExocompError ? read.reason : new ExocompError('tool-failed', String(read.reason));
       throw new ExocompError(
         error.kind,
         `${error.message}; ${this.toolName} apply ${applied.status === 'fulfilled' && applied.value.code === 0 ? 'completed' : 'failed'} meanwhile, its output withheld (the plan's sensitive values were not known)`,
@@ -225,7 +248,9 @@ export class TofuDriver implements TofuPort {
             () => true,
             () => false,
           );
-    const splitters = machineOutput ? undefined : { stdout: this.lineSplitter('stdout', shown), stderr: this.lineSplitter('stderr', shown) };
+    const splitters = machineOutput
+      ? undefined
+      : { stdout: this.lineSplitter('stdout', shown), stderr: this.lineSplitter('stderr', shown) };
     this.signal?.throwIfAborted();
     let result;
     try {
@@ -236,7 +261,10 @@ export class TofuDriver implements TofuPort {
         signal: this.signal,
       });
     } catch (error) {
-      throw new ExocompError('tool-missing', `cannot run ${command}: ${(error as Error).message}`, { help: INSTALL_HELP, cause: error });
+      throw new ExocompError('tool-missing', `cannot run ${command}: ${(error as Error).message}`, {
+        help: INSTALL_HELP,
+        cause: error,
+      });
     }
     splitters?.stdout.flush();
     splitters?.stderr.flush();
@@ -245,7 +273,8 @@ export class TofuDriver implements TofuPort {
     // Nothing of this command may be shown: the caller reports why, with the exit code.
     if (shown !== undefined && !(await shown)) return { stdout: '', code: result.signal === null ? result.code : -1 };
     if (!okCodes.includes(result.code) || result.signal !== null) {
-      const how = result.signal !== null ? `was ended by signal ${result.signal}` : `failed with exit code ${result.code}`;
+      const how =
+        result.signal !== null ? `was ended by signal ${result.signal}` : `failed with exit code ${result.code}`;
       const tail = this.tailOf(result.stderr.trim() === '' ? result.stdout : result.stderr);
       throw new ExocompError('tool-failed', `${command} ${how}${tail === '' ? '' : `:\n${tail}`}`, {
         help: `fix the workspace or its inputs and run again; the full output of ${command} is in the log above`,
@@ -267,9 +296,13 @@ export class TofuDriver implements TofuPort {
     if (!parsed.success) {
       // Paths only: the issues' messages could quote values.
       const where = parsed.error.issues.map((issue) => issue.path.join('.') || '(root)').join(', ');
-      throw new ExocompError('tool-failed', `${this.toolName} ${subcommand} -json printed JSON of an unexpected shape (at ${where})`, {
-        help: 'use OpenTofu ≥ 1.6 or Terraform ≥ 1.0',
-      });
+      throw new ExocompError(
+        'tool-failed',
+        `${this.toolName} ${subcommand} -json printed JSON of an unexpected shape (at ${where})`,
+        {
+          help: 'use OpenTofu ≥ 1.6 or Terraform ≥ 1.0',
+        },
+      );
     }
     return parsed.data;
   }
@@ -295,7 +328,10 @@ export class TofuDriver implements TofuPort {
   }
 
   /** Splits output into lines and shows each, redacted; with `shown`, lines wait for it, and are dropped when it is false. */
-  private lineSplitter(stream: 'stdout' | 'stderr', shown?: Promise<boolean>): { push(chunk: string): void; flush(): void } {
+  private lineSplitter(
+    stream: 'stdout' | 'stderr',
+    shown?: Promise<boolean>,
+  ): { push(chunk: string): void; flush(): void } {
     let pending = '';
     let state: 'holding' | 'showing' | 'dropping' = shown === undefined ? 'showing' : 'holding';
     const held: string[] = [];

@@ -8,10 +8,10 @@ import { UsageError } from '../domain/errors.js';
 import { DEFAULT_LEDGER_BRANCH, GitLedgerStore } from '../ledger/git-store.js';
 import { resolveLedgerLocation } from '../ledger/location.js';
 import { parseDuration } from '../domain/duration.js';
-import type { AppContext } from '../app/context.js';
-import type { ProgressListener } from '../app/progress.js';
-import { SecretRegistry } from '../app/secrets.js';
-import { SecretGuardedStore } from '../app/secret-guarded-store.js';
+import type { AppContext } from '../app/runtime/context.js';
+import type { ProgressListener } from '../app/runtime/progress.js';
+import { SecretRegistry } from '../app/runtime/secrets.js';
+import { SecretGuardedStore } from '../app/runtime/secret-guarded-store.js';
 import { describeZodIssues } from '../ledger/records.js';
 import { JsonProgress, TerminalProgress } from './terminal.js';
 import { interruptOnSignals } from '../adapters/signals.js';
@@ -28,10 +28,29 @@ export interface GlobalSettings {
 
 export function addLedgerOptions(command: Command): Command {
   return command
-    .addOption(new Option('--ledger <url-or-path>', 'git URL or path of an existing ledger repository (default: the enclosing git repository, or .exocomp/ledger.git)'))
-    .addOption(new Option('--ledger-init', 'create the --ledger path as a bare repository when it does not exist yet').default(false))
-    .addOption(new Option('--ledger-branch <name>', 'ledger name: records live on the branches <name>-records/* (see docs/ledger.md)').default(DEFAULT_LEDGER_BRANCH))
-    .addOption(new Option('--ledger-retry-for <duration>', 'how long a ledger write retries while other writers change the same record').default('5m'))
+    .addOption(
+      new Option(
+        '--ledger <url-or-path>',
+        'git URL or path of an existing ledger repository (default: the enclosing git repository, or .exocomp/ledger.git)',
+      ),
+    )
+    .addOption(
+      new Option('--ledger-init', 'create the --ledger path as a bare repository when it does not exist yet').default(
+        false,
+      ),
+    )
+    .addOption(
+      new Option(
+        '--ledger-branch <name>',
+        'ledger name: records live on the branches <name>-records/* (see docs/ledger.md)',
+      ).default(DEFAULT_LEDGER_BRANCH),
+    )
+    .addOption(
+      new Option(
+        '--ledger-retry-for <duration>',
+        'how long a ledger write retries while other writers change the same record',
+      ).default('5m'),
+    )
     .addOption(new Option('--json', 'machine-readable output').default(false));
 }
 
@@ -46,7 +65,13 @@ const ledgerOptions = z.object({
 /** The ledger options and --json every command that reads the ledger shares. */
 export function globalSettings(options: Record<string, unknown>): GlobalSettings {
   const o = parseOptions(ledgerOptions, options);
-  return { ledger: o.ledger, ledgerInit: o.ledgerInit, ledgerBranch: o.ledgerBranch, ledgerRetryForMs: o.ledgerRetryFor, json: o.json };
+  return {
+    ledger: o.ledger,
+    ledgerInit: o.ledgerInit,
+    ledgerBranch: o.ledgerBranch,
+    ledgerRetryForMs: o.ledgerRetryFor,
+    json: o.json,
+  };
 }
 
 /**
@@ -56,7 +81,8 @@ export function globalSettings(options: Record<string, unknown>): GlobalSettings
  */
 export function parseOptions<S extends z.ZodType>(schema: S, options: Record<string, unknown>): z.output<S> {
   const parsed = schema.safeParse(options);
-  if (!parsed.success) throw new UsageError(`bad options: ${describeZodIssues(parsed.error)}`, 'run the command with --help for usage');
+  if (!parsed.success)
+    throw new UsageError(`bad options: ${describeZodIssues(parsed.error)}`, 'run the command with --help for usage');
   return parsed.data;
 }
 
@@ -68,7 +94,10 @@ export interface Io {
 }
 
 /** The io every command writes through: each line leaves redacted, whatever produced it. */
-export function redactingIo(io: Io, secrets: SecretRegistry = io.secrets ?? new SecretRegistry()): Io & { secrets: SecretRegistry } {
+export function redactingIo(
+  io: Io,
+  secrets: SecretRegistry = io.secrets ?? new SecretRegistry(),
+): Io & { secrets: SecretRegistry } {
   return { out: (line) => io.out(secrets.redact(line)), err: (line) => io.err(secrets.redact(line)), secrets };
 }
 
@@ -92,8 +121,14 @@ export async function buildContext(settings: GlobalSettings, io: Io): Promise<Ap
   const cwd = process.cwd();
   const location = await resolveLedgerLocation({ ledger: settings.ledger, cwd, init: settings.ledgerInit });
   const progress: ProgressListener = settings.json ? new JsonProgress(io.out) : new TerminalProgress(io.err);
-  const gitStore = new GitLedgerStore({ remote: location.remote, branch: settings.ledgerBranch, retryForMs: settings.ledgerRetryForMs });
-  const store = io.secrets ? new SecretGuardedStore(gitStore, io.secrets, (message) => progress.emit({ type: 'warning', message })) : gitStore;
+  const gitStore = new GitLedgerStore({
+    remote: location.remote,
+    branch: settings.ledgerBranch,
+    retryForMs: settings.ledgerRetryForMs,
+  });
+  const store = io.secrets
+    ? new SecretGuardedStore(gitStore, io.secrets, (message) => progress.emit({ type: 'warning', message }))
+    : gitStore;
   return {
     store,
     ledgerBranch: settings.ledgerBranch,

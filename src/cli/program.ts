@@ -21,7 +21,9 @@ import { registerWorkspace } from './commands/workspace.js';
 
 export function buildProgram(io: Io): Command {
   const program = new Command('exocomp')
-    .description('apply an OpenTofu/Terraform workspace, wait for its hosts, onboard them with pinned host keys, and converge them')
+    .description(
+      'apply an OpenTofu/Terraform workspace, wait for its hosts, onboard them with pinned host keys, and converge them',
+    )
     .version('0.1.0')
     .showHelpAfterError('(run the command with --help for usage)')
     .exitOverride()
@@ -48,7 +50,10 @@ export function buildProgram(io: Io): Command {
   return program;
 }
 
-export async function main(argv: string[], rawIo: Io = processIo(process.env, { json: argv.includes('--json') })): Promise<number> {
+export async function main(
+  argv: string[],
+  rawIo: Io = processIo(process.env, { json: argv.includes('--json') }),
+): Promise<number> {
   const io = redactingIo(rawIo);
   const program = buildProgram(io);
   try {

@@ -9,11 +9,11 @@ import { UsageError } from '../domain/errors.js';
 import { defaultWorkspaceName, parseWorkspaceName } from '../domain/names.js';
 import { parseScheduleTick, type ScheduleTick } from '../domain/schedule-fires.js';
 import { parseSealKey } from '../domain/seal.js';
-import type { AppContext } from '../app/context.js';
-import { parseMapping, parseRunSecrets } from '../app/mappings.js';
-import { playProgress } from '../app/progress.js';
-import type { RunInputs } from '../app/run-inputs.js';
-import { SecretRegistry } from '../app/secrets.js';
+import type { AppContext } from '../app/runtime/context.js';
+import { parseMapping, parseRunSecrets } from '../app/plays/mappings.js';
+import { playProgress } from '../app/runtime/progress.js';
+import type { RunInputs } from '../app/plays/run-inputs.js';
+import { SecretRegistry } from '../app/runtime/secrets.js';
 import { readPrivateKeyFile } from '../adapters/ssh-keys.js';
 import { describeZodIssues } from '../ledger/records.js';
 import type { AnsibleEvent } from '../domain/play-events.js';
@@ -21,9 +21,18 @@ import type { Io } from './common.js';
 
 export function addKeyOptions(command: Command): Command {
   return command
-    .addOption(new Option('--fleet-key <file>', 'private key of the fleet user (its public half is onboarded; the key drives plays)'))
-    .addOption(new Option('--bootstrap-key <file>', 'private key the onboarding play connects with (as the inventory user)'))
-    .addOption(new Option('--seal-key <value>', 'key that seals/unseals sensitive outputs (default: $EXOCOMP_SEAL_KEY)'))
+    .addOption(
+      new Option(
+        '--fleet-key <file>',
+        'private key of the fleet user (its public half is onboarded; the key drives plays)',
+      ),
+    )
+    .addOption(
+      new Option('--bootstrap-key <file>', 'private key the onboarding play connects with (as the inventory user)'),
+    )
+    .addOption(
+      new Option('--seal-key <value>', 'key that seals/unseals sensitive outputs (default: $EXOCOMP_SEAL_KEY)'),
+    )
     .addOption(new Option('--run-secrets <file>', 'YAML/JSON mapping of environment name → value handed to the play'));
 }
 
@@ -31,7 +40,12 @@ export function addKeyOptions(command: Command): Command {
 export function addTofuOptions(command: Command): Command {
   return command
     .addOption(new Option('--tofu-binary <path>', 'OpenTofu/Terraform binary (default: tofu, else terraform, on PATH)'))
-    .addOption(new Option('--workspace-name <name>', 'name of the standing inventory tf:<name> (default: the workspace directory name)'))
+    .addOption(
+      new Option(
+        '--workspace-name <name>',
+        'name of the standing inventory tf:<name> (default: the workspace directory name)',
+      ),
+    )
     .addOption(
       new Option(
         '--vars-file <file>',
@@ -46,18 +60,31 @@ export function addApplyOptions(command: Command): Command {
 }
 
 export function allowLocalStateOption(): Option {
-  return new Option('--allow-local-state', 'in CI (GitHub Actions, GitLab CI), apply a workspace without a remote state backend (its state stays on the runner)').default(false);
+  return new Option(
+    '--allow-local-state',
+    'in CI (GitHub Actions, GitLab CI), apply a workspace without a remote state backend (its state stays on the runner)',
+  ).default(false);
 }
 
 /** `--schedule-name` and `--schedule-cron`: a scheduled run records its fire, so missed ticks show (docs/drift.md). */
 export function addScheduleOptions(command: Command): Command {
   return command
-    .addOption(new Option('--schedule-name <name>', 'record this run as a tick of this schedule (with --schedule-cron)'))
-    .addOption(new Option('--schedule-cron <cron>', "the schedule's cron, five fields as CI writes it (or the six-field form)"));
+    .addOption(
+      new Option('--schedule-name <name>', 'record this run as a tick of this schedule (with --schedule-cron)'),
+    )
+    .addOption(
+      new Option('--schedule-cron <cron>', "the schedule's cron, five fields as CI writes it (or the six-field form)"),
+    );
 }
 
-export function scheduleTickOf(options: { scheduleName?: string | undefined; scheduleCron?: string | undefined }): ScheduleTick | undefined {
-  return parseScheduleTick(options.scheduleName, options.scheduleCron, { name: '--schedule-name', cron: '--schedule-cron' });
+export function scheduleTickOf(options: {
+  scheduleName?: string | undefined;
+  scheduleCron?: string | undefined;
+}): ScheduleTick | undefined {
+  return parseScheduleTick(options.scheduleName, options.scheduleCron, {
+    name: '--schedule-name',
+    cron: '--schedule-cron',
+  });
 }
 
 export function addPlayOptions(command: Command): Command {
@@ -71,7 +98,10 @@ function readMappingFile(file: string, what: string): string {
   try {
     return readFileSync(file, 'utf8');
   } catch (error) {
-    throw new UsageError(`cannot read ${what} file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, `pass an existing file`);
+    throw new UsageError(
+      `cannot read ${what} file ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+      `pass an existing file`,
+    );
   }
 }
 
@@ -93,7 +123,12 @@ const keyOptionsSchema = z.object({
 });
 
 /** Builds the never-persisted run inputs and registers every secret value before anything is printed. */
-export function runInputs(options: Record<string, unknown>, env: NodeJS.ProcessEnv, rotateHostKeys: string[] = [], secrets: SecretRegistry = new SecretRegistry()): RunInputs {
+export function runInputs(
+  options: Record<string, unknown>,
+  env: NodeJS.ProcessEnv,
+  rotateHostKeys: string[] = [],
+  secrets: SecretRegistry = new SecretRegistry(),
+): RunInputs {
   const parsed = keyOptionsSchema.safeParse(options);
   if (!parsed.success) throw new UsageError(`bad options: ${describeZodIssues(parsed.error)}`);
   const o = parsed.data;
@@ -133,7 +168,13 @@ export function playReporting(
   secrets: SecretRegistry,
   json: boolean,
   io: Io,
-): { secrets: SecretRegistry; info(message: string): void; warn(message: string): void; onOutput?: (line: string) => void; onEvent?: (event: AnsibleEvent) => void } {
+): {
+  secrets: SecretRegistry;
+  info(message: string): void;
+  warn(message: string): void;
+  onOutput?: (line: string) => void;
+  onEvent?: (event: AnsibleEvent) => void;
+} {
   return {
     secrets,
     info: (message) => context.progress.emit({ type: 'info', message: secrets.redact(message) }),

@@ -1,7 +1,7 @@
 /** Renders progress events for a person (lines) or a program (one JSON object per line). */
 import { formatDuration } from '../domain/duration.js';
 import { failureReason, formatFailure, formatHostResult, isFailure } from '../domain/play-events.js';
-import type { ProgressEvent, ProgressListener } from '../app/progress.js';
+import type { ProgressEvent, ProgressListener } from '../app/runtime/progress.js';
 
 export class TerminalProgress implements ProgressListener {
   /** `[3/4] onboard`: the step a play's lines belong to. */
@@ -16,23 +16,31 @@ export class TerminalProgress implements ProgressListener {
         break;
       case 'step-started':
         this.stepLabel = `[${event.index}/${event.total}] ${event.step} `;
-        this.write(`[${event.index}/${event.total}] ${event.step} …${event.attempt > 1 ? ` (attempt ${event.attempt})` : ''}`);
+        this.write(
+          `[${event.index}/${event.total}] ${event.step} …${event.attempt > 1 ? ` (attempt ${event.attempt})` : ''}`,
+        );
         break;
       case 'step-skipped':
         this.write(`[${event.index}/${event.total}] ${event.step} ${event.reason}`);
         break;
       case 'step-succeeded':
-        this.write(`[${event.index}/${event.total}] ${event.step} … ${formatDuration(event.durationMs)} ✓${event.detail ? `  ${event.detail}` : ''}`);
+        this.write(
+          `[${event.index}/${event.total}] ${event.step} … ${formatDuration(event.durationMs)} ✓${event.detail ? `  ${event.detail}` : ''}`,
+        );
         break;
       case 'step-failed':
-        this.write(`[${event.index}/${event.total}] ${event.step} … ${formatDuration(event.durationMs)} ✗  ${event.summary}`);
+        this.write(
+          `[${event.index}/${event.total}] ${event.step} … ${formatDuration(event.durationMs)} ✗  ${event.summary}`,
+        );
         break;
       case 'play-started':
         this.write(`${this.stepLabel}play ${event.play}: ${event.tasks} task(s)`);
         break;
       case 'task-result': {
         const result = { ...event, event: 'result' as const };
-        this.write(`${event.step ? this.stepLabel : ''}${formatHostResult(result)} ${formatDuration(event.elapsedMs ?? 0)}`);
+        this.write(
+          `${event.step ? this.stepLabel : ''}${formatHostResult(result)} ${formatDuration(event.elapsedMs ?? 0)}`,
+        );
         // The failure, readably and once: the step's summary and the status table keep one line.
         if (isFailure(result)) {
           this.write(`      ${failureReason(result)}`);

@@ -35,7 +35,10 @@ export interface ContinuationFacts {
 
 export function continuationVerdict(facts: ContinuationFacts): ContinuationVerdict {
   const now = facts.now.getTime();
-  const current = facts.continuation !== undefined && Date.parse(facts.continuation.at) >= Date.parse(facts.movedAt) ? facts.continuation : undefined;
+  const current =
+    facts.continuation !== undefined && Date.parse(facts.continuation.at) >= Date.parse(facts.movedAt)
+      ? facts.continuation
+      : undefined;
   if (current === undefined) return now - Date.parse(facts.movedAt) >= facts.firstAfterMs ? 'start' : 'wait';
   if (facts.runEnded === false) return 'continuing';
   const over = facts.runEnded === true || now - Date.parse(current.at) >= facts.graceMs;

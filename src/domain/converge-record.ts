@@ -34,7 +34,9 @@ export const convergeRunSchema = z.object({
   at: z.string(),
   ok: z.boolean(),
   shards: z.number().int().positive(),
-  hosts: z.array(z.object({ host: z.string(), shard: z.number().int().positive(), ok: z.boolean(), reason: z.string().optional() })),
+  hosts: z.array(
+    z.object({ host: z.string(), shard: z.number().int().positive(), ok: z.boolean(), reason: z.string().optional() }),
+  ),
   missingShards: z.array(z.number().int().positive()),
   failedShards: z.array(z.number().int().positive()),
 });
@@ -51,7 +53,10 @@ export type ConvergeHistory = z.infer<typeof convergeHistorySchema>;
 export function failedHostsOf(stats: Record<string, Record<string, number>>): ShardResult['failedHosts'] {
   return Object.entries(stats)
     .filter(([, counts]) => (counts.unreachable ?? 0) > 0 || (counts.failures ?? 0) > 0)
-    .map(([host, counts]) => ({ host, reason: (counts.unreachable ?? 0) > 0 ? ('unreachable' as const) : ('failed' as const) }))
+    .map(([host, counts]) => ({
+      host,
+      reason: (counts.unreachable ?? 0) > 0 ? ('unreachable' as const) : ('failed' as const),
+    }))
     .sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : 0));
 }
 
@@ -59,9 +64,15 @@ export function failedHostsOf(stats: Record<string, Record<string, number>>): Sh
  * Folds the shard results of one run. A shard that never reported, or whose
  * play failed without naming a host (a broken playbook), fails the run.
  */
-export function foldShardResults(runId: string, total: number, results: readonly ShardResult[], at: string): ConvergeRun {
+export function foldShardResults(
+  runId: string,
+  total: number,
+  results: readonly ShardResult[],
+  at: string,
+): ConvergeRun {
   const byShard = new Map<number, ShardResult>();
-  for (const result of results) if (result.runId === runId && result.shard.total === total) byShard.set(result.shard.index, result);
+  for (const result of results)
+    if (result.runId === runId && result.shard.total === total) byShard.set(result.shard.index, result);
   const hosts: ConvergeRun['hosts'] = [];
   const missingShards: number[] = [];
   const failedShards: number[] = [];
@@ -79,10 +90,22 @@ export function foldShardResults(runId: string, total: number, results: readonly
     if (result.code !== 0 || failed.size > 0) failedShards.push(index);
   }
   hosts.sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : 0));
-  return { runId, at, ok: missingShards.length === 0 && failedShards.length === 0, shards: total, hosts, missingShards, failedShards };
+  return {
+    runId,
+    at,
+    ok: missingShards.length === 0 && failedShards.length === 0,
+    shards: total,
+    hosts,
+    missingShards,
+    failedShards,
+  };
 }
 
-export function appendConvergeRun(previous: ConvergeHistory | undefined, name: string, run: ConvergeRun): ConvergeHistory {
+export function appendConvergeRun(
+  previous: ConvergeHistory | undefined,
+  name: string,
+  run: ConvergeRun,
+): ConvergeHistory {
   const runs = [...(previous?.runs ?? []).filter((r) => r.runId !== run.runId), run].slice(-CONVERGE_HISTORY_LIMIT);
   return { schemaVersion: CONVERGE_HISTORY_SCHEMA_VERSION, name, runs };
 }
@@ -96,7 +119,9 @@ export function renderConvergeRunText(name: string, run: ConvergeRun): string {
   const head = run.ok
     ? `converged tf:${name}: ${run.hosts.length} host(s) over ${run.shards} shard(s)`
     : `converge of tf:${name} failed: ${failed.length} of ${run.hosts.length} host(s) failed` +
-      (run.missingShards.length > 0 ? `; shard(s) ${run.missingShards.map((i) => shardLabel(i, run.shards)).join(', ')} never reported` : '');
+      (run.missingShards.length > 0
+        ? `; shard(s) ${run.missingShards.map((i) => shardLabel(i, run.shards)).join(', ')} never reported`
+        : '');
   const lines = [head];
   for (const h of failed) lines.push(`  ${h.host} (shard ${shardLabel(h.shard, run.shards)}): ${h.reason ?? 'failed'}`);
   for (const index of run.failedShards.filter((i) => !failed.some((h) => h.shard === i))) {
@@ -107,9 +132,15 @@ export function renderConvergeRunText(name: string, run: ConvergeRun): string {
 
 /** Markdown for the job summary; host names are escaped (inventory names are untrusted text). */
 export function renderConvergeRunMarkdown(name: string, run: ConvergeRun, escape: (text: string) => string): string {
-  const lines = [`### exocomp converge \`tf:${name}\` · ${run.shards} shard(s)`, '', run.ok ? `✓ ${run.hosts.length} host(s) converged` : `✗ failed`, ''];
+  const lines = [
+    `### exocomp converge \`tf:${name}\` · ${run.shards} shard(s)`,
+    '',
+    run.ok ? `✓ ${run.hosts.length} host(s) converged` : `✗ failed`,
+    '',
+  ];
   lines.push('| host | shard | result |', '| --- | --- | --- |');
-  for (const h of run.hosts) lines.push(`| ${escape(h.host)} | ${shardLabel(h.shard, run.shards)} | ${h.ok ? 'ok' : (h.reason ?? 'failed')} |`);
+  for (const h of run.hosts)
+    lines.push(`| ${escape(h.host)} | ${shardLabel(h.shard, run.shards)} | ${h.ok ? 'ok' : (h.reason ?? 'failed')} |`);
   for (const index of run.missingShards) lines.push(`| — | ${shardLabel(index, run.shards)} | never reported |`);
   return `${lines.join('\n')}\n`;
 }

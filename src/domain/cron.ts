@@ -28,7 +28,8 @@ const FIVE_FIELDS: readonly FieldSpec[] = [
 /** GitHub Actions runs schedules at most this often. */
 export const MIN_INTERVAL_MINUTES = 5;
 
-const FORMAT_HELP = "write six fields, seconds first — second minute hour day-of-month month day-of-week — e.g. '0 0 3 * * *' (03:00 UTC daily)";
+const FORMAT_HELP =
+  "write six fields, seconds first — second minute hour day-of-month month day-of-week — e.g. '0 0 3 * * *' (03:00 UTC daily)";
 
 class FieldError extends Error {}
 
@@ -49,7 +50,11 @@ function parseValue(token: string, spec: FieldSpec): number {
   }
   const index = spec.names?.indexOf(token.toUpperCase()) ?? -1;
   if (index < 0) {
-    throw new FieldError(spec.names ? `${quoteValue(token)} is neither a number nor a name like ${spec.names[1]}` : `${quoteValue(token)} is not a number`);
+    throw new FieldError(
+      spec.names
+        ? `${quoteValue(token)} is neither a number nor a name like ${spec.names[1]}`
+        : `${quoteValue(token)} is not a number`,
+    );
   }
   return spec.min + index;
 }
@@ -106,7 +111,10 @@ function parseFields(raw: string, fieldTexts: readonly string[], specs: readonly
       return parseField(text, spec);
     } catch (error) {
       if (!(error instanceof FieldError)) throw error;
-      throw new UsageError(`invalid schedule ${quoteValue(raw)}: ${spec.label} field ${quoteValue(text)}: ${error.message}`, FORMAT_HELP);
+      throw new UsageError(
+        `invalid schedule ${quoteValue(raw)}: ${spec.label} field ${quoteValue(text)}: ${error.message}`,
+        FORMAT_HELP,
+      );
     }
   });
 }
@@ -151,7 +159,8 @@ export function convertCron(raw: string): { cron: string } {
   const gap = shortestGapMinutes(minute.values, hour.values);
   if (gap < MIN_INTERVAL_MINUTES) {
     throw new UsageError(
-      `invalid schedule ${quoteValue(raw)}: it fires as often as every ${gap} minute(s), ` + `but CI schedules run at most every ${MIN_INTERVAL_MINUTES} minutes`,
+      `invalid schedule ${quoteValue(raw)}: it fires as often as every ${gap} minute(s), ` +
+        `but CI schedules run at most every ${MIN_INTERVAL_MINUTES} minutes`,
       'use minutes at least 5 apart, e.g. */5, */15 or 7,37',
     );
   }
@@ -213,8 +222,15 @@ export const MAX_TICKS = 2_000;
  */
 export function cronFireTimes(fiveField: string, from: Date, to: Date): Date[] {
   const texts = fiveField.trim().split(/\s+/);
-  if (texts.length !== 5) throw new UsageError(`invalid CI schedule ${quoteValue(fiveField)}: expected five fields`, FORMAT_HELP);
-  const [minute, hour, dom, month, dow] = parseFields(fiveField, texts, FIVE_FIELDS) as [ParsedField, ParsedField, ParsedField, ParsedField, ParsedField];
+  if (texts.length !== 5)
+    throw new UsageError(`invalid CI schedule ${quoteValue(fiveField)}: expected five fields`, FORMAT_HELP);
+  const [minute, hour, dom, month, dow] = parseFields(fiveField, texts, FIVE_FIELDS) as [
+    ParsedField,
+    ParsedField,
+    ParsedField,
+    ParsedField,
+    ParsedField,
+  ];
   const domAny = (texts[2] as string).startsWith('*');
   const dowAny = (texts[4] as string).startsWith('*');
   const dayMatches = (t: Date): boolean => {
@@ -250,16 +266,30 @@ export interface MissedTickOptions {
  * within the tolerance; GitHub drops scheduled runs at busy times and leaves no
  * trace of them, so the missing ones are only visible this way.
  */
-export function missedTicks(fiveField: string, fires: readonly Date[], now: Date, options: MissedTickOptions = {}): Date[] {
+export function missedTicks(
+  fiveField: string,
+  fires: readonly Date[],
+  now: Date,
+  options: MissedTickOptions = {},
+): Date[] {
   const { toleranceMinutes = 60, graceMinutes = 15 } = options;
   const sorted = [...fires].sort((a, b) => a.getTime() - b.getTime());
   const first = sorted[0];
   if (first === undefined) return [];
   // The tick the first recorded run answered is the start of what can be judged.
-  const ticks = cronFireTimes(fiveField, new Date(first.getTime() - toleranceMinutes * MINUTE_MS - MINUTE_MS), new Date(now.getTime() - graceMinutes * MINUTE_MS));
+  const ticks = cronFireTimes(
+    fiveField,
+    new Date(first.getTime() - toleranceMinutes * MINUTE_MS - MINUTE_MS),
+    new Date(now.getTime() - graceMinutes * MINUTE_MS),
+  );
   const answered = new Set<number>();
   for (const fire of sorted) {
-    const tick = ticks.findLastIndex((t, i) => !answered.has(i) && t.getTime() <= fire.getTime() && fire.getTime() - t.getTime() <= toleranceMinutes * MINUTE_MS);
+    const tick = ticks.findLastIndex(
+      (t, i) =>
+        !answered.has(i) &&
+        t.getTime() <= fire.getTime() &&
+        fire.getTime() - t.getTime() <= toleranceMinutes * MINUTE_MS,
+    );
     if (tick >= 0) answered.add(tick);
   }
   const firstAnswered = Math.min(...[...answered]);

@@ -50,6 +50,9 @@ export function renderDriftHistory(history: DriftHistory | undefined): string {
   const lines = history.runs
     .slice(-10)
     .reverse()
-    .map((run) => `  ${run.at}  ${run.verdict.padEnd(7)} ${run.headline}${run.schedule ? `  (schedule ${run.schedule})` : ''}`);
+    .map(
+      (run) =>
+        `  ${run.at}  ${run.verdict.padEnd(7)} ${run.headline}${run.schedule ? `  (schedule ${run.schedule})` : ''}`,
+    );
   return [`drift checks of tf:${history.name} (latest first, ${history.runs.length} recorded):`, ...lines].join('\n');
 }

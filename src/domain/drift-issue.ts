@@ -24,21 +24,37 @@ export interface OpenIssue {
 }
 
 export type DriftIssueAction =
-  { kind: 'open'; title: string; body: string } | { kind: 'update'; number: number; body: string } | { kind: 'close'; number: number; comment: string } | { kind: 'none' };
+  | { kind: 'open'; title: string; body: string }
+  | { kind: 'update'; number: number; body: string }
+  | { kind: 'close'; number: number; comment: string }
+  | { kind: 'none' };
 
 /** The sticky issue among open ones: ours by marker and author; the oldest when there are several. */
 export function findDriftIssue(issues: readonly OpenIssue[], name: string, author: string): OpenIssue | undefined {
   const marker = driftIssueMarker(name);
-  return [...issues].filter((i) => i.author === author && i.body.startsWith(marker)).sort((a, b) => a.number - b.number)[0];
+  return [...issues]
+    .filter((i) => i.author === author && i.body.startsWith(marker))
+    .sort((a, b) => a.number - b.number)[0];
 }
 
-export function decideDriftIssue(report: DriftReport, existing: OpenIssue | undefined, runUrl: string): DriftIssueAction {
+export function decideDriftIssue(
+  report: DriftReport,
+  existing: OpenIssue | undefined,
+  runUrl: string,
+): DriftIssueAction {
   const verdict = driftVerdict(report);
   const body = `${driftIssueMarker(report.workspace)}\n${renderDriftMarkdown(report)}\n_Last checked ${report.checkedAt} by [this run](${runUrl})._\n`;
-  if (verdict === 'drift') return existing ? { kind: 'update', number: existing.number, body } : { kind: 'open', title: driftIssueTitle(report.workspace), body };
+  if (verdict === 'drift')
+    return existing
+      ? { kind: 'update', number: existing.number, body }
+      : { kind: 'open', title: driftIssueTitle(report.workspace), body };
   if (verdict === 'clean') {
     return existing
-      ? { kind: 'close', number: existing.number, comment: `✅ No drift any more: checked ${report.checkedAt} by [this run](${runUrl}). Closing.` }
+      ? {
+          kind: 'close',
+          number: existing.number,
+          comment: `✅ No drift any more: checked ${report.checkedAt} by [this run](${runUrl}). Closing.`,
+        }
       : { kind: 'none' };
   }
   // A failed check proves nothing either way: an open issue shows the failure, none is opened for it.

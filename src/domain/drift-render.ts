@@ -4,9 +4,23 @@
  * a summary or an issue body stays within the platforms' limits; `--json`
  * carries the report itself, unbounded.
  */
-import { driftHeadline, driftVerdict, infrastructureHasDrift, type ConfigurationDrift, type DriftReport, type InfrastructureDrift, type ResourceAction } from './drift.js';
+import {
+  driftHeadline,
+  driftVerdict,
+  infrastructureHasDrift,
+  type ConfigurationDrift,
+  type DriftReport,
+  type InfrastructureDrift,
+  type ResourceAction,
+} from './drift.js';
 
-const ACTION_MARK: Record<ResourceAction, string> = { create: '+', update: '~', delete: '-', replace: '-/+', read: '<=' };
+const ACTION_MARK: Record<ResourceAction, string> = {
+  create: '+',
+  update: '~',
+  delete: '-',
+  replace: '-/+',
+  read: '<=',
+};
 /** Lines of one task's diff shown before "… N more lines". */
 export const MAX_DIFF_LINES = 40;
 /** Characters of a markdown report; GitHub rejects issue bodies and comments over 65,536. */
@@ -27,7 +41,12 @@ function hostsLine(infra: InfrastructureDrift): string | undefined {
   if (infra.hosts === undefined) return 'hosts of the inventory: known only after apply';
   const { joining, leaving } = infra.hosts;
   if (joining.length === 0 && leaving.length === 0) return undefined;
-  return [joining.length > 0 ? `joining: ${joining.join(', ')}` : '', leaving.length > 0 ? `leaving: ${leaving.join(', ')}` : ''].filter(Boolean).join('; ');
+  return [
+    joining.length > 0 ? `joining: ${joining.join(', ')}` : '',
+    leaving.length > 0 ? `leaving: ${leaving.join(', ')}` : '',
+  ]
+    .filter(Boolean)
+    .join('; ');
 }
 
 // ---------------------------------------------------------------------------
@@ -37,14 +56,17 @@ function hostsLine(infra: InfrastructureDrift): string | undefined {
 export function renderDriftText(report: DriftReport): string {
   const verdict = driftVerdict(report);
   if (verdict === 'clean') return `${cleanLine(report)}\n`;
-  const out: string[] = [`${verdict === 'drift' ? 'drift found' : 'drift check failed'} in tf:${report.workspace} (checked ${report.checkedAt}): ${driftHeadline(report)}`];
+  const out: string[] = [
+    `${verdict === 'drift' ? 'drift found' : 'drift check failed'} in tf:${report.workspace} (checked ${report.checkedAt}): ${driftHeadline(report)}`,
+  ];
   const { infrastructure: infra, configuration: config } = report;
   out.push('', 'infrastructure:');
   if (!infra.ok) out.push(`  check failed: ${infra.error}`);
   else if (!infrastructureHasDrift(infra.value)) out.push('  no changes');
   else {
     for (const r of infra.value.resources) out.push(`  ${ACTION_MARK[r.action].padEnd(3)} ${r.address} (${r.action})`);
-    for (const o of infra.value.outputs) out.push(`  ${ACTION_MARK[o.action].padEnd(3)} output ${o.name}${o.sensitive ? ' (sensitive)' : ''}`);
+    for (const o of infra.value.outputs)
+      out.push(`  ${ACTION_MARK[o.action].padEnd(3)} output ${o.name}${o.sensitive ? ' (sensitive)' : ''}`);
     const hosts = hostsLine(infra.value);
     if (hosts) out.push(`  hosts of tf:${report.workspace}: ${hosts}`);
   }
@@ -64,7 +86,12 @@ export function renderConfigurationText(config: ConfigurationDrift): string {
 
 function configurationText(config: ConfigurationDrift): string[] {
   const out: string[] = [];
-  if (config.changed.length === 0 && config.unreachable.length === 0 && config.keyMismatches.length === 0 && config.failed.length === 0) {
+  if (
+    config.changed.length === 0 &&
+    config.unreachable.length === 0 &&
+    config.keyMismatches.length === 0 &&
+    config.failed.length === 0
+  ) {
     out.push(`  no changes on ${config.hostCount} host(s)`);
   }
   for (const { host, tasks } of config.changed) {
@@ -74,7 +101,8 @@ function configurationText(config: ConfigurationDrift): string[] {
       if (task.diff !== '') out.push(...boundedDiff(task.diff).map((line) => `      ${line}`));
     }
   }
-  for (const p of config.keyMismatches) out.push(`  host key mismatch: ${p.host} (${p.detail}) — not re-pinned, not checked`);
+  for (const p of config.keyMismatches)
+    out.push(`  host key mismatch: ${p.host} (${p.detail}) — not re-pinned, not checked`);
   for (const p of config.unreachable) out.push(`  unreachable: ${p.host} (${p.detail})`);
   for (const p of config.failed) out.push(`  failed in check mode: ${p.host} · ${p.task}: ${p.detail}`);
   return out;
@@ -112,7 +140,8 @@ export function renderDriftMarkdown(report: DriftReport): string {
   else {
     out.push('', '| action | address |', '| --- | --- |');
     for (const r of infra.value.resources) out.push(`| ${r.action} | \`${r.address.replace(/`/g, "'")}\` |`);
-    for (const o of infra.value.outputs) out.push(`| ${o.action} | output \`${o.name}\`${o.sensitive ? ' (sensitive)' : ''} |`);
+    for (const o of infra.value.outputs)
+      out.push(`| ${o.action} | output \`${o.name}\`${o.sensitive ? ' (sensitive)' : ''} |`);
     const hosts = hostsLine(infra.value);
     if (hosts) out.push('', `Hosts of \`tf:${report.workspace}\`: ${escapeMarkdown(hosts)}`);
     out.push('', `Plan fingerprint \`${infra.value.fingerprint.slice(0, 16)}\``);
@@ -126,7 +155,12 @@ export function renderDriftMarkdown(report: DriftReport): string {
 
 function configurationMarkdown(config: ConfigurationDrift): string[] {
   const out: string[] = [];
-  if (config.changed.length === 0 && config.unreachable.length === 0 && config.keyMismatches.length === 0 && config.failed.length === 0) {
+  if (
+    config.changed.length === 0 &&
+    config.unreachable.length === 0 &&
+    config.keyMismatches.length === 0 &&
+    config.failed.length === 0
+  ) {
     out.push('', `No changes on ${config.hostCount} host(s).`);
   }
   for (const { host, tasks } of config.changed) {
@@ -143,7 +177,8 @@ function configurationMarkdown(config: ConfigurationDrift): string[] {
   ];
   if (problems.length > 0) {
     out.push('', '| problem | host | detail |', '| --- | --- | --- |');
-    for (const [what, host, detail] of problems) out.push(`| ${what} | ${escapeMarkdown(host as string)} | ${escapeMarkdown(detail as string)} |`);
+    for (const [what, host, detail] of problems)
+      out.push(`| ${what} | ${escapeMarkdown(host as string)} | ${escapeMarkdown(detail as string)} |`);
   }
   out.push('', `Configuration fingerprint \`${config.fingerprint.slice(0, 16)}\``);
   return out;

@@ -103,9 +103,16 @@ function inventoryHostNames(value: unknown): string[] | undefined {
  * the hosts `tf:<name>` names now; the hosts it would name come from the
  * planned `ansible_inventory` output (when the plan knows its value).
  */
-export function infrastructureDrift(plan: PlanJson, fingerprint: string, currentHosts: readonly string[]): InfrastructureDrift {
+export function infrastructureDrift(
+  plan: PlanJson,
+  fingerprint: string,
+  currentHosts: readonly string[],
+): InfrastructureDrift {
   const resources = (plan.resource_changes ?? [])
-    .map((r) => ({ address: r.deposed ? `${r.address} (deposed ${r.deposed})` : r.address, action: actionOf(r.change.actions) }))
+    .map((r) => ({
+      address: r.deposed ? `${r.address} (deposed ${r.deposed})` : r.address,
+      action: actionOf(r.change.actions),
+    }))
     .filter((r): r is ResourceDrift => r.action !== undefined)
     .sort((a, b) => compare(a.address, b.address));
   const outputs = Object.entries(plan.output_changes ?? {})
@@ -122,14 +129,18 @@ export function infrastructureDrift(plan: PlanJson, fingerprint: string, current
   if (inventoryChange !== undefined && inventoryAction === 'delete') {
     hosts = { joining: [], leaving: [...currentHosts].sort() };
   } else if (inventoryChange !== undefined && inventoryAction !== undefined) {
-    const unknown = containsSensitive(inventoryChange.after_unknown) || containsSensitive(inventoryChange.after_sensitive);
+    const unknown =
+      containsSensitive(inventoryChange.after_unknown) || containsSensitive(inventoryChange.after_sensitive);
     const planned = unknown ? undefined : inventoryHostNames(inventoryChange.after ?? {});
     if (planned === undefined) {
       hosts = undefined;
     } else {
       const now = new Set(currentHosts);
       const next = new Set(planned);
-      hosts = { joining: planned.filter((h) => !now.has(h)).sort(), leaving: currentHosts.filter((h) => !next.has(h)).sort() };
+      hosts = {
+        joining: planned.filter((h) => !now.has(h)).sort(),
+        leaving: currentHosts.filter((h) => !next.has(h)).sort(),
+      };
     }
   }
   return { resources, outputs, hosts, fingerprint };
@@ -181,7 +192,9 @@ export function configurationDrift(facts: ConfigurationFacts): ConfigurationDrif
   const report: Omit<ConfigurationDrift, 'fingerprint'> = {
     hostCount: facts.checkedHosts.length + facts.keyMismatches.length + facts.unreachableBeforePlay.length,
     changed: [...changed.entries()].sort(([a], [b]) => compare(a, b)).map(([host, tasks]) => ({ host, tasks })),
-    unreachable: [...unreachable.entries()].sort(([a], [b]) => compare(a, b)).map(([host, detail]) => ({ host, detail })),
+    unreachable: [...unreachable.entries()]
+      .sort(([a], [b]) => compare(a, b))
+      .map(([host, detail]) => ({ host, detail })),
     keyMismatches: [...facts.keyMismatches].sort((a, b) => compare(a.host, b.host)),
     failed: failed.sort((a, b) => compare(a.host, b.host)),
   };
@@ -197,11 +210,21 @@ export function configurationDrift(facts: ConfigurationFacts): ConfigurationDrif
 export function configurationFingerprint(facts: ConfigurationFacts): string {
   const perHost: Record<string, Array<[string, string, string]>> = {};
   for (const r of facts.results) {
-    (perHost[r.host] ??= []).push([r.task, r.status === 'failed' && r.ignored ? 'failed-ignored' : r.status, diffBody(r.diff ?? '')]);
+    (perHost[r.host] ??= []).push([
+      r.task,
+      r.status === 'failed' && r.ignored ? 'failed-ignored' : r.status,
+      diffBody(r.diff ?? ''),
+    ]);
   }
   const hosts = (list: readonly HostProblem[]) => list.map((p) => p.host).sort();
   return createHash('sha256')
-    .update(canonicalJson({ perHost, keyMismatches: hosts(facts.keyMismatches), unreachable: hosts(facts.unreachableBeforePlay) }))
+    .update(
+      canonicalJson({
+        perHost,
+        keyMismatches: hosts(facts.keyMismatches),
+        unreachable: hosts(facts.unreachableBeforePlay),
+      }),
+    )
     .digest('hex');
 }
 

@@ -16,7 +16,10 @@ export function parseEgressPorts(values: readonly string[]): number[] {
   for (const value of values) {
     const port = /^\d{1,5}$/.test(value) ? Number(value) : NaN;
     if (!Number.isInteger(port) || port < 1 || port > 65535) {
-      throw new UsageError(`invalid --egress port ${quoteValue(value)}`, 'give a TCP port number 1-65535; repeat --egress for more ports');
+      throw new UsageError(
+        `invalid --egress port ${quoteValue(value)}`,
+        'give a TCP port number 1-65535; repeat --egress for more ports',
+      );
     }
     ports.add(port);
   }

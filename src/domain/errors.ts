@@ -59,7 +59,9 @@ export class InterruptedError extends ExocompError {
     readonly received: 'SIGINT' | 'SIGTERM',
     readonly forward: 'SIGINT' | undefined,
   ) {
-    super('interrupted', `interrupted by ${received}`, { help: 'nothing more was started; resume continues from the interrupted step' });
+    super('interrupted', `interrupted by ${received}`, {
+      help: 'nothing more was started; resume continues from the interrupted step',
+    });
     this.name = 'InterruptedError';
   }
 }

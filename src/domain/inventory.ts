@@ -29,7 +29,8 @@ export const MAX_VALUE_DEPTH = 32;
 
 function keyProblem(key: string, what: 'host' | 'group' | 'variable'): string | undefined {
   if (key === RESERVED_KEY) return `${quoteValue(key)} is not allowed as a ${what} name`;
-  if (TEMPLATE_MARKER.test(key)) return `${what} name ${quoteValue(key)} contains a template marker ('{{', '{%' or '{#')`;
+  if (TEMPLATE_MARKER.test(key))
+    return `${what} name ${quoteValue(key)} contains a template marker ('{{', '{%' or '{#')`;
   if (what === 'variable') return undefined;
   if (key === '') return `a ${what} name is empty`;
   if (!HOST_OR_GROUP_NAME.test(key)) {
@@ -108,7 +109,8 @@ function formatIssue(issue: z.core.$ZodIssue, input: unknown): string {
 const INVENTORY_HELP =
   'shape the ansible_inventory output as a static inventory: { all = { hosts = { <name> = { ansible_host = … } }, vars = { … }, children = { <group> = { hosts = … } } } }';
 
-const isMapping = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+const isMapping = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** How deep a JSON value nests (a scalar is 0), walked without recursion so no input can exhaust the stack. */
 function valueDepth(value: unknown, limit: number): number {
@@ -131,9 +133,13 @@ function checkGroupDepth(value: unknown, source: string): void {
     const [group, depth] = stack.pop() as [unknown, number];
     if (!isMapping(group) || !isMapping(group.children)) continue;
     if (depth + 1 > MAX_GROUP_DEPTH) {
-      throw new ExocompError('inventory', `${source} nests groups (children within children) more than ${MAX_GROUP_DEPTH} levels deep`, {
-        help: `flatten the inventory to at most ${MAX_GROUP_DEPTH} levels of children`,
-      });
+      throw new ExocompError(
+        'inventory',
+        `${source} nests groups (children within children) more than ${MAX_GROUP_DEPTH} levels deep`,
+        {
+          help: `flatten the inventory to at most ${MAX_GROUP_DEPTH} levels of children`,
+        },
+      );
     }
     for (const child of Object.values(group.children)) stack.push([child, depth + 1]);
   }
@@ -182,17 +188,26 @@ function checkVariables(inv: StaticInventory): void {
   const checkMap = (owner: string, vars: VarMap | null | undefined) => {
     for (const [name, value] of Object.entries(vars ?? {})) {
       const refusal = variableProblem(name);
-      if (refusal !== undefined) throw new ExocompError('inventory', `${owner}: ${refusal.problem}`, { help: refusal.help });
+      if (refusal !== undefined)
+        throw new ExocompError('inventory', `${owner}: ${refusal.problem}`, { help: refusal.help });
       if (valueDepth(value, MAX_VALUE_DEPTH) > MAX_VALUE_DEPTH) {
-        throw new ExocompError('inventory', `${owner}: variable ${quoteValue(name)} nests values more than ${MAX_VALUE_DEPTH} levels deep`, {
-          help: 'flatten the value',
-        });
+        throw new ExocompError(
+          'inventory',
+          `${owner}: variable ${quoteValue(name)} nests values more than ${MAX_VALUE_DEPTH} levels deep`,
+          {
+            help: 'flatten the value',
+          },
+        );
       }
       const key = templatedKey(value);
       if (key !== undefined) {
-        throw new ExocompError('inventory', `${owner}: variable ${quoteValue(name)} has a key ${quoteValue(key)} with a template marker ('{{', '{%' or '{#')`, {
-          help: 'keys cannot be marked unsafe for templating as values are; rename the key',
-        });
+        throw new ExocompError(
+          'inventory',
+          `${owner}: variable ${quoteValue(name)} has a key ${quoteValue(key)} with a template marker ('{{', '{%' or '{#')`,
+          {
+            help: 'keys cannot be marked unsafe for templating as values are; rename the key',
+          },
+        );
       }
     }
   };
@@ -225,9 +240,13 @@ function templatedKey(value: unknown): string | undefined {
  */
 export function parseInventory(value: unknown, source = 'the inventory'): StaticInventory {
   if (value !== null && typeof value === 'object' && !Array.isArray(value) && '_meta' in value) {
-    throw new ExocompError('inventory', `${source} is in the \`ansible-inventory --list\` format (it has \`_meta\`), not a static inventory`, {
-      help: INVENTORY_HELP,
-    });
+    throw new ExocompError(
+      'inventory',
+      `${source} is in the \`ansible-inventory --list\` format (it has \`_meta\`), not a static inventory`,
+      {
+        help: INVENTORY_HELP,
+      },
+    );
   }
   checkGroupDepth(value, source);
   const result = inventorySchema.safeParse(value);
@@ -257,7 +276,9 @@ function renderYamlValue(value: unknown, isKeyLevel = false): string {
   if (typeof value === 'boolean') return value ? 'true' : 'false';
   if (value === null || value === undefined) return 'null';
   if (Array.isArray(value)) return `[${value.map((item) => renderYamlValue(item)).join(', ')}]`;
-  const entries = Object.entries(value as Record<string, unknown>).map(([key, item]) => `${yamlDoubleQuoted(key)}: ${renderYamlValue(item)}`);
+  const entries = Object.entries(value as Record<string, unknown>).map(
+    ([key, item]) => `${yamlDoubleQuoted(key)}: ${renderYamlValue(item)}`,
+  );
   return isKeyLevel ? `{\n${entries.map((e) => `  ${e}`).join(',\n')}\n}` : `{${entries.join(', ')}}`;
 }
 
@@ -293,7 +314,10 @@ interface GroupFacts {
 }
 
 /** Collects every group definition (a group may be defined in several places) in document order. */
-function collectGroups(inv: StaticInventory): { groups: Map<string, GroupFacts>; hostVars: Map<string, Map<string, unknown>> } {
+function collectGroups(inv: StaticInventory): {
+  groups: Map<string, GroupFacts>;
+  hostVars: Map<string, Map<string, unknown>>;
+} {
   const groups = new Map<string, GroupFacts>();
   const hostVars = new Map<string, Map<string, unknown>>();
   const factsOf = (name: string): GroupFacts => {
@@ -346,7 +370,8 @@ function groupDepths(groups: Map<string, GroupFacts>): Map<string, number> {
     }
     visiting.add(name);
     const parents = [...(groups.get(name)?.parents ?? [])];
-    const depth = name === 'all' && parents.length === 0 ? 0 : Math.max(...parents.map((parent) => depthOf(parent) + 1));
+    const depth =
+      name === 'all' && parents.length === 0 ? 0 : Math.max(...parents.map((parent) => depthOf(parent) + 1));
     visiting.delete(name);
     depths.set(name, depth);
     return depth;
@@ -382,7 +407,11 @@ function stringVar(host: string, vars: Map<string, unknown>, name: string): stri
   if (!vars.has(name)) return undefined;
   const value = vars.get(name);
   if (typeof value !== 'string' || value === '') {
-    throw hostError(host, `${name} must be a non-empty string, got ${describeKind(value)}`, `set ${name} to a string, or leave it out`);
+    throw hostError(
+      host,
+      `${name} must be a non-empty string, got ${describeKind(value)}`,
+      `set ${name} to a string, or leave it out`,
+    );
   }
   return value;
 }
@@ -393,7 +422,11 @@ function derivePort(host: string, vars: Map<string, unknown>): number {
   const port = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : raw;
   if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65535) {
     const shown = typeof raw === 'string' ? quoteValue(raw) : typeof raw === 'number' ? String(raw) : describeKind(raw);
-    throw hostError(host, `ansible_port ${shown} is not a port number`, 'set ansible_port to a whole number from 1 to 65535');
+    throw hostError(
+      host,
+      `ansible_port ${shown} is not a port number`,
+      'set ansible_port to a whole number from 1 to 65535',
+    );
   }
   return port;
 }
@@ -432,11 +465,19 @@ function checkConnectionValues(name: string, vars: Map<string, unknown>, local: 
   }
   const becomeUser = stringVar(name, vars, 'ansible_become_user');
   if (becomeUser !== undefined && !USER_NAME.test(becomeUser)) {
-    throw hostError(name, `ansible_become_user ${quoteValue(becomeUser)} is not a user name`, "set ansible_become_user to letters, digits, '.', '_' and '-'");
+    throw hostError(
+      name,
+      `ansible_become_user ${quoteValue(becomeUser)} is not a user name`,
+      "set ansible_become_user to letters, digits, '.', '_' and '-'",
+    );
   }
   const becomeMethod = stringVar(name, vars, 'ansible_become_method');
   if (becomeMethod !== undefined && becomeMethod !== 'sudo' && becomeMethod !== 'su') {
-    throw hostError(name, `ansible_become_method ${quoteValue(becomeMethod)} is not allowed`, 'set ansible_become_method to sudo or su, or leave it out');
+    throw hostError(
+      name,
+      `ansible_become_method ${quoteValue(becomeMethod)} is not allowed`,
+      'set ansible_become_method to sudo or su, or leave it out',
+    );
   }
 }
 
@@ -461,7 +502,11 @@ function deriveHost(name: string, vars: Map<string, unknown>): DerivedHost {
   const port = derivePort(name, vars);
   const user = stringVar(name, vars, 'ansible_user');
   if (user !== undefined && !USER_NAME.test(user)) {
-    throw hostError(name, `ansible_user ${quoteValue(user)} is not a user name`, "set ansible_user to letters, digits, '.', '_' and '-'");
+    throw hostError(
+      name,
+      `ansible_user ${quoteValue(user)} is not a user name`,
+      "set ansible_user to letters, digits, '.', '_' and '-'",
+    );
   }
   return { name, address, port, ...(user === undefined ? {} : { user }), local: connection === 'local' };
 }
@@ -487,7 +532,11 @@ export function deriveHosts(inv: StaticInventory): DerivedHost[] {
       memberships.set(host, ancestorsOf(group, set));
     }
   }
-  const sortKey = (group: string): [number, number, string] => [depths.get(group) ?? 0, groupPriority(group, groups.get(group) as GroupFacts), group];
+  const sortKey = (group: string): [number, number, string] => [
+    depths.get(group) ?? 0,
+    groupPriority(group, groups.get(group) as GroupFacts),
+    group,
+  ];
   const byPrecedence = (a: string, b: string): number => {
     const [depthA, priorityA, nameA] = sortKey(a);
     const [depthB, priorityB, nameB] = sortKey(b);
@@ -548,9 +597,13 @@ export function captureInventory(outputs: TofuOutputs): CapturedInventory {
     return { inventory, source: 'fallback', outputCount: Object.keys(inventory.all?.vars ?? {}).length, hostCount: 0 };
   }
   if (declared.sensitive) {
-    throw new ExocompError('inventory', 'the ansible_inventory output is marked sensitive, but the inventory is stored in clear', {
-      help: 'keep secrets out of ansible_inventory and drop sensitive = true from it (use nonsensitive() for values that are not secret); sensitive outputs reach the play as environment variables instead',
-    });
+    throw new ExocompError(
+      'inventory',
+      'the ansible_inventory output is marked sensitive, but the inventory is stored in clear',
+      {
+        help: 'keep secrets out of ansible_inventory and drop sensitive = true from it (use nonsensitive() for values that are not secret); sensitive outputs reach the play as environment variables instead',
+      },
+    );
   }
   const inventory = parseInventory(declared.value, 'the ansible_inventory output');
   return { inventory, source: 'ansible_inventory', outputCount: 1, hostCount: deriveHosts(inventory).length };

@@ -27,13 +27,23 @@ export function judgeKeyFile(facts: KeyFileFacts): KeyFileProblem | undefined {
   const { path } = facts;
   /** `--fleet-key keys/fleet_ed25519`, or only the input's name when the key came as a secret value. */
   const role = path === '' ? facts.role : `${facts.role} ${path}`;
-  if (!facts.isFile) return { message: `${role} is not a file`, help: 'pass the private key file (e.g. fleet_ed25519, not the directory that holds it)' };
+  if (!facts.isFile)
+    return {
+      message: `${role} is not a file`,
+      help: 'pass the private key file (e.g. fleet_ed25519, not the directory that holds it)',
+    };
   const text = facts.text.trim();
   if (/^(ssh-|ecdsa-|sk-)[\w@.-]+ [A-Za-z0-9+/=]+/.test(text)) {
-    return { message: `${role} is a public key`, help: `pass the private half (the same name without .pub); exocomp derives the public key from it` };
+    return {
+      message: `${role} is a public key`,
+      help: `pass the private half (the same name without .pub); exocomp derives the public key from it`,
+    };
   }
   if (!/^-----BEGIN (OPENSSH|RSA|EC|DSA)? ?PRIVATE KEY-----/.test(text)) {
-    return { message: `${role} is not an SSH private key`, help: 'make one with: exocomp keys init (or ssh-keygen -t ed25519 -N "" -f <file>)' };
+    return {
+      message: `${role} is not an SSH private key`,
+      help: 'make one with: exocomp keys init (or ssh-keygen -t ed25519 -N "" -f <file>)',
+    };
   }
   if (isEncrypted(text)) {
     return {
@@ -42,7 +52,10 @@ export function judgeKeyFile(facts: KeyFileFacts): KeyFileProblem | undefined {
     };
   }
   if ((facts.mode & 0o077) !== 0) {
-    return { message: `permissions ${octal(facts.mode)} of ${role} are too open: ssh refuses a private key others can read`, help: `chmod 600 ${path}` };
+    return {
+      message: `permissions ${octal(facts.mode)} of ${role} are too open: ssh refuses a private key others can read`,
+      help: `chmod 600 ${path}`,
+    };
   }
   return undefined;
 }

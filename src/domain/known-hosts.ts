@@ -26,10 +26,13 @@ function nameProblem(name: string): string | undefined {
   if (bracketed !== null) {
     const port = Number(bracketed[2]);
     if (!isValidAddress(bracketed[1] as string)) return `${quoteValue(name)} does not name a host`;
-    if (port < 1 || port > 65535 || port === 22) return `${quoteValue(name)} has port ${bracketed[2]} (1-65535, and port 22 is written without brackets)`;
+    if (port < 1 || port > 65535 || port === 22)
+      return `${quoteValue(name)} has port ${bracketed[2]} (1-65535, and port 22 is written without brackets)`;
     return undefined;
   }
-  return isValidAddress(name) ? undefined : `${quoteValue(name)} is not an exact host name (patterns, lists and markers are not pins)`;
+  return isValidAddress(name)
+    ? undefined
+    : `${quoteValue(name)} is not an exact host name (patterns, lists and markers are not pins)`;
 }
 
 /** Says why `key` is not a public key blob of `keyType`, or undefined when it is one. */
@@ -39,7 +42,8 @@ function keyProblem(keyType: string, key: string): string | undefined {
   // The blob starts with its own type as an SSH string (uint32 length, bytes): a cheap check that the line is intact.
   const blob = Buffer.from(key, 'base64');
   const typeLength = blob.length >= 4 ? blob.readUInt32BE(0) : -1;
-  const embedded = typeLength >= 0 && blob.length >= 4 + typeLength ? blob.subarray(4, 4 + typeLength).toString('latin1') : undefined;
+  const embedded =
+    typeLength >= 0 && blob.length >= 4 + typeLength ? blob.subarray(4, 4 + typeLength).toString('latin1') : undefined;
   if (embedded !== keyType) return `the key blob is not a ${keyType} key`;
   return undefined;
 }
@@ -85,7 +89,8 @@ export function renderKnownHosts(pins: readonly Pin[]): string {
     const problem = nameProblem(pin.name) ?? keyProblem(pin.keyType, pin.key);
     if (problem !== undefined) throw new ExocompError('internal', `refusing to write a pin: ${problem}`);
     const identity = `${pin.name} ${pin.keyType}`;
-    if (identities.has(identity)) throw new ExocompError('internal', `refusing to write two ${pin.keyType} pins for ${quoteValue(pin.name)}`);
+    if (identities.has(identity))
+      throw new ExocompError('internal', `refusing to write two ${pin.keyType} pins for ${quoteValue(pin.name)}`);
     identities.add(identity);
   }
   return [...pins]
@@ -185,8 +190,11 @@ export function reconcilePins(input: ReconcileInput): ReconcileResult {
       continue;
     }
     const sharesKey = scanned.some((scan) => pinned.some((pin) => samePin(pin, scan)));
-    const conflicts = scanned.some((scan) => pinned.some((pin) => pin.keyType === scan.keyType && pin.key !== scan.key));
-    const identical = scanned.length === pinned.length && scanned.every((scan) => pinned.some((pin) => samePin(pin, scan)));
+    const conflicts = scanned.some((scan) =>
+      pinned.some((pin) => pin.keyType === scan.keyType && pin.key !== scan.key),
+    );
+    const identical =
+      scanned.length === pinned.length && scanned.every((scan) => pinned.some((pin) => samePin(pin, scan)));
     if (input.rotate.has(name) && !identical) {
       nextByName.set(name, scanned);
       result.rotated.push(name);

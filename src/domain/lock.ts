@@ -34,16 +34,25 @@ export function parseConcurrencyKey(raw: string): string {
   return raw;
 }
 
-export type LockDecision = { kind: 'acquire'; record: LockRecord; replaced?: Lease } | { kind: 'held'; record: LockRecord };
+export type LockDecision =
+  { kind: 'acquire'; record: LockRecord; replaced?: Lease } | { kind: 'held'; record: LockRecord };
 
 /**
  * Decides whether `candidate` may take the lock `current` (undefined when free).
  * `facts` are about `current`'s holder; a dead lease is replaced and reported.
  */
-export function decideAcquire(key: string, current: LockRecord | undefined, candidate: Lease, purpose: string, now: Date, facts: LeaseFacts = {}): LockDecision {
+export function decideAcquire(
+  key: string,
+  current: LockRecord | undefined,
+  candidate: Lease,
+  purpose: string,
+  now: Date,
+  facts: LeaseFacts = {},
+): LockDecision {
   const record: LockRecord = { schemaVersion: LOCK_SCHEMA_VERSION, key, lease: candidate, purpose };
   if (current === undefined) return { kind: 'acquire', record };
-  if (current.lease.holder === candidate.holder) return { kind: 'acquire', record: { ...record, lease: { ...candidate, acquiredAt: current.lease.acquiredAt } } };
+  if (current.lease.holder === candidate.holder)
+    return { kind: 'acquire', record: { ...record, lease: { ...candidate, acquiredAt: current.lease.acquiredAt } } };
   if (judgeLease(current.lease, now, facts) === 'dead') return { kind: 'acquire', record, replaced: current.lease };
   return { kind: 'held', record: current };
 }
@@ -74,9 +83,13 @@ export function describeHolder(record: LockRecord): string {
 export class LockHeldError extends ExocompError {
   readonly record: LockRecord;
   constructor(record: LockRecord, waitedFor: string) {
-    super('lease-held', `concurrency key ${record.key} is held by ${describeHolder(record)}; gave up after waiting ${waitedFor}`, {
-      help: 'try again when that run has finished, or wait longer with --concurrency-wait; a lease whose holder is gone or whose heartbeat expired is taken over automatically',
-    });
+    super(
+      'lease-held',
+      `concurrency key ${record.key} is held by ${describeHolder(record)}; gave up after waiting ${waitedFor}`,
+      {
+        help: 'try again when that run has finished, or wait longer with --concurrency-wait; a lease whose holder is gone or whose heartbeat expired is taken over automatically',
+      },
+    );
     this.name = 'LockHeldError';
     this.record = record;
   }

@@ -9,7 +9,10 @@ import { ExocompError, UsageError } from './errors.js';
  */
 export function quoteValue(raw: string, maxLength = 80): string {
   const shown = raw.length > maxLength ? `${raw.slice(0, maxLength)}…` : raw;
-  return JSON.stringify(shown).replace(/[^\x20-\x7e]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return JSON.stringify(shown).replace(
+    /[^\x20-\x7e]/g,
+    (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 /**
@@ -21,7 +24,8 @@ export const WORKSPACE_NAME_MAX_LENGTH = RECORD_NAME_MAX_LENGTH;
 export const WORKFLOW_ID_MAX_LENGTH = RECORD_NAME_MAX_LENGTH;
 const RECORD_NAME = /^[a-z0-9][a-z0-9._-]*$/;
 const recordNameRule = (what: string) =>
-  `a ${what} is 1-${RECORD_NAME_MAX_LENGTH} characters of a-z, 0-9, '.', '_' and '-', ` + `starts with a letter or digit, and neither contains '..' nor ends with '.'`;
+  `a ${what} is 1-${RECORD_NAME_MAX_LENGTH} characters of a-z, 0-9, '.', '_' and '-', ` +
+  `starts with a letter or digit, and neither contains '..' nor ends with '.'`;
 const WORKSPACE_NAME_RULE = recordNameRule('workspace name');
 const WORKFLOW_ID_RULE = recordNameRule('workflow id');
 
@@ -33,7 +37,8 @@ const WORKFLOW_ID_RULE = recordNameRule('workflow id');
  */
 export function recordNameProblem(raw: string): string | undefined {
   if (raw === '') return 'it is empty';
-  if (raw.length > RECORD_NAME_MAX_LENGTH) return `it is ${raw.length} characters long (at most ${RECORD_NAME_MAX_LENGTH})`;
+  if (raw.length > RECORD_NAME_MAX_LENGTH)
+    return `it is ${raw.length} characters long (at most ${RECORD_NAME_MAX_LENGTH})`;
   if (/[A-Z]/.test(raw)) return 'it contains uppercase letters';
   if (raw.includes('/') || raw.includes('\\')) return 'it contains a path separator';
   if (/\s/.test(raw)) return 'it contains whitespace';
@@ -64,7 +69,8 @@ export function defaultWorkspaceName(workspacePath: string): string {
   const problem = workspaceNameProblem(base);
   if (problem !== undefined) {
     throw new UsageError(
-      `cannot use the basename ${quoteValue(base)} of workspace path ${quoteValue(workspacePath)} ` + `as the workspace name: ${problem}`,
+      `cannot use the basename ${quoteValue(base)} of workspace path ${quoteValue(workspacePath)} ` +
+        `as the workspace name: ${problem}`,
       `pass --workspace-name <name>; ${WORKSPACE_NAME_RULE}`,
     );
   }
@@ -78,7 +84,10 @@ export type InventoryRef = { kind: 'standing'; name: string } | { kind: 'file'; 
 /** `tf:<name>` names a standing inventory; anything else is an inventory file path. */
 export function parseInventoryRef(raw: string): InventoryRef {
   if (raw === '') {
-    throw new UsageError('the inventory reference is empty', `name a standing inventory as ${STANDING_INVENTORY_PREFIX}<workspace name> or give an inventory file path`);
+    throw new UsageError(
+      'the inventory reference is empty',
+      `name a standing inventory as ${STANDING_INVENTORY_PREFIX}<workspace name> or give an inventory file path`,
+    );
   }
   if (!raw.startsWith(STANDING_INVENTORY_PREFIX)) return { kind: 'file', path: raw };
   const name = raw.slice(STANDING_INVENTORY_PREFIX.length);
@@ -106,14 +115,23 @@ const RESERVED_ENV_PREFIXES = ['LC_', 'LD_', 'ANSIBLE_', 'SSH_', 'PYTHON', 'EXOC
 export function envNameForOutput(outputName: string): string {
   const envName = outputName.toUpperCase().replaceAll('-', '_');
   if (!BINDABLE_OUTPUT_NAME.test(outputName) || !ENV_NAME.test(envName)) {
-    throw new ExocompError('seal', `output ${quoteValue(outputName)} cannot be bound to an environment variable: ` + `${quoteValue(envName)} is not of the form [A-Z_][A-Z0-9_]*`, {
-      help: "rename the output to letters, digits, '_' and '-', starting with a letter or '_'",
-    });
+    throw new ExocompError(
+      'seal',
+      `output ${quoteValue(outputName)} cannot be bound to an environment variable: ` +
+        `${quoteValue(envName)} is not of the form [A-Z_][A-Z0-9_]*`,
+      {
+        help: "rename the output to letters, digits, '_' and '-', starting with a letter or '_'",
+      },
+    );
   }
   if (RESERVED_ENV_NAMES.has(envName) || RESERVED_ENV_PREFIXES.some((prefix) => envName.startsWith(prefix))) {
-    throw new ExocompError('seal', `output ${quoteValue(outputName)} would be bound to ${envName}, which the play's runtime itself uses`, {
-      help: `rename the output; names that become ${[...RESERVED_ENV_NAMES].join(', ')} or start with ${RESERVED_ENV_PREFIXES.join(', ')} are reserved`,
-    });
+    throw new ExocompError(
+      'seal',
+      `output ${quoteValue(outputName)} would be bound to ${envName}, which the play's runtime itself uses`,
+      {
+        help: `rename the output; names that become ${[...RESERVED_ENV_NAMES].join(', ')} or start with ${RESERVED_ENV_PREFIXES.join(', ')} are reserved`,
+      },
+    );
   }
   return envName;
 }
@@ -124,7 +142,8 @@ export const workflowIdProblem = recordNameProblem;
 /** Validates a workflow id (`--id`, `workflow-id`): it becomes a file name on the ledger branch. */
 export function parseWorkflowId(raw: string): string {
   const problem = workflowIdProblem(raw);
-  if (problem !== undefined) throw new UsageError(`invalid workflow id ${quoteValue(raw)}: ${problem}`, WORKFLOW_ID_RULE);
+  if (problem !== undefined)
+    throw new UsageError(`invalid workflow id ${quoteValue(raw)}: ${problem}`, WORKFLOW_ID_RULE);
   return raw;
 }
 

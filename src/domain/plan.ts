@@ -32,7 +32,11 @@ export const planJsonSchema = z.looseObject({
   variables: z.record(z.string(), z.looseObject({ value: z.unknown().optional() })).optional(),
   configuration: z
     .looseObject({
-      root_module: z.looseObject({ variables: z.record(z.string(), z.looseObject({ sensitive: z.boolean().optional() })).optional() }).optional(),
+      root_module: z
+        .looseObject({
+          variables: z.record(z.string(), z.looseObject({ sensitive: z.boolean().optional() })).optional(),
+        })
+        .optional(),
     })
     .optional(),
 });
@@ -104,7 +108,13 @@ export function planFingerprint(plan: PlanJson): string {
       const sensitive = containsSensitiveMark(c.before_sensitive) || containsSensitiveMark(c.after_sensitive);
       return sensitive
         ? { name, actions: c.actions, sensitive: true }
-        : { name, actions: c.actions, before: c.before ?? null, after: c.after ?? null, after_unknown: c.after_unknown ?? null };
+        : {
+            name,
+            actions: c.actions,
+            before: c.before ?? null,
+            after: c.after ?? null,
+            after_unknown: c.after_unknown ?? null,
+          };
     })
     .sort((a, b) => compare(a.name, b.name));
   return createHash('sha256').update(canonicalJson({ resources, outputs })).digest('hex');

@@ -29,7 +29,13 @@ const resultEventSchema = z.object({
 
 export const ansibleEventSchema = z.discriminatedUnion('event', [
   z.object({ event: z.literal('play'), play: z.string(), tasks: count.optional(), elapsedMs: count.optional() }),
-  z.object({ event: z.literal('task'), task: z.string(), action: z.string(), handler: z.boolean().optional(), ...position }),
+  z.object({
+    event: z.literal('task'),
+    task: z.string(),
+    action: z.string(),
+    handler: z.boolean().optional(),
+    ...position,
+  }),
   resultEventSchema,
   z.object({ event: z.literal('stats'), hosts: z.record(z.string(), z.record(z.string(), z.number())) }),
 ]);
@@ -40,7 +46,8 @@ export type TaskResultEvent = z.infer<typeof resultEventSchema>;
 export type HostResult = TaskResultEvent;
 
 /** A failure that stops the host (an ignored failure does not). */
-export const isFailure = (result: HostResult): boolean => result.status === 'unreachable' || (result.status === 'failed' && result.ignored !== true);
+export const isFailure = (result: HostResult): boolean =>
+  result.status === 'unreachable' || (result.status === 'failed' && result.ignored !== true);
 
 const MARKS: Record<HostResult['status'], string> = {
   ok: '✓',
@@ -67,7 +74,8 @@ export function failureReason(result: HostResult): string {
 export function failureSummary(failures: readonly HostResult[]): string {
   if (failures.length === 0) return '';
   const [first] = failures;
-  const more = failures.length > 1 ? ` (+${failures.length - 1} more host failure${failures.length > 2 ? 's' : ''})` : '';
+  const more =
+    failures.length > 1 ? ` (+${failures.length - 1} more host failure${failures.length > 2 ? 's' : ''})` : '';
   return `${oneLine(first!.host)} · ${oneLine(first!.task)}: ${failureReason(first!)}${more}`;
 }
 
@@ -77,7 +85,11 @@ export function failureSummary(failures: readonly HostResult[]): string {
  */
 export function formatFailure(result: HostResult, maxLines = 5): string[] {
   const lines = [`${oneLine(result.host)} · ${oneLine(result.task)}: ${failureReason(result)}`];
-  const output = result.stderr?.trim() ? { name: 'stderr', text: result.stderr } : result.stdout?.trim() ? { name: 'stdout', text: result.stdout } : undefined;
+  const output = result.stderr?.trim()
+    ? { name: 'stderr', text: result.stderr }
+    : result.stdout?.trim()
+      ? { name: 'stdout', text: result.stdout }
+      : undefined;
   if (output) {
     const all = output.text.split('\n').filter((line) => line.trim() !== '');
     const shown = all.slice(0, maxLines);

@@ -55,7 +55,13 @@ function shellForms(value: string): string[] {
 function urlForms(value: string): string[] {
   const component = encodeURIComponent(value);
   const strict = component.replace(/[!'()*]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`);
-  const forms = [component, strict, strict.replaceAll('%20', '+'), strict.replaceAll('%2F', '/'), component.replaceAll('%20', '+')];
+  const forms = [
+    component,
+    strict,
+    strict.replaceAll('%20', '+'),
+    strict.replaceAll('%2F', '/'),
+    component.replaceAll('%20', '+'),
+  ];
   return [...forms, ...forms.map((form) => form.replace(/%[0-9A-F]{2}/g, (hex) => hex.toLowerCase()))];
 }
 
@@ -73,7 +79,8 @@ function base64Forms(value: string): string[] {
     const skip = offset === 0 ? 0 : offset === 1 ? 2 : 3;
     const fullGroups = Math.floor(padded.length / 3);
     const fragment = encoded.slice(skip, fullGroups * 4);
-    if (fragment.length >= MIN_BASE64_FRAGMENT) forms.push(fragment, fragment.replaceAll('+', '-').replaceAll('/', '_'));
+    if (fragment.length >= MIN_BASE64_FRAGMENT)
+      forms.push(fragment, fragment.replaceAll('+', '-').replaceAll('/', '_'));
   }
   return forms;
 }

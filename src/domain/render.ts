@@ -108,7 +108,10 @@ export function renderText(view: WorkflowView): string {
   ];
   const { approval } = view;
   if (approval.planFingerprint !== undefined) {
-    lines.push('', `plan          ${approval.planSummary ?? ''} · fingerprint ${approval.planFingerprint.slice(0, 16)}`);
+    lines.push(
+      '',
+      `plan          ${approval.planSummary ?? ''} · fingerprint ${approval.planFingerprint.slice(0, 16)}`,
+    );
     if (approval.configFingerprint !== undefined) {
       lines.push(`configuration check-mode preview · fingerprint ${approval.configFingerprint.slice(0, 16)}`);
       lines.push(...(approval.configPreview ?? '').split('\n').map((line) => `  ${line}`));
@@ -131,8 +134,15 @@ function escapeCell(text: string): string {
 /** The configuration half of a preview before approval, for a comment or summary: its fingerprint and the check-mode diff (capped). */
 export function configurationPreviewMarkdown(fingerprint: string, preview: string): string[] {
   const lines = preview.split('\n');
-  const shown = lines.length > MAX_PREVIEW_LINES ? [...lines.slice(0, MAX_PREVIEW_LINES), `… ${lines.length - MAX_PREVIEW_LINES} more line(s)`] : lines;
-  return [`**Configuration** (check-mode preview) · fingerprint \`${fingerprint.slice(0, 16)}\``, '', ...fenced('text', shown)];
+  const shown =
+    lines.length > MAX_PREVIEW_LINES
+      ? [...lines.slice(0, MAX_PREVIEW_LINES), `… ${lines.length - MAX_PREVIEW_LINES} more line(s)`]
+      : lines;
+  return [
+    `**Configuration** (check-mode preview) · fingerprint \`${fingerprint.slice(0, 16)}\``,
+    '',
+    ...fenced('text', shown),
+  ];
 }
 
 /** Markdown for job summaries and PR comments; `maxDetail` keeps comments under size limits. */
@@ -155,11 +165,18 @@ export function renderMarkdown(view: WorkflowView, options: { maxDetail?: number
   ];
   const { approval } = view;
   if (approval.planFingerprint !== undefined) {
-    lines.push('', `**Plan** \`${approval.planSummary ?? ''}\` · fingerprint \`${approval.planFingerprint.slice(0, 16)}\``);
-    if (approval.configFingerprint !== undefined) lines.push('', ...configurationPreviewMarkdown(approval.configFingerprint, approval.configPreview ?? ''));
+    lines.push(
+      '',
+      `**Plan** \`${approval.planSummary ?? ''}\` · fingerprint \`${approval.planFingerprint.slice(0, 16)}\``,
+    );
+    if (approval.configFingerprint !== undefined)
+      lines.push('', ...configurationPreviewMarkdown(approval.configFingerprint, approval.configPreview ?? ''));
   }
   if (view.failure) {
-    lines.push('', `**Failed at ${view.failure.step}** (${view.failure.kind}): ${escapeCell(clip(view.failure.summary))}`);
+    lines.push(
+      '',
+      `**Failed at ${view.failure.step}** (${view.failure.kind}): ${escapeCell(clip(view.failure.summary))}`,
+    );
   }
   return lines.join('\n');
 }

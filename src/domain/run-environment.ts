@@ -27,7 +27,18 @@ import { UsageError } from './errors.js';
  *   `validateEnvName` accepts it.
  */
 
-const ALLOWED_NAMES: ReadonlySet<string> = new Set(['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LANGUAGE', 'TZ', 'TERM', 'TMPDIR']);
+const ALLOWED_NAMES: ReadonlySet<string> = new Set([
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'LANG',
+  'LANGUAGE',
+  'TZ',
+  'TERM',
+  'TMPDIR',
+]);
 
 const ALLOWED_PREFIXES: readonly string[] = ['LC_', 'ANSIBLE_'];
 
@@ -40,11 +51,23 @@ const DENIED: readonly { pattern: RegExp; why: string }[] = [
   { pattern: /PASSWORD|PASSWD/, why: 'passwords and password files' },
   { pattern: /^(ACTIONS|RUNNER|GITHUB|CI|GITLAB)_/, why: 'CI runner internals' },
   { pattern: /^TF_/, why: 'Terraform/OpenTofu variables and credentials' },
-  { pattern: /^(AWS|GOOGLE|GCLOUD|CLOUDSDK|AZURE|ARM|HCLOUD|DIGITALOCEAN|OS|SCW|LINODE|VULTR)_/, why: 'cloud credentials' },
+  {
+    pattern: /^(AWS|GOOGLE|GCLOUD|CLOUDSDK|AZURE|ARM|HCLOUD|DIGITALOCEAN|OS|SCW|LINODE|VULTR)_/,
+    why: 'cloud credentials',
+  },
   { pattern: /^SSH_(AUTH_SOCK|AGENT_PID)$/, why: 'the runner’s own ssh-agent' },
 ];
 
-const RESERVED_NAMES: ReadonlySet<string> = new Set(['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'TMPDIR', 'SSH_AUTH_SOCK', 'SSH_AGENT_PID']);
+const RESERVED_NAMES: ReadonlySet<string> = new Set([
+  'PATH',
+  'HOME',
+  'USER',
+  'LOGNAME',
+  'SHELL',
+  'TMPDIR',
+  'SSH_AUTH_SOCK',
+  'SSH_AGENT_PID',
+]);
 
 const RESERVED_PREFIXES: readonly string[] = ['ANSIBLE_', 'EXOCOMP_', 'LD_', 'PYTHON'];
 
@@ -60,7 +83,10 @@ function isAllowedFromParent(name: string): boolean {
  */
 export function validateEnvName(name: string): void {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
-    throw new UsageError(`"${name}" is not a valid environment variable name`, 'use letters, digits and underscores, not starting with a digit (e.g. DB_PASSWORD)');
+    throw new UsageError(
+      `"${name}" is not a valid environment variable name`,
+      'use letters, digits and underscores, not starting with a digit (e.g. DB_PASSWORD)',
+    );
   }
   const upper = name.toUpperCase();
   if (RESERVED_NAMES.has(upper) || RESERVED_PREFIXES.some((prefix) => upper.startsWith(prefix))) {

@@ -20,10 +20,17 @@ export interface ScheduleTick {
  * fields as CI writes them (GitHub's `github.event.schedule`, a GitLab template's
  * input) or the six-field form `schedule add` takes. Both, or neither.
  */
-export function parseScheduleTick(name: string | undefined, cron: string | undefined, names: { name: string; cron: string }): ScheduleTick | undefined {
+export function parseScheduleTick(
+  name: string | undefined,
+  cron: string | undefined,
+  names: { name: string; cron: string },
+): ScheduleTick | undefined {
   if (name === undefined && cron === undefined) return undefined;
   if (name === undefined || cron === undefined) {
-    throw new UsageError(`${names.name} and ${names.cron} go together`, 'pass both to record this run as a tick of that schedule, or neither');
+    throw new UsageError(
+      `${names.name} and ${names.cron} go together`,
+      'pass both to record this run as a tick of that schedule, or neither',
+    );
   }
   const fields = cron.trim().split(/\s+/);
   return { name: parseScheduleName(name), cron: convertCron(fields.length === 5 ? `0 ${cron.trim()}` : cron).cron };
@@ -43,7 +50,12 @@ export const scheduleFiresSchema = z.object({
 export type ScheduleFires = z.infer<typeof scheduleFiresSchema>;
 
 /** Records one fire; a changed cron starts a new record (old fires belong to another timetable). */
-export function recordFire(previous: ScheduleFires | undefined, name: string, cron: string, firedAt: Date): ScheduleFires {
+export function recordFire(
+  previous: ScheduleFires | undefined,
+  name: string,
+  cron: string,
+  firedAt: Date,
+): ScheduleFires {
   const fires = previous !== undefined && previous.cron === cron ? previous.fires : [];
   return {
     schemaVersion: SCHEDULE_FIRES_SCHEMA_VERSION,

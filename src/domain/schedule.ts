@@ -64,14 +64,19 @@ export function parseScheduleName(raw: string): string {
 /** A value that will sit in a workflow file: one line, and nothing GitHub would evaluate. */
 function checkEmbeddable(what: string, value: string): string {
   if (value.length === 0) throw new UsageError(`the ${what} is empty`);
-  if (/[\r\n\0]/.test(value)) throw new UsageError(`the ${what} ${quoteValue(value)} contains a line break`, 'give it on one line');
+  if (/[\r\n\0]/.test(value))
+    throw new UsageError(`the ${what} ${quoteValue(value)} contains a line break`, 'give it on one line');
   if (value.includes('${{')) {
-    throw new UsageError(`the ${what} ${quoteValue(value)} contains "\${{"`, 'GitHub would evaluate it as an expression in the generated workflow; remove it');
+    throw new UsageError(
+      `the ${what} ${quoteValue(value)} contains "\${{"`,
+      'GitHub would evaluate it as an expression in the generated workflow; remove it',
+    );
   }
   return value;
 }
 
-const PASSTHROUGH_HELP = 'after -- give the playbook, then only --check, --limit <pattern> and --tags <tags> (a schedule carries nothing else)';
+const PASSTHROUGH_HELP =
+  'after -- give the playbook, then only --check, --limit <pattern> and --tags <tags> (a schedule carries nothing else)';
 
 /**
  * Reads `<playbook> [--check] [--limit L] [--tags T]` (also `--limit=L`), each flag
@@ -99,11 +104,16 @@ export function parsePassthrough(words: readonly string[]): { playbook: string; 
       value = rest[i + 1];
       i += 1;
     }
-    if (value === undefined || value === '' || value.startsWith('--')) throw new UsageError(`--${option} needs a value`, PASSTHROUGH_HELP);
+    if (value === undefined || value === '' || value.startsWith('--'))
+      throw new UsageError(`--${option} needs a value`, PASSTHROUGH_HELP);
     if (values[option] !== undefined) throw new UsageError(`--${option} is given twice`, PASSTHROUGH_HELP);
     values[option] = checkEmbeddable(`--${option} value`, value);
   }
-  const args = [...(check ? ['--check'] : []), ...(values.limit ? ['--limit', values.limit] : []), ...(values.tags ? ['--tags', values.tags] : [])];
+  const args = [
+    ...(check ? ['--check'] : []),
+    ...(values.limit ? ['--limit', values.limit] : []),
+    ...(values.tags ? ['--tags', values.tags] : []),
+  ];
   return { playbook: checkEmbeddable('playbook path', playbook), args };
 }
 
@@ -112,21 +122,32 @@ export function validateScheduleSpec(spec: ScheduleSpec): { spec: ScheduleSpec; 
   parseScheduleName(spec.name);
   const ref = parseInventoryRef(spec.target);
   if (ref.kind !== 'standing') {
-    throw new UsageError(`--target ${quoteValue(spec.target)} is not a standing inventory`, 'a schedule targets tf:<workspace name>, whose hosts every apply refreshes');
+    throw new UsageError(
+      `--target ${quoteValue(spec.target)} is not a standing inventory`,
+      'a schedule targets tf:<workspace name>, whose hosts every apply refreshes',
+    );
   }
   parseConcurrencyKey(spec.concurrencyKey);
   checkEmbeddable('ledger branch', spec.ledgerBranch);
   if (spec.kind === 'drift') {
-    if (spec.workspace === undefined) throw new UsageError('--kind drift needs --workspace <dir>', 'the drift check plans that workspace');
+    if (spec.workspace === undefined)
+      throw new UsageError('--kind drift needs --workspace <dir>', 'the drift check plans that workspace');
     checkEmbeddable('workspace directory', spec.workspace);
-    if (spec.args.length > 0) throw new UsageError('--kind drift takes the playbook only', 'the drift check always runs it with --check --diff against the whole inventory');
+    if (spec.args.length > 0)
+      throw new UsageError(
+        '--kind drift takes the playbook only',
+        'the drift check always runs it with --check --diff against the whole inventory',
+      );
     if (spec.shards !== undefined) throw new UsageError('--shards splits a converge, not a drift check');
   }
   if (spec.shards !== undefined) checkShardSpec(1, spec.shards);
   if (spec.maxParallel !== undefined) {
-    if (spec.shards === undefined) throw new UsageError('--max-parallel needs --shards', 'give --shards N to split the converge into N jobs');
+    if (spec.shards === undefined)
+      throw new UsageError('--max-parallel needs --shards', 'give --shards N to split the converge into N jobs');
     if (!Number.isInteger(spec.maxParallel) || spec.maxParallel < 1 || spec.maxParallel > spec.shards) {
-      throw new UsageError(`--max-parallel ${spec.maxParallel} is not a whole number from 1 to ${spec.shards} (the shard count)`);
+      throw new UsageError(
+        `--max-parallel ${spec.maxParallel} is not a whole number from 1 to ${spec.shards} (the shard count)`,
+      );
     }
   }
   const { playbook, args } = parsePassthrough([spec.playbook, ...spec.args]);
@@ -162,7 +183,11 @@ export function renderGitHubSchedule(input: ScheduleSpec): string {
     '  contents: write',
     ...(spec.kind === 'drift' ? ['  issues: write'] : []),
     'jobs:',
-    ...(spec.kind === 'drift' ? driftJob(spec) : spec.shards === undefined ? convergeJob(spec) : shardedConvergeJobs(spec, spec.shards)),
+    ...(spec.kind === 'drift'
+      ? driftJob(spec)
+      : spec.shards === undefined
+        ? convergeJob(spec)
+        : shardedConvergeJobs(spec, spec.shards)),
   ];
   return `${lines.join('\n')}\n`;
 }
@@ -215,7 +240,10 @@ function convergeJob(spec: ScheduleSpec): string[] {
     // A converge runs no tofu: setup must not fail for want of one.
     '        with:',
     '          require-tofu: "false"',
-    ...convergeStep(spec, [`          concurrency-key: ${yamlQuote(spec.concurrencyKey)}`, `          schedule-name: ${yamlQuote(spec.name)}`]),
+    ...convergeStep(spec, [
+      `          concurrency-key: ${yamlQuote(spec.concurrencyKey)}`,
+      `          schedule-name: ${yamlQuote(spec.name)}`,
+    ]),
   ];
 }
 
@@ -281,7 +309,9 @@ export function scheduleNameOfDescription(description: string): string | undefin
 /** The `include:` entry: a component reference, or a `.yml` path in the project (`local:`). */
 function includeEntry(template: string): string {
   checkEmbeddable('GitLab template', template);
-  return template.endsWith('.yml') || template.endsWith('.yaml') ? `  - local: ${yamlQuote(template)}` : `  - component: ${yamlQuote(template)}`;
+  return template.endsWith('.yml') || template.endsWith('.yaml')
+    ? `  - local: ${yamlQuote(template)}`
+    : `  - component: ${yamlQuote(template)}`;
 }
 
 /** The inputs of templates/converge.yml for a converge schedule (shards: its `parallel: N` jobs and the fold job). */
@@ -327,7 +357,9 @@ export function renderGitLabSchedule(input: ScheduleSpec, template?: string): { 
     );
   }
   const drift = spec.kind === 'drift';
-  const what = drift ? `a recurring drift check of ${spec.target}` : `a recurring converge of ${spec.target}${spec.shards && spec.shards > 1 ? ` in ${spec.shards} shards` : ''}`;
+  const what = drift
+    ? `a recurring drift check of ${spec.target}`
+    : `a recurring converge of ${spec.target}${spec.shards && spec.shards > 1 ? ` in ${spec.shards} shards` : ''}`;
   const file = [
     `# Generated by \`exocomp schedule add ${spec.name} --gitlab\`: ${what}.`,
     `# Include it from .gitlab-ci.yml (include: - local: ${GITLAB_DIR}/${scheduleFileName(spec.name)}). Its job runs only`,
@@ -375,7 +407,12 @@ export type ScheduleSummary = Omit<ScheduleSpec, 'ledgerBranch'>;
 const workflowShape = z.object({
   on: z.object({ schedule: z.array(z.object({ cron: z.string() })).min(1) }),
   concurrency: z.object({ group: z.string() }),
-  jobs: z.record(z.string(), z.object({ steps: z.array(z.object({ uses: z.string().optional(), with: z.record(z.string(), z.unknown()).optional() })) })),
+  jobs: z.record(
+    z.string(),
+    z.object({
+      steps: z.array(z.object({ uses: z.string().optional(), with: z.record(z.string(), z.unknown()).optional() })),
+    }),
+  ),
 });
 
 /** Reads a generated workflow back; throws a UsageError saying what is missing when the file is not one. */
@@ -387,7 +424,8 @@ export function readGitHubSchedule(name: string, text: string): ScheduleSummary 
     throw new UsageError(`${scheduleFileName(name)} is not valid YAML (${(error as Error).message.split('\n')[0]})`);
   }
   const parsed = workflowShape.safeParse(data);
-  if (!parsed.success) throw new UsageError(`${scheduleFileName(name)} is not a workflow generated by exocomp schedule add`);
+  if (!parsed.success)
+    throw new UsageError(`${scheduleFileName(name)} is not a workflow generated by exocomp schedule add`);
   const step = Object.values(parsed.data.jobs)
     .flatMap((job) => job.steps)
     .find((s) => s.uses === CONVERGE_ACTION || s.uses === DRIFT_ACTION);

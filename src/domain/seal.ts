@@ -77,7 +77,10 @@ export function parseSealKey(raw: string | undefined): string {
   const help = 'use a random value of at least 32 characters, e.g. the output of `openssl rand -base64 32`';
   if (key.length === 0) throw new UsageError('the seal key is empty', help);
   if (key.length < MIN_KEY_LENGTH) {
-    throw new UsageError(`the seal key is too short (${key.length} characters; at least ${MIN_KEY_LENGTH} required)`, help);
+    throw new UsageError(
+      `the seal key is too short (${key.length} characters; at least ${MIN_KEY_LENGTH} required)`,
+      help,
+    );
   }
   return key;
 }
@@ -94,9 +97,13 @@ export function sealOutputs({ workspace, outputs, key, now }: SealInput): Sealed
     const env = envNameForOutput(output);
     const owner = envOwners.get(env);
     if (owner !== undefined) {
-      throw new ExocompError('seal', `sensitive outputs ${quoteValue(owner)} and ${quoteValue(output)} of workspace ${workspace} both map to ${env}`, {
-        help: 'rename one of the outputs so each maps to its own environment variable',
-      });
+      throw new ExocompError(
+        'seal',
+        `sensitive outputs ${quoteValue(owner)} and ${quoteValue(output)} of workspace ${workspace} both map to ${env}`,
+        {
+          help: 'rename one of the outputs so each maps to its own environment variable',
+        },
+      );
     }
     envOwners.set(env, output);
     const iv = randomBytes(12);
@@ -116,7 +123,12 @@ export function sealOutputs({ workspace, outputs, key, now }: SealInput): Sealed
     workspace,
     sealedAt,
     algorithm: 'aes-256-gcm',
-    kdf: { name: 'scrypt', salt: salt.toString('base64'), ...SCRYPT_COST, keyCheck: keyCheck(keys.check).toString('base64') },
+    kdf: {
+      name: 'scrypt',
+      salt: salt.toString('base64'),
+      ...SCRYPT_COST,
+      keyCheck: keyCheck(keys.check).toString('base64'),
+    },
     entries,
   });
 }
@@ -144,18 +156,29 @@ export function unsealOutputs(record: SealedRecord, key: string): Record<string,
       const decipher = createDecipheriv('aes-256-gcm', keys.encryption, Buffer.from(entry.iv, 'base64'));
       decipher.setAAD(additionalData(workspace, entry.output, entry.env));
       decipher.setAuthTag(Buffer.from(entry.tag, 'base64'));
-      values[entry.env] = Buffer.concat([decipher.update(Buffer.from(entry.ciphertext, 'base64')), decipher.final()]).toString('utf8');
+      values[entry.env] = Buffer.concat([
+        decipher.update(Buffer.from(entry.ciphertext, 'base64')),
+        decipher.final(),
+      ]).toString('utf8');
     } catch (error) {
-      throw new ExocompError('seal', `sealed output ${quoteValue(entry.output)} of workspace ${workspace} fails authentication: it was altered or moved`, {
-        help: 'restore the sealed record from the ledger branch history, or re-run the apply step to seal the outputs again',
-        cause: error,
-      });
+      throw new ExocompError(
+        'seal',
+        `sealed output ${quoteValue(entry.output)} of workspace ${workspace} fails authentication: it was altered or moved`,
+        {
+          help: 'restore the sealed record from the ledger branch history, or re-run the apply step to seal the outputs again',
+          cause: error,
+        },
+      );
     }
   }
   return values;
 }
 
-function deriveKeys(key: string, salt: Buffer, cost: { N: number; r: number; p: number }): { encryption: Buffer; check: Buffer } {
+function deriveKeys(
+  key: string,
+  salt: Buffer,
+  cost: { N: number; r: number; p: number },
+): { encryption: Buffer; check: Buffer } {
   const material = scryptSync(key, salt, 64, { ...cost, maxmem: 256 * cost.N * cost.r });
   return { encryption: material.subarray(0, 32), check: material.subarray(32) };
 }

@@ -20,7 +20,8 @@ export interface ShardSpec {
   total: number;
 }
 
-const SHARD_HELP = 'write the shard as i/N with 1 ≤ i ≤ N ≤ 256, e.g. 2/3 (shards are numbered from 1, like CI_NODE_INDEX)';
+const SHARD_HELP =
+  'write the shard as i/N with 1 ≤ i ≤ N ≤ 256, e.g. 2/3 (shards are numbered from 1, like CI_NODE_INDEX)';
 
 function positiveWhole(raw: string): number | undefined {
   return /^[1-9]\d{0,5}$/.test(raw) ? Number(raw) : undefined;
@@ -50,7 +51,8 @@ export function parseShardSpec(raw: string): ShardSpec {
 /** Reads a shard count or index given as text (CLI flags, CI variables). */
 export function parseShardNumber(raw: string, what: string): number {
   const value = positiveWhole(raw.trim());
-  if (value === undefined) throw new UsageError(`${what} ${quoteValue(raw)} is not a positive whole number`, SHARD_HELP);
+  if (value === undefined)
+    throw new UsageError(`${what} ${quoteValue(raw)} is not a positive whole number`, SHARD_HELP);
   return value;
 }
 
@@ -110,9 +112,16 @@ export function restrictInventory(inventory: StaticInventory, keep: ReadonlySet<
     const next: InventoryGroup = {};
     for (const [section, value] of Object.entries(group)) {
       if (section === 'hosts' && value) {
-        next.hosts = Object.fromEntries(Object.entries(value as NonNullable<InventoryGroup['hosts']>).filter(([host]) => keep.has(host)));
+        next.hosts = Object.fromEntries(
+          Object.entries(value as NonNullable<InventoryGroup['hosts']>).filter(([host]) => keep.has(host)),
+        );
       } else if (section === 'children' && value) {
-        next.children = Object.fromEntries(Object.entries(value as NonNullable<InventoryGroup['children']>).map(([name, child]) => [name, restrictGroup(child)]));
+        next.children = Object.fromEntries(
+          Object.entries(value as NonNullable<InventoryGroup['children']>).map(([name, child]) => [
+            name,
+            restrictGroup(child),
+          ]),
+        );
       } else {
         (next as Record<string, unknown>)[section] = value;
       }
@@ -133,7 +142,12 @@ export interface ShardRecommendation {
  * runner converges `hostsPerSecond`, keeping `headroom` (0.8 = plan for 80 % of
  * the window, leaving room for runner start-up and a slow host).
  */
-export function recommendShards(hostCount: number, hostsPerSecond: number, windowSeconds: number, headroom = 0.8): ShardRecommendation {
+export function recommendShards(
+  hostCount: number,
+  hostsPerSecond: number,
+  windowSeconds: number,
+  headroom = 0.8,
+): ShardRecommendation {
   if (!(hostCount > 0 && hostsPerSecond > 0 && windowSeconds > 0 && headroom > 0 && headroom <= 1)) {
     throw new RangeError('recommendShards needs positive host count, rate and window, and headroom in (0, 1]');
   }
@@ -146,7 +160,8 @@ export function recommendShards(hostCount: number, hostsPerSecond: number, windo
     lines: [
       `one runner: ${hostCount} hosts ÷ ${hostsPerSecond.toFixed(2)} hosts/s = ${oneRunner.toFixed(0)} s`,
       `budget: ${windowSeconds} s window × ${headroom} headroom = ${budget.toFixed(0)} s`,
-      `shards: ⌈${oneRunner.toFixed(0)} ÷ ${budget.toFixed(0)}⌉ = ${shards}` + ` (≈${perShard} hosts per shard, ≈${(perShard / hostsPerSecond).toFixed(0)} s each)`,
+      `shards: ⌈${oneRunner.toFixed(0)} ÷ ${budget.toFixed(0)}⌉ = ${shards}` +
+        ` (≈${perShard} hosts per shard, ≈${(perShard / hostsPerSecond).toFixed(0)} s each)`,
     ],
   };
 }
@@ -161,7 +176,10 @@ export function shardFromGitLabEnv(env: Readonly<Record<string, string | undefin
   const total = env.CI_NODE_TOTAL ?? '';
   if (index === '' && (total === '' || total === '1')) return undefined;
   if (index === '' || total === '') {
-    throw new UsageError('CI_NODE_INDEX and CI_NODE_TOTAL must both be set', 'run the job with `parallel: N`, or set neither');
+    throw new UsageError(
+      'CI_NODE_INDEX and CI_NODE_TOTAL must both be set',
+      'run the job with `parallel: N`, or set neither',
+    );
   }
   return checkShardSpec(parseShardNumber(index, 'CI_NODE_INDEX'), parseShardNumber(total, 'CI_NODE_TOTAL'));
 }

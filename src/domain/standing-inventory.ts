@@ -7,7 +7,13 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { ExocompError } from './errors.js';
-import { deriveHosts, parseInventory, renderAnsibleInventory, type DerivedHost, type StaticInventory } from './inventory.js';
+import {
+  deriveHosts,
+  parseInventory,
+  renderAnsibleInventory,
+  type DerivedHost,
+  type StaticInventory,
+} from './inventory.js';
 
 export const INVENTORY_SCHEMA_VERSION = 1;
 
@@ -68,7 +74,11 @@ export interface ResolvedInventory {
  * registration (undefined when there is none) and `fileText` the materialized
  * file's text (undefined when it is missing).
  */
-export function resolveStandingInventory(name: string, record: InventoryRecord | undefined, fileText: string | undefined): ResolvedInventory {
+export function resolveStandingInventory(
+  name: string,
+  record: InventoryRecord | undefined,
+  fileText: string | undefined,
+): ResolvedInventory {
   const ref = `tf:${name}`;
   if (!record) {
     throw new InventoryUnusableError(

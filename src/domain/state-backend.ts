@@ -86,16 +86,23 @@ function blockBody(code: string, start: number): string {
 
 /** Drops `#`, `//` and block comments; leaves quoted strings alone. */
 function withoutComments(text: string): string {
-  return text.replace(/"(?:[^"\\\n]|\\.)*"|\/\*[\s\S]*?\*\/|(?:#|\/\/)[^\n]*/g, (token) => (token.startsWith('"') ? token : ' '));
+  return text.replace(/"(?:[^"\\\n]|\\.)*"|\/\*[\s\S]*?\*\/|(?:#|\/\/)[^\n]*/g, (token) =>
+    token.startsWith('"') ? token : ' ',
+  );
 }
 
-export type BackendVerdict = { verdict: 'ok' } | { verdict: 'warn'; message: string } | { verdict: 'refuse'; message: string; help: string };
+export type BackendVerdict =
+  { verdict: 'ok' } | { verdict: 'warn'; message: string } | { verdict: 'refuse'; message: string; help: string };
 
 /**
  * Local state is refused in CI (GitHub Actions, GitLab CI) unless the user
  * allows it; locally it is what tofu users expect.
  */
-export function judgeStateBackend(backend: StateBackend, workspace: string, context: { ci: boolean; allowLocalState: boolean }): BackendVerdict {
+export function judgeStateBackend(
+  backend: StateBackend,
+  workspace: string,
+  context: { ci: boolean; allowLocalState: boolean },
+): BackendVerdict {
   if (backend.type !== 'local' || !context.ci) return { verdict: 'ok' };
   const where = backend.file ? `backend "local" in ${backend.file}` : 'no backend block: the local backend';
   if (context.allowLocalState) {

@@ -14,7 +14,14 @@ export type StepName = (typeof STEP_NAMES)[number];
 export const STEP_STATES = ['pending', 'running', 'succeeded', 'failed', 'blocked'] as const;
 export type StepState = (typeof STEP_STATES)[number];
 
-export const WORKFLOW_STATES = ['created', 'awaiting-approval', 'provisioning', 'provisioned', 'provision-failed', 'rejected'] as const;
+export const WORKFLOW_STATES = [
+  'created',
+  'awaiting-approval',
+  'provisioning',
+  'provisioned',
+  'provision-failed',
+  'rejected',
+] as const;
 export type WorkflowState = (typeof WORKFLOW_STATES)[number];
 
 export const WORKFLOW_SCHEMA_VERSION = 1;
@@ -149,9 +156,13 @@ export class IllegalTransitionError extends ExocompError {
 export class LeaseHeldError extends ExocompError {
   readonly lease: Lease;
   constructor(workflowId: string, step: StepName, lease: Lease) {
-    super('lease-held', `step ${step} of ${workflowId} is running under ${lease.holder} (heartbeat ${lease.heartbeatAt})`, {
-      help: 'wait for that run to finish; a lease whose holder is gone or whose heartbeat expired is taken over automatically',
-    });
+    super(
+      'lease-held',
+      `step ${step} of ${workflowId} is running under ${lease.holder} (heartbeat ${lease.heartbeatAt})`,
+      {
+        help: 'wait for that run to finish; a lease whose holder is gone or whose heartbeat expired is taken over automatically',
+      },
+    );
     this.name = 'LeaseHeldError';
     this.lease = lease;
   }
@@ -240,12 +251,18 @@ function withStep(workflow: Workflow, name: StepName, change: (step: Step) => St
 }
 
 /** Records that the workflow waits for a decision before anything is applied. */
-export function awaitApproval(workflow: Workflow, now: Date, plan?: { fingerprint: string; summary: string; configuration?: { fingerprint: string; preview: string } }): Workflow {
+export function awaitApproval(
+  workflow: Workflow,
+  now: Date,
+  plan?: { fingerprint: string; summary: string; configuration?: { fingerprint: string; preview: string } },
+): Workflow {
   if (!workflow.approval.required) {
     throw new IllegalTransitionError(`workflow ${workflow.id} does not require approval`);
   }
   if (workflow.state !== 'created' && workflow.state !== 'awaiting-approval') {
-    throw new IllegalTransitionError(`workflow ${workflow.id} is ${workflow.state}; only a created workflow can wait for approval`);
+    throw new IllegalTransitionError(
+      `workflow ${workflow.id} is ${workflow.state}; only a created workflow can wait for approval`,
+    );
   }
   if (workflow.approval.state !== 'pending') {
     throw new IllegalTransitionError(`workflow ${workflow.id} was already ${workflow.approval.state}`);
@@ -280,11 +297,19 @@ export function recordPlanRun(workflow: Workflow, runId: number, now: Date): Wor
  * last moved: the sweeper stops re-starting one that keeps ending without
  * starting the chain.
  */
-export function recordContinuation(workflow: Workflow, run: { id: number; url: string } | undefined, now: Date): Workflow {
+export function recordContinuation(
+  workflow: Workflow,
+  run: { id: number; url: string } | undefined,
+  now: Date,
+): Workflow {
   const at = now.toISOString();
   const previous = workflow.continuation;
   const sinceMoved = previous !== undefined && !chainMovedSince(workflow, previous.at);
-  const continuation: Continuation = { at, dispatches: sinceMoved ? previous.dispatches + 1 : 1, ...(run ? { runId: run.id, runUrl: run.url } : {}) };
+  const continuation: Continuation = {
+    at,
+    dispatches: sinceMoved ? previous.dispatches + 1 : 1,
+    ...(run ? { runId: run.id, runUrl: run.url } : {}),
+  };
   return { ...workflow, continuation, updatedAt: at };
 }
 
@@ -334,7 +359,13 @@ export function decideApproval(workflow: Workflow, decision: Decision): Workflow
  * when its predecessor succeeded; a running step whose lease is live refuses a
  * second runner; a dead lease is re-armed (attempts + 1).
  */
-export function startStep(workflow: Workflow, name: StepName, lease: Lease, now: Date, facts: LeaseFacts = {}): Workflow {
+export function startStep(
+  workflow: Workflow,
+  name: StepName,
+  lease: Lease,
+  now: Date,
+  facts: LeaseFacts = {},
+): Workflow {
   if (workflow.state === 'rejected') {
     throw new IllegalTransitionError(`workflow ${workflow.id} was rejected; no step runs`);
   }
@@ -356,15 +387,22 @@ export function startStep(workflow: Workflow, name: StepName, lease: Lease, now:
   const index = STEP_NAMES.indexOf(name);
   const previous = index > 0 ? workflow.steps[index - 1] : undefined;
   if (previous && previous.state !== 'succeeded') {
-    throw new IllegalTransitionError(`step ${name} of ${workflow.id} cannot start: ${previous.name} is ${previous.state}, not succeeded`);
+    throw new IllegalTransitionError(
+      `step ${name} of ${workflow.id} cannot start: ${previous.name} is ${previous.state}, not succeeded`,
+    );
   }
   const step = stepOf(workflow, name);
   switch (step.state) {
     case 'succeeded':
-      throw new IllegalTransitionError(`step ${name} of ${workflow.id} already succeeded; a succeeded step never runs again`);
+      throw new IllegalTransitionError(
+        `step ${name} of ${workflow.id} already succeeded; a succeeded step never runs again`,
+      );
     case 'failed':
     case 'blocked':
-      throw new IllegalTransitionError(`step ${name} of ${workflow.id} is ${step.state}; resume the workflow to run it again`, `exocomp provision resume ${workflow.id}`);
+      throw new IllegalTransitionError(
+        `step ${name} of ${workflow.id} is ${step.state}; resume the workflow to run it again`,
+        `exocomp provision resume ${workflow.id}`,
+      );
     case 'running': {
       if (!step.lease) break; // a running step without a lease can only come from a crash mid-write: re-arm
       if (step.lease.holder === lease.holder) {
@@ -452,7 +490,13 @@ export function succeedAndStartNext(
 }
 
 /** A failed step blocks every later step; the workflow keeps the failure context. */
-export function failStep(workflow: Workflow, name: StepName, holder: string, now: Date, failure: { kind: string; summary: string; detail?: string }): Workflow {
+export function failStep(
+  workflow: Workflow,
+  name: StepName,
+  holder: string,
+  now: Date,
+  failure: { kind: string; summary: string; detail?: string },
+): Workflow {
   requireHolder(workflow, name, holder);
   const at = now.toISOString();
   const index = STEP_NAMES.indexOf(name);
@@ -460,7 +504,13 @@ export function failStep(workflow: Workflow, name: StepName, holder: string, now
     ...workflow,
     updatedAt: at,
     state: 'provision-failed',
-    failure: { step: name, kind: failure.kind, summary: failure.summary, ...(failure.detail ? { detail: failure.detail } : {}), at },
+    failure: {
+      step: name,
+      kind: failure.kind,
+      summary: failure.summary,
+      ...(failure.detail ? { detail: failure.detail } : {}),
+      at,
+    },
     steps: workflow.steps.map((s, i) => {
       if (s.name === name) {
         const failed: Step = { ...s, state: 'failed', finishedAt: at, detail: failure.summary };
@@ -477,7 +527,9 @@ export function resumeWorkflow(workflow: Workflow, now: Date): Workflow {
   if (workflow.state !== 'provision-failed') {
     throw new IllegalTransitionError(
       `workflow ${workflow.id} is ${workflow.state}; only a failed workflow is resumed this way`,
-      workflow.state === 'provisioning' ? 'a running step whose holder is gone is taken over by `exocomp provision resume` directly' : undefined,
+      workflow.state === 'provisioning'
+        ? 'a running step whose holder is gone is taken over by `exocomp provision resume` directly'
+        : undefined,
     );
   }
   return {
@@ -504,7 +556,12 @@ export interface ResumeOverrides {
  * change (`ssh-wait 5m → 10m`). Only a workflow that is not finished may be
  * changed; the returned list is empty when nothing differs.
  */
-export function overrideWorkflow(workflow: Workflow, overrides: ResumeOverrides, now: Date, format: (ms: number) => string): { workflow: Workflow; changes: string[] } {
+export function overrideWorkflow(
+  workflow: Workflow,
+  overrides: ResumeOverrides,
+  now: Date,
+  format: (ms: number) => string,
+): { workflow: Workflow; changes: string[] } {
   const at = now.toISOString();
   const noted: NonNullable<Workflow['overrides']> = [];
   let next: Workflow = workflow;
@@ -518,7 +575,10 @@ export function overrideWorkflow(workflow: Workflow, overrides: ResumeOverrides,
   }
   if (noted.length === 0) return { workflow, changes: [] };
   if (workflow.state === 'provisioned' || workflow.state === 'rejected') {
-    throw new IllegalTransitionError(`workflow ${workflow.id} is ${workflow.state}; its settings cannot change`, 'start a new workflow with provision run');
+    throw new IllegalTransitionError(
+      `workflow ${workflow.id} is ${workflow.state}; its settings cannot change`,
+      'start a new workflow with provision run',
+    );
   }
   return {
     workflow: { ...next, updatedAt: at, overrides: [...(workflow.overrides ?? []), ...noted] },

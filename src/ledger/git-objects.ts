@@ -58,9 +58,13 @@ export function buildTrees(files: ReadonlyMap<string, BlobEntry>): { root: strin
     segments.forEach((segment, index) => {
       const problem = treeEntryNameProblem(segment);
       if (problem !== undefined) {
-        throw new ExocompError('internal', `refusing to write the ledger path ${JSON.stringify(path)}: its tree would hold ${problem}`, {
-          help: 'this is a bug in exocomp; nothing was written',
-        });
+        throw new ExocompError(
+          'internal',
+          `refusing to write the ledger path ${JSON.stringify(path)}: its tree would hold ${problem}`,
+          {
+            help: 'this is a bug in exocomp; nothing was written',
+          },
+        );
       }
       if (index === segments.length - 1) {
         if (folder.folders.has(segment)) throw clash(path);
@@ -81,10 +85,16 @@ export function buildTrees(files: ReadonlyMap<string, BlobEntry>): { root: strin
     const entries: { key: Buffer; bytes: Buffer }[] = [];
     for (const [name, sub] of folder.folders) {
       const id = write(sub);
-      entries.push({ key: entrySortKey(name, true), bytes: Buffer.concat([Buffer.from(`40000 ${name}\0`, 'utf8'), Buffer.from(id, 'hex')]) });
+      entries.push({
+        key: entrySortKey(name, true),
+        bytes: Buffer.concat([Buffer.from(`40000 ${name}\0`, 'utf8'), Buffer.from(id, 'hex')]),
+      });
     }
     for (const [name, blob] of folder.blobs) {
-      entries.push({ key: entrySortKey(name, false), bytes: Buffer.concat([Buffer.from(`${blob.mode} ${name}\0`, 'utf8'), Buffer.from(blob.id, 'hex')]) });
+      entries.push({
+        key: entrySortKey(name, false),
+        bytes: Buffer.concat([Buffer.from(`${blob.mode} ${name}\0`, 'utf8'), Buffer.from(blob.id, 'hex')]),
+      });
     }
     entries.sort((a, b) => Buffer.compare(a.key, b.key));
     const bytes = Buffer.concat(entries.map((entry) => entry.bytes));
@@ -96,7 +106,9 @@ export function buildTrees(files: ReadonlyMap<string, BlobEntry>): { root: strin
 }
 
 function clash(path: string): ExocompError {
-  return new ExocompError('internal', `ledger path ${path} would be both a file and a folder`, { help: 'this is a bug in exocomp; nothing was written' });
+  return new ExocompError('internal', `ledger path ${path} would be both a file and a folder`, {
+    help: 'this is a bug in exocomp; nothing was written',
+  });
 }
 
 export interface CommitFields {
@@ -112,7 +124,17 @@ export function commitBytes(fields: CommitFields): Buffer {
   const seconds = Math.floor(fields.when.getTime() / 1000);
   const person = `${fields.name} <${fields.email}> ${seconds} +0000`;
   const message = fields.message.endsWith('\n') ? fields.message : `${fields.message}\n`;
-  return Buffer.from([`tree ${fields.tree}`, ...fields.parents.map((parent) => `parent ${parent}`), `author ${person}`, `committer ${person}`, '', message].join('\n'), 'utf8');
+  return Buffer.from(
+    [
+      `tree ${fields.tree}`,
+      ...fields.parents.map((parent) => `parent ${parent}`),
+      `author ${person}`,
+      `committer ${person}`,
+      '',
+      message,
+    ].join('\n'),
+    'utf8',
+  );
 }
 
 export interface LooseObject {

@@ -29,8 +29,24 @@ import { formatDuration } from '../domain/duration.js';
 import { ExocompError, UsageError } from '../domain/errors.js';
 import { isRemoteUrl, ProcessGitCli, redactRemote, type GitCli, type GitConfigEntry } from '../adapters/git.js';
 import { isProcessAlive } from '../adapters/process.js';
-import { buildTrees, commitBytes, EMPTY_TREE_ID, objectId, packOf, type BlobEntry, type LooseObject } from './git-objects.js';
-import { cacheRefPrefix, MOVED_MARKER, movedMarkerText, recordOf, recordRef, recordRefProblem, RECORDS_SUFFIX } from './layout.js';
+import {
+  buildTrees,
+  commitBytes,
+  EMPTY_TREE_ID,
+  objectId,
+  packOf,
+  type BlobEntry,
+  type LooseObject,
+} from './git-objects.js';
+import {
+  cacheRefPrefix,
+  MOVED_MARKER,
+  movedMarkerText,
+  recordOf,
+  recordRef,
+  recordRefProblem,
+  RECORDS_SUFFIX,
+} from './layout.js';
 import { applyWrites, checkLedgerPath, FileSnapshot } from './memory-store.js';
 import type { LedgerChange, LedgerSnapshot, LedgerStore, UpdateOptions } from './store.js';
 
@@ -149,11 +165,17 @@ export class GitLedgerStore implements LedgerStore {
 
   constructor(options: GitLedgerStoreOptions) {
     if (options.remote.trim() === '' || options.remote.startsWith('-')) {
-      throw new UsageError(`invalid ledger repository ${JSON.stringify(options.remote)}`, 'pass a git URL or a path to --ledger');
+      throw new UsageError(
+        `invalid ledger repository ${JSON.stringify(options.remote)}`,
+        'pass a git URL or a path to --ledger',
+      );
     }
     this.branch = options.branch ?? DEFAULT_LEDGER_BRANCH;
     if (!isValidBranchName(this.branch)) {
-      throw new UsageError(`invalid ledger branch name ${JSON.stringify(this.branch)}`, 'pass a plain branch name to --ledger-branch, e.g. exocomp-ledger');
+      throw new UsageError(
+        `invalid ledger branch name ${JSON.stringify(this.branch)}`,
+        'pass a plain branch name to --ledger-branch, e.g. exocomp-ledger',
+      );
     }
     this.remote = isRemoteUrl(options.remote) ? options.remote : resolve(options.remote);
     this.secrets = [...(options.secrets ?? [])];
@@ -260,17 +282,33 @@ export class GitLedgerStore implements LedgerStore {
       const pause = backoffMs(attempt);
       const elapsed = Date.now() - started;
       // One retry always: it re-reads the record, so the error can name who else wrote it.
-      if (attempt > 1 && elapsed + pause > this.retryForMs) throw this.conflictError(contended, [...seen], attempt, elapsed);
+      if (attempt > 1 && elapsed + pause > this.retryForMs)
+        throw this.conflictError(contended, [...seen], attempt, elapsed);
       await sleep(pause);
     }
   }
 
-  private conflictError(records: readonly string[], writers: readonly string[], attempts: number, elapsedMs: number): ExocompError {
-    const what = records.length > 0 ? records.map((record) => `${this.branch}${RECORDS_SUFFIX}/${record}`).join(', ') : `the ledger ${this.branch}`;
-    const who = writers.length > 0 ? `; other writers seen: ${writers.slice(0, 5).join('; ')}${writers.length > 5 ? ` and ${writers.length - 5} more` : ''}` : '';
-    return new ExocompError('ledger-conflict', `could not write ${what} in ${formatDuration(elapsedMs)} (${attempts} attempts): another writer changed it first every time${who}`, {
-      help: 'runs that change the same record are racing; serialise them (a CI concurrency group, or --concurrency-key), or give the write longer (--ledger-retry-for / the ledger-retry-for input), then re-run',
-    });
+  private conflictError(
+    records: readonly string[],
+    writers: readonly string[],
+    attempts: number,
+    elapsedMs: number,
+  ): ExocompError {
+    const what =
+      records.length > 0
+        ? records.map((record) => `${this.branch}${RECORDS_SUFFIX}/${record}`).join(', ')
+        : `the ledger ${this.branch}`;
+    const who =
+      writers.length > 0
+        ? `; other writers seen: ${writers.slice(0, 5).join('; ')}${writers.length > 5 ? ` and ${writers.length - 5} more` : ''}`
+        : '';
+    return new ExocompError(
+      'ledger-conflict',
+      `could not write ${what} in ${formatDuration(elapsedMs)} (${attempts} attempts): another writer changed it first every time${who}`,
+      {
+        help: 'runs that change the same record are racing; serialise them (a CI concurrency group, or --concurrency-key), or give the write longer (--ledger-retry-for / the ledger-retry-for input), then re-run',
+      },
+    );
   }
 
   /** Applies `mutate` to the fetched state, commits and pushes; not done when another writer pushed first. */
@@ -322,18 +360,36 @@ export class GitLedgerStore implements LedgerStore {
       contents.set(id, content);
       return id;
     };
-    const addCommit = (name: string | null, entries: ReadonlyMap<string, BlobEntry>, parent: string | undefined, message: string): void => {
+    const addCommit = (
+      name: string | null,
+      entries: ReadonlyMap<string, BlobEntry>,
+      parent: string | undefined,
+      message: string,
+    ): void => {
       const built = buildTrees(entries);
       objects.push(...built.trees.map((tree) => ({ type: 'tree' as const, bytes: tree.bytes })));
-      const bytes = commitBytes({ tree: built.root, parents: parent ? [parent] : [], ...LEDGER_IDENTITY, when, message });
+      const bytes = commitBytes({
+        tree: built.root,
+        parents: parent ? [parent] : [],
+        ...LEDGER_IDENTITY,
+        when,
+        message,
+      });
       objects.push({ type: 'commit', bytes });
       const commit = objectId('commit', bytes);
-      pushedRefs.push({ name, commit, entries: new Map([...entries].map(([path, blob]) => [path, { mode: blob.mode, type: 'blob', object: blob.id }])) });
+      pushedRefs.push({
+        name,
+        commit,
+        entries: new Map(
+          [...entries].map(([path, blob]) => [path, { mode: blob.mode, type: 'blob', object: blob.id }]),
+        ),
+      });
       refspecs.push(`${commit}:${name === null ? `refs/heads/${this.branch}` : recordRef(this.branch, name)}`);
     };
     for (const [record, files] of byRecord) {
       const current = state.records.get(record);
-      if (current) this.refuseStrays(current, `the ledger record ${this.branch}${RECORDS_SUFFIX}/${record}`, () => record);
+      if (current)
+        this.refuseStrays(current, `the ledger record ${this.branch}${RECORDS_SUFFIX}/${record}`, () => record);
       const entries = new Map<string, BlobEntry>();
       for (const [path, content] of files) {
         const previous = current?.entries.get(path) ?? (migrating ? state.legacy!.entries.get(path) : undefined);
@@ -362,9 +418,14 @@ export class GitLedgerStore implements LedgerStore {
    * the pushed tips (and the others as they were) would read. It is reused only
    * while `ls-remote` shows exactly these tips.
    */
-  private afterPush(before: LedgerState, pushed: readonly LedgerRef[], contents: ReadonlyMap<string, string>): LedgerState {
+  private afterPush(
+    before: LedgerState,
+    pushed: readonly LedgerRef[],
+    contents: ReadonlyMap<string, string>,
+  ): LedgerState {
     const tips = new Map(before.tips);
-    for (const ref of pushed) tips.set(ref.name === null ? `refs/heads/${this.branch}` : recordRef(this.branch, ref.name), ref.commit);
+    for (const ref of pushed)
+      tips.set(ref.name === null ? `refs/heads/${this.branch}` : recordRef(this.branch, ref.name), ref.commit);
     const replaced = new Set(pushed.map((ref) => ref.name));
     const refs = [...before.refs.filter((ref) => !replaced.has(ref.name)), ...pushed];
     return stateOf(refs, tips, contents, new Map());
@@ -376,9 +437,13 @@ export class GitLedgerStore implements LedgerStore {
     const record = recordOf(path);
     const problem = recordRefProblem(record);
     if (problem !== undefined) {
-      throw new ExocompError('ledger-record', `the ledger path ${JSON.stringify(path)} cannot become the branch ${this.branch}${RECORDS_SUFFIX}/${record}: ${problem}`, {
-        help: 'nothing was written; rename or remove that file on the ledger branch by hand (git rm, commit, push without force), then re-run',
-      });
+      throw new ExocompError(
+        'ledger-record',
+        `the ledger path ${JSON.stringify(path)} cannot become the branch ${this.branch}${RECORDS_SUFFIX}/${record}: ${problem}`,
+        {
+          help: 'nothing was written; rename or remove that file on the ledger branch by hand (git rm, commit, push without force), then re-run',
+        },
+      );
     }
     return record;
   }
@@ -391,15 +456,20 @@ export class GitLedgerStore implements LedgerStore {
       else {
         try {
           checkLedgerPath(path);
-          if (recordOfPath(path) !== recordOf(path) || recordRefProblem(recordOf(path)) !== undefined) problem = 'a file that does not belong here';
+          if (recordOfPath(path) !== recordOf(path) || recordRefProblem(recordOf(path)) !== undefined)
+            problem = 'a file that does not belong here';
         } catch {
           problem = 'a path git and GitHub refuse';
         }
       }
       if (problem !== undefined) {
-        throw new ExocompError('ledger-record', `${where} holds ${JSON.stringify(path)} (${problem}); a write never drops what it does not understand, so nothing was written`, {
-          help: 'remove or rename that entry by hand (git rm, commit, push without force), then re-run',
-        });
+        throw new ExocompError(
+          'ledger-record',
+          `${where} holds ${JSON.stringify(path)} (${problem}); a write never drops what it does not understand, so nothing was written`,
+          {
+            help: 'remove or rename that entry by hand (git rm, commit, push without force), then re-run',
+          },
+        );
       }
     }
   }
@@ -430,9 +500,13 @@ export class GitLedgerStore implements LedgerStore {
       try {
         const init = await new ProcessGitCli({ cwd: this.cacheRoot }).run(['init', '--quiet', '--bare', staging]);
         if (init.code !== 0) {
-          throw new ExocompError('tool-failed', `cannot create the ledger cache repository in ${this.cacheRoot}: ${init.stderr.trim()}`, {
-            help: 'make sure the cache directory is writable, or set XDG_CACHE_HOME to a writable directory',
-          });
+          throw new ExocompError(
+            'tool-failed',
+            `cannot create the ledger cache repository in ${this.cacheRoot}: ${init.stderr.trim()}`,
+            {
+              help: 'make sure the cache directory is writable, or set XDG_CACHE_HOME to a writable directory',
+            },
+          );
         }
         // Made here: it holds no ref yet. Made by another process meanwhile: unknown.
         await rename(staging, dir).then(
@@ -457,9 +531,18 @@ export class GitLedgerStore implements LedgerStore {
    * writer the caller wants to know (a retry after a conflict: always fetched).
    */
   private async load(git: GitCli, writersOf: readonly string[]): Promise<LedgerState> {
-    if (this.lastSeen !== undefined && writersOf.length === 0 && sameTips(await this.remoteTips(git), this.lastSeen.tips)) return this.lastSeen;
+    if (
+      this.lastSeen !== undefined &&
+      writersOf.length === 0 &&
+      sameTips(await this.remoteTips(git), this.lastSeen.tips)
+    )
+      return this.lastSeen;
     await this.fetch(git);
-    const listed = await git.run(['for-each-ref', '--format=%(objectname) %(objecttype) %(tree) %(refname)', this.cachePrefix]);
+    const listed = await git.run([
+      'for-each-ref',
+      '--format=%(objectname) %(objecttype) %(tree) %(refname)',
+      this.cachePrefix,
+    ]);
     if (listed.code !== 0) throw this.cacheFailure('for-each-ref', listed.stderr);
     const legacyName = `${this.cachePrefix}${this.branch}`;
     const recordsPrefix = `${this.cachePrefix}${this.branch}${RECORDS_SUFFIX}/`;
@@ -479,14 +562,22 @@ export class GitLedgerStore implements LedgerStore {
       git,
       refs.map((ref) => ref.tree),
     );
-    const ledgerRefs = refs.map((ref, index): LedgerRef => ({ name: ref.name, commit: ref.commit, entries: listings[index] ?? new Map<string, TreeEntry>() }));
+    const ledgerRefs = refs.map((ref, index): LedgerRef => ({
+      name: ref.name,
+      commit: ref.commit,
+      entries: listings[index] ?? new Map<string, TreeEntry>(),
+    }));
     const view = ledgerView(ledgerRefs);
-    const writerTips = writersOf.map((record) => view.records.get(record)?.commit).filter((commit): commit is string => commit !== undefined);
+    const writerTips = writersOf
+      .map((record) => view.records.get(record)?.commit)
+      .filter((commit): commit is string => commit !== undefined);
     const objects = await this.readObjects(git, [...new Set([...view.chosen.values(), ...writerTips])]);
     const writers = new Map<string, string>();
     for (const record of writersOf) {
       const commit = view.records.get(record)?.commit;
-      const trailer = commit ? new RegExp(`^${WRITER_TRAILER}: (.*)$`, 'm').exec(objects.get(commit) ?? '')?.[1] : undefined;
+      const trailer = commit
+        ? new RegExp(`^${WRITER_TRAILER}: (.*)$`, 'm').exec(objects.get(commit) ?? '')?.[1]
+        : undefined;
       if (trailer !== undefined) writers.set(record, trailer);
     }
     this.lastSeen = stateOf(ledgerRefs, tips, objects, writers);
@@ -495,7 +586,9 @@ export class GitLedgerStore implements LedgerStore {
 
   /** The remote's ledger refs and their commits, without fetching anything. */
   private async remoteTips(git: GitCli): Promise<Map<string, string>> {
-    const listed = await git.run(['ls-remote', '--heads', this.remote, `refs/heads/${this.branch}*`], { timeoutMs: NETWORK_TIMEOUT_MS });
+    const listed = await git.run(['ls-remote', '--heads', this.remote, `refs/heads/${this.branch}*`], {
+      timeoutMs: NETWORK_TIMEOUT_MS,
+    });
     if (listed.code !== 0) throw this.unreachable(listed.stderr);
     const tips = new Map<string, string>();
     for (const line of listed.stdout.split('\n')) {
@@ -512,11 +605,25 @@ export class GitLedgerStore implements LedgerStore {
     // A fresh cache (a new CI runner) takes the tips only; a cache that has them
     // takes just the new commits, without marking each new tip as a shallow
     // boundary (that list would grow by one per write and slow every push).
-    const known = this.cacheRefs === 'unknown' ? (await git.run(['for-each-ref', '--count=1', '--format=x', this.cachePrefix])).stdout.trim() !== '' : this.cacheRefs === 'some';
+    const known =
+      this.cacheRefs === 'unknown'
+        ? (await git.run(['for-each-ref', '--count=1', '--format=x', this.cachePrefix])).stdout.trim() !== ''
+        : this.cacheRefs === 'some';
     const depth = known ? [] : ['--depth=1'];
     for (let attempt = 1; ; attempt++) {
       const fetched = await git.run(
-        ['fetch', '--quiet', ...depth, '--prune', '--no-write-fetch-head', '--no-tags', '--no-show-forced-updates', '--no-auto-gc', this.remote, refspec],
+        [
+          'fetch',
+          '--quiet',
+          ...depth,
+          '--prune',
+          '--no-write-fetch-head',
+          '--no-tags',
+          '--no-show-forced-updates',
+          '--no-auto-gc',
+          this.remote,
+          refspec,
+        ],
         { timeoutMs: NETWORK_TIMEOUT_MS },
       );
       if (fetched.code === 0) return;
@@ -524,7 +631,10 @@ export class GitLedgerStore implements LedgerStore {
       if (fetched.stderr.trim() === '' && (await this.remoteIsEmpty(git))) return;
       // Empty when the fetch looked, a ref now (another writer created the first record in between): look again.
       const createdMeanwhile = fetched.stderr.trim() === '';
-      if ((createdMeanwhile || /\.lock'?: File exists|cannot lock ref|Unable to create .*\.lock/i.test(fetched.stderr)) && attempt < 50) {
+      if (
+        (createdMeanwhile || /\.lock'?: File exists|cannot lock ref|Unable to create .*\.lock/i.test(fetched.stderr)) &&
+        attempt < 50
+      ) {
         await sleep(backoffMs(Math.min(attempt, 6)));
         continue;
       }
@@ -540,7 +650,9 @@ export class GitLedgerStore implements LedgerStore {
 
   /** True when the remote has no ref of this ledger; then the cache's copy is emptied too. */
   private async remoteIsEmpty(git: GitCli): Promise<boolean> {
-    const listed = await git.run(['ls-remote', '--heads', this.remote, `refs/heads/${this.branch}*`], { timeoutMs: NETWORK_TIMEOUT_MS });
+    const listed = await git.run(['ls-remote', '--heads', this.remote, `refs/heads/${this.branch}*`], {
+      timeoutMs: NETWORK_TIMEOUT_MS,
+    });
     if (listed.code !== 0 || listed.stdout.trim() !== '') return false;
     const local = await git.run(['for-each-ref', '--format=delete %(refname)', this.cachePrefix]);
     if (local.stdout.trim() !== '') await git.run(['update-ref', '--stdin'], { input: local.stdout });
@@ -563,7 +675,8 @@ export class GitLedgerStore implements LedgerStore {
       if (out[position] === ':') {
         const metaEnd = out.indexOf('\0', position);
         const pathEnd = out.indexOf('\0', metaEnd + 1);
-        if (metaEnd === -1 || pathEnd === -1 || current === undefined) throw this.cacheFailure('diff-tree', 'unexpected output');
+        if (metaEnd === -1 || pathEnd === -1 || current === undefined)
+          throw this.cacheFailure('diff-tree', 'unexpected output');
         const [, mode = '', , object = ''] = out.slice(position + 1, metaEnd).split(' ');
         const type = mode === '160000' ? 'commit' : mode === '040000' ? 'tree' : 'blob';
         current.set(out.slice(metaEnd + 1, pathEnd), { mode, type, object });
@@ -577,7 +690,8 @@ export class GitLedgerStore implements LedgerStore {
       }
     }
     // Empty trees still print their header line, so there is one listing per tree.
-    if (results.length !== trees.length) throw this.cacheFailure('diff-tree', `listed ${results.length} of ${trees.length} trees`);
+    if (results.length !== trees.length)
+      throw this.cacheFailure('diff-tree', `listed ${results.length} of ${trees.length} trees`);
     return results;
   }
 
@@ -593,37 +707,56 @@ export class GitLedgerStore implements LedgerStore {
 
   /** Pushes without force, all refs or none: git refuses a ref unless it is still where our commit's parent says. */
   private async push(git: GitCli, refspecs: readonly string[]): Promise<PushOutcome> {
-    const pushed = await git.run(['push', '--porcelain', '--no-verify', ...(refspecs.length > 1 ? ['--atomic'] : []), this.remote, ...refspecs], {
-      timeoutMs: NETWORK_TIMEOUT_MS,
-    });
+    const pushed = await git.run(
+      ['push', '--porcelain', '--no-verify', ...(refspecs.length > 1 ? ['--atomic'] : []), this.remote, ...refspecs],
+      {
+        timeoutMs: NETWORK_TIMEOUT_MS,
+      },
+    );
     if (pushed.code === 0) {
       // `=` marks a ref the remote already had at the pushed commit.
-      return { ok: true, conflicts: [], alreadyThere: pushed.stdout.split('\n').filter((line) => line.startsWith('=\t')).length };
+      return {
+        ok: true,
+        conflicts: [],
+        alreadyThere: pushed.stdout.split('\n').filter((line) => line.startsWith('=\t')).length,
+      };
     }
     const output = `${pushed.stdout}\n${pushed.stderr}`;
     const conflicts: string[] = [];
     const namespace = `refs/heads/${this.branch}${RECORDS_SUFFIX}/`;
     for (const line of pushed.stdout.split('\n')) {
       const match =
-        /^!\t[^:]*:(\S+)\t\[(?:rejected|remote rejected)\] \((fetch first|non-fast-forward|stale info|cannot lock ref.*|failed to update ref.*|incorrect old value.*)\)/.exec(line);
+        /^!\t[^:]*:(\S+)\t\[(?:rejected|remote rejected)\] \((fetch first|non-fast-forward|stale info|cannot lock ref.*|failed to update ref.*|incorrect old value.*)\)/.exec(
+          line,
+        );
       if (match) conflicts.push(match[1]!.startsWith(namespace) ? match[1]!.slice(namespace.length) : match[1]!);
     }
     // The remote's ref moved between its check and its update (its lock or old-value check failed).
-    for (const match of output.matchAll(/cannot lock ref '([^']+)'|ref (\S+) (?:is at \S+ but expected|incorrect old value)/g)) {
+    for (const match of output.matchAll(
+      /cannot lock ref '([^']+)'|ref (\S+) (?:is at \S+ but expected|incorrect old value)/g,
+    )) {
       const ref = match[1] ?? match[2] ?? '';
       conflicts.push(ref.startsWith(namespace) ? ref.slice(namespace.length) : ref);
     }
     if (conflicts.length > 0) return { ok: false, conflicts: [...new Set(conflicts)] };
     const remoteRejected = /\[remote rejected\]/.test(output);
     if (remoteRejected && /hook declined|GH0\d\d|protected branch|rule violation|ruleset/i.test(output)) {
-      throw new ExocompError('ledger-unreachable', `the push to the ${this.description} was rejected by a rule or hook: ${this.gitMessage(output)}`, {
-        help: `branch rules that target every branch (e.g. GitHub rulesets for "All branches") block the ledger branches ${this.branch} and ${this.branch}${RECORDS_SUFFIX}/* too: exclude them from the rule, or keep the ledger in another repository (the ledger-repository input, or --ledger)`,
-      });
+      throw new ExocompError(
+        'ledger-unreachable',
+        `the push to the ${this.description} was rejected by a rule or hook: ${this.gitMessage(output)}`,
+        {
+          help: `branch rules that target every branch (e.g. GitHub rulesets for "All branches") block the ledger branches ${this.branch} and ${this.branch}${RECORDS_SUFFIX}/* too: exclude them from the rule, or keep the ledger in another repository (the ledger-repository input, or --ledger)`,
+        },
+      );
     }
     if (/does not support --atomic/i.test(output)) {
-      throw new ExocompError('ledger-unreachable', `the ledger ${this.shownRemote} does not accept atomic pushes, which writes of several records need`, {
-        help: 'GitHub and GitLab accept them; keep the ledger in a repository on such a host (the ledger-repository input, or --ledger)',
-      });
+      throw new ExocompError(
+        'ledger-unreachable',
+        `the ledger ${this.shownRemote} does not accept atomic pushes, which writes of several records need`,
+        {
+          help: 'GitHub and GitLab accept them; keep the ledger in a repository on such a host (the ledger-repository input, or --ledger)',
+        },
+      );
     }
     throw new ExocompError('ledger-unreachable', `cannot push to the ${this.description}: ${this.gitMessage(output)}`, {
       help: `check that ${this.shownRemote} is reachable and that these credentials may push to it (in GitHub Actions: permissions: contents: write), then re-run`,
@@ -641,9 +774,13 @@ export class GitLedgerStore implements LedgerStore {
   }
 
   private cacheFailure(command: string, stderr: string): ExocompError {
-    return new ExocompError('internal', `git ${command} failed in the ledger cache repository: ${this.gitMessage(stderr)}`, {
-      help: `remove the cache directory ${this.cacheRoot} and re-run; if it persists, report it`,
-    });
+    return new ExocompError(
+      'internal',
+      `git ${command} failed in the ledger cache repository: ${this.gitMessage(stderr)}`,
+      {
+        help: `remove the cache directory ${this.cacheRoot} and re-run; if it persists, report it`,
+      },
+    );
   }
 }
 
@@ -658,7 +795,11 @@ function isLedgerFileOf(path: string, record: string): boolean {
 }
 
 /** Which refs hold records, the old branch while it still holds any, and which blob each file is. */
-function ledgerView(refs: readonly LedgerRef[]): { records: Map<string, RefState>; legacy: RefState | null; chosen: Map<string, string> } {
+function ledgerView(refs: readonly LedgerRef[]): {
+  records: Map<string, RefState>;
+  legacy: RefState | null;
+  chosen: Map<string, string>;
+} {
   const legacyRef = refs.find((ref) => ref.name === null);
   const legacyRetired = legacyRef !== undefined && legacyRef.entries.size === 1 && legacyRef.entries.has(MOVED_MARKER);
   const legacy = legacyRef && !legacyRetired && legacyRef.entries.size > 0 ? legacyRef : null;
@@ -667,18 +808,25 @@ function ledgerView(refs: readonly LedgerRef[]): { records: Map<string, RefState
   // A record's own branch wins over the old branch.
   const chosen = new Map<string, string>();
   for (const [record, state] of records) {
-    for (const [path, entry] of state.entries) if (entry.type === 'blob' && isLedgerFileOf(path, record)) chosen.set(path, entry.object);
+    for (const [path, entry] of state.entries)
+      if (entry.type === 'blob' && isLedgerFileOf(path, record)) chosen.set(path, entry.object);
   }
   if (legacy) {
     for (const [path, entry] of legacy.entries) {
-      if (entry.type === 'blob' && !records.has(recordOf(path)) && isLedgerFileOf(path, recordOf(path))) chosen.set(path, entry.object);
+      if (entry.type === 'blob' && !records.has(recordOf(path)) && isLedgerFileOf(path, recordOf(path)))
+        chosen.set(path, entry.object);
     }
   }
   return { records, legacy, chosen };
 }
 
 /** The state of a ledger whose refs are `refs`, given the contents of (at least) their files' blobs. */
-function stateOf(refs: readonly LedgerRef[], tips: ReadonlyMap<string, string>, objects: ReadonlyMap<string, string>, writers: Map<string, string>): LedgerState {
+function stateOf(
+  refs: readonly LedgerRef[],
+  tips: ReadonlyMap<string, string>,
+  objects: ReadonlyMap<string, string>,
+  writers: Map<string, string>,
+): LedgerState {
   const { records, legacy, chosen } = ledgerView(refs);
   const files = new Map<string, string>();
   const contents = new Map<string, string>();
@@ -733,13 +881,19 @@ function parseBatchOutput(stdout: string, description: string): BatchObject[] {
   let position = 0;
   while (position < bytes.length) {
     const headerEnd = bytes.indexOf(0x0a, position);
-    const [id = '', type = '', sizeText = ''] = bytes.toString('utf8', position, headerEnd === -1 ? bytes.length : headerEnd).split(' ');
+    const [id = '', type = '', sizeText = ''] = bytes
+      .toString('utf8', position, headerEnd === -1 ? bytes.length : headerEnd)
+      .split(' ');
     const size = Number(sizeText);
     const end = headerEnd + 1 + size;
     if (headerEnd === -1 || type === 'missing' || !Number.isInteger(size) || bytes[end] !== 0x0a) {
-      throw new ExocompError('ledger-record', `the ledger ${description} holds a file that is not UTF-8 text (object ${id})`, {
-        help: 'ledger files are UTF-8 text written by exocomp; remove the offending file from the ledger branch',
-      });
+      throw new ExocompError(
+        'ledger-record',
+        `the ledger ${description} holds a file that is not UTF-8 text (object ${id})`,
+        {
+          help: 'ledger files are UTF-8 text written by exocomp; remove the offending file from the ledger branch',
+        },
+      );
     }
     objects.push({ id, type, content: bytes.toString('utf8', headerEnd + 1, end) });
     position = end + 1;

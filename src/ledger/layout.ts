@@ -41,10 +41,12 @@ export function recordOf(path: string): string {
  */
 export function recordRefProblem(record: string): string | undefined {
   // eslint-disable-next-line no-control-regex -- git refuses these in ref names
-  if (/[\u0000-\u0020\u007f~^:?*[\\]/.test(record)) return 'it contains a space, a control character or one of ~ ^ : ? * [ \\';
+  if (/[\u0000-\u0020\u007f~^:?*[\\]/.test(record))
+    return 'it contains a space, a control character or one of ~ ^ : ? * [ \\';
   if (record.includes('..') || record.includes('@{') || record.includes('//')) return 'it contains "..", "@{" or "//"';
   const parts = record.split('/');
-  if (parts.some((part) => part === '' || part.startsWith('.') || part.endsWith('.lock'))) return 'a component is empty, starts with "." or ends with ".lock"';
+  if (parts.some((part) => part === '' || part.startsWith('.') || part.endsWith('.lock')))
+    return 'a component is empty, starts with "." or ends with ".lock"';
   if (record.endsWith('.') || record.endsWith('/')) return 'it ends with "." or "/"';
   return undefined;
 }

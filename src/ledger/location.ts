@@ -19,7 +19,11 @@ export interface LedgerLocation {
 
 export const EMBEDDED_LEDGER_DIR = join('.exocomp', 'ledger.git');
 
-export async function resolveLedgerLocation(options: { ledger?: string | undefined; cwd: string; init?: boolean }): Promise<LedgerLocation> {
+export async function resolveLedgerLocation(options: {
+  ledger?: string | undefined;
+  cwd: string;
+  init?: boolean;
+}): Promise<LedgerLocation> {
   if (options.ledger !== undefined && options.ledger !== '') {
     if (isRemoteUrl(options.ledger)) return { remote: options.ledger, description: redactRemote(options.ledger) };
     const remote = resolve(options.cwd, options.ledger);
@@ -33,18 +37,26 @@ export async function resolveLedgerLocation(options: { ledger?: string | undefin
     return { remote: gitDir, description: `the enclosing git repository (${gitDir})` };
   }
   if (!/not a git repository/i.test(found.stderr)) {
-    throw new ExocompError('tool-failed', `cannot tell whether ${options.cwd} is inside a git repository: ${found.stderr.trim()}`, {
-      help: 'fix the repository, or name the ledger explicitly with --ledger <git url or path>',
-    });
+    throw new ExocompError(
+      'tool-failed',
+      `cannot tell whether ${options.cwd} is inside a git repository: ${found.stderr.trim()}`,
+      {
+        help: 'fix the repository, or name the ledger explicitly with --ledger <git url or path>',
+      },
+    );
   }
   const embedded = resolve(options.cwd, EMBEDDED_LEDGER_DIR);
   if (!existsSync(join(embedded, 'HEAD'))) {
     await mkdir(embedded, { recursive: true });
     const created = await git.run(['init', '--quiet', '--bare', embedded]);
     if (created.code !== 0) {
-      throw new ExocompError('tool-failed', `cannot create the ledger repository ${embedded}: ${created.stderr.trim()}`, {
-        help: 'make the directory writable, or name the ledger explicitly with --ledger <git url or path>',
-      });
+      throw new ExocompError(
+        'tool-failed',
+        `cannot create the ledger repository ${embedded}: ${created.stderr.trim()}`,
+        {
+          help: 'make the directory writable, or name the ledger explicitly with --ledger <git url or path>',
+        },
+      );
     }
   }
   return { remote: embedded, description: `the bare repository ${embedded}` };

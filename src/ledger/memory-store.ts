@@ -44,7 +44,9 @@ export function checkLedgerPath(path: string): void {
     path.length === 0 ||
     // eslint-disable-next-line no-control-regex -- a control character in a path is what is refused
     /[\u0000-\u001f\u007f\\]/.test(path) ||
-    segments.some((segment) => segment === '' || segment === '.' || segment === '..' || segment.toLowerCase() === '.git');
+    segments.some(
+      (segment) => segment === '' || segment === '.' || segment === '..' || segment.toLowerCase() === '.git',
+    );
   if (bad) {
     throw new ExocompError('internal', `invalid ledger path ${JSON.stringify(path)}`, {
       help: 'ledger paths are relative, slash-separated, without empty, "." , ".." or ".git" segments; this is a bug in exocomp',
@@ -57,7 +59,10 @@ export function checkLedgerPath(path: string): void {
  * when nothing changes. A file may not take the place of a folder or the
  * other way round.
  */
-export function applyWrites(files: ReadonlyMap<string, string>, writes: ReadonlyMap<string, string | null>): Map<string, string> | null {
+export function applyWrites(
+  files: ReadonlyMap<string, string>,
+  writes: ReadonlyMap<string, string | null>,
+): Map<string, string> | null {
   const next = new Map(files);
   let changed = false;
   for (const [path, content] of writes) {

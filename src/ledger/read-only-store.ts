@@ -13,12 +13,17 @@ export function readOnlyStore(store: LedgerStore, why: string): LedgerStore {
     async update<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>): Promise<T> {
       const change = mutate(await store.read());
       if (change.writes.size > 0) {
-        throw new ExocompError('internal', `${why} records nothing, yet it tried to write ${[...change.writes.keys()].join(', ')} (${change.message})`, {
-          help: 'nothing was written; report this as a bug',
-        });
+        throw new ExocompError(
+          'internal',
+          `${why} records nothing, yet it tried to write ${[...change.writes.keys()].join(', ')} (${change.message})`,
+          {
+            help: 'nothing was written; report this as a bug',
+          },
+        );
       }
       return change.result;
     },
-    migrate: () => Promise.reject(new ExocompError('internal', `${why} records nothing: the ledger is not migrated here`)),
+    migrate: () =>
+      Promise.reject(new ExocompError('internal', `${why} records nothing: the ledger is not migrated here`)),
   };
 }

@@ -27,10 +27,12 @@ import { WORKFLOW_SCHEMA_VERSION, workflowSchema, type Workflow } from '../domai
 import type { LedgerSnapshot } from './store.js';
 
 /** The kinds of named records, as they appear in messages. */
-export type RecordKind = 'workflow' | 'inventory' | 'sealed outputs' | 'lock' | 'drift history' | 'schedule' | 'converge run';
+export type RecordKind =
+  'workflow' | 'inventory' | 'sealed outputs' | 'lock' | 'drift history' | 'schedule' | 'converge run';
 
 function shardIndex(index: number): number {
-  if (!Number.isInteger(index) || index < 1) throw new ExocompError('internal', `shard index ${index} is not a positive whole number`);
+  if (!Number.isInteger(index) || index < 1)
+    throw new ExocompError('internal', `shard index ${index} is not a positive whole number`);
   return index;
 }
 
@@ -61,8 +63,10 @@ export const LEDGER_PATHS = {
   driftHistory: (name: string) => `drift/${checkRecordName('drift history', name)}.json`,
   scheduleFires: (name: string) => `schedules/${checkRecordName('schedule', name)}.json`,
   convergeHistory: (name: string) => `converges/${checkRecordName('inventory', name)}/history.json`,
-  shardResultsDir: (name: string, runId: string) => `converges/${checkRecordName('inventory', name)}/shards/${checkRecordName('converge run', runId)}/`,
-  shardResult: (name: string, runId: string, index: number) => `${LEDGER_PATHS.shardResultsDir(name, runId)}${shardIndex(index)}.json`,
+  shardResultsDir: (name: string, runId: string) =>
+    `converges/${checkRecordName('inventory', name)}/shards/${checkRecordName('converge run', runId)}/`,
+  shardResult: (name: string, runId: string, index: number) =>
+    `${LEDGER_PATHS.shardResultsDir(name, runId)}${shardIndex(index)}.json`,
 } as const;
 
 export class LedgerRecordError extends ExocompError {
@@ -95,7 +99,10 @@ export function parseRecord<T>(file: string, text: string, schema: z.ZodType<T>,
   }
   const version = (data as { schemaVersion?: unknown } | null)?.schemaVersion;
   if (version !== schemaVersion) {
-    throw new LedgerRecordError(file, `unknown schema version ${JSON.stringify(version)} (this exocomp reads ${schemaVersion})`);
+    throw new LedgerRecordError(
+      file,
+      `unknown schema version ${JSON.stringify(version)} (this exocomp reads ${schemaVersion})`,
+    );
   }
   const parsed = schema.safeParse(data);
   if (!parsed.success) throw new LedgerRecordError(file, describeZodIssues(parsed.error));
@@ -109,7 +116,10 @@ export function serializeRecord(record: unknown): string {
 /** A record whose own name disagrees with its file is not used: it was copied or crafted, not written by exocomp. */
 function checkNamedAs(file: string, field: string, actual: string, expected: string): void {
   if (actual !== expected) {
-    throw new LedgerRecordError(file, `its ${field} ${JSON.stringify(actual.slice(0, 80))} differs from its file name (${JSON.stringify(expected)})`);
+    throw new LedgerRecordError(
+      file,
+      `its ${field} ${JSON.stringify(actual.slice(0, 80))} differs from its file name (${JSON.stringify(expected)})`,
+    );
   }
 }
 
@@ -171,7 +181,10 @@ export function readInventoryRecord(snapshot: LedgerSnapshot, name: string): Inv
   const record = parseRecord(file, text, inventoryRecordSchema, INVENTORY_SCHEMA_VERSION);
   checkNamedAs(file, 'name', record.name, name);
   if (record.materialized && record.materialized.file !== LEDGER_PATHS.inventoryFile(name)) {
-    throw new LedgerRecordError(file, `it points at ${JSON.stringify(record.materialized.file.slice(0, 120))} instead of ${LEDGER_PATHS.inventoryFile(name)}`);
+    throw new LedgerRecordError(
+      file,
+      `it points at ${JSON.stringify(record.materialized.file.slice(0, 120))} instead of ${LEDGER_PATHS.inventoryFile(name)}`,
+    );
   }
   return record;
 }
@@ -248,7 +261,10 @@ export function readDriftHistory(snapshot: LedgerSnapshot, name: string): DriftH
 }
 
 /** Every workspace's drift history; malformed records are returned as errors, not dropped. */
-export function listDriftHistories(snapshot: LedgerSnapshot): { histories: DriftHistory[]; errors: LedgerRecordError[] } {
+export function listDriftHistories(snapshot: LedgerSnapshot): {
+  histories: DriftHistory[];
+  errors: LedgerRecordError[];
+} {
   const histories: DriftHistory[] = [];
   const errors: LedgerRecordError[] = [];
   for (const file of snapshot.list('drift/')) {
@@ -317,7 +333,11 @@ export function readScheduleFires(snapshot: LedgerSnapshot, name: string): Sched
 // ---- writes
 
 /** Records to write, computed from the ledger as it stands when they are written, and what the commit says of them. */
-export type RecordsChange = (snapshot: LedgerSnapshot) => { writes: RecordWrites; message: string; readOthers?: boolean };
+export type RecordsChange = (snapshot: LedgerSnapshot) => {
+  writes: RecordWrites;
+  message: string;
+  readOthers?: boolean;
+};
 
 /**
  * The files one ledger change writes (null deletes), built only through the

@@ -8,12 +8,25 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { events } from '../support/action-runner.js';
-import { BOT, chainInputs, createActionFixture, describeRun, planInputs, REPOSITORY, type ActionFixture } from './helpers.js';
+import {
+  BOT,
+  chainInputs,
+  createActionFixture,
+  describeRun,
+  planInputs,
+  REPOSITORY,
+  type ActionFixture,
+} from './helpers.js';
 
-const inventoryNaming = (address: string) => ({ all: { hosts: { web: { ansible_host: address, ansible_port: 2222, ansible_user: 'root' } } } });
+const inventoryNaming = (address: string) => ({
+  all: { hosts: { web: { ansible_host: address, ansible_port: 2222, ansible_user: 'root' } } },
+});
 
 async function setInventory(fx: ActionFixture, address: string): Promise<void> {
-  await writeFile(join(fx.workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: inventoryNaming(address) }));
+  await writeFile(
+    join(fx.workspace, 'exocomp.auto.tfvars.json'),
+    JSON.stringify({ ansible_inventory: inventoryNaming(address) }),
+  );
 }
 
 function workflowRecord(text: string | undefined): {
@@ -36,7 +49,16 @@ describe('environment mode', () => {
   afterAll(async () => fx?.cleanup());
 
   const apply = (runId: number, environment: string) =>
-    fx.run('apply', { runId, job: 'apply', with: { 'workflow-id': `edge-${runId}`, environment, 'tofu-binary': planInputs()['tofu-binary']!, 'allow-local-state': 'true' } });
+    fx.run('apply', {
+      runId,
+      job: 'apply',
+      with: {
+        'workflow-id': `edge-${runId}`,
+        environment,
+        'tofu-binary': planInputs()['tofu-binary']!,
+        'allow-local-state': 'true',
+      },
+    });
 
   it('refuses to apply when the environment has no required reviewers, saying how to configure it', async () => {
     const plan = await fx.run('plan', { runId: 6001, with: planInputs() });
@@ -70,7 +92,9 @@ describe('environment mode', () => {
   it('applies once the run holds an approval for the environment, and records who approved', async () => {
     const plan = await fx.run('plan', { runId: 6003, with: planInputs() });
     expect(plan.code, describeRun(plan)).toBe(0);
-    fx.double.state.approvals[6003] = [{ state: 'approved', user: 'bob', environments: ['production'], comment: 'ship it' }];
+    fx.double.state.approvals[6003] = [
+      { state: 'approved', user: 'bob', environments: ['production'], comment: 'ship it' },
+    ];
     const result = await apply(6003, 'production');
     expect(result.code, describeRun(result)).toBe(0);
     expect(await fx.applyCount()).toBe(1);
@@ -148,7 +172,9 @@ describe('dispatch mode', () => {
     const [comment] = fx.double.commentsOn(12);
     expect(comment?.author).toBe(BOT);
     expect(comment?.body).toContain(`<!-- exocomp:workflow=${id} -->`);
-    expect(comment?.body).toContain(`gh workflow run exocomp-approve.yml --repo ${REPOSITORY} -f workflow-id=${id} -f decision=approve`);
+    expect(comment?.body).toContain(
+      `gh workflow run exocomp-approve.yml --repo ${REPOSITORY} -f workflow-id=${id} -f decision=approve`,
+    );
     expect(comment?.body).toContain('+ 1 to add, ~ 0 to change, − 0 to destroy');
     expect(result.summary).toContain('awaiting-approval');
   });
@@ -173,11 +199,18 @@ describe('dispatch mode', () => {
     expect(result.code, describeRun(result)).toBe(0);
     const record = workflowRecord(await fx.ledgerFile(`workflows/${id}.json`));
     expect(record.approval).toMatchObject({ state: 'approved', by: 'bob', via: 'workflow_dispatch run 7103' });
-    expect(fx.double.state.dispatches).toEqual([{ workflow: 'provision.yml', ref: 'main', inputs: { 'workflow-id': id }, login: BOT, runId: expect.any(Number) }]);
+    expect(fx.double.state.dispatches).toEqual([
+      { workflow: 'provision.yml', ref: 'main', inputs: { 'workflow-id': id }, login: BOT, runId: expect.any(Number) },
+    ]);
     // The run the dispatch started is recorded, for the resume sweeper to judge.
     const runId = fx.double.state.dispatches[0]!.runId;
     const recorded = workflowRecord(await fx.ledgerFile(`workflows/${id}.json`));
-    expect(recorded.continuation).toEqual({ at: expect.any(String), dispatches: 1, runId, runUrl: `${fx.double.url}/acme/infra/actions/runs/${runId}` });
+    expect(recorded.continuation).toEqual({
+      at: expect.any(String),
+      dispatches: 1,
+      runId,
+      runUrl: `${fx.double.url}/acme/infra/actions/runs/${runId}`,
+    });
     expect(result.outputs.dispatched).toBe('provision.yml');
     // The comment of the pull request follows the decision.
     expect(fx.double.commentsOn(12)).toHaveLength(1);
@@ -190,7 +223,12 @@ describe('dispatch mode', () => {
       runId: 7201,
       job: 'apply',
       event: events.workflowDispatch(REPOSITORY, 'bob', { 'workflow-id': id }),
-      with: { 'workflow-id': id, 'approval-mode': 'dispatch', 'tofu-binary': planInputs()['tofu-binary']!, 'allow-local-state': 'true' },
+      with: {
+        'workflow-id': id,
+        'approval-mode': 'dispatch',
+        'tofu-binary': planInputs()['tofu-binary']!,
+        'allow-local-state': 'true',
+      },
     });
     expect(result.code).toBe(1);
     expect(result.stdout).toContain('plan changed since approval');

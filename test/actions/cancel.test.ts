@@ -9,7 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { events, type ActionResult } from '../support/action-runner.js';
 import type { LoopbackHost } from '../support/loopback-host.js';
 import { invocationsOf, readStandinLog } from '../support/tofu-standin.js';
-import { chainInputs, createActionFixture, startWebHost, describeRun, REPOSITORY, type ActionFixture } from './helpers.js';
+import {
+  chainInputs,
+  createActionFixture,
+  startWebHost,
+  describeRun,
+  REPOSITORY,
+  type ActionFixture,
+} from './helpers.js';
 
 const RUN_ID = 7300;
 const ID = `edge-${RUN_ID}`;

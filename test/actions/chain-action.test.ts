@@ -10,7 +10,17 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { events, RunnerJob, type ActionResult } from '../support/action-runner.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
-import { BOT, chainInputs, createActionFixture, describeRun, logWithoutMaskCommands, READ_TOKEN, REPOSITORY, WRITE_TOKEN, type ActionFixture } from './helpers.js';
+import {
+  BOT,
+  chainInputs,
+  createActionFixture,
+  describeRun,
+  logWithoutMaskCommands,
+  READ_TOKEN,
+  REPOSITORY,
+  WRITE_TOKEN,
+  type ActionFixture,
+} from './helpers.js';
 
 const PR = 21;
 const RUN_ID = 9001;
@@ -32,21 +42,39 @@ describe('the root action on a pull request: failure, re-run, resume', () => {
     host = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey, port: 2222 });
     await writeFile(
       join(fx.workspace, 'exocomp.auto.tfvars.json'),
-      JSON.stringify({ ansible_inventory: { all: { hosts: { web: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } } } }),
+      JSON.stringify({
+        ansible_inventory: {
+          all: { hosts: { web: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } },
+        },
+      }),
     );
     fx.double.state.issues[PR] = { pullRequest: true };
     foreignCommentId = fx.double.addComment(PR, 'mallory', foreignBody).id;
-    const inputs = await chainInputs(fx, { 'ssh-wait': '3s', 'seal-key': sealKey, 'run-secrets': `GREETING: ${JSON.stringify(runSecret)}\n` });
+    const inputs = await chainInputs(fx, {
+      'ssh-wait': '3s',
+      'seal-key': sealKey,
+      'run-secrets': `GREETING: ${JSON.stringify(runSecret)}\n`,
+    });
     const event = events.pullRequest(REPOSITORY, PR, 'alice');
     // Attempt 1: the host is down, so ssh-wait fails after the apply. Each attempt is a job with its post step.
     for (const attempt of [1, 2]) {
       const job = await RunnerJob.start();
       try {
         if (attempt === 2) await host.start();
-        const main = await fx.run('provision', { runId: RUN_ID, runAttempt: attempt, event, with: inputs, runnerJob: job });
+        const main = await fx.run('provision', {
+          runId: RUN_ID,
+          runAttempt: attempt,
+          event,
+          with: inputs,
+          runnerJob: job,
+        });
         const before = { api: fx.double.requests.length, git: fx.double.gitRequests.length };
         const post = await job.post(main);
-        posts.push({ post, api: fx.double.requests.length - before.api, git: fx.double.gitRequests.length - before.git });
+        posts.push({
+          post,
+          api: fx.double.requests.length - before.api,
+          git: fx.double.gitRequests.length - before.git,
+        });
         if (attempt === 1) first = main;
         else second = main;
       } finally {
@@ -117,7 +145,9 @@ describe('the root action on a pull request: failure, re-run, resume', () => {
   });
 
   it('keeps every secret out of logs (but the mask commands), outputs, summaries, comments and every ledger commit', async () => {
-    const state = JSON.parse(await readFile(join(fx.workspace, 'terraform.tfstate'), 'utf8')) as { outputs: Record<string, { value: string }> };
+    const state = JSON.parse(await readFile(join(fx.workspace, 'terraform.tfstate'), 'utf8')) as {
+      outputs: Record<string, { value: string }>;
+    };
     const dbPassword = state.outputs.db_password!.value;
     const fleetKeyLine = (await readFile(fx.fleet.privateKeyPath, 'utf8')).split('\n')[1]!;
     const bootstrapKeyLine = (await readFile(fx.bootstrap.privateKeyPath, 'utf8')).split('\n')[1]!;
@@ -126,8 +156,11 @@ describe('the root action on a pull request: failure, re-run, resume', () => {
     for (const value of Object.values(secrets)) expect(value.length).toBeGreaterThan(8);
 
     const masked = `${first.stdout}\n${second.stdout}`;
-    for (const value of [sealKey, WRITE_TOKEN, basicAuth, fleetKeyLine]) expect(masked).toContain(`::add-mask::${value}`);
-    const sentComments = fx.double.requests.filter((request) => request.route?.includes('/comments') && request.method !== 'GET').map((request) => JSON.stringify(request.body));
+    for (const value of [sealKey, WRITE_TOKEN, basicAuth, fleetKeyLine])
+      expect(masked).toContain(`::add-mask::${value}`);
+    const sentComments = fx.double.requests
+      .filter((request) => request.route?.includes('/comments') && request.method !== 'GET')
+      .map((request) => JSON.stringify(request.body));
     expect(sentComments.length).toBeGreaterThanOrEqual(2);
     const history = await fx.ledgerHistory();
     expect(history).toContain('sealed/edge.json');
@@ -139,7 +172,8 @@ describe('the root action on a pull request: failure, re-run, resume', () => {
       ledger: history,
     };
     for (const [place, text] of Object.entries(places)) {
-      for (const [name, value] of Object.entries(secrets)) expect(text.includes(value), `${name} in ${place}`).toBe(false);
+      for (const [name, value] of Object.entries(secrets))
+        expect(text.includes(value), `${name} in ${place}`).toBe(false);
     }
   });
 });
@@ -164,16 +198,26 @@ describe('without contents: write', () => {
     expect(await fx.applyCount()).toBe(0);
     expect(await readFile(fx.standinLog, 'utf8').catch(() => '')).toBe('');
     expect(fx.double.requests).toEqual([]);
-    expect(fx.double.gitRequests.filter((request) => request.service === 'git-receive-pack' && request.status === 200)).toEqual([]);
+    expect(
+      fx.double.gitRequests.filter((request) => request.service === 'git-receive-pack' && request.status === 200),
+    ).toEqual([]);
   });
 
   it('still previews a plan for a pull request from a fork: summary, and a notice instead of the comment', async () => {
-    await writeFile(join(fx.workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: { all: { hosts: {} } } }));
+    await writeFile(
+      join(fx.workspace, 'exocomp.auto.tfvars.json'),
+      JSON.stringify({ ansible_inventory: { all: { hosts: {} } } }),
+    );
     const result = await fx.run('plan', {
       token: READ_TOKEN,
       actor: 'outsider',
       event: events.pullRequest(REPOSITORY, PR, 'outsider', { fork: true }),
-      with: { workspace: 'infra/edge', 'workspace-name': 'edge', 'tofu-binary': (await chainInputs(fx))['tofu-binary']!, 'plan-only': 'true' },
+      with: {
+        workspace: 'infra/edge',
+        'workspace-name': 'edge',
+        'tofu-binary': (await chainInputs(fx))['tofu-binary']!,
+        'plan-only': 'true',
+      },
     });
     expect(result.code, describeRun(result)).toBe(0);
     expect(result.outputs['plan-summary']).toBe('+1 ~0 -0');

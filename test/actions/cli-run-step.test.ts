@@ -32,21 +32,38 @@ describe('the CLI in a workflow run: step, while a host prints workflow commands
     await host.start();
     await writeFile(join(dir, 'spoof.yml'), spoofPlaybook());
     await writeFile(join(dir, 'failing.yml'), spoofPlaybook({ fail: true }));
-    await writeFile(join(dir, 'hosts.yml'), JSON.stringify({ all: { hosts: { web: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } } }));
+    await writeFile(
+      join(dir, 'hosts.yml'),
+      JSON.stringify({
+        all: { hosts: { web: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } },
+      }),
+    );
     await runProcess('git', ['init', '-q', '--bare', join(dir, 'ledger.git')]);
     job = await RunnerJob.start();
     const step = (script: string) =>
       job.shell({
         shell: 'bash',
         script,
-        run: { repository: REPOSITORY, runId: 7500, runAttempt: 1, actor: 'alice', workflowRef: `${REPOSITORY}/.github/workflows/converge.yml@refs/heads/main` },
+        run: {
+          repository: REPOSITORY,
+          runId: 7500,
+          runAttempt: 1,
+          actor: 'alice',
+          workflowRef: `${REPOSITORY}/.github/workflows/converge.yml@refs/heads/main`,
+        },
         event: events.push(REPOSITORY, 'alice'),
         githubUrl: 'http://127.0.0.1:9',
         githubToken: 'ghs_unused',
         workspace: dir,
-        env: { EXOCOMP: cliPath, KEY: key.privateKeyPath, HOST: `[${host.address}]:${host.port}`, ANSIBLE_CALLBACK_RESULT_FORMAT: 'yaml' },
+        env: {
+          EXOCOMP: cliPath,
+          KEY: key.privateKeyPath,
+          HOST: `[${host.address}]:${host.port}`,
+          ANSIBLE_CALLBACK_RESULT_FORMAT: 'yaml',
+        },
       });
-    const play = (playbook: string) => `node "$EXOCOMP" playbook run ${playbook} --inventory hosts.yml --remote-user root --ssh-identity "$KEY" --ledger ledger.git`;
+    const play = (playbook: string) =>
+      `node "$EXOCOMP" playbook run ${playbook} --inventory hosts.yml --remote-user root --ssh-identity "$KEY" --ledger ledger.git`;
     text = await step(`node "$EXOCOMP" host onboard "$HOST" --ledger ledger.git\n${play('spoof.yml')}\n`);
     json = await step(`${play('failing.yml')} --json\n`);
   });

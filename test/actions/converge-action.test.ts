@@ -20,7 +20,14 @@ import { events, RunnerJob, type ActionResult } from '../support/action-runner.j
 import { commitToLedger } from '../support/ledger-git.js';
 import type { LoopbackHost } from '../support/loopback-host.js';
 import { SPOOFED_COMMANDS, spoofPlaybook } from '../support/plays.js';
-import { chainInputs, createActionFixture, startWebHost, describeRun, REPOSITORY, type ActionFixture } from './helpers.js';
+import {
+  chainInputs,
+  createActionFixture,
+  startWebHost,
+  describeRun,
+  REPOSITORY,
+  type ActionFixture,
+} from './helpers.js';
 
 const SPOOF = SPOOFED_COMMANDS;
 
@@ -44,13 +51,22 @@ describe('the converge action', () => {
     await writeFile(join(fx.checkout, 'spoof.yml'), spoofPlaybook());
     await writeFile(join(fx.checkout, 'timed.yml'), timedPlaybook);
     job = await RunnerJob.start();
-    chain = await fx.run('provision', { runId: 7100, runnerJob: job, with: await chainInputs(fx, { 'ssh-wait': '30s', comment: 'false' }) });
+    chain = await fx.run('provision', {
+      runId: 7100,
+      runnerJob: job,
+      with: await chainInputs(fx, { 'ssh-wait': '30s', comment: 'false' }),
+    });
     converge = await fx.run('converge', {
       runId: 7100,
       runnerJob: job,
       event: events.schedule(REPOSITORY),
       env: { ANSIBLE_CALLBACK_RESULT_FORMAT: 'yaml' },
-      with: { target: 'tf:edge', playbook: 'spoof.yml', 'fleet-private-key': await readFile(fx.fleet.privateKeyPath, 'utf8'), 'bogus-input': 'dropped' },
+      with: {
+        target: 'tf:edge',
+        playbook: 'spoof.yml',
+        'fleet-private-key': await readFile(fx.fleet.privateKeyPath, 'utf8'),
+        'bogus-input': 'dropped',
+      },
     });
   });
 
@@ -83,7 +99,12 @@ describe('the converge action', () => {
   });
 
   it('warns about and drops an input the action does not declare, as the runner does', () => {
-    expect(converge.annotations).toContainEqual(expect.objectContaining({ level: 'warning', message: expect.stringContaining("Unexpected input(s) 'bogus-input'") }));
+    expect(converge.annotations).toContainEqual(
+      expect.objectContaining({
+        level: 'warning',
+        message: expect.stringContaining("Unexpected input(s) 'bogus-input'"),
+      }),
+    );
     expect(converge.env).not.toHaveProperty('INPUT_BOGUS-INPUT');
   });
 
@@ -97,18 +118,35 @@ describe('the converge action', () => {
     const ticks = cronFireTimes(cron, new Date(Date.now() - 5 * 86_400_000), new Date());
     const dropped = ticks[1] as Date;
     const fires = ticks.filter((t) => t !== dropped).map((t) => t.toISOString());
-    await writeFile(join(fx.checkout, 'ping.yml'), '- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.ping:\n');
-    await commitToLedger(fx.ledgerRepo, { [LEDGER_PATHS.scheduleFires('nightly')]: `${JSON.stringify({ schemaVersion: 1, name: 'nightly', cron, fires })}\n` }, 'earlier runs');
+    await writeFile(
+      join(fx.checkout, 'ping.yml'),
+      '- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.ping:\n',
+    );
+    await commitToLedger(
+      fx.ledgerRepo,
+      {
+        [LEDGER_PATHS.scheduleFires('nightly')]:
+          `${JSON.stringify({ schemaVersion: 1, name: 'nightly', cron, fires })}\n`,
+      },
+      'earlier runs',
+    );
     const result = await fx.run('converge', {
       runId: 7150,
       event: events.schedule(REPOSITORY, cron),
-      with: { target: 'tf:edge', playbook: 'ping.yml', 'fleet-private-key': await readFile(fx.fleet.privateKeyPath, 'utf8'), 'schedule-name': 'nightly' },
+      with: {
+        target: 'tf:edge',
+        playbook: 'ping.yml',
+        'fleet-private-key': await readFile(fx.fleet.privateKeyPath, 'utf8'),
+        'schedule-name': 'nightly',
+      },
     });
     expect(result.code, describeRun(result)).toBe(0);
     const line = `schedule nightly ('${cron}' UTC): 1 tick(s) never ran: ${dropped.toISOString()}`;
     expect(result.summary).toContain(line);
     expect(result.annotations).toContainEqual(expect.objectContaining({ level: 'warning', message: line }));
-    const recorded = JSON.parse((await fx.ledgerFile(LEDGER_PATHS.scheduleFires('nightly'))) ?? '{}') as { fires: string[] };
+    const recorded = JSON.parse((await fx.ledgerFile(LEDGER_PATHS.scheduleFires('nightly'))) ?? '{}') as {
+      fires: string[];
+    };
     expect(recorded.fires).toHaveLength(fires.length + 1);
   });
 
@@ -118,13 +156,21 @@ describe('the converge action', () => {
       fx.run('converge', {
         runId,
         event: events.schedule(REPOSITORY),
-        with: { target: 'tf:edge', playbook: 'timed.yml', 'fleet-private-key': fleetKey, 'concurrency-key': 'edge-nightly', 'concurrency-wait': '5m' },
+        with: {
+          target: 'tf:edge',
+          playbook: 'timed.yml',
+          'fleet-private-key': fleetKey,
+          'concurrency-key': 'edge-nightly',
+          'concurrency-wait': '5m',
+        },
       });
     const [first, second] = await Promise.all([converge(7201), converge(7202)]);
     expect(first.code, describeRun(first)).toBe(0);
     expect(second.code, describeRun(second)).toBe(0);
     expect((await host.readFile('/tmp/converge-order'))!.trim().split('\n')).toEqual(['start', 'end', 'start', 'end']);
-    expect(`${first.log}\n${second.log}`).toMatch(/waiting up to 5m 00s for concurrency key edge-nightly, held by github:acme\/infra:720[12]:1:converge/);
+    expect(`${first.log}\n${second.log}`).toMatch(
+      /waiting up to 5m 00s for concurrency key edge-nightly, held by github:acme\/infra:720[12]:1:converge/,
+    );
     const history = await fx.ledgerHistory();
     expect(history.match(/lock edge-nightly: acquired by github:/g)).toHaveLength(2);
     expect(history.match(/lock edge-nightly: released by github:/g)).toHaveLength(2);

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
-import { planArtifactName, sealPlan } from '../../src/app/sealed-plan.js';
+import { planArtifactName, sealPlan } from '../../src/app/provision/sealed-plan.js';
 import { events } from '../support/action-runner.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
 import { ResultsDouble } from '../support/results-double.js';
@@ -37,8 +37,13 @@ describe('dispatch mode: the continuation applies the plan sealed by the run tha
   let host: LoopbackHost;
 
   const inventory = (address: string, port: number) =>
-    JSON.stringify({ ansible_inventory: { all: { hosts: { web: { ansible_host: address, ansible_port: port, ansible_user: 'root' } } } } });
-  const record = async (id: string): Promise<WorkflowRecord> => JSON.parse((await fx.ledgerFile(`workflows/${id}.json`)) ?? 'null') as WorkflowRecord;
+    JSON.stringify({
+      ansible_inventory: {
+        all: { hosts: { web: { ansible_host: address, ansible_port: port, ansible_user: 'root' } } },
+      },
+    });
+  const record = async (id: string): Promise<WorkflowRecord> =>
+    JSON.parse((await fx.ledgerFile(`workflows/${id}.json`)) ?? 'null') as WorkflowRecord;
   const planCount = async () => invocationsOf(await readStandinLog(fx.standinLog), 'plan').length;
 
   /** The root action as the job of one run: the first run plans, a dispatched run continues `workflow-id`. */
@@ -49,7 +54,9 @@ describe('dispatch mode: the continuation applies the plan sealed by the run tha
       loopbackHostname: HOSTNAME,
       env: { ACTIONS_RESULTS_URL: results.url, ACTIONS_RUNTIME_TOKEN: results.runtimeToken(runId, 'provision') },
       ...(options.token ? { token: options.token } : {}),
-      ...(options.continues ? { event: events.workflowDispatch(REPOSITORY, BOT, { 'workflow-id': options.continues }), actor: BOT } : { event: events.push(REPOSITORY, 'alice') }),
+      ...(options.continues
+        ? { event: events.workflowDispatch(REPOSITORY, BOT, { 'workflow-id': options.continues }), actor: BOT }
+        : { event: events.push(REPOSITORY, 'alice') }),
       with: await chainInputs(fx, {
         'ssh-wait': '20s',
         'require-approval': 'true',
@@ -76,7 +83,10 @@ describe('dispatch mode: the continuation applies the plan sealed by the run tha
     expect(planned.outputs.state).toBe('awaiting-approval');
     const approved = await approve(`edge-${runId}`, runId + 1);
     expect(approved.code, describeRun(approved)).toBe(0);
-    expect(fx.double.state.dispatches.at(-1)).toMatchObject({ workflow: 'provision.yml', inputs: { 'workflow-id': `edge-${runId}` } });
+    expect(fx.double.state.dispatches.at(-1)).toMatchObject({
+      workflow: 'provision.yml',
+      inputs: { 'workflow-id': `edge-${runId}` },
+    });
   };
 
   beforeAll(async () => {
@@ -85,7 +95,11 @@ describe('dispatch mode: the continuation applies the plan sealed by the run tha
     fx.double.artifacts = results;
     fx.double.state.collaborators = { alice: 'write', bob: 'write' };
     fx.double.state.workflows['provision.yml'] = { id: 77, workflowDispatch: true, inputs: ['workflow-id'] };
-    fx.double.state.tokens[NO_ACTIONS_TOKEN] = { login: BOT, permissions: { contents: 'write', issues: 'write', 'pull-requests': 'write' }, repositories: [REPOSITORY] };
+    fx.double.state.tokens[NO_ACTIONS_TOKEN] = {
+      login: BOT,
+      permissions: { contents: 'write', issues: 'write', 'pull-requests': 'write' },
+      repositories: [REPOSITORY],
+    };
     host = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey, port: 2222 });
     await host.start();
     await writeFile(join(fx.workspace, 'exocomp.auto.tfvars.json'), inventory(host.address, host.port));
@@ -117,7 +131,9 @@ describe('dispatch mode: the continuation applies the plan sealed by the run tha
     const listed = fx.double.requestsTo(LIST_ARTIFACTS);
     expect(listed.map((request) => [request.params.run_id, request.status])).toEqual([['100', 200]]);
     expect(listed[0]!.url).toContain(`name=${planArtifactName('edge-100')}`);
-    expect(fx.double.requestsTo(DOWNLOAD_ARTIFACT).map((request) => [request.params.artifact_id, request.status])).toEqual([[String(sealed!.id), 302]]);
+    expect(
+      fx.double.requestsTo(DOWNLOAD_ARTIFACT).map((request) => [request.params.artifact_id, request.status]),
+    ).toEqual([[String(sealed!.id), 302]]);
     expect(fx.double.violations).toEqual([]);
     expect(results.violations).toEqual([]);
   });
@@ -136,7 +152,10 @@ describe('dispatch mode: the continuation applies the plan sealed by the run tha
         const ran = await runProcess(standinPath, args, { cwd: elsewhere });
         expect(ran.code, ran.stderr).toBe(0);
       }
-      results.replace(planArtifactName('edge-200'), sealPlan(await readFile(join(elsewhere, 'other.tfplan')), sealKey, 'edge-200'));
+      results.replace(
+        planArtifactName('edge-200'),
+        sealPlan(await readFile(join(elsewhere, 'other.tfplan')), sealKey, 'edge-200'),
+      );
     } finally {
       await rm(elsewhere, { recursive: true, force: true });
     }
@@ -161,7 +180,9 @@ describe('dispatch mode: the continuation applies the plan sealed by the run tha
     results.remove(planArtifactName('edge-300'));
     const missing = await provision(303, { continues: 'edge-300' });
     expect(missing.code).toBe(1);
-    expect(missing.stdout).toContain(`approved plan artifact not found: run 300 holds no ${planArtifactName('edge-300')}`);
+    expect(missing.stdout).toContain(
+      `approved plan artifact not found: run 300 holds no ${planArtifactName('edge-300')}`,
+    );
 
     expect(await fx.applyCount()).toBe(applies);
     expect(await planCount()).toBe(plans);

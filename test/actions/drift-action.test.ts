@@ -21,7 +21,13 @@ describe('the drift action and the sticky drift issue', () => {
   const setInventory = (extra: Record<string, unknown> = {}) =>
     writeFile(
       join(fx.workspace, 'exocomp.auto.tfvars.json'),
-      JSON.stringify({ ansible_inventory: { all: { hosts: { web1: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root', ...extra } } } } }),
+      JSON.stringify({
+        ansible_inventory: {
+          all: {
+            hosts: { web1: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root', ...extra } },
+          },
+        },
+      }),
     );
   const provision = async (runId: number) => {
     const result = await fx.run('provision', { runId, with: await chainInputs(fx, { playbook: 'drift-site.yml' }) });
@@ -80,7 +86,9 @@ describe('the drift action and the sticky drift issue', () => {
     expect(fx.double.state.issues[number]).toMatchObject({ state: 'closed', stateReason: 'completed' });
     expect(fx.double.commentsOn(number).map((c) => c.body)).toEqual([expect.stringContaining('No drift any more')]);
     // Both checks are in the ledger.
-    const history = JSON.parse((await fx.ledgerFile('drift/edge.json')) ?? '{}') as { runs: Array<{ verdict: string; runUrl: string }> };
+    const history = JSON.parse((await fx.ledgerFile('drift/edge.json')) ?? '{}') as {
+      runs: Array<{ verdict: string; runUrl: string }>;
+    };
     expect(history.runs.map((r) => r.verdict)).toEqual(['drift', 'clean']);
   });
 });

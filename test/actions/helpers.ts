@@ -9,7 +9,15 @@ import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LEDGER_BRANCH, ledgerFile, ledgerHistory } from '../support/ledger-git.js';
-import { events, runActionBundle, type ActionInvocation, type ActionResult, type RunnerEvent, type RunnerJob, type RunnerRun } from '../support/action-runner.js';
+import {
+  events,
+  runActionBundle,
+  type ActionInvocation,
+  type ActionResult,
+  type RunnerEvent,
+  type RunnerJob,
+  type RunnerRun,
+} from '../support/action-runner.js';
 import { GitHubDouble, PERMISSIVE_TOKEN } from '../support/github-double.js';
 import { createLoopbackHost, generateKeyPair, type KeyPair, type LoopbackHost } from '../support/loopback-host.js';
 import { fixtureWorkspacesDir, invocationsOf, readStandinLog, standinPath } from '../support/tofu-standin.js';
@@ -69,7 +77,11 @@ export async function createActionFixture(workspaceFixture = 'edge'): Promise<Ac
   const double = await GitHubDouble.start({ repository: REPOSITORY, gitRoot });
   const ledgerRepo = await double.createBareRepository();
   double.state.tokens[WRITE_TOKEN] = { login: BOT, permissions: { ...PERMISSIVE_TOKEN }, repositories: [REPOSITORY] };
-  double.state.tokens[READ_TOKEN] = { login: BOT, permissions: { contents: 'read', 'pull-requests': 'read', issues: 'read', actions: 'read' }, repositories: [REPOSITORY] };
+  double.state.tokens[READ_TOKEN] = {
+    login: BOT,
+    permissions: { contents: 'read', 'pull-requests': 'read', issues: 'read', actions: 'read' },
+    repositories: [REPOSITORY],
+  };
   const checkout = join(dir, 'checkout');
   const workspace = join(checkout, WORKSPACE_DIR);
   await mkdir(join(checkout, 'infra'), { recursive: true });
@@ -128,7 +140,10 @@ export async function createActionFixture(workspaceFixture = 'edge'): Promise<Ac
 /** Names `web` at address:port, as root, as the workspace's only host (the fixture's tofu input). */
 export async function nameWebHost(fx: ActionFixture, address: string, port = 2222): Promise<void> {
   const web = { ansible_host: address, ansible_port: port, ansible_user: 'root' };
-  await writeFile(join(fx.workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: { all: { hosts: { web } } } }));
+  await writeFile(
+    join(fx.workspace, 'exocomp.auto.tfvars.json'),
+    JSON.stringify({ ansible_inventory: { all: { hosts: { web } } } }),
+  );
 }
 
 /** A started loopback host taking the bootstrap key for root, named `web` in the workspace. */
@@ -140,7 +155,10 @@ export async function startWebHost(fx: ActionFixture): Promise<LoopbackHost> {
 }
 
 /** The inputs every chain run in these tests shares (keys as the secrets a workflow passes). */
-export async function chainInputs(fx: ActionFixture, extra: Record<string, string> = {}): Promise<Record<string, string>> {
+export async function chainInputs(
+  fx: ActionFixture,
+  extra: Record<string, string> = {},
+): Promise<Record<string, string>> {
   return {
     workspace: WORKSPACE_DIR,
     playbook: 'site.yml',
@@ -156,7 +174,14 @@ export async function chainInputs(fx: ActionFixture, extra: Record<string, strin
 
 /** The inputs of a plan step (no keys: planning needs none). */
 export function planInputs(extra: Record<string, string> = {}): Record<string, string> {
-  return { workspace: WORKSPACE_DIR, playbook: 'site.yml', 'workspace-name': 'edge', 'tofu-binary': standinPath, 'allow-local-state': 'true', ...extra };
+  return {
+    workspace: WORKSPACE_DIR,
+    playbook: 'site.yml',
+    'workspace-name': 'edge',
+    'tofu-binary': standinPath,
+    'allow-local-state': 'true',
+    ...extra,
+  };
 }
 
 /** Lines printed to stdout/stderr other than the runner's mask commands. */

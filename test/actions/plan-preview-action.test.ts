@@ -14,7 +14,14 @@ import { events } from '../support/action-runner.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
 import { motdPlaybook } from '../support/plays.js';
 import { LEDGER_PATHS } from '../../src/ledger/records.js';
-import { chainInputs, createActionFixture, describeRun, planInputs, REPOSITORY, type ActionFixture } from './helpers.js';
+import {
+  chainInputs,
+  createActionFixture,
+  describeRun,
+  planInputs,
+  REPOSITORY,
+  type ActionFixture,
+} from './helpers.js';
 
 const PR = 12;
 
@@ -32,7 +39,11 @@ describe('the plan action with the fleet key', () => {
     await writeFile(join(fx.checkout, 'site.yml'), motdPlaybook());
     await writeFile(
       join(fx.workspace, 'exocomp.auto.tfvars.json'),
-      JSON.stringify({ ansible_inventory: { all: { hosts: { web1: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } } } }),
+      JSON.stringify({
+        ansible_inventory: {
+          all: { hosts: { web1: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } },
+        },
+      }),
     );
     const provisioned = await fx.run('provision', { runId: 6001, with: await chainInputs(fx) });
     expect(provisioned.code, describeRun(provisioned)).toBe(0);

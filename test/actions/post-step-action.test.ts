@@ -15,7 +15,14 @@ import { events, RunnerJob, type ActionResult } from '../support/action-runner.j
 import { cliPath } from '../support/chain-fixture.js';
 import type { LoopbackHost } from '../support/loopback-host.js';
 import { invocationsOf, readStandinLog, standinPath } from '../support/tofu-standin.js';
-import { chainInputs, createActionFixture, describeRun, REPOSITORY, startWebHost, type ActionFixture } from './helpers.js';
+import {
+  chainInputs,
+  createActionFixture,
+  describeRun,
+  REPOSITORY,
+  startWebHost,
+  type ActionFixture,
+} from './helpers.js';
 
 const RUN_ID = 7400;
 const ID = `edge-${RUN_ID}`;
@@ -58,14 +65,33 @@ describe('the post step after the root action was killed outright during tofu ap
     afterPost = JSON.parse((await fx.ledgerFile(`workflows/${ID}.json`))!) as WorkflowRecord;
     appliesBeforeResume = await fx.applyCount();
     // A person resumes from a workstation: the CLI against the same ledger repository.
-    const env: NodeJS.ProcessEnv = { ...process.env, EXOCOMP_TOFU_STANDIN_LOG: fx.standinLog, XDG_CACHE_HOME: join(fx.dir, 'cache') };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      EXOCOMP_TOFU_STANDIN_LOG: fx.standinLog,
+      XDG_CACHE_HOME: join(fx.dir, 'cache'),
+    };
     delete env.GITHUB_ACTIONS;
     delete env.GITLAB_CI;
     const keys = ['--fleet-key', fx.fleet.privateKeyPath, '--bootstrap-key', fx.bootstrap.privateKeyPath];
-    resumed = await runProcess(process.execPath, [cliPath, 'provision', 'resume', ID, '--ledger', fx.ledgerRepo, '--tofu-binary', standinPath, '--allow-local-state', ...keys], {
-      cwd: fx.checkout,
-      env,
-    });
+    resumed = await runProcess(
+      process.execPath,
+      [
+        cliPath,
+        'provision',
+        'resume',
+        ID,
+        '--ledger',
+        fx.ledgerRepo,
+        '--tofu-binary',
+        standinPath,
+        '--allow-local-state',
+        ...keys,
+      ],
+      {
+        cwd: fx.checkout,
+        env,
+      },
+    );
   });
 
   afterAll(async () => {
@@ -89,13 +115,19 @@ describe('the post step after the root action was killed outright during tofu ap
     expect(post!.code, describeRun(post!)).toBe(0);
     expect(afterPost.state).toBe('provision-failed');
     expect(afterPost.failure).toMatchObject({ step: 'apply', kind: 'interrupted' });
-    expect(afterPost.failure!.summary).toMatch(new RegExp(`apply interrupted: the action was stopped before it could record the step \\(run ${RUN_ID} attempt 1`));
+    expect(afterPost.failure!.summary).toMatch(
+      new RegExp(
+        `apply interrupted: the action was stopped before it could record the step \\(run ${RUN_ID} attempt 1`,
+      ),
+    );
     expect(afterPost.steps.find((s) => s.name === 'apply')?.state).toBe('failed');
     expect(afterPost.steps.every((s) => s.lease === undefined)).toBe(true);
   });
 
   it('publishes the interrupted status: an error annotation, the summary and the sticky comment', () => {
-    expect(post!.annotations.some((a) => a.level === 'error' && /apply of edge-7400 was left running/.test(a.message))).toBe(true);
+    expect(
+      post!.annotations.some((a) => a.level === 'error' && /apply of edge-7400 was left running/.test(a.message)),
+    ).toBe(true);
     expect(post!.summary).toMatch(/interrupted/);
     expect(fx.double.commentsOn(PR)[0]?.body).toMatch(/interrupted/);
     expect(fx.double.requests.length).toBeGreaterThan(requestsBeforePost);

@@ -102,7 +102,12 @@ describe('the provider cache, saved after an apply and restored by the next run'
     const plan = await job('plan', planInputs({ 'tofu-binary': tofu }));
     expect(plan.code, describeRun(plan)).toBe(0);
     fx.double.state.approvals[runId] = [{ state: 'approved', user: 'bob', environments: ['production'] }];
-    const apply = await job('apply', { 'workflow-id': `edge-${runId}`, environment: 'production', 'tofu-binary': tofu, 'allow-local-state': 'true' });
+    const apply = await job('apply', {
+      'workflow-id': `edge-${runId}`,
+      environment: 'production',
+      'tofu-binary': tofu,
+      'allow-local-state': 'true',
+    });
     expect(apply.code, describeRun(apply)).toBe(0);
     return apply;
   };
@@ -111,7 +116,10 @@ describe('the provider cache, saved after an apply and restored by the next run'
     fx = await createActionFixture('sealed');
     results = await ResultsDouble.start(HOSTNAME);
     fx.double.state.environments['production'] = { requiredReviewers: ['bob'] };
-    await writeFile(join(fx.workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: { all: { hosts: { web: { ansible_host: '127.0.0.1' } } } } }));
+    await writeFile(
+      join(fx.workspace, 'exocomp.auto.tfvars.json'),
+      JSON.stringify({ ansible_inventory: { all: { hosts: { web: { ansible_host: '127.0.0.1' } } } } }),
+    );
     await writeFile(join(fx.workspace, LOCK_FILE), lockFile('3.2.4'));
     // Where a runner keeps it: beside the checkout, the same path in every job.
     runnerTemp = join(fx.dir, 'work', '_temp');

@@ -36,7 +36,9 @@ describe('status of a push', () => {
     fx.double.state.commitPulls[SHA] = [];
     const result = await fx.run('plan', { runId: 8101, with: planInputs() });
     expect(result.code, describeRun(result)).toBe(0);
-    expect(result.annotations).toContainEqual(expect.objectContaining({ level: 'notice', message: expect.stringContaining('belongs to no pull request') }));
+    expect(result.annotations).toContainEqual(
+      expect.objectContaining({ level: 'notice', message: expect.stringContaining('belongs to no pull request') }),
+    );
     expect(fx.double.violations).toEqual([]);
   });
 });

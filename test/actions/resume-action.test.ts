@@ -7,7 +7,14 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { awaitApproval, createWorkflow, decideApproval, startStep, type Continuation, type Workflow } from '../../src/domain/workflow.js';
+import {
+  awaitApproval,
+  createWorkflow,
+  decideApproval,
+  startStep,
+  type Continuation,
+  type Workflow,
+} from '../../src/domain/workflow.js';
 import { GitLedgerStore } from '../../src/ledger/git-store.js';
 import { LEDGER_PATHS, serializeRecord } from '../../src/ledger/records.js';
 import { events, type ActionResult } from '../support/action-runner.js';
@@ -19,7 +26,13 @@ function interrupted(id: string, runId: number, now: Date): Workflow {
     workspace: { path: 'infra/edge', name: 'edge' },
     playbook: 'site.yml',
     requester: 'alice',
-    trigger: { kind: 'github', runId, runAttempt: 1, repository: REPOSITORY, workflowRef: `${REPOSITORY}/.github/workflows/provision.yml@refs/heads/main` },
+    trigger: {
+      kind: 'github',
+      runId,
+      runAttempt: 1,
+      repository: REPOSITORY,
+      workflowRef: `${REPOSITORY}/.github/workflows/provision.yml@refs/heads/main`,
+    },
     options: { sshWaitMs: 60_000, onboardUser: 'exocomp', check: false },
     requireApproval: false,
     now,
@@ -41,13 +54,24 @@ function approvedUnstarted(id: string, approvedAt: Date, continuation?: Continua
     workspace: { path: 'infra/edge', name: 'edge' },
     playbook: 'site.yml',
     requester: 'alice',
-    trigger: { kind: 'github', runId: 1, runAttempt: 1, repository: REPOSITORY, workflowRef: `${REPOSITORY}/.github/workflows/provision.yml@refs/heads/main` },
+    trigger: {
+      kind: 'github',
+      runId: 1,
+      runAttempt: 1,
+      repository: REPOSITORY,
+      workflowRef: `${REPOSITORY}/.github/workflows/provision.yml@refs/heads/main`,
+    },
     options: { sshWaitMs: 60_000, onboardUser: 'exocomp', check: false },
     requireApproval: true,
     now: approvedAt,
   });
   const planned = awaitApproval(created, approvedAt, { fingerprint: 'f', summary: '+1 ~0 -0' });
-  const approved = decideApproval(planned, { approve: true, by: 'bob', via: 'workflow_dispatch run 2', now: approvedAt });
+  const approved = decideApproval(planned, {
+    approve: true,
+    by: 'bob',
+    via: 'workflow_dispatch run 2',
+    now: approvedAt,
+  });
   return continuation ? { ...approved, continuation } : approved;
 }
 
@@ -56,7 +80,10 @@ describe('resume sweeper', () => {
   let cache: string;
   beforeAll(async () => {
     fx = await createActionFixture('edge');
-    await writeFile(join(fx.workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: { all: { hosts: {} } } }));
+    await writeFile(
+      join(fx.workspace, 'exocomp.auto.tfvars.json'),
+      JSON.stringify({ ansible_inventory: { all: { hosts: {} } } }),
+    );
     cache = await mkdtemp(join(tmpdir(), 'exocomp-sweep-cache-'));
     const store = new GitLedgerStore({ remote: fx.ledgerRepo, cacheDir: cache });
     // Heartbeats are fresh: only the runs' status can tell the sweeper which holder is gone.
@@ -69,33 +96,85 @@ describe('resume sweeper', () => {
         [LEDGER_PATHS.workflow('edge-8100'), serializeRecord(interrupted('edge-8100', 8100, now))],
         [LEDGER_PATHS.workflow('edge-8200'), serializeRecord(interrupted('edge-8200', 8200, now))],
         // Approved two hours ago, continuation never ran (its dispatch failed or its pending run was cancelled).
-        [LEDGER_PATHS.workflow('edge-8400'), serializeRecord(approvedUnstarted('edge-8400', new Date(now.getTime() - 2 * 3600_000)))],
+        [
+          LEDGER_PATHS.workflow('edge-8400'),
+          serializeRecord(approvedUnstarted('edge-8400', new Date(now.getTime() - 2 * 3600_000))),
+        ],
         // Approved a minute ago: its continuation may still be queued.
-        [LEDGER_PATHS.workflow('edge-8500'), serializeRecord(approvedUnstarted('edge-8500', new Date(now.getTime() - 60_000)))],
+        [
+          LEDGER_PATHS.workflow('edge-8500'),
+          serializeRecord(approvedUnstarted('edge-8500', new Date(now.getTime() - 60_000))),
+        ],
         // The run ids the approve runs recorded: a minute ago, but its continuation's run was cancelled while pending ...
         [
           LEDGER_PATHS.workflow('edge-8600'),
-          serializeRecord(approvedUnstarted('edge-8600', minuteAgo, { at: minuteAgo.toISOString(), dispatches: 1, runId: 8601, runUrl: runUrl(8601) })),
+          serializeRecord(
+            approvedUnstarted('edge-8600', minuteAgo, {
+              at: minuteAgo.toISOString(),
+              dispatches: 1,
+              runId: 8601,
+              runUrl: runUrl(8601),
+            }),
+          ),
         ],
         // ... two hours ago, but its continuation still waits in the queue (behind a long apply) ...
         [
           LEDGER_PATHS.workflow('edge-8700'),
-          serializeRecord(approvedUnstarted('edge-8700', twoHoursAgo, { at: twoHoursAgo.toISOString(), dispatches: 1, runId: 8701, runUrl: runUrl(8701) })),
+          serializeRecord(
+            approvedUnstarted('edge-8700', twoHoursAgo, {
+              at: twoHoursAgo.toISOString(),
+              dispatches: 1,
+              runId: 8701,
+              runUrl: runUrl(8701),
+            }),
+          ),
         ],
         // ... and the third continuation of this one failed too: no fourth.
         [
           LEDGER_PATHS.workflow('edge-8800'),
-          serializeRecord(approvedUnstarted('edge-8800', twoHoursAgo, { at: minuteAgo.toISOString(), dispatches: 3, runId: 8801, runUrl: runUrl(8801) })),
+          serializeRecord(
+            approvedUnstarted('edge-8800', twoHoursAgo, {
+              at: minuteAgo.toISOString(),
+              dispatches: 3,
+              runId: 8801,
+              runUrl: runUrl(8801),
+            }),
+          ),
         ],
       ]),
       message: 'two workflows mid-apply',
       result: undefined,
     }));
-    fx.double.state.runs[8100] = { status: 'completed', conclusion: 'cancelled', runAttempt: 1, workflowPath: '.github/workflows/provision.yml' };
-    fx.double.state.runs[8200] = { status: 'in_progress', conclusion: null, runAttempt: 1, workflowPath: '.github/workflows/provision.yml' };
-    fx.double.state.runs[8601] = { status: 'completed', conclusion: 'cancelled', event: 'workflow_dispatch', workflowPath: '.github/workflows/provision.yml' };
-    fx.double.state.runs[8701] = { status: 'queued', conclusion: null, event: 'workflow_dispatch', workflowPath: '.github/workflows/provision.yml' };
-    fx.double.state.runs[8801] = { status: 'completed', conclusion: 'failure', event: 'workflow_dispatch', workflowPath: '.github/workflows/provision.yml' };
+    fx.double.state.runs[8100] = {
+      status: 'completed',
+      conclusion: 'cancelled',
+      runAttempt: 1,
+      workflowPath: '.github/workflows/provision.yml',
+    };
+    fx.double.state.runs[8200] = {
+      status: 'in_progress',
+      conclusion: null,
+      runAttempt: 1,
+      workflowPath: '.github/workflows/provision.yml',
+    };
+    fx.double.state.runs[8601] = {
+      status: 'completed',
+      conclusion: 'cancelled',
+      event: 'workflow_dispatch',
+      workflowPath: '.github/workflows/provision.yml',
+    };
+    fx.double.state.runs[8701] = {
+      status: 'queued',
+      conclusion: null,
+      event: 'workflow_dispatch',
+      workflowPath: '.github/workflows/provision.yml',
+    };
+    fx.double.state.runs[8801] = {
+      status: 'completed',
+      conclusion: 'failure',
+      event: 'workflow_dispatch',
+      workflowPath: '.github/workflows/provision.yml',
+    };
     fx.double.state.workflows['provision.yml'] = { id: 77, workflowDispatch: true, inputs: ['workflow-id'] };
   });
   afterAll(async () => {
@@ -104,13 +183,20 @@ describe('resume sweeper', () => {
   });
 
   let sweep: ActionResult;
-  const continuationOf = async (id: string) => (JSON.parse((await fx.ledgerFile(`workflows/${id}.json`))!) as { continuation?: Continuation }).continuation;
+  const continuationOf = async (id: string) =>
+    (JSON.parse((await fx.ledgerFile(`workflows/${id}.json`))!) as { continuation?: Continuation }).continuation;
 
   it('dispatches the continuation of the workflow whose run completed, of the one approved long ago with no run to judge, and of the one whose continuation run was cancelled; leaves the live, the recent and the queued ones alone', async () => {
     sweep = await fx.run('resume', { runId: 8900, workflowFile: 'resume.yml', event: events.schedule(REPOSITORY) });
     expect(sweep.code, describeRun(sweep)).toBe(0);
     expect(JSON.parse(sweep.outputs.resumed!)).toEqual(['edge-8400', 'edge-8600', 'edge-8100']);
-    const dispatch = (id: string) => ({ workflow: 'provision.yml', ref: 'main', inputs: { 'workflow-id': id }, login: 'github-actions[bot]', runId: expect.any(Number) });
+    const dispatch = (id: string) => ({
+      workflow: 'provision.yml',
+      ref: 'main',
+      inputs: { 'workflow-id': id },
+      login: 'github-actions[bot]',
+      runId: expect.any(Number),
+    });
     expect(fx.double.state.dispatches).toEqual([dispatch('edge-8400'), dispatch('edge-8600'), dispatch('edge-8100')]);
     expect(sweep.stdout).not.toContain('edge-8500');
     expect(sweep.stdout).toContain('edge-8200: apply live');
@@ -138,7 +224,10 @@ describe('resume sweeper', () => {
     expect(
       sweep.annotations.some(
         (a) =>
-          a.level === 'warning' && a.message.includes(`edge-8800: 3 continuations ended without moving its chain (the last: ${fx.double.url}/${REPOSITORY}/actions/runs/8801)`),
+          a.level === 'warning' &&
+          a.message.includes(
+            `edge-8800: 3 continuations ended without moving its chain (the last: ${fx.double.url}/${REPOSITORY}/actions/runs/8801)`,
+          ),
       ),
     ).toBe(true);
     expect((await continuationOf('edge-8800'))?.dispatches).toBe(3);
@@ -146,11 +235,16 @@ describe('resume sweeper', () => {
 
   it('a second sweep starts nothing new while the continuations it started are queued', async () => {
     const before = fx.double.state.dispatches.length;
-    const again = await fx.run('resume', { runId: 8901, workflowFile: 'resume.yml', event: events.schedule(REPOSITORY) });
+    const again = await fx.run('resume', {
+      runId: 8901,
+      workflowFile: 'resume.yml',
+      event: events.schedule(REPOSITORY),
+    });
     expect(again.code, describeRun(again)).toBe(0);
     expect(JSON.parse(again.outputs.resumed!)).toEqual([]);
     expect(fx.double.state.dispatches).toHaveLength(before);
-    for (const id of ['edge-8400', 'edge-8600', 'edge-8100']) expect(again.stdout).toMatch(new RegExp(`${id}: apply continuing`));
+    for (const id of ['edge-8400', 'edge-8600', 'edge-8100'])
+      expect(again.stdout).toMatch(new RegExp(`${id}: apply continuing`));
   });
 
   it('the continuation takes the step over from the completed run (attempt 2)', async () => {

@@ -34,7 +34,9 @@ describe('a workspace whose state would stay on the runner', () => {
 
   it('is applied with allow-local-state: true, with a warning', async () => {
     const result = await fx.run('provision', { runId: 4102, with: planInputs() });
-    const warning = result.annotations.find((a) => a.level === 'warning' && /keeps its state on this runner/.test(a.message));
+    const warning = result.annotations.find(
+      (a) => a.level === 'warning' && /keeps its state on this runner/.test(a.message),
+    );
     expect(warning, describeRun(result)).toBeDefined();
     expect(await fx.applyCount()).toBe(1);
     const record = JSON.parse((await fx.ledgerFile('workflows/edge-4102.json'))!);

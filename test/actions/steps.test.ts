@@ -29,7 +29,11 @@ describe('one job per step, then status and converge', () => {
     await host.start();
     await writeFile(
       join(fx.workspace, 'exocomp.auto.tfvars.json'),
-      JSON.stringify({ ansible_inventory: { all: { hosts: { web: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } } } }),
+      JSON.stringify({
+        ansible_inventory: {
+          all: { hosts: { web: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } },
+        },
+      }),
     );
     fx.double.state.environments['production'] = { requiredReviewers: ['bob'] };
     fx.double.state.approvals[RUN] = [{ state: 'approved', user: 'bob', environments: ['production'] }];
@@ -46,7 +50,14 @@ describe('one job per step, then status and converge', () => {
       ['plan', planInputs({ 'ssh-wait': '30s' })],
       ['apply', { ...common, environment: 'production', 'tofu-binary': standinPath, 'allow-local-state': 'true' }],
       ['ssh-wait', common],
-      ['onboard', { ...common, 'fleet-private-key': fleetKey, 'bootstrap-private-key': await readFile(fx.bootstrap.privateKeyPath, 'utf8') }],
+      [
+        'onboard',
+        {
+          ...common,
+          'fleet-private-key': fleetKey,
+          'bootstrap-private-key': await readFile(fx.bootstrap.privateKeyPath, 'utf8'),
+        },
+      ],
       ['configure', { ...common, 'fleet-private-key': fleetKey, 'run-secrets': 'GREETING: from the configure job' }],
     ];
     const states: string[] = [];
@@ -59,7 +70,9 @@ describe('one job per step, then status and converge', () => {
     expect(await host.readFile('/tmp/exocomp-configured-web')).toContain('greeting=from the configure job');
     const ours = fx.double.commentsOn(PR).filter((c) => c.author === BOT);
     expect(ours).toHaveLength(1);
-    expect(fx.double.requestsTo('PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}')).toHaveLength(jobs.length - 1);
+    expect(fx.double.requestsTo('PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}')).toHaveLength(
+      jobs.length - 1,
+    );
     expect(fx.double.violations).toEqual([]);
   });
 
@@ -77,7 +90,9 @@ describe('one job per step, then status and converge', () => {
     expect(result.outputs.state).toBe('provisioned');
     expect(result.summary).toContain(`exocomp workflow \`${ID}\` — provisioned`);
     const all = await fx.run('status', { runId: RUN + 2 });
-    expect(JSON.parse(all.outputs.workflows!)).toEqual(expect.arrayContaining([{ id: ID, state: 'provisioned', workspace: 'edge' }]));
+    expect(JSON.parse(all.outputs.workflows!)).toEqual(
+      expect.arrayContaining([{ id: ID, state: 'provisioned', workspace: 'edge' }]),
+    );
   });
 
   it('converge: runs a playbook against tf:edge with a read-only token, passing args', async () => {
@@ -86,7 +101,13 @@ describe('one job per step, then status and converge', () => {
       runId: RUN + 3,
       event: events.schedule(REPOSITORY),
       token: 'ghs_readOnlyTokenForTheJob98765432',
-      with: { target: 'tf:edge', playbook: 'site.yml', args: '--diff', 'fleet-private-key': fleetKey, 'run-secrets': 'GREETING: nightly' },
+      with: {
+        target: 'tf:edge',
+        playbook: 'site.yml',
+        args: '--diff',
+        'fleet-private-key': fleetKey,
+        'run-secrets': 'GREETING: nightly',
+      },
     });
     expect(result.code, describeRun(result)).toBe(0);
     expect(result.outputs).toMatchObject({ state: 'converged', hosts: '1' });

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { createWorkflow } from '../../src/domain/workflow.js';
 import { ACTION_INPUTS, readSettings } from '../../src/platform/github/inputs.js';
-import { sealPlan, unsealPlan } from '../../src/app/sealed-plan.js';
+import { sealPlan, unsealPlan } from '../../src/app/provision/sealed-plan.js';
 import { providerCacheKey } from '../../src/platform/github/provider-cache.js';
 import { readRunContext, workflowFileOf } from '../../src/platform/github/run-context.js';
 import { COMMENT_LIMIT, commentMarker, statusMarkdown } from '../../src/platform/github/status.js';
@@ -16,7 +16,13 @@ const read = (inputs: Record<string, string>, masked: string[] = []) =>
 
 describe('settings from inputs', () => {
   it('applies the parsers: durations, booleans, lists, enums', () => {
-    const s = read({ token: 't0ken-value', 'ssh-wait': '90s', 'require-approval': 'True', 'rotate-host-keys': 'web,\n[10.0.0.1]:2222\n', 'approval-mode': 'dispatch' });
+    const s = read({
+      token: 't0ken-value',
+      'ssh-wait': '90s',
+      'require-approval': 'True',
+      'rotate-host-keys': 'web,\n[10.0.0.1]:2222\n',
+      'approval-mode': 'dispatch',
+    });
     expect(s['ssh-wait']).toBe(90_000);
     expect(s['require-approval']).toBe(true);
     expect(s['rotate-host-keys']).toEqual(['web', '[10.0.0.1]:2222']);
@@ -27,9 +33,12 @@ describe('settings from inputs', () => {
 
   it('masks secret inputs as they are read, and never quotes them in a refusal', () => {
     const masked: string[] = [];
-    expect(() => read({ token: 'ghs_abcdef123456', 'ssh-wait': 'soon', 'require-approval': 'yes', 'seal-key': ' seal-value-xyz\n' }, masked)).toThrow(
-      /ssh-wait: .*; require-approval: must be true or false, not "yes"/,
-    );
+    expect(() =>
+      read(
+        { token: 'ghs_abcdef123456', 'ssh-wait': 'soon', 'require-approval': 'yes', 'seal-key': ' seal-value-xyz\n' },
+        masked,
+      ),
+    ).toThrow(/ssh-wait: .*; require-approval: must be true or false, not "yes"/);
     expect(masked).toEqual(expect.arrayContaining(['ghs_abcdef123456', ' seal-value-xyz\n', 'seal-value-xyz']));
   });
 
@@ -45,7 +54,9 @@ describe('run context', () => {
   });
 
   it('refuses to run outside a job, naming what is missing', () => {
-    expect(() => readRunContext({}, '/tmp')).toThrow(/GITHUB_REPOSITORY, GITHUB_RUN_ID, GITHUB_ACTOR, GITHUB_EVENT_NAME missing or malformed/);
+    expect(() => readRunContext({}, '/tmp')).toThrow(
+      /GITHUB_REPOSITORY, GITHUB_RUN_ID, GITHUB_ACTOR, GITHUB_EVENT_NAME missing or malformed/,
+    );
   });
 });
 
@@ -61,7 +72,13 @@ describe('status markdown', () => {
     now: new Date('2026-01-01T00:00:00Z'),
   });
   const run = readRunContext(
-    { GITHUB_REPOSITORY: 'acme/infra', GITHUB_RUN_ID: '5', GITHUB_ACTOR: 'alice', GITHUB_EVENT_NAME: 'push', GITHUB_SERVER_URL: 'https://github.com' },
+    {
+      GITHUB_REPOSITORY: 'acme/infra',
+      GITHUB_RUN_ID: '5',
+      GITHUB_ACTOR: 'alice',
+      GITHUB_EVENT_NAME: 'push',
+      GITHUB_SERVER_URL: 'https://github.com',
+    },
     '/tmp',
   );
 
@@ -103,7 +120,9 @@ describe('sealed plans', () => {
     const flipped = Buffer.from(sealed);
     flipped[flipped.length - 1]! ^= 1;
     expect(() => unsealPlan(flipped, 'a-seal-key-of-enough-length', 'edge-1')).toThrow(/does not open/);
-    expect(() => unsealPlan(Buffer.from('not a plan'), 'a-seal-key-of-enough-length', 'edge-1')).toThrow(/not a sealed exocomp plan/);
+    expect(() => unsealPlan(Buffer.from('not a plan'), 'a-seal-key-of-enough-length', 'edge-1')).toThrow(
+      /not a sealed exocomp plan/,
+    );
   });
 });
 

@@ -38,7 +38,9 @@ async function documentedSecretNames(): Promise<string[]> {
 /** The YAML blocks of a markdown file that are whole workflows (they have `on:` and `jobs:`). */
 async function workflowBlocks(file: string): Promise<string[]> {
   const text = await readFile(join(repoRoot, file), 'utf8');
-  return [...text.matchAll(/```ya?ml\n([\s\S]*?)```/g)].map((m) => m[1]!).filter((block) => /^on:/m.test(block) && /^jobs:/m.test(block));
+  return [...text.matchAll(/```ya?ml\n([\s\S]*?)```/g)]
+    .map((m) => m[1]!)
+    .filter((block) => /^on:/m.test(block) && /^jobs:/m.test(block));
 }
 
 /** One line per job and failed step, with the failed step's log, for assertion messages. */
@@ -65,9 +67,15 @@ describe('every workflow the docs present, run as written with only the document
   let runId = 9000;
   const ran = new Set<string>();
 
-  const record = async (id: string) => JSON.parse((await fx.ledgerFile(`workflows/${id}.json`)) ?? 'null') as { state: string } | null;
+  const record = async (id: string) =>
+    JSON.parse((await fx.ledgerFile(`workflows/${id}.json`)) ?? 'null') as { state: string } | null;
   /** Runs a workflow the docs present (`name`) as the repository's file `.github/workflows/<file>`. */
-  const run = async (name: string, file: string, text: string, trigger: { event: RunnerEvent; actor: string; inputs?: Record<string, string> }) => {
+  const run = async (
+    name: string,
+    file: string,
+    text: string,
+    trigger: { event: RunnerEvent; actor: string; inputs?: Record<string, string> },
+  ) => {
     ran.add(name);
     return runner.run(`.github/workflows/${file}`, text, { ...trigger, runId: ++runId });
   };
@@ -88,8 +96,13 @@ describe('every workflow the docs present, run as written with only the document
     for (const file of await readdir(join(repoRoot, 'examples/github'))) {
       const text = await example(file);
       await writeFile(join(fx.checkout, '.github/workflows', file), text);
-      const dispatch = (parseYaml(text) as { on: Record<string, { inputs?: Record<string, unknown> } | null> }).on.workflow_dispatch;
-      fx.double.state.workflows[file] = { id: ++workflowId, workflowDispatch: dispatch !== undefined, inputs: Object.keys(dispatch?.inputs ?? {}) };
+      const dispatch = (parseYaml(text) as { on: Record<string, { inputs?: Record<string, unknown> } | null> }).on
+        .workflow_dispatch;
+      fx.double.state.workflows[file] = {
+        id: ++workflowId,
+        workflowDispatch: dispatch !== undefined,
+        inputs: Object.keys(dispatch?.inputs ?? {}),
+      };
     }
     secretNames = await documentedSecretNames();
     const values: Record<string, string> = {
@@ -120,7 +133,9 @@ describe('every workflow the docs present, run as written with only the document
   });
 
   it('docs/github.md names the secrets the workflows use', () => {
-    expect(secretNames).toEqual(expect.arrayContaining(['EXOCOMP_FLEET_PRIVATE_KEY', 'EXOCOMP_BOOTSTRAP_PRIVATE_KEY', 'EXOCOMP_SEAL_KEY']));
+    expect(secretNames).toEqual(
+      expect.arrayContaining(['EXOCOMP_FLEET_PRIVATE_KEY', 'EXOCOMP_BOOTSTRAP_PRIVATE_KEY', 'EXOCOMP_SEAL_KEY']),
+    );
   });
 
   it(
@@ -128,7 +143,10 @@ describe('every workflow the docs present, run as written with only the document
     async () => {
       const [readme, ...others] = await workflowBlocks('README.md');
       expect(others).toEqual([]);
-      const result = await run('README.md', 'provision.yml', readme!, { event: events.push(REPOSITORY, 'alice'), actor: 'alice' });
+      const result = await run('README.md', 'provision.yml', readme!, {
+        event: events.push(REPOSITORY, 'alice'),
+        actor: 'alice',
+      });
       expect(result.conclusion, describeWorkflow(result)).toBe('success');
       const id = result.jobs.find((j) => j.name === 'plan')?.outputs['workflow-id'];
       expect(await record(id!)).toMatchObject({ state: 'provisioned' });
@@ -143,23 +161,35 @@ describe('every workflow the docs present, run as written with only the document
     'provision.yml (dispatch approval) → exocomp-approve.yml by someone else → the dispatched provision.yml continues',
     async () => {
       const provision = await example('provision.yml');
-      const first = await run('examples/github/provision.yml', 'provision.yml', provision, { event: events.push(REPOSITORY, 'alice'), actor: 'alice' });
+      const first = await run('examples/github/provision.yml', 'provision.yml', provision, {
+        event: events.push(REPOSITORY, 'alice'),
+        actor: 'alice',
+      });
       expect(first.conclusion, describeWorkflow(first)).toBe('success');
       const id = stepOutput(first.jobs[0], 'workflow-id')!;
       expect(await record(id)).toMatchObject({ state: 'awaiting-approval' });
 
       const decision = { 'workflow-id': id, decision: 'approve', reason: 'looks right' };
-      const approve = await run('examples/github/exocomp-approve.yml', 'exocomp-approve.yml', await example('exocomp-approve.yml'), {
-        event: events.workflowDispatch(REPOSITORY, 'bob', decision),
-        actor: 'bob',
-        inputs: decision,
-      });
+      const approve = await run(
+        'examples/github/exocomp-approve.yml',
+        'exocomp-approve.yml',
+        await example('exocomp-approve.yml'),
+        {
+          event: events.workflowDispatch(REPOSITORY, 'bob', decision),
+          actor: 'bob',
+          inputs: decision,
+        },
+      );
       expect(approve.conclusion, describeWorkflow(approve)).toBe('success');
       const dispatch = fx.double.state.dispatches.at(-1)!;
       expect(dispatch).toMatchObject({ workflow: 'provision.yml', inputs: { 'workflow-id': id } });
 
       const inputs = dispatch.inputs as Record<string, string>;
-      const continued = await run('examples/github/provision.yml', 'provision.yml', provision, { event: events.workflowDispatch(REPOSITORY, BOT, inputs), actor: BOT, inputs });
+      const continued = await run('examples/github/provision.yml', 'provision.yml', provision, {
+        event: events.workflowDispatch(REPOSITORY, BOT, inputs),
+        actor: BOT,
+        inputs,
+      });
       expect(continued.conclusion, describeWorkflow(continued)).toBe('success');
       expect(await record(id)).toMatchObject({ state: 'provisioned' });
     },
@@ -169,12 +199,23 @@ describe('every workflow the docs present, run as written with only the document
   it(
     'provision-reusable-caller.yml: the reusable workflow as five jobs, the apply gated by the environment',
     async () => {
-      const result = await run('examples/github/provision-reusable-caller.yml', 'provision-reusable-caller.yml', await example('provision-reusable-caller.yml'), {
-        event: events.push(REPOSITORY, 'alice'),
-        actor: 'alice',
-      });
+      const result = await run(
+        'examples/github/provision-reusable-caller.yml',
+        'provision-reusable-caller.yml',
+        await example('provision-reusable-caller.yml'),
+        {
+          event: events.push(REPOSITORY, 'alice'),
+          actor: 'alice',
+        },
+      );
       expect(result.conclusion, describeWorkflow(result)).toBe('success');
-      expect(result.jobs.map((j) => j.name)).toEqual(['provision / plan', 'provision / apply', 'provision / ssh-wait', 'provision / onboard', 'provision / configure']);
+      expect(result.jobs.map((j) => j.name)).toEqual([
+        'provision / plan',
+        'provision / apply',
+        'provision / ssh-wait',
+        'provision / onboard',
+        'provision / configure',
+      ]);
       const id = result.jobs[0]!.outputs['workflow-id']!;
       expect(await record(id)).toMatchObject({ state: 'provisioned' });
     },
@@ -184,10 +225,15 @@ describe('every workflow the docs present, run as written with only the document
   it(
     'plan-pull-request.yml: a plan preview on a pull request',
     async () => {
-      const result = await run('examples/github/plan-pull-request.yml', 'plan-pull-request.yml', await example('plan-pull-request.yml'), {
-        event: events.pullRequest(REPOSITORY, 12, 'carol'),
-        actor: 'carol',
-      });
+      const result = await run(
+        'examples/github/plan-pull-request.yml',
+        'plan-pull-request.yml',
+        await example('plan-pull-request.yml'),
+        {
+          event: events.pullRequest(REPOSITORY, 12, 'carol'),
+          actor: 'carol',
+        },
+      );
       expect(result.conclusion, describeWorkflow(result)).toBe('success');
     },
     TIMEOUT,
@@ -197,7 +243,10 @@ describe('every workflow the docs present, run as written with only the document
     'converge-nightly.yml and resume-sweeper.yml on their schedules',
     async () => {
       for (const file of ['converge-nightly.yml', 'resume-sweeper.yml']) {
-        const result = await run(`examples/github/${file}`, file, await example(file), { event: events.schedule(REPOSITORY), actor: 'alice' });
+        const result = await run(`examples/github/${file}`, file, await example(file), {
+          event: events.schedule(REPOSITORY),
+          actor: 'alice',
+        });
         expect(result.conclusion, `${file}\n${describeWorkflow(result)}`).toBe('success');
       }
     },
@@ -205,25 +254,67 @@ describe('every workflow the docs present, run as written with only the document
   );
 
   it.each([
-    ['converge', ['nightly', '--kind', 'play', '--concurrency-key', 'edge-converge', '--', 'site.yml', '--check', '--limit', 'web']],
-    ['drift', ['edge-drift', '--kind', 'drift', '--workspace', 'infra/edge', '--concurrency-key', 'edge-drift', '--', 'site.yml']],
+    [
+      'converge',
+      [
+        'nightly',
+        '--kind',
+        'play',
+        '--concurrency-key',
+        'edge-converge',
+        '--',
+        'site.yml',
+        '--check',
+        '--limit',
+        'web',
+      ],
+    ],
+    [
+      'drift',
+      [
+        'edge-drift',
+        '--kind',
+        'drift',
+        '--workspace',
+        'infra/edge',
+        '--concurrency-key',
+        'edge-drift',
+        '--',
+        'site.yml',
+      ],
+    ],
     ['shards', ['sharded', '--kind', 'play', '--concurrency-key', 'edge-shards', '--shards', '2', '--', 'site.yml']],
   ])(
     'schedule add (%s) writes a workflow that runs on its schedule',
     async (_shape, args) => {
       const generated = await runProcess(
         process.execPath,
-        [join(repoRoot, 'dist/cli.js'), 'schedule', 'add', ...args.slice(0, 1), '--cron', '0 17 3 * * *', '--target', 'tf:edge', ...args.slice(1)],
+        [
+          join(repoRoot, 'dist/cli.js'),
+          'schedule',
+          'add',
+          ...args.slice(0, 1),
+          '--cron',
+          '0 17 3 * * *',
+          '--target',
+          'tf:edge',
+          ...args.slice(1),
+        ],
         {
           cwd: fx.checkout,
         },
       );
       expect(generated.code, generated.stderr).toBe(0);
       const file = `exocomp-${args[0]}.yml`;
-      const result = await run(`schedule add ${args[0]}`, file, await readFile(join(fx.checkout, '.github/workflows', file), 'utf8'), {
-        event: events.schedule(REPOSITORY),
-        actor: 'alice',
-      });
+      const result = await run(
+        `schedule add ${args[0]}`,
+        file,
+        await readFile(join(fx.checkout, '.github/workflows', file), 'utf8'),
+        {
+          event: events.schedule(REPOSITORY),
+          actor: 'alice',
+        },
+      );
       expect(result.conclusion, describeWorkflow(result)).toBe('success');
       expect(result.jobs.every((j) => j.conclusion === 'success')).toBe(true);
     },
@@ -234,6 +325,7 @@ describe('every workflow the docs present, run as written with only the document
     const examples = (await readdir(join(repoRoot, 'examples/github'))).map((f) => `examples/github/${f}`);
     expect([...ran].filter((name) => name.startsWith('examples/')).sort()).toEqual(examples.sort());
     expect(ran.has('README.md')).toBe(true);
-    for (const doc of (await readdir(join(repoRoot, 'docs'))).filter((f) => f.endsWith('.md'))) expect(await workflowBlocks(`docs/${doc}`), doc).toEqual([]);
+    for (const doc of (await readdir(join(repoRoot, 'docs'))).filter((f) => f.endsWith('.md')))
+      expect(await workflowBlocks(`docs/${doc}`), doc).toEqual([]);
   });
 });

@@ -21,9 +21,17 @@ async function checkRun(tasks: string, secrets: string[] = []) {
   const target = join(root, 'motd');
   await writeFile(target, 'old line\nsecret-canary-0123456789\n');
   const playbook = join(root, 'play.yml');
-  await writeFile(playbook, `- hosts: all\n  gather_facts: false\n  vars:\n    target: ${JSON.stringify(target)}\n  tasks:\n${tasks}`);
+  await writeFile(
+    playbook,
+    `- hosts: all\n  gather_facts: false\n  vars:\n    target: ${JSON.stringify(target)}\n  tasks:\n${tasks}`,
+  );
   const inventory = join(root, 'inventory.json');
-  await writeFile(inventory, JSON.stringify({ all: { hosts: { here: { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' } } } }));
+  await writeFile(
+    inventory,
+    JSON.stringify({
+      all: { hosts: { here: { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' } } },
+    }),
+  );
   const knownHosts = join(root, 'known_hosts');
   await writeFile(knownHosts, '');
   const result = await runPlaybook({
@@ -39,7 +47,8 @@ async function checkRun(tasks: string, secrets: string[] = []) {
   return { result, target };
 }
 
-const results = (events: ReturnType<typeof parseAnsibleEvents>): TaskResultEvent[] => events.filter((e): e is TaskResultEvent => e.event === 'result');
+const results = (events: ReturnType<typeof parseAnsibleEvents>): TaskResultEvent[] =>
+  events.filter((e): e is TaskResultEvent => e.event === 'result');
 
 describe('the events callback', () => {
   it('reports per host and task: changed with its diff, ok, skipped, failed with its message; secrets redacted', async () => {
@@ -77,7 +86,13 @@ describe('the events callback', () => {
     expect(byTask.Hidden?.diff).toBeUndefined();
     expect(byTask.Refuses).toMatchObject({ status: 'failed', msg: 'it broke', ignored: false });
     expect(result.events.at(-1)).toMatchObject({ event: 'stats', hosts: { here: { failures: 1 } } });
-    expect(result.events.filter((e) => e.event === 'task').map((e) => e.event === 'task' && e.task)).toEqual(['Write the motd', 'Already fine', 'Never here', 'Hidden', 'Refuses']);
+    expect(result.events.filter((e) => e.event === 'task').map((e) => e.event === 'task' && e.task)).toEqual([
+      'Write the motd',
+      'Already fine',
+      'Never here',
+      'Hidden',
+      'Refuses',
+    ]);
   });
 });
 
@@ -151,7 +166,10 @@ describe('events as the play runs', () => {
     expect(statusOf('one', 'Skipped')).toBe('skipped');
     expect(statusOf('two', 'Inside a block')).toBe('ok');
     expect(statusOf('one', 'A loop')).toBe('changed');
-    expect(results.find((r) => r.host === 'two' && r.task === 'Ignored failure')).toMatchObject({ status: 'failed', ignored: true });
+    expect(results.find((r) => r.host === 'two' && r.task === 'Ignored failure')).toMatchObject({
+      status: 'failed',
+      ignored: true,
+    });
     expect(statusOf('one', 'Fails on two')).toBe('changed');
     expect(statusOf('two', 'Fails on two')).toBe('failed');
     // Every result of a task comes after its start.
@@ -169,7 +187,11 @@ describe('events as the play runs', () => {
 
 describe('parseAnsibleEvents', () => {
   it('skips a line cut short and lines of unknown shape', () => {
-    const text = [JSON.stringify({ event: 'play', play: 'site' }), JSON.stringify({ event: 'mystery' }), '{"event": "result", "status": "chan'].join('\n');
+    const text = [
+      JSON.stringify({ event: 'play', play: 'site' }),
+      JSON.stringify({ event: 'mystery' }),
+      '{"event": "result", "status": "chan',
+    ].join('\n');
     expect(parseAnsibleEvents(text)).toEqual([{ event: 'play', play: 'site' }]);
   });
 

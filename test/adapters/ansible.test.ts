@@ -63,7 +63,9 @@ function runEnv(additions: Record<string, string> = {}): NodeJS.ProcessEnv {
   return { ...scrubEnvironment(process.env, additions), TMPDIR: runTmp };
 }
 
-function baseRun(overrides: Partial<PlaybookRun> & Pick<PlaybookRun, 'playbook' | 'inventoryPath' | 'knownHostsFile'>): PlaybookRun {
+function baseRun(
+  overrides: Partial<PlaybookRun> & Pick<PlaybookRun, 'playbook' | 'inventoryPath' | 'knownHostsFile'>,
+): PlaybookRun {
   return { cwd: root, env: runEnv(), ...overrides };
 }
 
@@ -122,7 +124,11 @@ describe('onboarding playbook against a loopback host', () => {
     );
 
   it('refuses a missing or malformed fleet key before touching the host', async () => {
-    for (const extraVars of [{}, { exocomp_fleet_pubkey: 'not a key' }, { exocomp_fleet_pubkey: `${fleet.publicKey}\nssh-ed25519 AAAAextra` }]) {
+    for (const extraVars of [
+      {},
+      { exocomp_fleet_pubkey: 'not a key' },
+      { exocomp_fleet_pubkey: `${fleet.publicKey}\nssh-ed25519 AAAAextra` },
+    ]) {
       const result = await onboard(extraVars);
       expect(result.code, describeRun(result)).not.toBe(0);
       expect(result.stdout).toContain('exocomp_fleet_pubkey must be one public key line');
@@ -137,16 +143,31 @@ describe('onboarding playbook against a loopback host', () => {
     expect(first.recap.web).toMatchObject({ failed: 0, unreachable: 0 });
     expect(first.recap.web?.changed).toBeGreaterThan(0);
 
-    const login = await sshAs('exocomp', host, fleet.privateKeyPath, knownHosts, 'id -un && sudo -n true && echo sudo-ok');
+    const login = await sshAs(
+      'exocomp',
+      host,
+      fleet.privateKeyPath,
+      knownHosts,
+      'id -un && sudo -n true && echo sudo-ok',
+    );
     expect(login.code, `${login.stderr}\n${await host.sshdLog()}`).toBe(0);
     expect(login.stdout).toBe('exocomp\nsudo-ok\n');
 
-    const modes = await host.exec('stat -c "%U %G %a %n" /home/exocomp/.ssh /home/exocomp/.ssh/authorized_keys /etc/sudoers.d/exocomp-exocomp');
+    const modes = await host.exec(
+      'stat -c "%U %G %a %n" /home/exocomp/.ssh /home/exocomp/.ssh/authorized_keys /etc/sudoers.d/exocomp-exocomp',
+    );
     expect(modes.stdout).toBe(
-      ['exocomp exocomp 700 /home/exocomp/.ssh', 'exocomp exocomp 600 /home/exocomp/.ssh/authorized_keys', 'root root 440 /etc/sudoers.d/exocomp-exocomp', ''].join('\n'),
+      [
+        'exocomp exocomp 700 /home/exocomp/.ssh',
+        'exocomp exocomp 600 /home/exocomp/.ssh/authorized_keys',
+        'root root 440 /etc/sudoers.d/exocomp-exocomp',
+        '',
+      ].join('\n'),
     );
     expect(await host.readFile('/home/exocomp/.ssh/authorized_keys')).toBe(`${fleet.publicKey}\n`);
-    expect((await host.exec('getent passwd exocomp | cut -d: -f7; getent shadow exocomp | cut -d: -f2')).stdout).toBe('/bin/bash\n*\n');
+    expect((await host.exec('getent passwd exocomp | cut -d: -f7; getent shadow exocomp | cut -d: -f2')).stdout).toBe(
+      '/bin/bash\n*\n',
+    );
 
     const second = await onboard({ exocomp_fleet_pubkey: fleet.publicKey });
     expect(second.code, describeRun(second)).toBe(0);
@@ -161,7 +182,16 @@ describe('onboarding playbook against a loopback host', () => {
     const agent = await SshAgent.start();
     try {
       await agent.add(fleet.privateKeyPath);
-      const result = await runPlaybook(baseRun({ playbook, inventoryPath, knownHostsFile: knownHosts, env: { ...runEnv(), ...agent.env() }, remoteUser: 'exocomp', become: true }));
+      const result = await runPlaybook(
+        baseRun({
+          playbook,
+          inventoryPath,
+          knownHostsFile: knownHosts,
+          env: { ...runEnv(), ...agent.env() },
+          remoteUser: 'exocomp',
+          become: true,
+        }),
+      );
       expect(result.code, describeRun(result)).toBe(0);
     } finally {
       await agent.stop();
@@ -220,7 +250,10 @@ describe('host key verification', () => {
   });
 
   async function runPong(knownHostsFile: string, hostVars: Record<string, unknown> = {}) {
-    const playbook = await writeTestFile(raw, '- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.raw: "echo pong > /root/pong"\n');
+    const playbook = await writeTestFile(
+      raw,
+      '- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.raw: "echo pong > /root/pong"\n',
+    );
     return runPlaybook(
       baseRun({
         playbook,
@@ -312,7 +345,10 @@ describe('control path', () => {
   });
 
   /** Runs the play with TMPDIR=runDir; returns the control dir and sockets the play saw mid-run. */
-  async function observeRun(runDir: string, options: { deferClose?: (closing: Promise<void>) => void } = {}): Promise<{ dir: string; sockets: string[] }> {
+  async function observeRun(
+    runDir: string,
+    options: { deferClose?: (closing: Promise<void>) => void } = {},
+  ): Promise<{ dir: string; sockets: string[] }> {
     const result = await runPlaybook(
       baseRun({
         playbook,
@@ -325,7 +361,8 @@ describe('control path', () => {
       }),
     );
     expect(result.code, describeRun(result)).toBe(0);
-    if (options.deferClose) await closings.splice(0).reduce((all, closing) => all.then(() => closing), Promise.resolve());
+    if (options.deferClose)
+      await closings.splice(0).reduce((all, closing) => all.then(() => closing), Promise.resolve());
     const seen = JSON.parse(await readFile(observed, 'utf8')) as { dir: string; sockets: string[] };
     expect(seen.sockets).toHaveLength(1);
     expect(seen.sockets[0]?.startsWith(`${seen.dir}/`)).toBe(true);
@@ -473,11 +510,17 @@ describe('local hosts and run options', () => {
     expect(result.code, describeRun(result)).toBe(0);
     expect(result.stdout).toContain('the value is ***');
     expect(lines.join('\n')).toContain('the value is ***');
-    for (const text of [result.stdout, result.stderr, result.tail, lines.join('\n')]) expect(text).not.toContain(secret);
+    for (const text of [result.stdout, result.stderr, result.tail, lines.join('\n')])
+      expect(text).not.toContain(secret);
   });
 
   it('says ansible-playbook is missing, with what to install', async () => {
-    const run = baseRun({ playbook, inventoryPath, knownHostsFile: knownHosts, env: { ...runEnv(), PATH: '/nonexistent' } });
+    const run = baseRun({
+      playbook,
+      inventoryPath,
+      knownHostsFile: knownHosts,
+      env: { ...runEnv(), PATH: '/nonexistent' },
+    });
     const failure = await runPlaybook(run).then(
       () => undefined,
       (error: unknown) => error,

@@ -53,15 +53,27 @@ describe('a run killed with -9', () => {
   it('leaves only owned directories, and the next run removes them all', async () => {
     const tmp = join(dir, 'tmp');
     await mkdir(tmp);
-    await writeFile(join(dir, 'inventory.json'), JSON.stringify({ all: { hosts: { control: { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' } } } }));
-    await writeFile(join(dir, 'sleep.yml'), '- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.command: sleep 120\n');
+    await writeFile(
+      join(dir, 'inventory.json'),
+      JSON.stringify({
+        all: { hosts: { control: { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' } } },
+      }),
+    );
+    await writeFile(
+      join(dir, 'sleep.yml'),
+      '- hosts: all\n  gather_facts: false\n  tasks:\n    - ansible.builtin.command: sleep 120\n',
+    );
     await runProcess('git', ['init', '-q', '--bare', join(dir, 'ledger.git')]);
-    const child = spawn(process.execPath, [cliPath, 'playbook', 'run', 'sleep.yml', '--inventory', 'inventory.json', '--ledger', join(dir, 'ledger.git')], {
-      cwd: dir,
-      env: { ...process.env, TMPDIR: tmp },
-      detached: true,
-      stdio: 'ignore',
-    });
+    const child = spawn(
+      process.execPath,
+      [cliPath, 'playbook', 'run', 'sleep.yml', '--inventory', 'inventory.json', '--ledger', join(dir, 'ledger.git')],
+      {
+        cwd: dir,
+        env: { ...process.env, TMPDIR: tmp },
+        detached: true,
+        stdio: 'ignore',
+      },
+    );
     const exited = new Promise((resolve) => child.once('exit', resolve));
     const extraVars = await waitFor('the play to start with its extra-vars file', async () => {
       for (const entry of await readdir(tmp, { recursive: true })) if (entry.endsWith('extra-vars.json')) return entry;

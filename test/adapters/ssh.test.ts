@@ -14,7 +14,9 @@ import { scaled } from '../support/time.js';
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** A TCP server on a random loopback address that is not sshd; `greet` runs for each connection. */
-async function fakeServer(greet: (socket: Socket) => void): Promise<{ address: string; port: number; server: Server; sockets: Set<Socket> }> {
+async function fakeServer(
+  greet: (socket: Socket) => void,
+): Promise<{ address: string; port: number; server: Server; sockets: Set<Socket> }> {
   const address = randomLoopbackAddress();
   const sockets = new Set<Socket>();
   const server = createServer((socket) => {
@@ -89,7 +91,9 @@ describe('probeSshBanner', () => {
   });
 
   it('accepts lines before the version line, as RFC 4253 allows', async () => {
-    const fake = await fakeServer((socket) => socket.write('welcome to the box\r\nplease behave\r\nSSH-2.0-Fake_1.0\r\n'));
+    const fake = await fakeServer((socket) =>
+      socket.write('welcome to the box\r\nplease behave\r\nSSH-2.0-Fake_1.0\r\n'),
+    );
     try {
       expect(await probeSshBanner(fake.address, fake.port, 5_000)).toEqual({ ok: true, banner: 'SSH-2.0-Fake_1.0' });
     } finally {
@@ -102,9 +106,15 @@ describe('probeSshBanner', () => {
     const silent = await fakeServer(() => undefined);
     try {
       const httpResult = await probeSshBanner(http.address, http.port, 5_000);
-      expect(httpResult).toEqual({ ok: false, reason: expect.stringContaining('"HTTP/1.0 400 Bad Request", not an SSH banner') });
+      expect(httpResult).toEqual({
+        ok: false,
+        reason: expect.stringContaining('"HTTP/1.0 400 Bad Request", not an SSH banner'),
+      });
       const silentResult = await probeSshBanner(silent.address, silent.port, 300);
-      expect(silentResult).toEqual({ ok: false, reason: expect.stringContaining('accepted a connection but sent no SSH banner') });
+      expect(silentResult).toEqual({
+        ok: false,
+        reason: expect.stringContaining('accepted a connection but sent no SSH banner'),
+      });
     } finally {
       await closeServer(http);
       await closeServer(silent);
@@ -143,7 +153,9 @@ describe('waitForSsh', () => {
       { timeoutMs: 1_500 },
     );
     expect(result.ready.map((r) => r.name)).toEqual(['up']);
-    expect(result.missing).toEqual([{ name: 'never', address: nowhere, port: 22, lastReason: expect.stringContaining('connection refused') }]);
+    expect(result.missing).toEqual([
+      { name: 'never', address: nowhere, port: 22, lastReason: expect.stringContaining('connection refused') },
+    ]);
   });
 
   it('does not count a non-SSH TCP server as ready', async () => {
@@ -172,7 +184,11 @@ describe('waitForSsh', () => {
     const silent = await fakeServer(() => (connections += 1));
     try {
       // Every attempt outlasts the deadline, so each slot is used by exactly one probe.
-      const many = Array.from({ length: 12 }, (_, i) => ({ name: `h${i}`, address: silent.address, port: silent.port }));
+      const many = Array.from({ length: 12 }, (_, i) => ({
+        name: `h${i}`,
+        address: silent.address,
+        port: silent.port,
+      }));
       const result = await waitForSsh(many, { timeoutMs: 800, attemptTimeoutMs: 10_000, concurrency: 3 });
       expect(connections).toBe(3);
       expect(result.missing).toHaveLength(12);
@@ -204,7 +220,9 @@ describe('keyscan', () => {
       ],
       { timeoutSec: 3 },
     );
-    expect([...scans.keys()].sort()).toEqual([host22.address, `[${host2222.address}]:2222`, `[${silentAddress}]:2222`].sort());
+    expect([...scans.keys()].sort()).toEqual(
+      [host22.address, `[${host2222.address}]:2222`, `[${silentAddress}]:2222`].sort(),
+    );
     for (const host of [host22, host2222]) {
       const lines = (scans.get(host.knownHostsName) ?? '').trim().split('\n');
       expect(lines).toEqual([`${host.knownHostsName} ${await host.hostPublicKey()}`]);
@@ -220,7 +238,9 @@ describe('keyscan', () => {
       ],
       { hostsPerProcess: 1, keyTypes: 'ed25519' },
     );
-    expect(scans.get(`[${host2222.address}]:2222`)).toBe(`[${host2222.address}]:2222 ${await host2222.hostPublicKey()}\n`);
+    expect(scans.get(`[${host2222.address}]:2222`)).toBe(
+      `[${host2222.address}]:2222 ${await host2222.hostPublicKey()}\n`,
+    );
     expect(scans.get(host22.address)).toBe(`${host22.address} ${await host22.hostPublicKey()}\n`);
   });
 });
@@ -237,7 +257,10 @@ describe('writePrivateKeyFile', () => {
   });
 
   it('refuses an empty key (an unset secret) with a usage error', async () => {
-    await expect(writePrivateKeyFile(workDir, ' \n')).rejects.toMatchObject({ kind: 'usage', message: 'the private key is empty' });
+    await expect(writePrivateKeyFile(workDir, ' \n')).rejects.toMatchObject({
+      kind: 'usage',
+      message: 'the private key is empty',
+    });
   });
 });
 
@@ -306,7 +329,9 @@ describe('SshAgent', () => {
       const notAKey = join(workDir, 'not-a-key');
       await writeFile(notAKey, 'hello\n', { mode: 0o600 });
       await expect(agent.add(notAKey)).rejects.toThrow(`ssh-add could not load the key ${notAKey}`);
-      await expect(agent.add(join(workDir, 'missing'))).rejects.toThrow(`cannot read the key ${join(workDir, 'missing')}`);
+      await expect(agent.add(join(workDir, 'missing'))).rejects.toThrow(
+        `cannot read the key ${join(workDir, 'missing')}`,
+      );
     } finally {
       await agent.stop();
     }
@@ -322,7 +347,10 @@ const agent = await SshAgent.start();
 console.log(agent.pid, agent.env().SSH_AUTH_SOCK);
 ${tail}`,
     );
-    const parent = spawn(process.execPath, ['--import', 'tsx', scriptPath], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'inherit'] });
+    const parent = spawn(process.execPath, ['--import', 'tsx', scriptPath], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const exited = new Promise<number | null>((resolve) => parent.once('exit', (code) => resolve(code)));
     const [agentPid, socketPath] = await new Promise<[number, string]>((resolve, reject) => {
       let out = '';

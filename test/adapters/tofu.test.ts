@@ -179,7 +179,11 @@ describe('TofuDriver.writeVars', () => {
     await expect(readFile(join(tmp, 'exocomp.auto.tfvars.json'))).rejects.toThrow(/ENOENT/);
     await tofu.writeVars({ host_count: 2, greeting: 'hello world', tags: { env: 'test' } });
     const path = join(tmp, 'exocomp.auto.tfvars.json');
-    expect(JSON.parse(await readFile(path, 'utf8'))).toEqual({ host_count: 2, greeting: 'hello world', tags: { env: 'test' } });
+    expect(JSON.parse(await readFile(path, 'utf8'))).toEqual({
+      host_count: 2,
+      greeting: 'hello world',
+      tags: { env: 'test' },
+    });
     expect((await stat(path)).mode & 0o777).toBe(0o600);
   });
 });
@@ -236,7 +240,12 @@ describe('TofuDriver against the OpenTofu stand-in', () => {
     const { summary, fingerprint, plan } = await planned(tofu);
     expect(summary).toEqual({ add: 1, change: 0, destroy: 0, replace: 0 });
     expect(fingerprint).toMatch(/^[0-9a-f]{64}$/);
-    expect(Object.keys(plan.output_changes ?? {}).sort()).toEqual(['ansible_inventory', 'api_token', 'app_port', 'db_password']);
+    expect(Object.keys(plan.output_changes ?? {}).sort()).toEqual([
+      'ansible_inventory',
+      'api_token',
+      'app_port',
+      'db_password',
+    ]);
     expect(planFingerprint(await tofu.showPlan('exocomp.tfplan'))).toBe(fingerprint);
 
     await tofu.apply('exocomp.tfplan');
@@ -312,7 +321,12 @@ describe('TofuDriver against the OpenTofu stand-in', () => {
     const plan = await tofu.applyReadingPlan('exocomp.tfplan', () =>
       seen.push(`plan read; apply lines shown so far: ${lines.filter((l) => l.startsWith('Apply complete!')).length}`),
     );
-    expect(Object.keys(plan.output_changes ?? {}).sort()).toEqual(['ansible_inventory', 'api_token', 'app_port', 'db_password']);
+    expect(Object.keys(plan.output_changes ?? {}).sort()).toEqual([
+      'ansible_inventory',
+      'api_token',
+      'app_port',
+      'db_password',
+    ]);
     expect(seen).toEqual(['plan read; apply lines shown so far: 0']);
     expect(lines.some((line) => line.startsWith('Apply complete!'))).toBe(true);
     const log = await readStandinLog(logFile);
@@ -334,26 +348,55 @@ describe('TofuDriver against the OpenTofu stand-in', () => {
     const value = 'loopback-sensitive-attribute-42';
     const plan = {
       format_version: '1.2',
-      resource_changes: [{ address: 'x.y', change: { actions: ['create'], after: { secret: value }, after_sensitive: { secret: true } } }],
+      resource_changes: [
+        {
+          address: 'x.y',
+          change: { actions: ['create'], after: { secret: value }, after_sensitive: { secret: true } },
+        },
+      ],
     };
     // The apply prints the sensitive value at once; the plan takes a while to read.
     const slow = await executable(
       join(tmp, 'slow-show', 'tofu'),
-      ['#!/bin/sh', 'case "$1" in', `  show) sleep 0.5; echo '${JSON.stringify(plan)}' ;;`, `  apply) echo "x.y: Creating... secret=${value}" ;;`, 'esac', ''].join('\n'),
+      [
+        '#!/bin/sh',
+        'case "$1" in',
+        `  show) sleep 0.5; echo '${JSON.stringify(plan)}' ;;`,
+        `  apply) echo "x.y: Creating... secret=${value}" ;;`,
+        'esac',
+        '',
+      ].join('\n'),
     );
     const lines: string[] = [];
-    const plans = await new TofuDriver({ binary: slow, workspaceDir: tmp, env: { PATH: process.env.PATH }, onOutput: (line) => lines.push(line) }).applyReadingPlan('p.tfplan');
+    const plans = await new TofuDriver({
+      binary: slow,
+      workspaceDir: tmp,
+      env: { PATH: process.env.PATH },
+      onOutput: (line) => lines.push(line),
+    }).applyReadingPlan('p.tfplan');
     expect(plans.resource_changes).toHaveLength(1);
     expect(lines).toEqual(['x.y: Creating... secret=***']);
 
     // A plan that cannot be read: the apply's output is withheld, and the error says the apply ran.
     const broken = await executable(
       join(tmp, 'broken-show', 'tofu'),
-      ['#!/bin/sh', 'case "$1" in', '  show) echo "not json" ;;', `  apply) echo "x.y: secret=${value}" ;;`, 'esac', ''].join('\n'),
+      [
+        '#!/bin/sh',
+        'case "$1" in',
+        '  show) echo "not json" ;;',
+        `  apply) echo "x.y: secret=${value}" ;;`,
+        'esac',
+        '',
+      ].join('\n'),
     );
     const withheld: string[] = [];
     const error = await rejection(
-      new TofuDriver({ binary: broken, workspaceDir: tmp, env: { PATH: process.env.PATH }, onOutput: (line) => withheld.push(line) }).applyReadingPlan('p.tfplan'),
+      new TofuDriver({
+        binary: broken,
+        workspaceDir: tmp,
+        env: { PATH: process.env.PATH },
+        onOutput: (line) => withheld.push(line),
+      }).applyReadingPlan('p.tfplan'),
     );
     expect(error.message).toBe(
       "tofu show -json printed something that is not JSON; tofu apply completed meanwhile, its output withheld (the plan's sensitive values were not known)",

@@ -47,13 +47,26 @@ describe('--require-approval', () => {
   });
 
   it('--wait blocks until the decision, then runs the chain', async () => {
-    const run = fx.spawnCli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--require-approval', '--wait', '--json']);
+    const run = fx.spawnCli([
+      'provision',
+      'run',
+      fx.workspace,
+      'site.yml',
+      ...fx.keys,
+      '--require-approval',
+      '--wait',
+      '--json',
+    ]);
     let stdout = '';
     run.child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
     const exited = () => (run.child.exitCode === null ? undefined : `the CLI exited ${run.child.exitCode}`);
     const id = await waitFor('the workflow id', () => /"id":"(edge-[0-9a-f]+)"/.exec(stdout)?.[1], { gaveUp: exited });
     // Still waiting: nothing applied while the decision is pending.
-    await waitFor('the awaiting-approval record', async () => JSON.parse((await fx.ledgerFile(`workflows/${id}.json`)) ?? '{}').state === 'awaiting-approval', { gaveUp: exited });
+    await waitFor(
+      'the awaiting-approval record',
+      async () => JSON.parse((await fx.ledgerFile(`workflows/${id}.json`)) ?? '{}').state === 'awaiting-approval',
+      { gaveUp: exited },
+    );
     expect(await fx.applyCount()).toBe(0);
     expect(run.child.exitCode).toBeNull();
     const approved = await fx.cli(['approval', 'decide', id, '--approve', '--by', 'reviewer', ...fx.ledgerArgs]);

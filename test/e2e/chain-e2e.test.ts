@@ -34,7 +34,11 @@ describe('provision run: the four steps on two SSH hosts and a local one', () =>
         hosts: {
           web: sshHostVars(web),
           db: sshHostVars(db),
-          control: { ansible_connection: 'local', marker_dir: localMarkers, ansible_python_interpreter: '/usr/bin/python3' },
+          control: {
+            ansible_connection: 'local',
+            marker_dir: localMarkers,
+            ansible_python_interpreter: '/usr/bin/python3',
+          },
         },
         vars: { dump_file: dumpFile },
       },
@@ -44,9 +48,27 @@ describe('provision run: the four steps on two SSH hosts and a local one', () =>
     // The db host's sshd comes up 3 s after start(): the wait has something real to wait for.
     await db.start();
     result = await fx.cli(
-      ['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', 'edge', '--ssh-wait', '60s', '--run-secrets', 'secrets.yml', '--seal-key', sealKey],
+      [
+        'provision',
+        'run',
+        fx.workspace,
+        'site.yml',
+        ...fx.keys,
+        '--workspace-name',
+        'edge',
+        '--ssh-wait',
+        '60s',
+        '--run-secrets',
+        'secrets.yml',
+        '--seal-key',
+        sealKey,
+      ],
       {
-        env: { GITHUB_TOKEN: 'ghs_callertoken123456', TF_VAR_leak: 'tf-var-value', AWS_SECRET_ACCESS_KEY: 'aws-secret-value-xyz' },
+        env: {
+          GITHUB_TOKEN: 'ghs_callertoken123456',
+          TF_VAR_leak: 'tf-var-value',
+          AWS_SECRET_ACCESS_KEY: 'aws-secret-value-xyz',
+        },
       },
     );
   });
@@ -66,13 +88,25 @@ describe('provision run: the four steps on two SSH hosts and a local one', () =>
     expect(result.stdout).toMatch(/workflow\s+edge-[0-9a-f]+\s+provisioned/);
     const id = workflowIdFrom(result);
     const record = JSON.parse((await fx.ledgerFile(`workflows/${id}.json`))!);
-    expect(record.steps.map((s: { state: string }) => s.state)).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded']);
+    expect(record.steps.map((s: { state: string }) => s.state)).toEqual([
+      'succeeded',
+      'succeeded',
+      'succeeded',
+      'succeeded',
+    ]);
     expect(record.steps[0].detail).toMatch(/captured \d+ output\(s\) to inventory .* naming 3 host\(s\)/);
   });
 
   it('writes its workflow once per step: created with apply running, then each success starting the next step, the capture with apply', async () => {
     const id = workflowIdFrom(result);
-    const log = await runProcess('git', ['--git-dir', fx.ledger, 'log', '--reverse', '--format=%s', `exocomp-ledger-records/workflows/${id}.json`]);
+    const log = await runProcess('git', [
+      '--git-dir',
+      fx.ledger,
+      'log',
+      '--reverse',
+      '--format=%s',
+      `exocomp-ledger-records/workflows/${id}.json`,
+    ]);
     const holder = /apply running \((local:[^)]+)\)/.exec(log.stdout)?.[1];
     expect(holder).toBeDefined();
     expect(log.stdout.trim().split('\n')).toEqual([
@@ -141,7 +175,15 @@ describe('provision run: the four steps on two SSH hosts and a local one', () =>
 
   it("keeps the seal key, the caller's tokens, TF_* and cloud credentials out of the play; no tfstate in its cwd", async () => {
     const dump = await readFile(dumpFile, 'utf8');
-    for (const leaked of [sealKey, 'ghs_callertoken123456', 'tf-var-value', 'aws-secret-value-xyz', 'GITHUB_TOKEN', 'TF_VAR_leak', 'EXOCOMP_SEAL_KEY']) {
+    for (const leaked of [
+      sealKey,
+      'ghs_callertoken123456',
+      'tf-var-value',
+      'aws-secret-value-xyz',
+      'GITHUB_TOKEN',
+      'TF_VAR_leak',
+      'EXOCOMP_SEAL_KEY',
+    ]) {
       expect(dump).not.toContain(leaked);
     }
     const cwd = dump.split('---cwd---')[1] ?? '';
@@ -149,7 +191,8 @@ describe('provision run: the four steps on two SSH hosts and a local one', () =>
   });
 
   it('never writes a sensitive value in clear: not in the output, not in any ledger commit', async () => {
-    const db_password = JSON.parse(await readFile(join(fx.workspace, 'terraform.tfstate'), 'utf8')).outputs.db_password.value as string;
+    const db_password = JSON.parse(await readFile(join(fx.workspace, 'terraform.tfstate'), 'utf8')).outputs.db_password
+      .value as string;
     expect(db_password.length).toBeGreaterThan(4);
     expect(result.stdout + result.stderr).not.toContain(db_password);
     expect(result.stdout + result.stderr).not.toContain(sealKey);

@@ -14,7 +14,11 @@ import { runProcess, type RunResult } from '../../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair, type KeyPair, type LoopbackHost } from '../support/loopback-host.js';
 import { fixtureWorkspacesDir, standinPath } from '../support/tofu-standin.js';
 import { scaled } from '../support/time.js';
-import { commitToLedger as commitFilesToLedger, ledgerFile as ledgerFileOf, ledgerMessages } from '../support/ledger-git.js';
+import {
+  commitToLedger as commitFilesToLedger,
+  ledgerFile as ledgerFileOf,
+  ledgerMessages,
+} from '../support/ledger-git.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const cliMain = path.join(repoRoot, 'src/cli/main.ts');
@@ -41,22 +45,39 @@ function exocomp(args: string[], options: { env?: NodeJS.ProcessEnv } = {}): Pro
 /** The CLI result, failing the test with its output when the exit code is not the expected one. */
 async function expectExit(result: Promise<RunResult>, code: number): Promise<RunResult> {
   const r = await result;
-  if (r.code !== code) throw new Error(`expected exit ${code}, got ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`);
+  if (r.code !== code)
+    throw new Error(`expected exit ${code}, got ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`);
   return r;
 }
 
 const ledgerArgs = () => ['--ledger', ledger];
 
 const ledgerFile = (file: string) => ledgerFileOf(ledger, file);
-const commitToLedger = (files: Record<string, string | null>, message: string) => commitFilesToLedger(ledger, files, message);
+const commitToLedger = (files: Record<string, string | null>, message: string) =>
+  commitFilesToLedger(ledger, files, message);
 
 type InventoryHosts = Record<string, Record<string, unknown>>;
 
 /** `exocomp workspace apply` of a fixture copy whose ansible_inventory names `inventoryHosts`. */
-async function apply(fixture: string, name: string, inventoryHosts?: InventoryHosts, extra: string[] = []): Promise<RunResult> {
+async function apply(
+  fixture: string,
+  name: string,
+  inventoryHosts?: InventoryHosts,
+  extra: string[] = [],
+): Promise<RunResult> {
   const dir = path.join(root, 'workspaces', name);
   if (!existsSync(dir)) await cp(path.join(fixtureWorkspacesDir, fixture), dir, { recursive: true });
-  const args = ['workspace', 'apply', dir, '--workspace-name', name, '--tofu-binary', standinPath, ...ledgerArgs(), ...extra];
+  const args = [
+    'workspace',
+    'apply',
+    dir,
+    '--workspace-name',
+    name,
+    '--tofu-binary',
+    standinPath,
+    ...ledgerArgs(),
+    ...extra,
+  ];
   if (inventoryHosts) {
     const vars = path.join(root, `${name}-vars.json`);
     await writeFile(vars, JSON.stringify({ ansible_inventory: { all: { hosts: inventoryHosts } } }));
@@ -199,7 +220,18 @@ describe('a scheduled play converging a host a later apply added', () => {
 
   const converge = () =>
     expectExit(
-      exocomp(['playbook', 'run', 'converge.yml', '--inventory', 'tf:edge', '--fleet-key', fleet.privateKeyPath, '--concurrency-key', 'edge-converge', ...ledgerArgs()]),
+      exocomp([
+        'playbook',
+        'run',
+        'converge.yml',
+        '--inventory',
+        'tf:edge',
+        '--fleet-key',
+        fleet.privateKeyPath,
+        '--concurrency-key',
+        'edge-converge',
+        ...ledgerArgs(),
+      ]),
       0,
     );
 
@@ -288,7 +320,10 @@ describe('fail closed: no ansible-playbook process for an unusable inventory', (
       expect(hostless.stdout).toMatch(/naming 0 host\(s\)/);
       await commitToLedger({ 'inventories/lost.inventory.json': null }, 'lose a file');
       const original = (await ledgerFile('inventories/corrupt.inventory.json')) as string;
-      await commitToLedger({ 'inventories/corrupt.inventory.json': original.replace('"l1"', '"l9"') }, 'corrupt a file');
+      await commitToLedger(
+        { 'inventories/corrupt.inventory.json': original.replace('"l1"', '"l9"') },
+        'corrupt a file',
+      );
 
       const cases: Array<[string, RegExp]> = [
         ['unregistered', /inventory tf:unregistered is not registered/],
@@ -298,7 +333,10 @@ describe('fail closed: no ansible-playbook process for an unusable inventory', (
       ];
       const messages: string[] = [];
       for (const [name, message] of cases) {
-        const r = await exocomp(['playbook', 'run', 'converge.yml', '--inventory', `tf:${name}`, ...ledgerArgs()], withFake());
+        const r = await exocomp(
+          ['playbook', 'run', 'converge.yml', '--inventory', `tf:${name}`, ...ledgerArgs()],
+          withFake(),
+        );
         expect(r.code, r.stderr).toBe(1);
         expect(r.stderr).toMatch(message);
         messages.push(r.stderr.split('\n').find((line) => line.startsWith('error:')) ?? '');
@@ -308,7 +346,10 @@ describe('fail closed: no ansible-playbook process for an unusable inventory', (
 
       // The same command against a usable inventory does reach the stand-in ansible-playbook.
       await apply('edge', 'usable', { l1: localHost });
-      await expectExit(exocomp(['playbook', 'run', 'converge.yml', '--inventory', 'tf:usable', ...ledgerArgs()], withFake()), 0);
+      await expectExit(
+        exocomp(['playbook', 'run', 'converge.yml', '--inventory', 'tf:usable', ...ledgerArgs()], withFake()),
+        0,
+      );
       expect(existsSync(record)).toBe(true);
     },
     scaled(300_000),
@@ -320,7 +361,22 @@ describe('fail closed: no ansible-playbook process for an unusable inventory', (
     const key = await generateKeyPair(keys, 'granted');
     await chmod(key.privateKeyPath, 0o640);
     await rm(record, { force: true });
-    await expectExit(exocomp(['playbook', 'run', 'converge.yml', '--inventory', 'tf:identity', '--ssh-identity', key.privateKeyPath, ...ledgerArgs()], withFake()), 0);
+    await expectExit(
+      exocomp(
+        [
+          'playbook',
+          'run',
+          'converge.yml',
+          '--inventory',
+          'tf:identity',
+          '--ssh-identity',
+          key.privateKeyPath,
+          ...ledgerArgs(),
+        ],
+        withFake(),
+      ),
+      0,
+    );
     const [entry] = (await readFile(record, 'utf8'))
       .trim()
       .split('\n')
@@ -331,8 +387,16 @@ describe('fail closed: no ansible-playbook process for an unusable inventory', (
     expect(existsSync(entry?.key?.path ?? keys)).toBe(false); // removed after the run
 
     await rm(record, { force: true });
-    const refused = await expectExit(exocomp(['playbook', 'run', 'converge.yml', '--inventory', 'tf:identity', '--ssh-identity', keys, ...ledgerArgs()], withFake()), 2);
-    expect(refused.stderr).toMatch(/--ssh-identity ".*" is a directory: a run is granted one key file, never a directory/);
+    const refused = await expectExit(
+      exocomp(
+        ['playbook', 'run', 'converge.yml', '--inventory', 'tf:identity', '--ssh-identity', keys, ...ledgerArgs()],
+        withFake(),
+      ),
+      2,
+    );
+    expect(refused.stderr).toMatch(
+      /--ssh-identity ".*" is a directory: a run is granted one key file, never a directory/,
+    );
     expect(existsSync(record)).toBe(false);
   });
 });
@@ -342,7 +406,19 @@ describe('--check, --limit and --tags reach ansible-playbook', () => {
     await apply('edge', 'tagged', { l1: localHost, l2: localHost });
   });
 
-  const run = (out: string, flags: string[]) => exocomp(['playbook', 'run', 'tagged.yml', '--inventory', 'tf:tagged', ...flags, ...ledgerArgs(), '--', '-e', `out=${out}`]);
+  const run = (out: string, flags: string[]) =>
+    exocomp([
+      'playbook',
+      'run',
+      'tagged.yml',
+      '--inventory',
+      'tf:tagged',
+      ...flags,
+      ...ledgerArgs(),
+      '--',
+      '-e',
+      `out=${out}`,
+    ]);
 
   it('--limit and --tags select hosts and tasks; --egress reaches the play as exocomp_egress_ports', async () => {
     const out = await newDir('limit-tags');
@@ -405,7 +481,8 @@ describe('--concurrency-key', () => {
     for (;;) {
       const text = await ledgerFile(`locks/${key}.json`);
       if (text !== undefined) return text;
-      if (ended) throw new Error(`the holder run ended (exit ${ended.code}) before its lock appeared:\n${ended.stderr}`);
+      if (ended)
+        throw new Error(`the holder run ended (exit ${ended.code}) before its lock appeared:\n${ended.stderr}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
@@ -419,7 +496,9 @@ describe('--concurrency-key', () => {
       const [aStart, aEnd] = await interval('a');
       const [bStart, bEnd] = await interval('b');
       expect(aEnd <= bStart || bEnd <= aStart).toBe(true);
-      expect([a.stderr, b.stderr].some((s) => s.includes('waiting up to 10m 00s for concurrency key serial'))).toBe(true);
+      expect([a.stderr, b.stderr].some((s) => s.includes('waiting up to 10m 00s for concurrency key serial'))).toBe(
+        true,
+      );
       expect(await ledgerFile('locks/serial.json')).toBeUndefined();
     },
     scaled(300_000),
@@ -445,8 +524,19 @@ describe('--concurrency-key', () => {
     const gone = await runProcess('sh', ['-c', 'echo $$']);
     const pid = Number(gone.stdout.trim());
     const now = new Date().toISOString();
-    const lease = { holder: `local:${hostname()}:${pid}:dead`, origin: { kind: 'local', hostname: hostname(), pid }, acquiredAt: now, heartbeatAt: now, ttlMs: 600_000 };
-    await commitToLedger({ 'locks/orphan.json': `${JSON.stringify({ schemaVersion: 1, key: 'orphan', lease, purpose: 'a run that crashed' })}\n` }, 'an orphaned lock');
+    const lease = {
+      holder: `local:${hostname()}:${pid}:dead`,
+      origin: { kind: 'local', hostname: hostname(), pid },
+      acquiredAt: now,
+      heartbeatAt: now,
+      ttlMs: 600_000,
+    };
+    await commitToLedger(
+      {
+        'locks/orphan.json': `${JSON.stringify({ schemaVersion: 1, key: 'orphan', lease, purpose: 'a run that crashed' })}\n`,
+      },
+      'an orphaned lock',
+    );
     await expectExit(slowRun('taker', 'orphan', ['--concurrency-wait', '1s'], 0), 0);
     expect(existsSync(path.join(out, 'taker.end'))).toBe(true);
     expect((await ledgerMessages(ledger)).join('\n')).toContain(`taking over from local:${hostname()}:${pid}:dead`);
@@ -460,7 +550,24 @@ describe('sealed outputs', () => {
     const inventoryFile = path.join(project, 'vault-inventory.json');
     await writeFile(inventoryFile, (await ledgerFile('inventories/vault.inventory.json')) as string);
     const run = (inventory: string, label: string) =>
-      expectExit(exocomp(['playbook', 'run', 'env.yml', '--inventory', inventory, '--seal-key', SEAL_KEY, ...ledgerArgs(), '--', '-e', `out=${out}`, '-e', `label=${label}`]), 0);
+      expectExit(
+        exocomp([
+          'playbook',
+          'run',
+          'env.yml',
+          '--inventory',
+          inventory,
+          '--seal-key',
+          SEAL_KEY,
+          ...ledgerArgs(),
+          '--',
+          '-e',
+          `out=${out}`,
+          '-e',
+          `label=${label}`,
+        ]),
+        0,
+      );
 
     const named = await run('tf:vault', 'named');
     expect(await readFile(path.join(out, 'named'), 'utf8')).toBe('loopback-only-sealed-password');
@@ -472,15 +579,38 @@ describe('sealed outputs', () => {
 
 describe('schedule list / remove / refusals', () => {
   const add = (name: string, extra: string[] = [], tail = ['--', 'converge.yml']) =>
-    exocomp(['schedule', 'add', name, '--cron', '0 0 4 * * *', '--kind', 'play', '--target', 'tf:edge', '--concurrency-key', unique('k'), ...extra, ...tail]);
+    exocomp([
+      'schedule',
+      'add',
+      name,
+      '--cron',
+      '0 0 4 * * *',
+      '--kind',
+      'play',
+      '--target',
+      'tf:edge',
+      '--concurrency-key',
+      unique('k'),
+      ...extra,
+      ...tail,
+    ]);
 
   it('lists, refuses to overwrite without --force, removes', { timeout: scaled(300_000) }, async () => {
     const dir = await newDir('workflows');
-    const added = await expectExit(add('nightly', ['--dir', dir], ['--', 'converge.yml', '--check', '--tags', 'base']), 0);
+    const added = await expectExit(
+      add('nightly', ['--dir', dir], ['--', 'converge.yml', '--check', '--tags', 'base']),
+      0,
+    );
     expect(added.stderr).toContain('fires at minute 0');
     const listed = await expectExit(exocomp(['schedule', 'list', '--dir', dir, '--json']), 0);
     expect(JSON.parse(listed.stdout).result.schedules).toEqual([
-      expect.objectContaining({ name: 'nightly', cron: '0 4 * * *', target: 'tf:edge', playbook: 'converge.yml', args: ['--check', '--tags', 'base'] }),
+      expect.objectContaining({
+        name: 'nightly',
+        cron: '0 4 * * *',
+        target: 'tf:edge',
+        playbook: 'converge.yml',
+        args: ['--check', '--tags', 'base'],
+      }),
     ]);
     const refused = await expectExit(add('nightly', ['--dir', dir]), 2);
     expect(refused.stderr).toMatch(/already exists with different contents/);

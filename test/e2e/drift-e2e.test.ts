@@ -15,7 +15,9 @@ import { motdPlaybook } from '../support/plays.js';
 describe('exocomp drift', () => {
   let fx: ChainFixture;
   let web: LoopbackHost;
-  const inventory = (extra: Record<string, unknown> = {}) => ({ all: { hosts: { web1: { ...sshHostVars(web), ...extra } } } });
+  const inventory = (extra: Record<string, unknown> = {}) => ({
+    all: { hosts: { web1: { ...sshHostVars(web), ...extra } } },
+  });
 
   const drift = async (extra: string[] = []): Promise<CliResult & { report: DriftReport }> => {
     const result = await fx.cli([
@@ -42,7 +44,17 @@ describe('exocomp drift', () => {
     await web.start();
     await writeFile(join(fx.dir, 'site.yml'), motdPlaybook());
     await fx.setInventory(inventory());
-    const run = await fx.cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', 'edge', '--ssh-wait', '60s']);
+    const run = await fx.cli([
+      'provision',
+      'run',
+      fx.workspace,
+      'site.yml',
+      ...fx.keys,
+      '--workspace-name',
+      'edge',
+      '--ssh-wait',
+      '60s',
+    ]);
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
   });
 
@@ -58,7 +70,10 @@ describe('exocomp drift', () => {
 
     const found = await drift(['--summary-file', join(fx.dir, 'summary.md')]);
     expect(found.code, found.stderr).toBe(3);
-    expect(found.report.infrastructure).toMatchObject({ ok: true, value: { resources: [{ address: 'terraform_data.hosts', action: 'update' }] } });
+    expect(found.report.infrastructure).toMatchObject({
+      ok: true,
+      value: { resources: [{ address: 'terraform_data.hosts', action: 'update' }] },
+    });
     const config = found.report.configuration;
     if (!config.ok) throw new Error(config.error);
     expect(config.value.changed).toHaveLength(1);
@@ -74,16 +89,37 @@ describe('exocomp drift', () => {
     expect(summary).toContain('terraform_data.hosts');
     expect(summary).toContain('-tampered');
 
-    const converge = await fx.cli(['playbook', 'run', 'site.yml', '--inventory', 'tf:edge', ...fx.ledgerArgs, '--fleet-key', fx.fleet.privateKeyPath]);
+    const converge = await fx.cli([
+      'playbook',
+      'run',
+      'site.yml',
+      '--inventory',
+      'tf:edge',
+      ...fx.ledgerArgs,
+      '--fleet-key',
+      fx.fleet.privateKeyPath,
+    ]);
     expect(converge.code, converge.stderr).toBe(0);
     const apply = await fx.cli(['workspace', 'apply', fx.workspace, '--workspace-name', 'edge', ...fx.common]);
     expect(apply.code, apply.stderr).toBe(0);
 
-    const clean = await fx.cli(['drift', fx.workspace, '--playbook', 'site.yml', ...fx.common, '--fleet-key', fx.fleet.privateKeyPath]);
+    const clean = await fx.cli([
+      'drift',
+      fx.workspace,
+      '--playbook',
+      'site.yml',
+      ...fx.common,
+      '--fleet-key',
+      fx.fleet.privateKeyPath,
+    ]);
     expect(clean.code, clean.stderr).toBe(0);
-    expect(clean.stdout.trim()).toBe('no drift in tf:edge: the plan has no changes and the play would change nothing on 1 host(s)');
+    expect(clean.stdout.trim()).toBe(
+      'no drift in tf:edge: the plan has no changes and the play would change nothing on 1 host(s)',
+    );
 
-    const history = JSON.parse((await fx.ledgerFile('drift/edge.json')) ?? '{}') as { runs: Array<{ verdict: string }> };
+    const history = JSON.parse((await fx.ledgerFile('drift/edge.json')) ?? '{}') as {
+      runs: Array<{ verdict: string }>;
+    };
     expect(history.runs.map((r) => r.verdict)).toEqual(['drift', 'clean']);
     const status = await fx.cli(['provision', 'status', ...fx.ledgerArgs]);
     expect(status.stdout).toMatch(/drift checks of tf:edge[\s\S]*clean[\s\S]*drift/);

@@ -13,7 +13,8 @@ import { commitToLedger, ledgerRefs } from '../support/ledger-git.js';
 const sitePlaybook = new URL('../fixtures/playbooks/site.yml', import.meta.url).pathname;
 
 /** Replaces (or deletes, with null) one ledger file behind exocomp's back, as a separate commit. */
-const tamper = (ledger: string, path: string, content: string | null) => commitToLedger(ledger, { [path]: content }, `tamper ${path}`);
+const tamper = (ledger: string, path: string, content: string | null) =>
+  commitToLedger(ledger, { [path]: content }, `tamper ${path}`);
 
 const ledgerHead = (fx: ChainFixture) => ledgerRefs(fx.ledger);
 
@@ -28,7 +29,20 @@ describe('standing inventories fail closed', () => {
   });
   afterAll(() => fx?.cleanup());
 
-  const play = (name: string) => fx.cli(['playbook', 'run', 'site.yml', '--inventory', `tf:${name}`, ...fx.ledgerArgs, '--fleet-key', fx.fleet.privateKeyPath], { env: shim.env });
+  const play = (name: string) =>
+    fx.cli(
+      [
+        'playbook',
+        'run',
+        'site.yml',
+        '--inventory',
+        `tf:${name}`,
+        ...fx.ledgerArgs,
+        '--fleet-key',
+        fx.fleet.privateKeyPath,
+      ],
+      { env: shim.env },
+    );
 
   it('an unregistered name', async () => {
     const result = await play('nobody');
@@ -49,7 +63,11 @@ describe('standing inventories fail closed', () => {
   });
 
   it('a registered but never materialized inventory', async () => {
-    await tamper(fx.ledger, 'inventories/pending.json', JSON.stringify({ schemaVersion: 1, name: 'pending', registeredAt: new Date().toISOString() }));
+    await tamper(
+      fx.ledger,
+      'inventories/pending.json',
+      JSON.stringify({ schemaVersion: 1, name: 'pending', registeredAt: new Date().toISOString() }),
+    );
     const result = await play('pending');
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/inventory tf:pending is registered but not materialized/);
@@ -65,7 +83,11 @@ describe('standing inventories fail closed', () => {
 
   it('a corrupt materialized file', async () => {
     await fx.cli(['workspace', 'apply', fx.workspace, ...fx.common, '--workspace-name', 'corrupt']);
-    await tamper(fx.ledger, 'inventories/corrupt.inventory.json', '{"all": {"hosts": {"evil": {"ansible_host": "127.0.0.9"}}}}\n');
+    await tamper(
+      fx.ledger,
+      'inventories/corrupt.inventory.json',
+      '{"all": {"hosts": {"evil": {"ansible_host": "127.0.0.9"}}}}\n',
+    );
     const result = await play('corrupt');
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/inventory tf:corrupt is corrupt/);
@@ -92,10 +114,30 @@ describe('bad input: clear error, non-zero exit, untouched ledger', () => {
   afterAll(() => fx?.cleanup());
 
   const cases: Array<[string, () => string[], RegExp, number]> = [
-    ['a workspace name with ../', () => ['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', '../etc'], /workspace name/i, 2],
-    ['a workspace name with spaces', () => ['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', 'my edge'], /workspace name/i, 2],
-    ['a workspace name with shell metacharacters', () => ['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', 'edge;rm -rf'], /workspace name/i, 2],
-    ['a missing workspace directory', () => ['provision', 'run', join(fx.dir, 'nope'), 'site.yml', ...fx.keys], /workspace directory .* does not exist/, 2],
+    [
+      'a workspace name with ../',
+      () => ['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', '../etc'],
+      /workspace name/i,
+      2,
+    ],
+    [
+      'a workspace name with spaces',
+      () => ['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', 'my edge'],
+      /workspace name/i,
+      2,
+    ],
+    [
+      'a workspace name with shell metacharacters',
+      () => ['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', 'edge;rm -rf'],
+      /workspace name/i,
+      2,
+    ],
+    [
+      'a missing workspace directory',
+      () => ['provision', 'run', join(fx.dir, 'nope'), 'site.yml', ...fx.keys],
+      /workspace directory .* does not exist/,
+      2,
+    ],
   ];
   for (const [what, args, message, code] of cases) {
     it(what, async () => {
@@ -110,7 +152,18 @@ describe('bad input: clear error, non-zero exit, untouched ledger', () => {
     const emptyBin = join(fx.dir, 'empty-bin');
     await mkdir(emptyBin, { recursive: true });
     const result = await fx.cli(
-      ['provision', 'run', fx.workspace, 'site.yml', '--ledger', fx.ledger, '--fleet-key', fx.fleet.privateKeyPath, '--bootstrap-key', fx.bootstrap.privateKeyPath],
+      [
+        'provision',
+        'run',
+        fx.workspace,
+        'site.yml',
+        '--ledger',
+        fx.ledger,
+        '--fleet-key',
+        fx.fleet.privateKeyPath,
+        '--bootstrap-key',
+        fx.bootstrap.privateKeyPath,
+      ],
       {
         env: {
           PATH: `${emptyBin}:/usr/bin:/bin`
@@ -140,7 +193,13 @@ describe('bad input: clear error, non-zero exit, untouched ledger', () => {
   });
 
   it('an unreachable ledger remote', async () => {
-    const result = await fx.cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys.map((a) => (a === fx.ledger ? join(fx.dir, 'no-such-ledger.git') : a))]);
+    const result = await fx.cli([
+      'provision',
+      'run',
+      fx.workspace,
+      'site.yml',
+      ...fx.keys.map((a) => (a === fx.ledger ? join(fx.dir, 'no-such-ledger.git') : a)),
+    ]);
     // A --ledger path that names no repository is bad usage (--ledger-init creates one).
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/ledger/i);
@@ -167,7 +226,15 @@ describe('bad input: clear error, non-zero exit, untouched ledger', () => {
 
   it('writes nothing on bad run-secrets', async () => {
     await writeFile(join(fx.dir, 'bad-secrets.yml'), 'PATH: /evil\n');
-    const result = await fx.cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--run-secrets', 'bad-secrets.yml']);
+    const result = await fx.cli([
+      'provision',
+      'run',
+      fx.workspace,
+      'site.yml',
+      ...fx.keys,
+      '--run-secrets',
+      'bad-secrets.yml',
+    ]);
     expect(result.code).toBe(2);
     expect(await ledgerHead(fx)).toBe(before);
   });

@@ -10,8 +10,20 @@ import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ledgerFileLog } from '../support/ledger-git.js';
 import { runProcess } from '../../src/adapters/process.js';
-import { createChainFixture, sshHostVars, workflowIdFrom, type ChainFixture, type CliResult } from '../support/chain-fixture.js';
-import { createLoopbackHost, generateKeyPair, shellQuote, type KeyPair, type LoopbackHost } from '../support/loopback-host.js';
+import {
+  createChainFixture,
+  sshHostVars,
+  workflowIdFrom,
+  type ChainFixture,
+  type CliResult,
+} from '../support/chain-fixture.js';
+import {
+  createLoopbackHost,
+  generateKeyPair,
+  shellQuote,
+  type KeyPair,
+  type LoopbackHost,
+} from '../support/loopback-host.js';
 import { waitFor } from '../support/time.js';
 
 const sitePlaybook = new URL('../fixtures/playbooks/site.yml', import.meta.url).pathname;
@@ -41,7 +53,18 @@ function keyArgs(fx: ChainFixture, fleet: KeyPair = fx.fleet): string[] {
 }
 
 function provisionRun(fx: ChainFixture, extra: string[] = [], fleet?: KeyPair): Promise<CliResult> {
-  return fx.cli(['provision', 'run', fx.workspace, 'site.yml', ...keyArgs(fx, fleet), '--workspace-name', 'edge', '--ssh-wait', '60s', ...extra]);
+  return fx.cli([
+    'provision',
+    'run',
+    fx.workspace,
+    'site.yml',
+    ...keyArgs(fx, fleet),
+    '--workspace-name',
+    'edge',
+    '--ssh-wait',
+    '60s',
+    ...extra,
+  ]);
 }
 
 function output(result: CliResult): string {
@@ -71,7 +94,17 @@ async function rekeyKeepingSessions(host: LoopbackHost): Promise<void> {
   const scratch = await mkdtemp(join(tmpdir(), 'exocomp-rekey-'));
   try {
     const fresh = join(scratch, 'key');
-    const keygen = await runProcess('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', `rekeyed-${host.id}`, '-f', fresh]);
+    const keygen = await runProcess('ssh-keygen', [
+      '-q',
+      '-t',
+      'ed25519',
+      '-N',
+      '',
+      '-C',
+      `rekeyed-${host.id}`,
+      '-f',
+      fresh,
+    ]);
     if (keygen.code !== 0) throw new Error(`ssh-keygen failed: ${keygen.stderr}`);
     await copyFile(fresh, hostKeyPath);
     await copyFile(`${fresh}.pub`, `${hostKeyPath}.pub`);
@@ -85,7 +118,10 @@ async function rekeyKeepingSessions(host: LoopbackHost): Promise<void> {
   const expected = await host.hostPublicKey();
   await waitFor(
     `sshd of ${host.id} to present its new key after SIGHUP`,
-    async () => (await runProcess('ssh-keyscan', ['-t', 'ed25519', '-p', String(host.port), host.address])).stdout.includes(expected),
+    async () =>
+      (await runProcess('ssh-keyscan', ['-t', 'ed25519', '-p', String(host.port), host.address])).stdout.includes(
+        expected,
+      ),
     { timeoutMs: 20_000, intervalMs: 100 },
   );
 }
@@ -196,13 +232,30 @@ describe('a host rekeyed seconds after a successful run to it', () => {
   });
 
   it('is rotated by `host onboard --rotate`: the store holds the new key', async () => {
-    const rotated = await fx.cli(['host', 'onboard', `${host.address}:${host.port}`, '--rotate', '--ledger', fx.ledger]);
+    const rotated = await fx.cli([
+      'host',
+      'onboard',
+      `${host.address}:${host.port}`,
+      '--rotate',
+      '--ledger',
+      fx.ledger,
+    ]);
     expect(rotated.stdout, output(rotated)).toContain(`${host.knownHostsName}: rotated`);
     expect(await fx.ledgerFile('known_hosts')).toBe(`${await pinLine(host)}\n`);
   });
 
   it('fails a configure run seconds after a successful one when rekeyed with its sessions alive, and is not re-pinned', async () => {
-    const playArgs = ['playbook', 'run', 'site.yml', '--inventory', 'tf:edge', '--fleet-key', fx.fleet.privateKeyPath, '--ledger', fx.ledger];
+    const playArgs = [
+      'playbook',
+      'run',
+      'site.yml',
+      '--inventory',
+      'tf:edge',
+      '--fleet-key',
+      fx.fleet.privateKeyPath,
+      '--ledger',
+      fx.ledger,
+    ];
     const marker = '/tmp/exocomp-configured-web';
     await host.exec(`rm -f ${marker}`);
     const converged = await fx.cli(playArgs);

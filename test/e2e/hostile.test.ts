@@ -22,13 +22,18 @@ const CANARIES = ['ssh-executable', 'local-command', 'proxy-common', 'proxy-extr
 
 /** Every ref of the ledger repository with its commit: equal before and after means nothing was written. */
 async function ledgerRefs(): Promise<string> {
-  return (await runProcess('git', ['--git-dir', fx.ledger, 'for-each-ref', '--format=%(refname) %(objectname)'])).stdout;
+  return (await runProcess('git', ['--git-dir', fx.ledger, 'for-each-ref', '--format=%(refname) %(objectname)']))
+    .stdout;
 }
 
 /** The hostile connection variables of issue 8: [canary, variable, value], each creating its canary if it ever ran. */
 const INJECTIONS: Array<[(typeof CANARIES)[number], string, () => string]> = [
   ['ssh-executable', 'ansible_ssh_executable', () => file('evil-ssh.sh')],
-  ['local-command', 'ansible_ssh_common_args', () => `-o PermitLocalCommand=yes -o LocalCommand="touch ${canary('local-command')}"`],
+  [
+    'local-command',
+    'ansible_ssh_common_args',
+    () => `-o PermitLocalCommand=yes -o LocalCommand="touch ${canary('local-command')}"`,
+  ],
   ['proxy-common', 'ansible_ssh_common_args', () => `-o ProxyCommand="touch ${canary('proxy-common')}"`],
   ['proxy-extra', 'ansible_ssh_extra_args', () => `-o ProxyCommand="touch ${canary('proxy-extra')}"`],
 ];
@@ -41,7 +46,11 @@ function goodInventory() {
     all: {
       hosts: {
         web: sshHostVars(host),
-        control: { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3', motd: jinja('jinja-var') },
+        control: {
+          ansible_connection: 'local',
+          ansible_python_interpreter: '/usr/bin/python3',
+          motd: jinja('jinja-var'),
+        },
       },
     },
   };
@@ -54,7 +63,15 @@ const apply = (inventory: () => unknown) => async () => {
 const run =
   (...extra: string[]) =>
   async () => ['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, ...extra];
-const keyRun = (option: string, key: string) => async () => ['provision', 'run', fx.workspace, 'site.yml', ...fx.common, option, file(key)];
+const keyRun = (option: string, key: string) => async () => [
+  'provision',
+  'run',
+  fx.workspace,
+  'site.yml',
+  ...fx.common,
+  option,
+  file(key),
+];
 const playbookRun = (book: string) => async () => ['provision', 'run', fx.workspace, book, ...fx.keys];
 const schedule = (cron: string) => async () => [
   'schedule',
@@ -91,18 +108,58 @@ const CASES: Array<[string, () => Promise<string[]>, RegExp, 1 | 2]> = [
   ['id -rf', run('--id=-rf'), /invalid workflow id "-rf": it does not start with a letter or digit/, 2],
   ['id with a space', run('--id', 'x y'), /invalid workflow id "x y": it contains whitespace/, 2],
   ['id .git', run('--id', '.git'), /invalid workflow id "\.git": it does not start with a letter or digit/, 2],
-  ['id of 300 characters', run('--id', 'a'.repeat(300)), /invalid workflow id "a+\\u2026": it is 300 characters long \(at most 64\)/, 2],
+  [
+    'id of 300 characters',
+    run('--id', 'a'.repeat(300)),
+    /invalid workflow id "a+\\u2026": it is 300 characters long \(at most 64\)/,
+    2,
+  ],
   ['status of ../x', async () => ['provision', 'status', '../x', ...fx.ledgerArgs], /invalid workflow id "\.\.\/x"/, 2],
   ['resume of a/b', async () => ['provision', 'resume', 'a/b', ...fx.ledgerArgs], /invalid workflow id "a\/b"/, 2],
-  ['approval of ..', async () => ['approval', 'decide', '..', '--approve', ...fx.ledgerArgs], /invalid workflow id "\.\."/, 2],
+  [
+    'approval of ..',
+    async () => ['approval', 'decide', '..', '--approve', ...fx.ledgerArgs],
+    /invalid workflow id "\.\."/,
+    2,
+  ],
   // Names.
-  ['workspace name ../evil', run('--workspace-name', '../evil'), /invalid workspace name "\.\.\/evil": it contains a path separator/, 2],
-  ['workspace name in capitals', run('--workspace-name', 'Edge'), /invalid workspace name "Edge": it contains uppercase letters/, 2],
-  ['inventory tf:../x', async () => ['playbook', 'run', 'site.yml', '--inventory', 'tf:../x', ...fx.ledgerArgs], /invalid inventory reference "tf:\.\.\/x"/, 2],
-  ['onboard user root;id', run('--onboard-user', 'root;id'), /invalid --onboard-user "root;id": it contains characters other than/, 2],
-  ['remote user -oProxyCommand=x', run('--remote-user=-oProxyCommand=x'), /invalid --remote-user "-oProxyCommand=x": it starts with '-'/, 2],
+  [
+    'workspace name ../evil',
+    run('--workspace-name', '../evil'),
+    /invalid workspace name "\.\.\/evil": it contains a path separator/,
+    2,
+  ],
+  [
+    'workspace name in capitals',
+    run('--workspace-name', 'Edge'),
+    /invalid workspace name "Edge": it contains uppercase letters/,
+    2,
+  ],
+  [
+    'inventory tf:../x',
+    async () => ['playbook', 'run', 'site.yml', '--inventory', 'tf:../x', ...fx.ledgerArgs],
+    /invalid inventory reference "tf:\.\.\/x"/,
+    2,
+  ],
+  [
+    'onboard user root;id',
+    run('--onboard-user', 'root;id'),
+    /invalid --onboard-user "root;id": it contains characters other than/,
+    2,
+  ],
+  [
+    'remote user -oProxyCommand=x',
+    run('--remote-user=-oProxyCommand=x'),
+    /invalid --remote-user "-oProxyCommand=x": it starts with '-'/,
+    2,
+  ],
   ['empty onboard user', run('--onboard-user='), /invalid --onboard-user "": it is empty/, 2],
-  ['playbook run as -oX', async () => ['playbook', 'run', 'site.yml', '--inventory', 'tf:edge', '--remote-user=-oX', ...fx.ledgerArgs], /invalid --remote-user "-oX"/, 2],
+  [
+    'playbook run as -oX',
+    async () => ['playbook', 'run', 'site.yml', '--inventory', 'tf:edge', '--remote-user=-oX', ...fx.ledgerArgs],
+    /invalid --remote-user "-oX"/,
+    2,
+  ],
   // Durations.
   ['ssh-wait forever', run('--ssh-wait', 'forever'), /invalid duration "forever"/, 2],
   ['ssh-wait -5m', run('--ssh-wait=-5m'), /invalid duration "-5m"/, 2],
@@ -113,12 +170,22 @@ const CASES: Array<[string, () => Promise<string[]>, RegExp, 1 | 2]> = [
   ['cron every minute', schedule('0 * * * * *'), /fires as often as every 1 minute/, 2],
   ['five-field cron', schedule('0 3 * * *'), /expected six fields, got 5/, 2],
   // Run-secrets.
-  ['run-secret named like a path', secretsRun('secrets-badname.yml'), /"lower-case" is not a valid environment variable name/, 2],
+  [
+    'run-secret named like a path',
+    secretsRun('secrets-badname.yml'),
+    /"lower-case" is not a valid environment variable name/,
+    2,
+  ],
   ['run-secret PATH', secretsRun('secrets-path.yml'), /PATH/, 2],
   ['run-secrets as a list', secretsRun('secrets-list.yml'), /must be a mapping of name → value/, 2],
   ['run-secrets not YAML', secretsRun('secrets-broken.yml'), /is not valid YAML\/JSON \(line \d+\)/, 2],
   // Key files.
-  ['fleet key that is a public key', keyRun('--fleet-key', 'keys/good.pub'), /--fleet-key .*good\.pub is a public key/, 2],
+  [
+    'fleet key that is a public key',
+    keyRun('--fleet-key', 'keys/good.pub'),
+    /--fleet-key .*good\.pub is a public key/,
+    2,
+  ],
   ['empty fleet key', keyRun('--fleet-key', 'keys/empty'), /--fleet-key .*empty is not an SSH private key/, 2],
   [
     'bootstrap key with a passphrase',
@@ -126,15 +193,30 @@ const CASES: Array<[string, () => Promise<string[]>, RegExp, 1 | 2]> = [
     /--bootstrap-key .*protected is protected by a passphrase, and a run cannot type it[\s\S]*ssh-keygen -p/,
     2,
   ],
-  ['fleet key at mode 0644', keyRun('--fleet-key', 'keys/open'), /permissions 0644 of --fleet-key .*open are too open[\s\S]*chmod 600 .*open/, 2],
-  ['missing bootstrap key', keyRun('--bootstrap-key', 'keys/missing'), /cannot read --bootstrap-key .*missing: ENOENT/, 2],
+  [
+    'fleet key at mode 0644',
+    keyRun('--fleet-key', 'keys/open'),
+    /permissions 0644 of --fleet-key .*open are too open[\s\S]*chmod 600 .*open/,
+    2,
+  ],
+  [
+    'missing bootstrap key',
+    keyRun('--bootstrap-key', 'keys/missing'),
+    /cannot read --bootstrap-key .*missing: ENOENT/,
+    2,
+  ],
   ['key that is a directory', keyRun('--fleet-key', 'keys'), /--fleet-key .*keys is not a file/, 2],
   // Playbooks.
   ['missing playbook', playbookRun('nope.yml'), /playbook "nope\.yml" does not exist/, 2],
   ['playbook that is a directory', playbookRun('plays'), /playbook "plays" is a directory, not a playbook file/, 2],
   ['playbook that is not YAML', playbookRun('broken.yml'), /playbook "broken\.yml": it is not valid YAML/, 2],
   ['playbook that is a mapping', playbookRun('mapping.yml'), /playbook "mapping\.yml": it is not a list of plays/, 2],
-  ['onboard playbook missing', run('--onboard-playbook', 'gone.yml'), /--onboard-playbook "gone\.yml" does not exist/, 2],
+  [
+    'onboard playbook missing',
+    run('--onboard-playbook', 'gone.yml'),
+    /--onboard-playbook "gone\.yml" does not exist/,
+    2,
+  ],
   // Inventories from tofu outputs: refused at capture, naming host and variable, before any play.
   ...INJECTIONS.map(([name, variable, value]): [string, () => Promise<string[]>, RegExp, 1] => [
     `inventory setting ${variable} (${name})`,
@@ -156,29 +238,51 @@ const CASES: Array<[string, () => Promise<string[]>, RegExp, 1 | 2]> = [
   ],
   [
     'inventory with a local host running its own python',
-    apply(() => ({ all: { hosts: { box: { ansible_connection: 'local', ansible_python_interpreter: '/tmp/evil' } } } })),
+    apply(() => ({
+      all: { hosts: { box: { ansible_connection: 'local', ansible_python_interpreter: '/tmp/evil' } } },
+    })),
     /not allowed for a local host: a local host's interpreter runs on the runner/,
     1,
   ],
   // 200, not 1,000: the OpenTofu stand-in's own recursion ends there (the unit tests refuse 1,000 and 100,000 levels).
-  ['inventory nested 200 levels', apply(() => nested(200)), /the ansible_inventory output nests groups \(children within children\) more than 64 levels deep/, 1],
+  [
+    'inventory nested 200 levels',
+    apply(() => nested(200)),
+    /the ansible_inventory output nests groups \(children within children\) more than 64 levels deep/,
+    1,
+  ],
   [
     'inventory in the --list format',
     apply(() => ({ _meta: { hostvars: {} }, all: { children: ['web'] } })),
     /the ansible_inventory output is in the `ansible-inventory --list` format/,
     1,
   ],
-  ['inventory with a list of hosts', apply(() => ({ all: { hosts: ['web'] } })), /all\.hosts: expected a mapping, got a list/, 1],
-  ['inventory with a templated host name', apply(() => ({ all: { hosts: { "{{lookup('pipe','id')}}": null } } })), /contains a template marker/, 1],
+  [
+    'inventory with a list of hosts',
+    apply(() => ({ all: { hosts: ['web'] } })),
+    /all\.hosts: expected a mapping, got a list/,
+    1,
+  ],
+  [
+    'inventory with a templated host name',
+    apply(() => ({ all: { hosts: { "{{lookup('pipe','id')}}": null } } })),
+    /contains a template marker/,
+    1,
+  ],
 ];
 
 beforeAll(async () => {
   fx = await createChainFixture('edge');
   host = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey });
   await host.start();
-  await writeFile(file('evil-ssh.sh'), `#!/bin/sh\ntouch '${canary('ssh-executable')}'\nexec ssh "$@"\n`, { mode: 0o755 });
+  await writeFile(file('evil-ssh.sh'), `#!/bin/sh\ntouch '${canary('ssh-executable')}'\nexec ssh "$@"\n`, {
+    mode: 0o755,
+  });
   await copyFile(new URL('../fixtures/playbooks/site.yml', import.meta.url), file('site.yml'));
-  await writeFile(file('motd.yml'), '- hosts: control\n  gather_facts: false\n  tasks:\n    - ansible.builtin.debug:\n        msg: "motd is {{ motd }}"\n');
+  await writeFile(
+    file('motd.yml'),
+    '- hosts: control\n  gather_facts: false\n  tasks:\n    - ansible.builtin.debug:\n        msg: "motd is {{ motd }}"\n',
+  );
   await mkdir(file('plays'));
   await writeFile(file('broken.yml'), '- hosts: [all\n  tasks: {{ nope\n');
   await writeFile(file('mapping.yml'), 'hosts: all\ntasks: []\n');
@@ -190,7 +294,17 @@ beforeAll(async () => {
   const good = await generateKeyPair(file('keys'), 'good');
   await copyFile(`${good.privateKeyPath}.pub`, file('keys/good.pub'));
   await writeFile(file('keys/empty'), '', { mode: 0o600 });
-  await runProcess('ssh-keygen', ['-q', '-t', 'ed25519', '-N', 'a passphrase', '-C', 'protected', '-f', file('keys/protected')]);
+  await runProcess('ssh-keygen', [
+    '-q',
+    '-t',
+    'ed25519',
+    '-N',
+    'a passphrase',
+    '-C',
+    'protected',
+    '-f',
+    file('keys/protected'),
+  ]);
   await copyFile(good.privateKeyPath, file('keys/open'));
   await chmod(file('keys/open'), 0o644);
   // The standing inventory tf:edge exists before the cases, so "unchanged" compares a real branch.
@@ -230,12 +344,30 @@ describe('hostile and malformed input', () => {
 
   it('a ledger record whose id differs from its file name is reported, not used', async () => {
     // A real record first (planned, awaiting approval), then a copy of it under another name.
-    const planned = await fx.cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--require-approval', '--id', 'edge-real']);
+    const planned = await fx.cli([
+      'provision',
+      'run',
+      fx.workspace,
+      'site.yml',
+      ...fx.keys,
+      '--require-approval',
+      '--id',
+      'edge-real',
+    ]);
     expect(planned.code, planned.stderr).toBe(0);
     // One branch per record (src/ledger/layout.ts): the copy is a branch of its own holding the same file under another name.
-    const env = { ...process.env, GIT_INDEX_FILE: file('copy-index'), GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' };
+    const env = {
+      ...process.env,
+      GIT_INDEX_FILE: file('copy-index'),
+      GIT_AUTHOR_NAME: 't',
+      GIT_AUTHOR_EMAIL: 't@t',
+      GIT_COMMITTER_NAME: 't',
+      GIT_COMMITTER_EMAIL: 't@t',
+    };
     const git = async (args: string[], input?: string) =>
-      (await runProcess('git', ['--git-dir', fx.ledger, ...args], { env, ...(input === undefined ? {} : { input }) })).stdout.trim();
+      (
+        await runProcess('git', ['--git-dir', fx.ledger, ...args], { env, ...(input === undefined ? {} : { input }) })
+      ).stdout.trim();
     const record = await git(['show', 'exocomp-ledger-records/workflows/edge-real.json:workflows/edge-real.json']);
     expect(record).toContain('"id": "edge-real"');
     const blob = await git(['hash-object', '-w', '--stdin'], record);
@@ -255,7 +387,16 @@ describe('hostile and malformed input', () => {
   });
 
   it('a template from tofu outputs reaches the play as text: the play runs and the command in it never does', async () => {
-    const result = await fx.cli(['playbook', 'run', 'motd.yml', '--inventory', 'tf:edge', '--remote-user', 'root', ...fx.ledgerArgs]);
+    const result = await fx.cli([
+      'playbook',
+      'run',
+      'motd.yml',
+      '--inventory',
+      'tf:edge',
+      '--remote-user',
+      'root',
+      ...fx.ledgerArgs,
+    ]);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout + result.stderr).toContain("motd is {{ lookup('ansible.builtin.pipe', 'touch");
   });
@@ -276,8 +417,13 @@ describe('hostile and malformed input', () => {
    */
   it('control: given to ansible directly, the same inventory creates every canary', async () => {
     const hosts: Record<string, Record<string, unknown>> = {};
-    for (const [name, variable, value] of INJECTIONS) hosts[`h-${name}`] = { ...sshHostVars(host), [variable]: value() };
-    hosts['h-jinja'] = { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3', motd: jinja('jinja-var') };
+    for (const [name, variable, value] of INJECTIONS)
+      hosts[`h-${name}`] = { ...sshHostVars(host), [variable]: value() };
+    hosts['h-jinja'] = {
+      ansible_connection: 'local',
+      ansible_python_interpreter: '/usr/bin/python3',
+      motd: jinja('jinja-var'),
+    };
     await writeFile(file('control-inventory.json'), JSON.stringify({ all: { hosts } }));
     await writeFile(
       file('control.yml'),
@@ -285,19 +431,25 @@ describe('hostile and malformed input', () => {
     );
     const home = file('control-home');
     await mkdir(home, { recursive: true });
-    const control = await runProcess('ansible-playbook', ['-i', file('control-inventory.json'), file('control.yml'), '--private-key', fx.bootstrap.privateKeyPath], {
-      cwd: fx.dir,
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        HOME: home,
-        ANSIBLE_HOME: home,
-        ANSIBLE_LOCAL_TEMP: join(home, 'tmp'),
-        ANSIBLE_HOST_KEY_CHECKING: 'False',
-        ANSIBLE_SSH_ARGS: '-o ControlMaster=no -o UserKnownHostsFile=/dev/null',
-        ANSIBLE_NOCOLOR: '1',
+    const control = await runProcess(
+      'ansible-playbook',
+      ['-i', file('control-inventory.json'), file('control.yml'), '--private-key', fx.bootstrap.privateKeyPath],
+      {
+        cwd: fx.dir,
+        env: {
+          PATH: process.env.PATH ?? '/usr/bin:/bin',
+          HOME: home,
+          ANSIBLE_HOME: home,
+          ANSIBLE_LOCAL_TEMP: join(home, 'tmp'),
+          ANSIBLE_HOST_KEY_CHECKING: 'False',
+          ANSIBLE_SSH_ARGS: '-o ControlMaster=no -o UserKnownHostsFile=/dev/null',
+          ANSIBLE_NOCOLOR: '1',
+        },
       },
-    });
-    const missing = ['ssh-executable', 'local-command', 'proxy-common', 'proxy-extra', 'jinja-var'].filter((name) => !existsSync(canary(name)));
+    );
+    const missing = ['ssh-executable', 'local-command', 'proxy-common', 'proxy-extra', 'jinja-var'].filter(
+      (name) => !existsSync(canary(name)),
+    );
     expect(missing, control.stdout + control.stderr).toEqual([]);
     for (const name of CANARIES) await rm(canary(name), { force: true });
   });

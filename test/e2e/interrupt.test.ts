@@ -36,9 +36,24 @@ describe('Ctrl-C of provision run during the apply', () => {
     host = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey, port: 2211 });
     await host.start();
     await fx.setInventory({ all: { hosts: { web: sshHostVars(host) } } });
-    const { child, done } = fx.spawnCli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', 'edge', '--id', ID, '--ssh-wait', '60s'], {
-      env: { EXOCOMP_TOFU_STANDIN_APPLY_DELAY_MS: '600000' },
-    });
+    const { child, done } = fx.spawnCli(
+      [
+        'provision',
+        'run',
+        fx.workspace,
+        'site.yml',
+        ...fx.keys,
+        '--workspace-name',
+        'edge',
+        '--id',
+        ID,
+        '--ssh-wait',
+        '60s',
+      ],
+      {
+        env: { EXOCOMP_TOFU_STANDIN_APPLY_DELAY_MS: '600000' },
+      },
+    );
     const deadline = Date.now() + scaled(90_000);
     let apply: { pid: number } | undefined;
     while (!apply && Date.now() < deadline && child.exitCode === null) {

@@ -22,7 +22,9 @@ describe('exocomp keys init', () => {
     fx = await createChainFixture();
     keys = join(fx.dir, 'keys');
     init = await fx.cli(['keys', 'init', '--dir', keys]);
-    host = await createLoopbackHost({ rootAuthorizedKey: (await readFile(join(keys, 'bootstrap_ed25519.pub'), 'utf8')).trim() });
+    host = await createLoopbackHost({
+      rootAuthorizedKey: (await readFile(join(keys, 'bootstrap_ed25519.pub'), 'utf8')).trim(),
+    });
     await host.start();
     await fx.setInventory({ all: { hosts: { web1: sshHostVars(host) } } });
     await copyFile(sitePlaybook, join(fx.dir, 'site.yml'));
@@ -33,13 +35,21 @@ describe('exocomp keys init', () => {
     await fx?.cleanup();
   });
 
-  const keyArgs = () => ['--fleet-key', join(keys, 'fleet_ed25519'), '--bootstrap-key', join(keys, 'bootstrap_ed25519')];
+  const keyArgs = () => [
+    '--fleet-key',
+    join(keys, 'fleet_ed25519'),
+    '--bootstrap-key',
+    join(keys, 'bootstrap_ed25519'),
+  ];
 
   it('writes the three keys 0600 with public halves beside, and names the secrets to set', async () => {
     expect(init.code, init.stderr).toBe(0);
-    for (const file of ['fleet_ed25519', 'bootstrap_ed25519', 'seal.key']) expect(((await stat(join(keys, file))).mode & 0o777).toString(8)).toBe('600');
-    for (const file of ['fleet_ed25519.pub', 'bootstrap_ed25519.pub']) expect((await stat(join(keys, file))).isFile()).toBe(true);
-    for (const secret of ['EXOCOMP_FLEET_PRIVATE_KEY', 'EXOCOMP_BOOTSTRAP_PRIVATE_KEY', 'EXOCOMP_SEAL_KEY']) expect(init.stdout).toContain(`gh secret set ${secret} < `);
+    for (const file of ['fleet_ed25519', 'bootstrap_ed25519', 'seal.key'])
+      expect(((await stat(join(keys, file))).mode & 0o777).toString(8)).toBe('600');
+    for (const file of ['fleet_ed25519.pub', 'bootstrap_ed25519.pub'])
+      expect((await stat(join(keys, file))).isFile()).toBe(true);
+    for (const secret of ['EXOCOMP_FLEET_PRIVATE_KEY', 'EXOCOMP_BOOTSTRAP_PRIVATE_KEY', 'EXOCOMP_SEAL_KEY'])
+      expect(init.stdout).toContain(`gh secret set ${secret} < `);
     const again = await fx.cli(['keys', 'init', '--dir', keys]);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/already exist.*never overwritten silently/);
@@ -58,13 +68,26 @@ describe('exocomp keys init', () => {
 
   it('converges a host with the keys it wrote', async () => {
     const seal = (await readFile(join(keys, 'seal.key'), 'utf8')).trim();
-    const result = await fx.cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.common, ...keyArgs(), '--seal-key', seal, '--ssh-wait', '60s']);
+    const result = await fx.cli([
+      'provision',
+      'run',
+      fx.workspace,
+      'site.yml',
+      ...fx.common,
+      ...keyArgs(),
+      '--seal-key',
+      seal,
+      '--ssh-wait',
+      '60s',
+    ]);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toMatch(/provisioned/);
   });
 
   it('says which key a play offered when the hosts refuse it, and how to pass the fleet key', async () => {
-    const result = await fx.cli(['playbook', 'run', 'site.yml', '--inventory', 'tf:edge', ...fx.ledgerArgs], { env: { HOME: join(fx.dir, 'empty-home') } });
+    const result = await fx.cli(['playbook', 'run', 'site.yml', '--inventory', 'tf:edge', ...fx.ledgerArgs], {
+      env: { HOME: join(fx.dir, 'empty-home') },
+    });
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(
       /web1 refused the key: no key was given, so ssh offered only its defaults .* as user exocomp\. Pass the fleet key that onboarding installed: --fleet-key <private key file>/,

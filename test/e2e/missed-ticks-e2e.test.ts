@@ -21,10 +21,17 @@ describe('missed schedule ticks', () => {
 
   beforeAll(async () => {
     fx = await createChainFixture('edge');
-    await fx.setInventory({ all: { hosts: { runner1: { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' } } } });
+    await fx.setInventory({
+      all: { hosts: { runner1: { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' } } },
+    });
     const apply = await fx.cli(['workspace', 'apply', fx.workspace, '--workspace-name', 'edge', ...fx.common]);
     expect(apply.code, apply.stderr).toBe(0);
-    await writeFile(join(fx.dir, 'site.yml'), ['- name: Converge', '  hosts: all', '  gather_facts: false', '  tasks:', '    - ansible.builtin.ping:', ''].join('\n'));
+    await writeFile(
+      join(fx.dir, 'site.yml'),
+      ['- name: Converge', '  hosts: all', '  gather_facts: false', '  tasks:', '    - ansible.builtin.ping:', ''].join(
+        '\n',
+      ),
+    );
   });
 
   afterAll(async () => {
@@ -39,21 +46,41 @@ describe('missed schedule ticks', () => {
     const fires = ticks.filter((t) => t !== dropped).map((t) => t.toISOString());
     await commitToLedger(
       fx.ledger,
-      { [LEDGER_PATHS.scheduleFires('nightly')]: `${JSON.stringify({ schemaVersion: 1, name: 'nightly', cron: CRON, fires }, null, 2)}\n` },
+      {
+        [LEDGER_PATHS.scheduleFires('nightly')]:
+          `${JSON.stringify({ schemaVersion: 1, name: 'nightly', cron: CRON, fires }, null, 2)}\n`,
+      },
       'earlier runs of schedule nightly',
     );
 
-    const converge = await fx.cli(['playbook', 'run', 'site.yml', '--inventory', 'tf:edge', ...fx.ledgerArgs, '--schedule-name', 'nightly', '--schedule-cron', CRON]);
+    const converge = await fx.cli([
+      'playbook',
+      'run',
+      'site.yml',
+      '--inventory',
+      'tf:edge',
+      ...fx.ledgerArgs,
+      '--schedule-name',
+      'nightly',
+      '--schedule-cron',
+      CRON,
+    ]);
     expect(converge.code, `${converge.stdout}\n${converge.stderr}`).toBe(0);
     const line = `schedule nightly ('${CRON}' UTC): 1 tick(s) never ran: ${dropped.toISOString()}`;
     expect(`${converge.stdout}\n${converge.stderr}`).toContain(line);
-    const recorded = JSON.parse((await fx.ledgerFile(LEDGER_PATHS.scheduleFires('nightly'))) ?? '{}') as { fires: string[] };
+    const recorded = JSON.parse((await fx.ledgerFile(LEDGER_PATHS.scheduleFires('nightly'))) ?? '{}') as {
+      fires: string[];
+    };
     expect(recorded.fires).toHaveLength(fires.length + 1);
 
     const status = await fx.cli(['provision', 'status', ...fx.ledgerArgs]);
     expect(status.stdout).toContain(line);
     const json = await fx.cli(['provision', 'status', ...fx.ledgerArgs, '--json']);
-    const parsed = JSON.parse(json.stdout) as { schedules: Array<{ name: string; fires: number; missedTicks: string[] }> };
-    expect(parsed.schedules).toEqual([{ name: 'nightly', cron: CRON, fires: fires.length + 1, missedTicks: [dropped.toISOString()] }]);
+    const parsed = JSON.parse(json.stdout) as {
+      schedules: Array<{ name: string; fires: number; missedTicks: string[] }>;
+    };
+    expect(parsed.schedules).toEqual([
+      { name: 'nightly', cron: CRON, fires: fires.length + 1, missedTicks: [dropped.toISOString()] },
+    ]);
   });
 });

@@ -8,8 +8,8 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { lookAheadToAgent, runPlay } from '../../src/app/play.js';
-import { SecretRegistry } from '../../src/app/secrets.js';
+import { lookAheadToAgent, runPlay } from '../../src/app/plays/play.js';
+import { SecretRegistry } from '../../src/app/runtime/secrets.js';
 import { runProcess } from '../../src/adapters/process.js';
 import { generateKeyPair, type KeyPair } from '../support/loopback-host.js';
 
@@ -72,7 +72,8 @@ describe('a play given an agent started beforehand', () => {
   it('is stopped when nobody takes it', async () => {
     const agent = lookAheadToAgent(key.privateKeyPath);
     // Running, and holding the key, before it is discarded (bounded by the agent's start).
-    for (let i = 0; i < 200 && (await ourAgents()).length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    for (let i = 0; i < 200 && (await ourAgents()).length === 0; i++)
+      await new Promise((resolve) => setTimeout(resolve, 50));
     expect(await ourAgents()).toHaveLength(1);
     await agent.discard();
     expect(await ourAgents()).toEqual([]);

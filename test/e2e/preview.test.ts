@@ -36,7 +36,9 @@ describe('plan preview: infrastructure and configuration, both bound by the appr
     const planned = await fx.cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--require-approval']);
     expect(planned.code, planned.stderr).toBe(0);
     const id = workflowIdFrom(planned);
-    const record = JSON.parse((await fx.ledgerFile(`workflows/${id}.json`)) ?? '{}') as { approval: Record<string, string> };
+    const record = JSON.parse((await fx.ledgerFile(`workflows/${id}.json`)) ?? '{}') as {
+      approval: Record<string, string>;
+    };
     expect(record.approval.planSummary).toBe('+0 ~1 -0');
     expect(record.approval.configFingerprint).toMatch(/^[0-9a-f]{64}$/);
     expect(record.approval.configPreview).toContain('web1:');

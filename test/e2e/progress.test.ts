@@ -6,7 +6,13 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createChainFixture, sshHostVars, workflowIdFrom, type ChainFixture, type CliResult } from '../support/chain-fixture.js';
+import {
+  createChainFixture,
+  sshHostVars,
+  workflowIdFrom,
+  type ChainFixture,
+  type CliResult,
+} from '../support/chain-fixture.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
 
 /** Seven tasks; the last fails on host two with two lines of stderr. */
@@ -65,8 +71,12 @@ describe('progress of the plays', () => {
     expect(text.code).toBe(1);
     const all = `${text.stdout}\n${text.stderr}`;
     expect(all.split('boom-marker first')).toHaveLength(2);
-    expect(text.stderr).toMatch(/Task seven ✗ \(7\/7\) .*\n\s+non-zero return code \(rc 3\)\n\s+stderr:\n\s+boom-marker first\n\s+boom-marker second\n/);
-    expect(text.stderr).toMatch(/\[4\/4\] configure … .* ✗ {2}configure play failed: two · Task seven: non-zero return code \(rc 3\)\n/);
+    expect(text.stderr).toMatch(
+      /Task seven ✗ \(7\/7\) .*\n\s+non-zero return code \(rc 3\)\n\s+stderr:\n\s+boom-marker first\n\s+boom-marker second\n/,
+    );
+    expect(text.stderr).toMatch(
+      /\[4\/4\] configure … .* ✗ {2}configure play failed: two · Task seven: non-zero return code \(rc 3\)\n/,
+    );
   });
 
   it('keeps the whole failure, redacted, in the ledger', async () => {
@@ -83,7 +93,13 @@ describe('progress of the plays', () => {
       .map((l) => JSON.parse(l) as Record<string, unknown>);
     const results = events.filter((e) => e.event === 'task-result');
     expect(results, json.stdout).toHaveLength(14);
-    expect(results.find((e) => e.host === 'two' && e.task === 'Task seven')).toMatchObject({ step: 'configure', status: 'failed', index: 7, total: 7, rc: 3 });
+    expect(results.find((e) => e.host === 'two' && e.task === 'Task seven')).toMatchObject({
+      step: 'configure',
+      status: 'failed',
+      index: 7,
+      total: 7,
+      rc: 3,
+    });
     expect(events.find((e) => e.event === 'play-started')).toMatchObject({ step: 'configure', tasks: 7 });
   });
 });

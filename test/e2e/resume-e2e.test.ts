@@ -8,7 +8,13 @@ import { spawn } from 'node:child_process';
 import { cp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { cliPath, createChainFixture, sshHostVars, type ChainFixture, type CliResult } from '../support/chain-fixture.js';
+import {
+  cliPath,
+  createChainFixture,
+  sshHostVars,
+  type ChainFixture,
+  type CliResult,
+} from '../support/chain-fixture.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
 import { invocationsOf, readStandinLog } from '../support/tofu-standin.js';
 import { scaled } from '../support/time.js';
@@ -65,24 +71,35 @@ interface RunningCli {
  * group, so the children a kill -9 orphans can be ended after the test.
  */
 function startCli(fx: ChainFixture, args: string[]): RunningCli {
-  const child = spawn(process.execPath, [cliPath, ...args], { cwd: fx.dir, env: fx.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const child = spawn(process.execPath, [cliPath, ...args], {
+    cwd: fx.dir,
+    env: fx.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const done = new Promise<CliResult>((resolve) => child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 137 : 1), stdout, stderr })));
+  const done = new Promise<CliResult>((resolve) =>
+    child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 137 : 1), stdout, stderr })),
+  );
   const pid = child.pid!;
   return {
     pid,
     done,
     async kill9() {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the CLI already ended:\n${stdout}\n${stderr}`);
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`the CLI already ended:\n${stdout}\n${stderr}`);
       // 'exit', not 'close': the orphans keep the CLI's pipes open.
       const exited = new Promise((resolve) => child.once('exit', resolve));
       child.kill('SIGKILL');
       await exited;
     },
-    ended: () => (child.exitCode !== null || child.signalCode !== null ? `exit ${child.exitCode ?? child.signalCode}\n${stdout}\n${stderr}` : undefined),
+    ended: () =>
+      child.exitCode !== null || child.signalCode !== null
+        ? `exit ${child.exitCode ?? child.signalCode}\n${stdout}\n${stderr}`
+        : undefined,
     endOrphans() {
       try {
         process.kill(-pid, 'SIGKILL');
@@ -144,7 +161,21 @@ describe('provision resume after a crash', () => {
   });
 
   const run = () =>
-    startCli(fx, ['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', 'edge', '--id', id, '--ssh-wait', '60s', '--onboard-playbook', 'hold-onboard.yml']);
+    startCli(fx, [
+      'provision',
+      'run',
+      fx.workspace,
+      'site.yml',
+      ...fx.keys,
+      '--workspace-name',
+      'edge',
+      '--id',
+      id,
+      '--ssh-wait',
+      '60s',
+      '--onboard-playbook',
+      'hold-onboard.yml',
+    ]);
   const resume = () => fx.cli(['provision', 'resume', id, ...fx.keys]);
 
   it('kill -9 during step 3: resume runs step 3 again at once, without waiting out the lease, and applies once', async () => {
@@ -169,10 +200,14 @@ describe('provision resume after a crash', () => {
       ['configure', 'succeeded', 1],
     ]);
     // Taken over while the dead holder's lease had not yet expired: judged by its pid, not by the TTL.
-    expect(Date.parse(stepOf(record, 'onboard').startedAt!)).toBeLessThan(Date.parse(lease!.heartbeatAt) + lease!.ttlMs);
+    expect(Date.parse(stepOf(record, 'onboard').startedAt!)).toBeLessThan(
+      Date.parse(lease!.heartbeatAt) + lease!.ttlMs,
+    );
     expect(await fx.applyCount()).toBe(1);
     // Armed twice: by the success of ssh-wait ("ssh-wait succeeded; onboard running") and by the resume.
-    expect((await fx.ledgerMessages()).filter((m) => m.startsWith(`${id}: `) && /(: |; )onboard running \(/.test(m))).toHaveLength(2);
+    expect(
+      (await fx.ledgerMessages()).filter((m) => m.startsWith(`${id}: `) && /(: |; )onboard running \(/.test(m)),
+    ).toHaveLength(2);
     expect(await host.readFile('/home/exocomp/.ssh/authorized_keys')).toContain(fx.fleet.publicKey.split(' ')[1]);
     expect(await host.readFile('/tmp/exocomp-configured-web')).toContain('user=exocomp');
   });
@@ -180,7 +215,11 @@ describe('provision resume after a crash', () => {
   it('kill -9 right after the apply returned: resume re-plans, applies nothing more, and completes', async () => {
     running = run();
     // `output -json` follows the apply: once it is invoked, tofu apply has returned and the state is written.
-    await until('the output invocation after the apply', running, async () => invocationsOf(await readStandinLog(fx.standinLog), 'output').length > 0);
+    await until(
+      'the output invocation after the apply',
+      running,
+      async () => invocationsOf(await readStandinLog(fx.standinLog), 'output').length > 0,
+    );
     await running.kill9();
 
     const killed = await workflowRecord(fx, id);

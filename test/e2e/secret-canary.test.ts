@@ -65,14 +65,45 @@ describe('the secret canary', () => {
     await mkdir(tmp);
     const deployKey = await generateKeyPair(fx.dir, 'deploy');
     pem = await readFile(deployKey.privateKeyPath, 'utf8');
-    await writeFile(join(fx.workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: { all: { hosts: { web: sshHostVars(host) } } }, db_password: SEALED }));
+    await writeFile(
+      join(fx.workspace, 'exocomp.auto.tfvars.json'),
+      JSON.stringify({ ansible_inventory: { all: { hosts: { web: sshHostVars(host) } } }, db_password: SEALED }),
+    );
     await writeFile(join(fx.dir, 'secrets.json'), JSON.stringify({ DEPLOY_KEY: pem, MULTI_LINE, NASTY }));
     await writeFile(join(fx.dir, 'canary.yml'), PLAY(true));
-    const common = [...fx.keys, '--workspace-name', 'canary', '--ssh-wait', '60s', '--run-secrets', 'secrets.json', '--seal-key', SEAL_KEY];
-    const failed = await cli('run --json (configure fails)', ['provision', 'run', fx.workspace, 'canary.yml', ...common, '--id', 'canary-1', '--json']);
+    const common = [
+      ...fx.keys,
+      '--workspace-name',
+      'canary',
+      '--ssh-wait',
+      '60s',
+      '--run-secrets',
+      'secrets.json',
+      '--seal-key',
+      SEAL_KEY,
+    ];
+    const failed = await cli('run --json (configure fails)', [
+      'provision',
+      'run',
+      fx.workspace,
+      'canary.yml',
+      ...common,
+      '--id',
+      'canary-1',
+      '--json',
+    ]);
     expect(failed.code, failed.stdout + failed.stderr).toBe(1);
     await writeFile(join(fx.dir, 'canary.yml'), PLAY(false));
-    const resumed = await cli('resume (configure succeeds)', ['provision', 'resume', 'canary-1', ...fx.keys, '--run-secrets', 'secrets.json', '--seal-key', SEAL_KEY]);
+    const resumed = await cli('resume (configure succeeds)', [
+      'provision',
+      'resume',
+      'canary-1',
+      ...fx.keys,
+      '--run-secrets',
+      'secrets.json',
+      '--seal-key',
+      SEAL_KEY,
+    ]);
     expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);
     await cli('status text', ['provision', 'status', 'canary-1', ...fx.ledgerArgs]);
     await cli('status JSON', ['provision', 'status', 'canary-1', ...fx.ledgerArgs, '--json']);

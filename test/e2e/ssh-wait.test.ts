@@ -24,14 +24,22 @@ describe('ssh-wait', () => {
   });
 
   it('waits for a host whose sshd starts 3 s after the apply, and the chain completes', async () => {
-    const late = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey, port: 2022, startDelayMs: 3000 });
+    const late = await createLoopbackHost({
+      rootAuthorizedKey: fx.bootstrap.publicKey,
+      port: 2022,
+      startDelayMs: 3000,
+    });
     hosts.push(late);
     await fx.setInventory({ all: { hosts: { late: sshHostVars(late) } } });
     const run = fx.spawnCli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--ssh-wait', '60s']);
     // Start the host only once the apply is done: its port opens 3 s later.
-    await waitFor('the apply to finish', async () => invocationsOf(await readStandinLog(fx.standinLog), 'output').length > 0, {
-      gaveUp: () => (run.child.exitCode === null ? undefined : `the CLI exited ${run.child.exitCode}`),
-    });
+    await waitFor(
+      'the apply to finish',
+      async () => invocationsOf(await readStandinLog(fx.standinLog), 'output').length > 0,
+      {
+        gaveUp: () => (run.child.exitCode === null ? undefined : `the CLI exited ${run.child.exitCode}`),
+      },
+    );
     await late.start();
     const closedWhenWaitBegan = !(await isPortOpen(late.address, late.port));
     const result = await run.done;
@@ -46,9 +54,16 @@ describe('ssh-wait', () => {
     hosts.push(up);
     await up.start();
     const nowhere = randomLoopbackAddress();
-    await fx.setInventory({ all: { hosts: { up: sshHostVars(up), ghost: { ansible_host: nowhere, ansible_port: 2200, ansible_user: 'root' } } } });
+    await fx.setInventory({
+      all: {
+        hosts: { up: sshHostVars(up), ghost: { ansible_host: nowhere, ansible_port: 2200, ansible_user: 'root' } },
+      },
+    });
     const shim = await fx.ansibleShim();
-    const result = await fx.cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--ssh-wait', '2s', '--json'], { env: shim.env });
+    const result = await fx.cli(
+      ['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--ssh-wait', '2s', '--json'],
+      { env: shim.env },
+    );
     expect(result.code).toBe(1);
     const id = workflowIdFrom(result);
     const record = JSON.parse((await fx.ledgerFile(`workflows/${id}.json`))!);

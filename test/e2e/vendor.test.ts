@@ -18,7 +18,10 @@ describe('playbook vendor', () => {
     dir = await mkdtemp(join(tmpdir(), 'exocomp-vendor-'));
     const source = join(dir, 'src', 'acme', 'tools');
     await mkdir(join(source, 'plugins', 'modules'), { recursive: true });
-    await writeFile(join(source, 'galaxy.yml'), 'namespace: acme\nname: tools\nversion: 1.0.0\nreadme: README.md\nauthors: [exocomp tests]\n');
+    await writeFile(
+      join(source, 'galaxy.yml'),
+      'namespace: acme\nname: tools\nversion: 1.0.0\nreadme: README.md\nauthors: [exocomp tests]\n',
+    );
     await writeFile(join(source, 'README.md'), 'test collection\n');
     await writeFile(
       join(source, 'plugins', 'modules', 'greet.py'),
@@ -33,10 +36,20 @@ describe('playbook vendor', () => {
         '',
       ].join('\n'),
     );
-    const built = await runProcess('ansible-galaxy', ['collection', 'build', source, '--output-path', dir], { cwd: dir });
+    const built = await runProcess('ansible-galaxy', ['collection', 'build', source, '--output-path', dir], {
+      cwd: dir,
+    });
     expect(built.code, built.stderr).toBe(0);
-    await writeFile(join(dir, 'requirements.yml'), 'collections:\n  - name: ./acme-tools-1.0.0.tar.gz\n    type: file\n');
-    await writeFile(join(dir, 'inventory.json'), JSON.stringify({ all: { hosts: { control: { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' } } } }));
+    await writeFile(
+      join(dir, 'requirements.yml'),
+      'collections:\n  - name: ./acme-tools-1.0.0.tar.gz\n    type: file\n',
+    );
+    await writeFile(
+      join(dir, 'inventory.json'),
+      JSON.stringify({
+        all: { hosts: { control: { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' } } },
+      }),
+    );
     await writeFile(
       join(dir, 'greet.yml'),
       [
@@ -62,14 +75,36 @@ describe('playbook vendor', () => {
 
   it('later runs find the vendored collection without any Galaxy', async () => {
     const out = join(dir, 'greeting.txt');
-    const result = await cli(['playbook', 'run', 'greet.yml', '--inventory', 'inventory.json', '--ledger', join(dir, 'ledger.git'), '--', '-e', `out=${out}`]);
+    const result = await cli([
+      'playbook',
+      'run',
+      'greet.yml',
+      '--inventory',
+      'inventory.json',
+      '--ledger',
+      join(dir, 'ledger.git'),
+      '--',
+      '-e',
+      `out=${out}`,
+    ]);
     expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
     expect(await readFile(out, 'utf8')).toBe('hello exocomp');
   });
 
   it('a run without the vendored collection fails: the path is what made it work', async () => {
     await rm(join(dir, '.exocomp', 'collections'), { recursive: true, force: true });
-    const result = await cli(['playbook', 'run', 'greet.yml', '--inventory', 'inventory.json', '--ledger', join(dir, 'ledger.git'), '--', '-e', `out=${join(dir, 'x')}`]);
+    const result = await cli([
+      'playbook',
+      'run',
+      'greet.yml',
+      '--inventory',
+      'inventory.json',
+      '--ledger',
+      join(dir, 'ledger.git'),
+      '--',
+      '-e',
+      `out=${join(dir, 'x')}`,
+    ]);
     expect(result.code).not.toBe(0);
   });
 

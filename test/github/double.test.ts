@@ -6,7 +6,13 @@ import { runProcess } from '../../src/adapters/process.js';
 import { ExocompError } from '../../src/domain/errors.js';
 import { createGitHub } from '../../src/platform/github/octokit.js';
 import type { GitHubPort, RepoRef } from '../../src/platform/github/port.js';
-import { gitAuthHeader, PERMISSIVE_TOKEN, SECONDARY_RATE_LIMIT, startGitHubDouble, type GitHubDouble } from '../support/github-double.js';
+import {
+  gitAuthHeader,
+  PERMISSIVE_TOKEN,
+  SECONDARY_RATE_LIMIT,
+  startGitHubDouble,
+  type GitHubDouble,
+} from '../support/github-double.js';
 import { OpenApiSubset } from '../support/openapi.js';
 
 const WRITE_TOKEN = 'ghs_writeTokenForTests0001';
@@ -33,7 +39,10 @@ beforeEach(() => {
     login: 'github-actions[bot]',
     permissions: { actions: 'read', contents: 'read', issues: 'read', 'pull-requests': 'read' },
   };
-  double.state.tokens[NO_ACTIONS_TOKEN] = { login: 'github-actions[bot]', permissions: { contents: 'write', 'pull-requests': 'write' } };
+  double.state.tokens[NO_ACTIONS_TOKEN] = {
+    login: 'github-actions[bot]',
+    permissions: { contents: 'write', 'pull-requests': 'write' },
+  };
 });
 
 function client(token: string): GitHubPort {
@@ -69,22 +78,44 @@ describe('the octokit adapter against the GitHub double', () => {
   });
 
   it('tells whether an environment requires reviewers and prevents self-review, and undefined when it does not exist', async () => {
-    double.state.environments.production = { requiredReviewers: ['alice'], preventSelfReview: true, waitTimerMinutes: 5 };
+    double.state.environments.production = {
+      requiredReviewers: ['alice'],
+      preventSelfReview: true,
+      waitTimerMinutes: 5,
+    };
     double.state.environments.staging = { waitTimerMinutes: 1 };
     double.state.environments['env/with slash'] = {};
     const github = client(WRITE_TOKEN);
 
-    expect(await github.environmentProtection(REPO, 'production')).toEqual({ requiredReviewers: true, preventSelfReview: true });
+    expect(await github.environmentProtection(REPO, 'production')).toEqual({
+      requiredReviewers: true,
+      preventSelfReview: true,
+    });
     double.state.environments.production = { requiredReviewers: ['alice'] };
-    expect(await github.environmentProtection(REPO, 'production')).toEqual({ requiredReviewers: true, preventSelfReview: false });
-    expect(await github.environmentProtection(REPO, 'staging')).toEqual({ requiredReviewers: false, preventSelfReview: false });
-    expect(await github.environmentProtection(REPO, 'env/with slash')).toEqual({ requiredReviewers: false, preventSelfReview: false });
+    expect(await github.environmentProtection(REPO, 'production')).toEqual({
+      requiredReviewers: true,
+      preventSelfReview: false,
+    });
+    expect(await github.environmentProtection(REPO, 'staging')).toEqual({
+      requiredReviewers: false,
+      preventSelfReview: false,
+    });
+    expect(await github.environmentProtection(REPO, 'env/with slash')).toEqual({
+      requiredReviewers: false,
+      preventSelfReview: false,
+    });
     expect(await github.environmentProtection(REPO, 'missing')).toBeUndefined();
     expect(double.violations).toEqual([]);
   });
 
   it('reads collaborator permissions, keeping maintain and triage apart from write and read', async () => {
-    Object.assign(double.state.collaborators, { alice: 'admin', bob: 'maintain', carol: 'write', dave: 'triage', erin: 'read' });
+    Object.assign(double.state.collaborators, {
+      alice: 'admin',
+      bob: 'maintain',
+      carol: 'write',
+      dave: 'triage',
+      erin: 'read',
+    });
     const github = client(READ_TOKEN);
 
     const read = async (login: string) => github.collaboratorPermission(REPO, login);
@@ -100,14 +131,17 @@ describe('the octokit adapter against the GitHub double', () => {
   it('lists every comment of a pull request across pages', async () => {
     double.state.issues[7] = { pullRequest: true };
     double.state.issues[8] = { pullRequest: false };
-    for (let index = 0; index < 205; index += 1) double.addComment(7, index % 2 ? 'alice' : 'github-actions[bot]', `comment ${index}`);
+    for (let index = 0; index < 205; index += 1)
+      double.addComment(7, index % 2 ? 'alice' : 'github-actions[bot]', `comment ${index}`);
     double.addComment(8, 'alice', 'on another issue');
     const before = double.requestsTo('GET /repos/{owner}/{repo}/issues/{issue_number}/comments').length;
 
     const comments = await client(READ_TOKEN).listIssueComments(REPO, 7);
 
     expect(comments).toHaveLength(205);
-    expect(comments.map((comment) => comment.body)).toEqual(Array.from({ length: 205 }, (_, index) => `comment ${index}`));
+    expect(comments.map((comment) => comment.body)).toEqual(
+      Array.from({ length: 205 }, (_, index) => `comment ${index}`),
+    );
     expect(comments[1]?.author).toBe('alice');
     expect(comments[0]?.author).toBe('github-actions[bot]');
     expect(double.requestsTo('GET /repos/{owner}/{repo}/issues/{issue_number}/comments').length - before).toBe(3);
@@ -123,9 +157,15 @@ describe('the octokit adapter against the GitHub double', () => {
     const updated = await github.updateIssueComment(REPO, created.id, '<!-- exocomp:wf-1 -->\napplied');
 
     expect(updated).toEqual({ id: created.id, body: '<!-- exocomp:wf-1 -->\napplied', author: 'github-actions[bot]' });
-    expect(double.commentsOn(12)).toMatchObject([{ id: created.id, author: 'github-actions[bot]', body: '<!-- exocomp:wf-1 -->\napplied' }]);
+    expect(double.commentsOn(12)).toMatchObject([
+      { id: created.id, author: 'github-actions[bot]', body: '<!-- exocomp:wf-1 -->\napplied' },
+    ]);
     const [patch] = double.requestsTo('PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}');
-    expect(patch).toMatchObject({ login: 'github-actions[bot]', params: { comment_id: String(created.id) }, status: 200 });
+    expect(patch).toMatchObject({
+      login: 'github-actions[bot]',
+      params: { comment_id: String(created.id) },
+      status: 200,
+    });
     expect(patch?.userAgent).toContain('exocomp-tests');
     expect(double.violations).toEqual([]);
   });
@@ -133,33 +173,53 @@ describe('the octokit adapter against the GitHub double', () => {
   it('dispatches a workflow with its inputs, and gets the run it started (return_run_details)', async () => {
     double.state.workflows['provision.yml'] = { id: 901, workflowDispatch: true, inputs: ['workflow-id', 'continue'] };
 
-    const started = await client(WRITE_TOKEN).dispatchWorkflow(REPO, 'provision.yml', 'main', { 'workflow-id': 'wf-9', continue: 'apply' });
+    const started = await client(WRITE_TOKEN).dispatchWorkflow(REPO, 'provision.yml', 'main', {
+      'workflow-id': 'wf-9',
+      continue: 'apply',
+    });
 
     const runId = double.state.dispatches.at(-1)!.runId;
     expect(double.state.dispatches).toEqual([
-      { workflow: 'provision.yml', ref: 'main', inputs: { 'workflow-id': 'wf-9', continue: 'apply' }, login: 'github-actions[bot]', runId },
+      {
+        workflow: 'provision.yml',
+        ref: 'main',
+        inputs: { 'workflow-id': 'wf-9', continue: 'apply' },
+        login: 'github-actions[bot]',
+        runId,
+      },
     ]);
     expect(started).toEqual({ runId, htmlUrl: `${double.url}/acme/infra/actions/runs/${runId}` });
-    const [request] = double.requestsTo('POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches').slice(-1);
+    const [request] = double
+      .requestsTo('POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches')
+      .slice(-1);
     expect(request).toMatchObject({ status: 200, body: { ref: 'main', return_run_details: true } });
     expect(await client(READ_TOKEN).getWorkflowRun(REPO, runId)).toMatchObject({ id: runId, status: 'queued' });
     expect(double.violations).toEqual([]);
   });
 
-  it.each(['ignores', 'refuses'] as const)('dispatches once, naming no run, on a server that %s return_run_details (GitHub Enterprise Server)', async (support) => {
-    double.state.workflows['provision.yml'] = { id: 901, workflowDispatch: true, inputs: ['workflow-id'] };
-    double.state.runDetails = support;
-    const before = double.state.dispatches.length;
-    try {
-      expect(await client(WRITE_TOKEN).dispatchWorkflow(REPO, 'provision.yml', 'main', { 'workflow-id': 'wf-10' })).toBeUndefined();
-    } finally {
-      double.state.runDetails = 'returns';
-    }
-    expect(double.state.dispatches.slice(before)).toMatchObject([{ workflow: 'provision.yml', inputs: { 'workflow-id': 'wf-10' } }]);
-    const statuses = double.requestsTo('POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches').map((r) => r.status);
-    expect(statuses.slice(support === 'refuses' ? -2 : -1)).toEqual(support === 'refuses' ? [422, 204] : [204]);
-    expect(double.violations).toEqual([]);
-  });
+  it.each(['ignores', 'refuses'] as const)(
+    'dispatches once, naming no run, on a server that %s return_run_details (GitHub Enterprise Server)',
+    async (support) => {
+      double.state.workflows['provision.yml'] = { id: 901, workflowDispatch: true, inputs: ['workflow-id'] };
+      double.state.runDetails = support;
+      const before = double.state.dispatches.length;
+      try {
+        expect(
+          await client(WRITE_TOKEN).dispatchWorkflow(REPO, 'provision.yml', 'main', { 'workflow-id': 'wf-10' }),
+        ).toBeUndefined();
+      } finally {
+        double.state.runDetails = 'returns';
+      }
+      expect(double.state.dispatches.slice(before)).toMatchObject([
+        { workflow: 'provision.yml', inputs: { 'workflow-id': 'wf-10' } },
+      ]);
+      const statuses = double
+        .requestsTo('POST /repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches')
+        .map((r) => r.status);
+      expect(statuses.slice(support === 'refuses' ? -2 : -1)).toEqual(support === 'refuses' ? [422, 204] : [204]);
+      expect(double.violations).toEqual([]);
+    },
+  );
 
   it('reads a workflow run, and undefined for a run that does not exist', async () => {
     double.state.runs[5150] = { status: 'completed', conclusion: 'failure', runAttempt: 2 };
@@ -173,7 +233,11 @@ describe('the octokit adapter against the GitHub double', () => {
       conclusion: 'failure',
       htmlUrl: `${double.url}/acme/infra/actions/runs/5150`,
     });
-    expect(await github.getWorkflowRun(REPO, 5151)).toMatchObject({ status: 'in_progress', conclusion: null, runAttempt: 1 });
+    expect(await github.getWorkflowRun(REPO, 5151)).toMatchObject({
+      status: 'in_progress',
+      conclusion: null,
+      runAttempt: 1,
+    });
     expect(await github.getWorkflowRun(REPO, 999)).toBeUndefined();
     expect(double.violations).toEqual([]);
   });
@@ -185,7 +249,11 @@ describe('rate limits', () => {
   it('waits out a secondary rate limit and retries, a bounded number of times', async () => {
     double.state.runs[600] = { status: 'completed', conclusion: 'success' };
     const warnings: string[] = [];
-    const github = createGitHub({ token: READ_TOKEN, baseUrl: double.url, onWarning: (message) => warnings.push(message) });
+    const github = createGitHub({
+      token: READ_TOKEN,
+      baseUrl: double.url,
+      onWarning: (message) => warnings.push(message),
+    });
 
     double.failNext(RUN_ROUTE, SECONDARY_RATE_LIMIT, 2);
     expect(await github.getWorkflowRun(REPO, 600)).toMatchObject({ id: 600, conclusion: 'success' });
@@ -220,7 +288,11 @@ describe('refusals become permission errors that name the permission to add', ()
     double.state.runs[77] = { status: 'queued' };
     const github = client(NO_ACTIONS_TOKEN);
 
-    for (const attempt of [github.listRunApprovals(REPO, 77), github.environmentProtection(REPO, 'production'), github.getWorkflowRun(REPO, 77)]) {
+    for (const attempt of [
+      github.listRunApprovals(REPO, 77),
+      github.environmentProtection(REPO, 'production'),
+      github.getWorkflowRun(REPO, 77),
+    ]) {
       const error = await refusal(attempt);
       expect(error.kind).toBe('permission');
       expect(error.help).toContain('actions: read');
@@ -295,7 +367,9 @@ describe('the double validates what it receives and returns', () => {
     const response = await post('/repos/acme/infra/issues/40/comments', JSON.stringify({ body: 42 }));
 
     expect(response.status).toBe(422);
-    expect(double.violations).toEqual([expect.objectContaining({ phase: 'request', message: 'request body.body: expected string, got integer 42' })]);
+    expect(double.violations).toEqual([
+      expect.objectContaining({ phase: 'request', message: 'request body.body: expected string, got integer 42' }),
+    ]);
     expect(double.commentsOn(40)).toEqual([]);
     double.violations.length = 0;
   });
@@ -304,9 +378,13 @@ describe('the double validates what it receives and returns', () => {
     double.violations.length = 0;
 
     await post('/repos/acme/infra/actions/workflows/provision.yml/dispatches', JSON.stringify({ inputs: {} }));
-    await fetch(`${double.url}/repos/acme/infra/actions/runs/not-a-number`, { headers: { authorization: `token ${WRITE_TOKEN}` } });
+    await fetch(`${double.url}/repos/acme/infra/actions/runs/not-a-number`, {
+      headers: { authorization: `token ${WRITE_TOKEN}` },
+    });
     await post('/repos/acme/infra/issues/40/comments', '{not json');
-    const unknown = await fetch(`${double.url}/repos/acme/infra/pulls`, { headers: { authorization: `token ${WRITE_TOKEN}` } });
+    const unknown = await fetch(`${double.url}/repos/acme/infra/pulls`, {
+      headers: { authorization: `token ${WRITE_TOKEN}` },
+    });
 
     expect(unknown.status).toBe(404);
     expect(double.violations.map((violation) => `${violation.phase}: ${violation.message}`)).toEqual([
@@ -320,16 +398,33 @@ describe('the double validates what it receives and returns', () => {
 
   it('the response validator rejects what GitHub would never send', () => {
     const subset = OpenApiSubset.load();
-    const comment = { id: 1, node_id: 'IC_1', html_url: 'h', issue_url: 'i', url: 'u', created_at: 'c', updated_at: 'u', user: null };
+    const comment = {
+      id: 1,
+      node_id: 'IC_1',
+      html_url: 'h',
+      issue_url: 'i',
+      url: 'u',
+      created_at: 'c',
+      updated_at: 'u',
+      user: null,
+    };
 
     expect(subset.validate(subset.schema('issue-comment'), comment)).toEqual([]);
-    expect(subset.validate(subset.schema('issue-comment'), { ...comment, user: { login: 'x' } })).toContain('$.user.avatar_url: required property is missing');
-    expect(subset.validate(subset.schema('issue-comment'), { ...comment, author_association: 'STRANGER' })[0]).toMatch(/^\$\.author_association: "STRANGER" is not one of/);
+    expect(subset.validate(subset.schema('issue-comment'), { ...comment, user: { login: 'x' } })).toContain(
+      '$.user.avatar_url: required property is missing',
+    );
+    expect(subset.validate(subset.schema('issue-comment'), { ...comment, author_association: 'STRANGER' })[0]).toMatch(
+      /^\$\.author_association: "STRANGER" is not one of/,
+    );
     const match = subset.match('GET', '/repos/a/b/actions/runs/1');
     expect(match).toBeDefined();
     if (match) {
-      expect(subset.validateResponse(match, 201, {})).toEqual(['response status 201 is not declared for GET /repos/{owner}/{repo}/actions/runs/{run_id}']);
-      expect(subset.validateResponse(match, 200, { id: 1 })).toContain('response 200 body.node_id: required property is missing');
+      expect(subset.validateResponse(match, 201, {})).toEqual([
+        'response status 201 is not declared for GET /repos/{owner}/{repo}/actions/runs/{run_id}',
+      ]);
+      expect(subset.validateResponse(match, 200, { id: 1 })).toContain(
+        'response 200 body.node_id: required property is missing',
+      );
     }
   });
 });
@@ -362,7 +457,11 @@ describe('git over HTTP with a token', () => {
     expect((await git(work, undefined, ['init', '--quiet', '--initial-branch=exocomp-ledger', '.'])).code).toBe(0);
     expect((await git(work, undefined, ['commit', '--quiet', '--allow-empty', '-m', 'ledger: start'])).code).toBe(0);
     firstCommit = (await git(work, undefined, ['rev-parse', 'HEAD'])).stdout.trim();
-    const pushed = await git(work, WRITE_TOKEN, ['push', double.gitUrl('acme/ledger'), 'HEAD:refs/heads/exocomp-ledger']);
+    const pushed = await git(work, WRITE_TOKEN, [
+      'push',
+      double.gitUrl('acme/ledger'),
+      'HEAD:refs/heads/exocomp-ledger',
+    ]);
     expect(pushed.stderr).not.toContain('fatal');
     expect(pushed.code).toBe(0);
   });
@@ -373,7 +472,14 @@ describe('git over HTTP with a token', () => {
     expect(listed.stdout).toContain(`${firstCommit}\trefs/heads/exocomp-ledger`);
 
     const clone = join(scratch, 'clone-read');
-    const cloned = await git(scratch, READ_TOKEN, ['clone', '--quiet', '--branch', 'exocomp-ledger', double.gitUrl('acme/ledger'), clone]);
+    const cloned = await git(scratch, READ_TOKEN, [
+      'clone',
+      '--quiet',
+      '--branch',
+      'exocomp-ledger',
+      double.gitUrl('acme/ledger'),
+      clone,
+    ]);
     expect(cloned.code).toBe(0);
     expect((await git(clone, undefined, ['rev-parse', 'HEAD'])).stdout.trim()).toBe(firstCommit);
   });
@@ -381,14 +487,22 @@ describe('git over HTTP with a token', () => {
   it('refuses a push with a read-only token (403) and changes nothing', async () => {
     expect((await git(work, undefined, ['commit', '--quiet', '--allow-empty', '-m', 'ledger: refused'])).code).toBe(0);
 
-    const pushed = await git(work, READ_TOKEN, ['push', double.gitUrl('acme/ledger'), 'HEAD:refs/heads/exocomp-ledger']);
+    const pushed = await git(work, READ_TOKEN, [
+      'push',
+      double.gitUrl('acme/ledger'),
+      'HEAD:refs/heads/exocomp-ledger',
+    ]);
 
     expect(pushed.code).not.toBe(0);
     expect(pushed.stderr).toContain('403');
     expect(pushed.stderr).toContain('Permission to acme/ledger.git denied to github-actions[bot]');
     expect(pushed.stderr).not.toContain(READ_TOKEN);
     expect(double.gitRequests.at(-1)).toMatchObject({ service: 'git-receive-pack', phase: 'advertise', status: 403 });
-    const listed = await git(scratch, READ_TOKEN, ['ls-remote', double.gitUrl('acme/ledger'), 'refs/heads/exocomp-ledger']);
+    const listed = await git(scratch, READ_TOKEN, [
+      'ls-remote',
+      double.gitUrl('acme/ledger'),
+      'refs/heads/exocomp-ledger',
+    ]);
     expect(listed.stdout.split('\t')[0]).toBe(firstCommit);
   });
 
@@ -396,11 +510,24 @@ describe('git over HTTP with a token', () => {
     expect((await git(work, undefined, ['commit', '--quiet', '--allow-empty', '-m', 'ledger: accepted'])).code).toBe(0);
     const head = (await git(work, undefined, ['rev-parse', 'HEAD'])).stdout.trim();
 
-    const pushed = await git(work, WRITE_TOKEN, ['push', double.gitUrl('acme/ledger'), 'HEAD:refs/heads/exocomp-ledger']);
+    const pushed = await git(work, WRITE_TOKEN, [
+      'push',
+      double.gitUrl('acme/ledger'),
+      'HEAD:refs/heads/exocomp-ledger',
+    ]);
 
     expect(pushed.code).toBe(0);
-    expect(double.gitRequests.at(-1)).toMatchObject({ service: 'git-receive-pack', phase: 'rpc', status: 200, login: 'github-actions[bot]' });
-    const listed = await git(scratch, READ_TOKEN, ['ls-remote', double.gitUrl('acme/ledger'), 'refs/heads/exocomp-ledger']);
+    expect(double.gitRequests.at(-1)).toMatchObject({
+      service: 'git-receive-pack',
+      phase: 'rpc',
+      status: 200,
+      login: 'github-actions[bot]',
+    });
+    const listed = await git(scratch, READ_TOKEN, [
+      'ls-remote',
+      double.gitUrl('acme/ledger'),
+      'refs/heads/exocomp-ledger',
+    ]);
     expect(listed.stdout.split('\t')[0]).toBe(head);
   });
 
@@ -412,7 +539,11 @@ describe('git over HTTP with a token', () => {
     expect(unknown.code).not.toBe(0);
     expect(double.gitRequests.at(-1)).toMatchObject({ phase: 'advertise', status: 401 });
 
-    double.state.tokens[READ_TOKEN] = { login: 'github-actions[bot]', permissions: { contents: 'read' }, repositories: ['acme/infra'] };
+    double.state.tokens[READ_TOKEN] = {
+      login: 'github-actions[bot]',
+      permissions: { contents: 'read' },
+      repositories: ['acme/infra'],
+    };
     const elsewhere = await git(scratch, READ_TOKEN, ['ls-remote', double.gitUrl('acme/ledger')]);
     expect(elsewhere.code).not.toBe(0);
     expect(elsewhere.stderr).toContain('Repository not found');

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Deployments } from '@gitbeaker/rest';
 import { runProcess } from '../../src/adapters/process.js';
-import { SecretRegistry } from '../../src/app/secrets.js';
+import { SecretRegistry } from '../../src/app/runtime/secrets.js';
 import { ExocompError } from '../../src/domain/errors.js';
 import { GitLabApi } from '../../src/platform/gitlab/api.js';
 import { gitlabHolder, gitlabHolderProbe } from '../../src/platform/gitlab/holder.js';
@@ -18,7 +18,7 @@ import { gitlabHolderId, parseGitLabHolderId, readGitLabJob, type GitLabJob } fr
 import { openGitLabLedger } from '../../src/platform/gitlab/ledger.js';
 import { createGitLabLog } from '../../src/platform/gitlab/log.js';
 import { findMergeRequest, statusMarker, upsertStatusNote } from '../../src/platform/gitlab/status-note.js';
-import { publishDriftIssueTo } from '../../src/app/drift-issue.js';
+import { publishDriftIssueTo } from '../../src/app/drift/drift-issue.js';
 import { gitlabDriftIssueTarget } from '../../src/platform/gitlab/drift-issue.js';
 import { gitlabJobEnv } from '../../src/platform/gitlab/job-env.js';
 import { configurationDrift, infrastructureDrift, type DriftReport } from '../../src/domain/drift.js';
@@ -78,19 +78,48 @@ afterAll(async () => {
 });
 
 beforeEach(() => {
-  Object.assign(double.state, { projects: [{ ...PROJECT }], mergeRequests: [], notes: [], deployments: [], schedules: [], issues: [], triggered: [] });
+  Object.assign(double.state, {
+    projects: [{ ...PROJECT }],
+    mergeRequests: [],
+    notes: [],
+    deployments: [],
+    schedules: [],
+    issues: [],
+    triggered: [],
+  });
   double.state.tokens[BOT_TOKEN] = { kind: 'project', username: 'project_42_bot', scopes: ['api'] };
   double.state.tokens[READER_TOKEN] = { kind: 'personal', username: 'reader', scopes: ['read_api', 'read_repository'] };
-  jobToken = double.jobToken({ id: 77, projectId: 42, name: 'apply', stage: 'apply', status: 'running', pipelineId: 500, user: 'alice', ref: 'main', sha: SHA });
+  jobToken = double.jobToken({
+    id: 77,
+    projectId: 42,
+    name: 'apply',
+    stage: 'apply',
+    status: 'running',
+    pipelineId: 500,
+    user: 'alice',
+    ref: 'main',
+    sha: SHA,
+  });
   double.violations.length = 0;
 });
 
 describe('CI variables and holders', () => {
   it('reads the job from predefined variables and names a missing one', () => {
     const j = job();
-    expect(j).toMatchObject({ projectId: 42, projectPath: 'acme/infra', pipelineId: 500, jobId: 77, userLogin: 'alice', apiUrl: `${double.url}/api/v4` });
+    expect(j).toMatchObject({
+      projectId: 42,
+      projectPath: 'acme/infra',
+      pipelineId: 500,
+      jobId: 77,
+      userLogin: 'alice',
+      apiUrl: `${double.url}/api/v4`,
+    });
     expect(gitlabHolderId(j)).toBe('gitlab:acme/infra:500:77');
-    expect(parseGitLabHolderId('gitlab:acme/infra:500:77')).toEqual({ projectPath: 'acme/infra', pipelineId: 500, jobId: 77 });
+    expect(parseGitLabHolderId('gitlab:acme/infra:500:77')).toEqual({
+      projectPath: 'acme/infra',
+      pipelineId: 500,
+      jobId: 77,
+    });
     expect(parseGitLabHolderId('github:acme/infra:1:1:x')).toBeUndefined();
     expect(() => readGitLabJob({ CI_SERVER_URL: 'https://gitlab.example.com' })).toThrow(/CI_PROJECT_ID/);
   });
@@ -108,22 +137,56 @@ describe('CI variables and holders', () => {
 
 describe('sticky merge request note', () => {
   beforeEach(() => {
-    double.state.mergeRequests.push({ projectId: 42, iid: 7, sha: SHA, sourceBranch: 'feature', targetBranch: 'main', author: 'alice' });
+    double.state.mergeRequests.push({
+      projectId: 42,
+      iid: 7,
+      sha: SHA,
+      sourceBranch: 'feature',
+      targetBranch: 'main',
+      author: 'alice',
+    });
   });
 
   it('is created once, edited in place across jobs, its duplicates removed, other notes untouched', async () => {
     const marker = statusMarker('provision:web');
     double.state.notes.push(
-      { id: 1, projectId: 42, mergeRequestIid: 7, body: 'LGTM', author: 'bob', system: false, createdAt: '', updatedAt: '' },
+      {
+        id: 1,
+        projectId: 42,
+        mergeRequestIid: 7,
+        body: 'LGTM',
+        author: 'bob',
+        system: false,
+        createdAt: '',
+        updatedAt: '',
+      },
       // Someone else quoting the marker is not ours to edit.
-      { id: 2, projectId: 42, mergeRequestIid: 7, body: `${marker}\nforged`, author: 'mallory', system: false, createdAt: '', updatedAt: '' },
+      {
+        id: 2,
+        projectId: 42,
+        mergeRequestIid: 7,
+        body: `${marker}\nforged`,
+        author: 'mallory',
+        system: false,
+        createdAt: '',
+        updatedAt: '',
+      },
     );
     const first = await upsertStatusNote(api(BOT_TOKEN), 42, 7, 'provision:web', 'plan: 1 to add');
     expect(first).toMatchObject({ kind: 'created' });
     const second = await upsertStatusNote(api(BOT_TOKEN), 42, 7, 'provision:web', 'applied');
     expect(second).toMatchObject({ kind: 'updated', removedDuplicates: 0 });
     // A race left a second copy of our note.
-    double.state.notes.push({ id: 3, projectId: 42, mergeRequestIid: 7, body: `${marker}\nstale`, author: 'project_42_bot', system: false, createdAt: '', updatedAt: '' });
+    double.state.notes.push({
+      id: 3,
+      projectId: 42,
+      mergeRequestIid: 7,
+      body: `${marker}\nstale`,
+      author: 'project_42_bot',
+      system: false,
+      createdAt: '',
+      updatedAt: '',
+    });
     const third = await upsertStatusNote(api(BOT_TOKEN), 42, 7, 'provision:web', 'configured');
     expect(third).toMatchObject({ kind: 'updated', removedDuplicates: 1 });
     const ours = double.state.notes.filter((n) => n.author === 'project_42_bot');
@@ -150,7 +213,9 @@ describe('sticky merge request note', () => {
     expect(await findMergeRequest(api(), 42, { mergeRequestIid: undefined, sha: SHA })).toBe(7);
     expect(await findMergeRequest(api(), 42, { mergeRequestIid: undefined, sha: 'b'.repeat(40) })).toBeUndefined();
     // The job token may read the commit's merge requests (GitLab lists that route for job tokens).
-    expect(double.requestsTo('commit-merge-requests').every((r) => r.tokenKind === 'job' && r.status === 200)).toBe(true);
+    expect(double.requestsTo('commit-merge-requests').every((r) => r.tokenKind === 'job' && r.status === 200)).toBe(
+      true,
+    );
     expect(double.violations).toEqual([]);
   });
 });
@@ -159,12 +224,23 @@ describe('the sticky drift issue', () => {
   const RUN = 'http://gitlab.invalid/acme/infra/-/jobs/77';
   const redact = (text: string) => text;
   function report(drifted: boolean): DriftReport {
-    const plan = planJsonSchema.parse({ format_version: '1.2', resource_changes: drifted ? [{ address: 'terraform_data.hosts', change: { actions: ['update'] } }] : [] });
+    const plan = planJsonSchema.parse({
+      format_version: '1.2',
+      resource_changes: drifted ? [{ address: 'terraform_data.hosts', change: { actions: ['update'] } }] : [],
+    });
     return {
       workspace: 'edge',
       checkedAt: '2026-11-30T23:00:00.000Z',
       infrastructure: { ok: true, value: infrastructureDrift(plan, 'f', []) },
-      configuration: { ok: true, value: configurationDrift({ checkedHosts: ['web1'], results: [], keyMismatches: [], unreachableBeforePlay: [] }) },
+      configuration: {
+        ok: true,
+        value: configurationDrift({
+          checkedHosts: ['web1'],
+          results: [],
+          keyMismatches: [],
+          unreachableBeforePlay: [],
+        }),
+      },
     };
   }
 
@@ -183,16 +259,39 @@ describe('the sticky drift issue', () => {
       closedAt: null,
     });
     const opened = await publishDriftIssueTo(gitlabDriftIssueTarget(api(BOT_TOKEN), 42, RUN), report(true), redact);
-    expect(opened).toMatchObject({ kind: 'published', action: 'open', number: 2, line: expect.stringContaining('drift issue #2: opened') });
+    expect(opened).toMatchObject({
+      kind: 'published',
+      action: 'open',
+      number: 2,
+      line: expect.stringContaining('drift issue #2: opened'),
+    });
     const ours = double.state.issues.find((i) => i.iid === 2);
-    expect(ours).toMatchObject({ title: 'Drift in tf:edge', labels: [DRIFT_ISSUE_LABEL], author: 'project_42_bot', state: 'opened' });
+    expect(ours).toMatchObject({
+      title: 'Drift in tf:edge',
+      labels: [DRIFT_ISSUE_LABEL],
+      author: 'project_42_bot',
+      state: 'opened',
+    });
     expect(ours?.description).toContain('terraform_data.hosts');
-    expect(await publishDriftIssueTo(gitlabDriftIssueTarget(api(BOT_TOKEN), 42, RUN), report(true), redact)).toMatchObject({ action: 'update', number: 2 });
+    expect(
+      await publishDriftIssueTo(gitlabDriftIssueTarget(api(BOT_TOKEN), 42, RUN), report(true), redact),
+    ).toMatchObject({ action: 'update', number: 2 });
     expect(double.state.issues.filter((i) => i.author === 'project_42_bot')).toHaveLength(1);
-    expect(await publishDriftIssueTo(gitlabDriftIssueTarget(api(BOT_TOKEN), 42, RUN), report(false), redact)).toMatchObject({ action: 'close', number: 2 });
-    expect(ours).toMatchObject({ state: 'closed', notes: [{ author: 'project_42_bot', body: expect.stringContaining('No drift any more') }] });
-    expect(double.state.issues.find((i) => i.iid === 1)).toMatchObject({ state: 'opened', description: `${driftIssueMarker('edge')}\nforged`, notes: [] });
-    expect(await publishDriftIssueTo(gitlabDriftIssueTarget(api(BOT_TOKEN), 42, RUN), report(false), redact)).toMatchObject({ action: 'none' });
+    expect(
+      await publishDriftIssueTo(gitlabDriftIssueTarget(api(BOT_TOKEN), 42, RUN), report(false), redact),
+    ).toMatchObject({ action: 'close', number: 2 });
+    expect(ours).toMatchObject({
+      state: 'closed',
+      notes: [{ author: 'project_42_bot', body: expect.stringContaining('No drift any more') }],
+    });
+    expect(double.state.issues.find((i) => i.iid === 1)).toMatchObject({
+      state: 'opened',
+      description: `${driftIssueMarker('edge')}\nforged`,
+      notes: [],
+    });
+    expect(
+      await publishDriftIssueTo(gitlabDriftIssueTarget(api(BOT_TOKEN), 42, RUN), report(false), redact),
+    ).toMatchObject({ action: 'none' });
     expect(double.violations).toEqual([]);
   });
 
@@ -201,7 +300,9 @@ describe('the sticky drift issue', () => {
       kind: 'refused',
       reason: expect.stringContaining('EXOCOMP_GITLAB_TOKEN'),
     });
-    expect(await publishDriftIssueTo(gitlabDriftIssueTarget(api(READER_TOKEN), 42, RUN), report(true), redact)).toMatchObject({
+    expect(
+      await publishDriftIssueTo(gitlabDriftIssueTarget(api(READER_TOKEN), 42, RUN), report(true), redact),
+    ).toMatchObject({
       kind: 'refused',
       reason: expect.stringContaining('HTTP 403'),
     });
@@ -211,11 +312,25 @@ describe('the sticky drift issue', () => {
 });
 
 describe('ledger push', () => {
-  const ledgerHead = async () => (await runProcess('git', ['--git-dir', join(scratch, 'git/acme/infra.git'), 'for-each-ref', '--format=%(refname) %(objectname)'])).stdout;
+  const ledgerHead = async () =>
+    (
+      await runProcess('git', [
+        '--git-dir',
+        join(scratch, 'git/acme/infra.git'),
+        'for-each-ref',
+        '--format=%(refname) %(objectname)',
+      ])
+    ).stdout;
 
   it('refuses a job token the project does not let push, naming the setting, before any write', async () => {
     const before = await ledgerHead();
-    const ledger = openGitLabLedger({ job: job(), branch: 'exocomp-ledger', ledgerProject: undefined, env: {}, secrets: new SecretRegistry() });
+    const ledger = openGitLabLedger({
+      job: job(),
+      branch: 'exocomp-ledger',
+      ledgerProject: undefined,
+      env: {},
+      secrets: new SecretRegistry(),
+    });
     expect(ledger.credential).toBe('job-token');
     const error = await refusal(ledger.preflight());
     expect(error.kind).toBe('permission');
@@ -226,9 +341,19 @@ describe('ledger push', () => {
 
   it('pushes with the job token once the project allows it', async () => {
     (double.state.projects[0] as { jobTokenPushAllowed: boolean }).jobTokenPushAllowed = true;
-    const ledger = openGitLabLedger({ job: job(), branch: 'exocomp-ledger', ledgerProject: undefined, env: {}, secrets: new SecretRegistry() });
+    const ledger = openGitLabLedger({
+      job: job(),
+      branch: 'exocomp-ledger',
+      ledgerProject: undefined,
+      env: {},
+      secrets: new SecretRegistry(),
+    });
     await ledger.preflight();
-    await ledger.store.update(() => ({ writes: new Map([['probe.json', '{}\n']]), message: 'test: first record', result: undefined }));
+    await ledger.store.update(() => ({
+      writes: new Map([['probe.json', '{}\n']]),
+      message: 'test: first record',
+      result: undefined,
+    }));
     expect(await ledgerHead()).toMatch(/refs\/heads\/exocomp-ledger-records\/probe\.json [0-9a-f]{40}/);
     const pushes = double.gitRequests.filter((r) => r.service === 'git-receive-pack' && r.phase === 'rpc');
     expect(pushes.at(-1)).toMatchObject({ login: 'alice', status: 200 });
@@ -249,31 +374,59 @@ describe('ledger push', () => {
     expect(await gitlabJobEnv(request({ CI_NODE_TOTAL: '1' }))).not.toHaveProperty('EXOCOMP_SHARD');
     const pushes = () => double.gitRequests.filter((r) => r.service === 'git-receive-pack').length;
     const before = pushes();
-    await expect(gitlabJobEnv(request({ CI_NODE_TOTAL: '3' }))).rejects.toThrow(/CI_NODE_INDEX and CI_NODE_TOTAL must both be set/);
+    await expect(gitlabJobEnv(request({ CI_NODE_TOTAL: '3' }))).rejects.toThrow(
+      /CI_NODE_INDEX and CI_NODE_TOTAL must both be set/,
+    );
     expect(pushes()).toBe(before);
   });
 
   it('names the write_repository scope for an access token that may only read, and refuses a job token for another project', async () => {
-    const ledger = openGitLabLedger({ job: job(), branch: 'exocomp-ledger', ledgerProject: undefined, env: { EXOCOMP_LEDGER_TOKEN: READER_TOKEN }, secrets: new SecretRegistry() });
+    const ledger = openGitLabLedger({
+      job: job(),
+      branch: 'exocomp-ledger',
+      ledgerProject: undefined,
+      env: { EXOCOMP_LEDGER_TOKEN: READER_TOKEN },
+      secrets: new SecretRegistry(),
+    });
     expect(ledger.credential).toBe('access-token');
     const error = await refusal(ledger.preflight());
     expect(error.help).toContain('write_repository');
-    expect(() => openGitLabLedger({ job: job(), branch: 'exocomp-ledger', ledgerProject: 'acme/ledger', env: {}, secrets: new SecretRegistry() })).toThrow(
-      /only to the job's own project/,
-    );
+    expect(() =>
+      openGitLabLedger({
+        job: job(),
+        branch: 'exocomp-ledger',
+        ledgerProject: 'acme/ledger',
+        env: {},
+        secrets: new SecretRegistry(),
+      }),
+    ).toThrow(/only to the job's own project/);
   });
 });
 
 describe('approvals, continuation and schedules', () => {
   it('reads the approvals of the deployment the job makes', async () => {
-    double.state.deployments.push({ id: 9, projectId: 42, environment: 'production', jobId: 77, status: 'blocked', user: 'alice', requiredApprovals: 1, approvals: [] });
+    double.state.deployments.push({
+      id: 9,
+      projectId: 42,
+      environment: 'production',
+      jobId: 77,
+      status: 'blocked',
+      user: 'alice',
+      requiredApprovals: 1,
+      approvals: [],
+    });
     double.state.tokens['glpat-carol'] = { kind: 'personal', username: 'carol', scopes: ['api'] };
     const before = await api().deploymentOfJob(42, 'production', 77);
     expect(before).toMatchObject({ id: 9, status: 'blocked', user: 'alice', approvals: [] });
     // Carol approves in GitLab (exocomp never approves a deployment itself).
-    await new Deployments({ host: double.url, token: 'glpat-carol' }).setApproval(42, 9, 'approved', { comment: 'ship it' });
+    await new Deployments({ host: double.url, token: 'glpat-carol' }).setApproval(42, 9, 'approved', {
+      comment: 'ship it',
+    });
     const after = await api().deploymentOfJob(42, 'production', 77);
-    expect(after).toMatchObject({ status: 'created', approvals: [{ user: 'carol', status: 'approved', comment: 'ship it' }] });
+    expect(after).toMatchObject({
+      status: 'created',
+      approvals: [{ user: 'carol', status: 'approved', comment: 'ship it' }],
+    });
     expect(await api().deploymentOfJob(42, 'production', 78)).toBeUndefined();
     expect(double.violations).toEqual([]);
   });
@@ -281,12 +434,19 @@ describe('approvals, continuation and schedules', () => {
   it('triggers the continuation pipeline with the job token', async () => {
     const started = await api().triggerPipeline(42, 'main', { EXOCOMP_WORKFLOW_ID: 'web-1' }, jobToken);
     expect(started.id).toBeGreaterThan(0);
-    expect(double.state.triggered).toEqual([expect.objectContaining({ ref: 'main', variables: { EXOCOMP_WORKFLOW_ID: 'web-1' }, username: 'alice' })]);
+    expect(double.state.triggered).toEqual([
+      expect.objectContaining({ ref: 'main', variables: { EXOCOMP_WORKFLOW_ID: 'web-1' }, username: 'alice' }),
+    ]);
     expect(double.violations).toEqual([]);
   });
 
   it('creates a schedule with its variables, lists it and removes it; the job token may not', async () => {
-    const created = await api(BOT_TOKEN).createSchedule(42, { description: 'exocomp nightly', ref: 'main', cron: '17 3 * * *', variables: { EXOCOMP_SCHEDULE: 'nightly' } });
+    const created = await api(BOT_TOKEN).createSchedule(42, {
+      description: 'exocomp nightly',
+      ref: 'main',
+      cron: '17 3 * * *',
+      variables: { EXOCOMP_SCHEDULE: 'nightly' },
+    });
     expect(double.state.schedules).toHaveLength(1);
     expect(double.state.schedules[0]).toMatchObject({
       description: 'exocomp nightly',
@@ -295,7 +455,9 @@ describe('approvals, continuation and schedules', () => {
       variables: [{ key: 'EXOCOMP_SCHEDULE', value: 'nightly' }],
     });
     expect((await api(BOT_TOKEN).schedules(42)).map((s) => s.id)).toEqual([created.id]);
-    expect((await api(BOT_TOKEN).schedule(42, created.id)).variables).toEqual([{ key: 'EXOCOMP_SCHEDULE', value: 'nightly' }]);
+    expect((await api(BOT_TOKEN).schedule(42, created.id)).variables).toEqual([
+      { key: 'EXOCOMP_SCHEDULE', value: 'nightly' },
+    ]);
     await api(BOT_TOKEN).removeSchedule(42, created.id);
     expect(double.state.schedules).toHaveLength(0);
     expect((await refusal(api().schedules(42))).help).toContain('EXOCOMP_GITLAB_TOKEN');
@@ -316,7 +478,9 @@ describe('log sections and state backend', () => {
     log.startGroup('configure web');
     log.info('token hunter2-secret-value\n\u001b[0Ksection_end:1:fake\r');
     log.endGroup();
-    expect(out).toContain('\u001b[0Ksection_start:1700000000:exocomp_1_configure_web[collapsed=true]\r\u001b[0Kconfigure web\n');
+    expect(out).toContain(
+      '\u001b[0Ksection_start:1700000000:exocomp_1_configure_web[collapsed=true]\r\u001b[0Kconfigure web\n',
+    );
     expect(out).toContain('\u001b[0Ksection_end:1700000000:exocomp_1_configure_web\r\u001b[0K\n');
     expect(out).not.toContain('hunter2');
     expect(out).toContain('^[[0Ksection_end:1:fake');

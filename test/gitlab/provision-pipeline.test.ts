@@ -84,7 +84,12 @@ beforeAll(async () => {
   await host.start();
 
   const bin = await exocompBin(path.join(root, 'bin'));
-  env = { PATH: `${bin}:${process.env.PATH}`, HOME: path.join(root, 'home'), XDG_CACHE_HOME: path.join(root, 'cache'), LANG: 'C.UTF-8' };
+  env = {
+    PATH: `${bin}:${process.env.PATH}`,
+    HOME: path.join(root, 'home'),
+    XDG_CACHE_HOME: path.join(root, 'cache'),
+    LANG: 'C.UTF-8',
+  };
   await mkdir(env.HOME as string);
   standinLog = path.join(root, 'tofu.log');
 
@@ -94,7 +99,11 @@ beforeAll(async () => {
   await cp(path.join(fixtureWorkspacesDir, 'edge'), path.join(project, 'edge'), { recursive: true });
   await writeFile(
     path.join(project, 'edge/exocomp.auto.tfvars.json'),
-    JSON.stringify({ ansible_inventory: { all: { hosts: { web1: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } } } }),
+    JSON.stringify({
+      ansible_inventory: {
+        all: { hosts: { web1: { ansible_host: host.address, ansible_port: host.port, ansible_user: 'root' } } },
+      },
+    }),
   );
   await writeFile(
     path.join(project, 'site.yml'),
@@ -142,21 +151,61 @@ beforeAll(async () => {
   );
   await writeFile(
     path.join(project, 'merge-request.yml'),
-    ['include:', '  - local: templates/plan.yml', '    inputs:', '      workspace: edge', '      playbook: site.yml', ''].join('\n'),
+    [
+      'include:',
+      '  - local: templates/plan.yml',
+      '    inputs:',
+      '      workspace: edge',
+      '      playbook: site.yml',
+      '',
+    ].join('\n'),
   );
   await writeFile(
     path.join(project, 'merge-request-local-state.yml'),
-    ['include:', '  - local: templates/plan.yml', '    inputs:', '      workspace: edge', '      playbook: site.yml', '      allow-local-state: true', ''].join('\n'),
+    [
+      'include:',
+      '  - local: templates/plan.yml',
+      '    inputs:',
+      '      workspace: edge',
+      '      playbook: site.yml',
+      '      allow-local-state: true',
+      '',
+    ].join('\n'),
   );
   await run('git', ['init', '--quiet', '-b', 'main']);
   await run('git', ['remote', 'add', 'origin', `${double.url}/${PROJECT.path}.git`]);
   await run('git', ['add', '-A']);
-  await run('git', ['-c', 'user.name=alice', '-c', 'user.email=alice@example.invalid', 'commit', '--quiet', '-m', 'infra']);
+  await run('git', [
+    '-c',
+    'user.name=alice',
+    '-c',
+    'user.email=alice@example.invalid',
+    'commit',
+    '--quiet',
+    '-m',
+    'infra',
+  ]);
 
   // An open merge request whose head is the pipeline's commit, with someone's review note on it.
   const sha = (await run('git', ['rev-parse', 'HEAD'])).stdout.trim();
-  double.state.mergeRequests.push({ projectId: PROJECT.id, iid: 5, sha, sourceBranch: 'main', targetBranch: 'production', author: 'alice' });
-  double.state.notes.push({ id: 1, projectId: PROJECT.id, mergeRequestIid: 5, body: 'looks fine', author: 'carol', system: false, createdAt: '', updatedAt: '' });
+  double.state.mergeRequests.push({
+    projectId: PROJECT.id,
+    iid: 5,
+    sha,
+    sourceBranch: 'main',
+    targetBranch: 'production',
+    author: 'alice',
+  });
+  double.state.notes.push({
+    id: 1,
+    projectId: PROJECT.id,
+    mergeRequestIid: 5,
+    body: 'looks fine',
+    author: 'carol',
+    system: false,
+    createdAt: '',
+    updatedAt: '',
+  });
   double.state.tokens[BOT_TOKEN] = { kind: 'project', username: 'project_42_bot', scopes: ['api'] };
 
   variables = {
@@ -198,26 +247,44 @@ describe('provision through templates/provision.yml, approval: manual', () => {
   it('plans in the plan job and waits for someone to run the manual apply job', async () => {
     const plan = await runPipeline({ cwd: project, env, variables: asUser('alice', 801), jobs: ['exocomp-plan'] });
     expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
-    const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as { state?: string; requester?: string };
+    const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as {
+      state?: string;
+      requester?: string;
+    };
     expect(record).toMatchObject({ state: 'awaiting-approval', requester: 'alice' });
     expect(await applies()).toBe(0);
     expect(plan.stdout).toContain('awaiting approval');
   }, 300_000);
 
   it('refuses the requester running the apply job: nothing applied', async () => {
-    const apply = await runPipeline({ cwd: project, env, variables: { ...asUser('alice', 802), CI_JOB_MANUAL: 'true' }, jobs: ['exocomp-apply'], manual: ['exocomp-apply'] });
+    const apply = await runPipeline({
+      cwd: project,
+      env,
+      variables: { ...asUser('alice', 802), CI_JOB_MANUAL: 'true' },
+      jobs: ['exocomp-apply'],
+      manual: ['exocomp-apply'],
+    });
     // gitlab-ci-local 4.65 reports a failed manual job as a warning (exit 0) despite `allow_failure: false`;
     // the job's own failure is what counts.
     expect(apply.stdout).toMatch(/(WARN|FAIL)\s+exocomp-apply\s/);
     expect(apply.stdout).toMatch(/alice requested workflow .* may not approve it/);
     expect(await applies()).toBe(0);
-    const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as { state?: string; approval?: { state?: string } };
+    const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as {
+      state?: string;
+      approval?: { state?: string };
+    };
     expect(record).toMatchObject({ state: 'awaiting-approval', approval: { state: 'pending' } });
   }, 300_000);
 
   it('applies when another person runs it; a configure job killed mid-play is continued by the resume template', async () => {
     const bob = { ...asUser('bob', 803), CI_JOB_MANUAL: 'true' };
-    const apply = await runPipeline({ cwd: project, env, variables: bob, jobs: ['exocomp-apply'], manual: ['exocomp-apply'] });
+    const apply = await runPipeline({
+      cwd: project,
+      env,
+      variables: bob,
+      jobs: ['exocomp-apply'],
+      manual: ['exocomp-apply'],
+    });
     expect(apply.code, `${apply.stdout}\n${apply.stderr}`).toBe(0);
     expect(await applies()).toBe(1);
     // The plan the approver saw travelled from the plan job sealed, through the pipeline's artifacts.
@@ -225,12 +292,16 @@ describe('provision through templates/provision.yml, approval: manual', () => {
     expect(apply.stdout).not.toContain(SEAL_KEY);
 
     // The configure job dies with its whole process group while the play runs (a lost runner).
-    const configure = spawn(path.join(repoRoot, 'node_modules/.bin/gitlab-ci-local'), pipelineArgs({ ...asUser('bob', 805), CI_JOB_ID: '805' }, ['exocomp-configure']), {
-      cwd: project,
-      env,
-      stdio: 'ignore',
-      detached: true,
-    });
+    const configure = spawn(
+      path.join(repoRoot, 'node_modules/.bin/gitlab-ci-local'),
+      pipelineArgs({ ...asUser('bob', 805), CI_JOB_ID: '805' }, ['exocomp-configure']),
+      {
+        cwd: project,
+        env,
+        stdio: 'ignore',
+        detached: true,
+      },
+    );
     const exited = new Promise((resolve) => configure.on('exit', resolve));
     await until(async () => (await host.readFile('/etc/exocomp-configure-started')) !== undefined, 120_000);
     const pid = (await runProcess('pgrep', ['-f', 'cli.js gitlab configure'])).stdout.trim().split('\n')[0];
@@ -240,21 +311,43 @@ describe('provision through templates/provision.yml, approval: manual', () => {
     if (pgid !== configure.pid) process.kill(-(configure.pid as number), 'SIGKILL');
     await exited;
     (double.state.jobs[805] as { status: string }).status = 'canceled';
-    const interrupted = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as { steps?: { name: string; state: string; lease?: { holder: string } }[] };
-    expect(interrupted.steps?.find((step) => step.state === 'running')?.lease?.holder).toBe(`gitlab:${PROJECT.path}:${PIPELINE}:805`);
+    const interrupted = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as {
+      steps?: { name: string; state: string; lease?: { holder: string } }[];
+    };
+    expect(interrupted.steps?.find((step) => step.state === 'running')?.lease?.holder).toBe(
+      `gitlab:${PROJECT.path}:${PIPELINE}:805`,
+    );
 
     // The scheduled sweeper finds the interrupted workflow and starts its continuation pipeline.
-    const sweep = await runPipeline({ cwd: project, env, variables: { ...asUser('bob', 807), CI_PIPELINE_SOURCE: 'schedule', EXOCOMP_SWEEP: 'true' }, jobs: ['exocomp-sweep'] });
+    const sweep = await runPipeline({
+      cwd: project,
+      env,
+      variables: { ...asUser('bob', 807), CI_PIPELINE_SOURCE: 'schedule', EXOCOMP_SWEEP: 'true' },
+      jobs: ['exocomp-sweep'],
+    });
     expect(sweep.code, `${sweep.stdout}\n${sweep.stderr}`).toBe(0);
-    expect(double.state.triggered).toEqual([expect.objectContaining({ ref: 'main', variables: { EXOCOMP_WORKFLOW_ID: workflowId }, username: 'bob' })]);
+    expect(double.state.triggered).toEqual([
+      expect.objectContaining({ ref: 'main', variables: { EXOCOMP_WORKFLOW_ID: workflowId }, username: 'bob' }),
+    ]);
 
     await host.exec('touch /etc/exocomp-go');
-    const resume = await runPipeline({ cwd: project, env, variables: { ...asUser('bob', 806), EXOCOMP_WORKFLOW_ID: workflowId }, jobs: ['exocomp-resume'] });
+    const resume = await runPipeline({
+      cwd: project,
+      env,
+      variables: { ...asUser('bob', 806), EXOCOMP_WORKFLOW_ID: workflowId },
+      jobs: ['exocomp-resume'],
+    });
     expect(resume.code, `${resume.stdout}\n${resume.stderr}`).toBe(0);
     expect(await applies()).toBe(1);
     expect(await host.readFile('/etc/exocomp-configured')).toBe('web1\n');
-    const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as { state?: string; approval?: { by?: string; via?: string } };
-    expect(record).toMatchObject({ state: 'provisioned', approval: { by: 'bob', via: expect.stringContaining('manual job exocomp-apply') } });
+    const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as {
+      state?: string;
+      approval?: { by?: string; via?: string };
+    };
+    expect(record).toMatchObject({
+      state: 'provisioned',
+      approval: { by: 'bob', via: expect.stringContaining('manual job exocomp-apply') },
+    });
     // One status note, created by the plan job and edited in place by every job after it; carol's note untouched.
     const notes = double.state.notes.filter((n) => n.mergeRequestIid === 5);
     expect(notes.map((n) => n.author)).toEqual(['carol', 'project_42_bot']);
@@ -275,12 +368,25 @@ describe('provision through templates/provision.yml, approval: environment', () 
 
   it('applies only after a deployment approval the API recorded, by someone other than the triggerer', async () => {
     const before = await applies();
-    const alice = (jobId: number) => ({ ...asUser('alice', jobId), CI_PIPELINE_ID: String(pipeline), CI_JOB_ID: String(jobId) });
+    const alice = (jobId: number) => ({
+      ...asUser('alice', jobId),
+      CI_PIPELINE_ID: String(pipeline),
+      CI_JOB_ID: String(jobId),
+    });
     const plan = await runPipeline({ cwd: project, env, file, variables: alice(810), jobs: ['exocomp-plan'] });
     expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
 
     // GitLab blocked the apply job's deployment to the protected environment until it is approved.
-    double.state.deployments.push({ id: 31, projectId: PROJECT.id, environment: 'production', jobId: 811, status: 'blocked', user: 'alice', requiredApprovals: 1, approvals: [] });
+    double.state.deployments.push({
+      id: 31,
+      projectId: PROJECT.id,
+      environment: 'production',
+      jobId: 811,
+      status: 'blocked',
+      user: 'alice',
+      requiredApprovals: 1,
+      approvals: [],
+    });
     const early = await runPipeline({ cwd: project, env, file, variables: alice(811), jobs: ['exocomp-apply'] });
     expect(early.stdout).toMatch(/deployment 31 to production has no approval/);
     expect(await applies()).toBe(before);
@@ -295,8 +401,14 @@ describe('provision through templates/provision.yml, approval: environment', () 
     const apply = await runPipeline({ cwd: project, env, file, variables: alice(811), jobs: ['exocomp-apply'] });
     expect(apply.code, `${apply.stdout}\n${apply.stderr}`).toBe(0);
     expect(await applies()).toBe(before + 1);
-    const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as { approval?: { by?: string; via?: string; comment?: string } };
-    expect(record.approval).toMatchObject({ by: 'carol', via: 'environment production (deployment 31, pipeline 710)', comment: 'go' });
+    const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as {
+      approval?: { by?: string; via?: string; comment?: string };
+    };
+    expect(record.approval).toMatchObject({
+      by: 'carol',
+      via: 'environment production (deployment 31, pipeline 710)',
+      comment: 'go',
+    });
     expect(double.violations).toEqual([]);
   }, 300_000);
 });
@@ -308,25 +420,49 @@ describe('templates/plan.yml in a merge request pipeline', () => {
       cwd: project,
       env,
       file: 'merge-request.yml',
-      variables: { ...asUser('alice', 820), CI_PIPELINE_ID: String(pipeline), CI_PIPELINE_SOURCE: 'merge_request_event', CI_MERGE_REQUEST_IID: '5' },
+      variables: {
+        ...asUser('alice', 820),
+        CI_PIPELINE_ID: String(pipeline),
+        CI_PIPELINE_SOURCE: 'merge_request_event',
+        CI_MERGE_REQUEST_IID: '5',
+      },
     });
     expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
     expect(plan.stdout).toContain('exocomp-plan');
-    const record = JSON.parse((await ledgerFile(`workflows/edge-${pipeline}.json`)) ?? '{}') as { state?: string; trigger?: { pullRequest?: number } };
+    const record = JSON.parse((await ledgerFile(`workflows/edge-${pipeline}.json`)) ?? '{}') as {
+      state?: string;
+      trigger?: { pullRequest?: number };
+    };
     expect(record).toMatchObject({ state: 'awaiting-approval', trigger: { pullRequest: 5 } });
-    const report = (await runProcess('find', [path.join(project, '.gitlab-ci-local'), '-name', 'exocomp-plan.json'])).stdout.trim().split('\n')[0] ?? '';
+    const report =
+      (await runProcess('find', [path.join(project, '.gitlab-ci-local'), '-name', 'exocomp-plan.json'])).stdout
+        .trim()
+        .split('\n')[0] ?? '';
     expect(JSON.parse(await readFile(report, 'utf8'))).toEqual({ create: 1, update: 0, delete: 0 });
-    expect(double.state.notes.some((n) => n.author === 'project_42_bot' && n.body.includes(`<!-- exocomp:status:edge-${pipeline} -->`))).toBe(true);
+    expect(
+      double.state.notes.some(
+        (n) => n.author === 'project_42_bot' && n.body.includes(`<!-- exocomp:status:edge-${pipeline} -->`),
+      ),
+    ).toBe(true);
     expect(double.violations).toEqual([]);
   }, 300_000);
 });
 
 describe('templates/plan.yml with a workspace that keeps its state on the runner (issue 13, item 1)', () => {
   // gitlab-ci-local says GITLAB_CI=false; a GitLab runner says true, and only then is local state refused.
-  const onGitLab = (jobId: number, pipeline: number) => ({ ...asUser('alice', jobId), CI_PIPELINE_ID: String(pipeline), GITLAB_CI: 'true' });
+  const onGitLab = (jobId: number, pipeline: number) => ({
+    ...asUser('alice', jobId),
+    CI_PIPELINE_ID: String(pipeline),
+    GITLAB_CI: 'true',
+  });
 
   it('refuses it by default, showing a remote backend block, and records nothing', async () => {
-    const plan = await runPipeline({ cwd: project, env, file: 'merge-request.yml', variables: { ...onGitLab(830, 730), CI_PIPELINE_SOURCE: 'merge_request_event' } });
+    const plan = await runPipeline({
+      cwd: project,
+      env,
+      file: 'merge-request.yml',
+      variables: { ...onGitLab(830, 730), CI_PIPELINE_SOURCE: 'merge_request_event' },
+    });
     expect(plan.code, `${plan.stdout}\n${plan.stderr}`).not.toBe(0);
     expect(plan.stdout).toMatch(/keeps its OpenTofu state on this runner/);
     expect(plan.stdout).toContain('backend "http"');
@@ -343,6 +479,8 @@ describe('templates/plan.yml with a workspace that keeps its state on the runner
     });
     expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
     expect(plan.stdout).not.toMatch(/keeps its OpenTofu state on this runner/);
-    expect(JSON.parse((await ledgerFile('workflows/edge-731.json')) ?? '{}')).toMatchObject({ state: 'awaiting-approval' });
+    expect(JSON.parse((await ledgerFile('workflows/edge-731.json')) ?? '{}')).toMatchObject({
+      state: 'awaiting-approval',
+    });
   }, 300_000);
 });

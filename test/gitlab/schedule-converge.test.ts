@@ -26,9 +26,18 @@ let double: GitLabDouble;
 let env: NodeJS.ProcessEnv;
 let marker: string;
 
-async function run(cmd: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<RunResult> {
-  const r = await runProcess(cmd, args, { cwd: options.cwd ?? project, env: { ...env, ...options.env }, timeoutMs: 300_000 });
-  if (r.code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`);
+async function run(
+  cmd: string,
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<RunResult> {
+  const r = await runProcess(cmd, args, {
+    cwd: options.cwd ?? project,
+    env: { ...env, ...options.env },
+    timeoutMs: 300_000,
+  });
+  if (r.code !== 0)
+    throw new Error(`${cmd} ${args.join(' ')} exited ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`);
   return r;
 }
 
@@ -37,7 +46,12 @@ beforeAll(async () => {
   double = await startDoubleWithProject(root, PROJECT);
   double.state.tokens[MAINTAINER_TOKEN] = { kind: 'personal', username: 'maria', scopes: ['api'] };
   const bin = await exocompBin(path.join(root, 'bin'));
-  env = { PATH: `${bin}:${process.env.PATH}`, HOME: path.join(root, 'home'), XDG_CACHE_HOME: path.join(root, 'cache'), LANG: 'C.UTF-8' };
+  env = {
+    PATH: `${bin}:${process.env.PATH}`,
+    HOME: path.join(root, 'home'),
+    XDG_CACHE_HOME: path.join(root, 'cache'),
+    LANG: 'C.UTF-8',
+  };
   await mkdir(env.HOME as string);
 
   // The user's project: the component's converge template kept locally, a converge playbook.
@@ -58,7 +72,10 @@ beforeAll(async () => {
       '',
     ].join('\n'),
   );
-  await writeFile(path.join(project, '.gitlab-ci.yml'), ['include:', '  - local: .gitlab/exocomp-nightly.yml', ''].join('\n'));
+  await writeFile(
+    path.join(project, '.gitlab-ci.yml'),
+    ['include:', '  - local: .gitlab/exocomp-nightly.yml', ''].join('\n'),
+  );
   await run('git', ['init', '--quiet', '-b', 'main']);
   await run('git', ['remote', 'add', 'origin', `${double.url}/${PROJECT.path}.git`]);
 
@@ -66,7 +83,14 @@ beforeAll(async () => {
   const workspace = path.join(root, 'edge');
   await cp(path.join(fixtureWorkspacesDir, 'edge'), workspace, { recursive: true });
   const vars = path.join(root, 'vars.json');
-  await writeFile(vars, JSON.stringify({ ansible_inventory: { all: { hosts: { runner1: { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' } } } } }));
+  await writeFile(
+    vars,
+    JSON.stringify({
+      ansible_inventory: {
+        all: { hosts: { runner1: { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' } } },
+      },
+    }),
+  );
   await run(
     'exocomp',
     [
@@ -123,7 +147,8 @@ describe('a GitLab pipeline schedule for a converge', () => {
       ],
       { env: api },
     );
-    const result = (JSON.parse(added.stdout) as { result: { path: string; state: string; schedule: { id: number } } }).result;
+    const result = (JSON.parse(added.stdout) as { result: { path: string; state: string; schedule: { id: number } } })
+      .result;
     expect(result.state).toBe('created');
     expect(double.state.schedules).toEqual([
       expect.objectContaining({
@@ -136,15 +161,32 @@ describe('a GitLab pipeline schedule for a converge', () => {
         variables: [{ key: 'EXOCOMP_SCHEDULE', value: 'nightly', variableType: 'env_var' }],
       }),
     ]);
-    const file = parseYaml(await readFile(path.join(project, '.gitlab/exocomp-nightly.yml'), 'utf8')) as { include: [{ local: string }] };
+    const file = parseYaml(await readFile(path.join(project, '.gitlab/exocomp-nightly.yml'), 'utf8')) as {
+      include: [{ local: string }];
+    };
     expect(file.include[0].local).toBe('templates/converge.yml');
 
-    const listed = await run('exocomp', ['schedule', 'list', '--gitlab', '--gitlab-url', double.url, '--gitlab-project', String(PROJECT.id), '--json'], { env: api });
-    expect((JSON.parse(listed.stdout) as { result: { schedules: { name: string }[] } }).result.schedules.map((s) => s.name)).toEqual(['nightly']);
+    const listed = await run(
+      'exocomp',
+      ['schedule', 'list', '--gitlab', '--gitlab-url', double.url, '--gitlab-project', String(PROJECT.id), '--json'],
+      { env: api },
+    );
+    expect(
+      (JSON.parse(listed.stdout) as { result: { schedules: { name: string }[] } }).result.schedules.map((s) => s.name),
+    ).toEqual(['nightly']);
 
     // What the schedule fires: a pipeline with its variables, run by the schedule's owner.
     await run('git', ['add', '-A']);
-    await run('git', ['-c', 'user.name=maria', '-c', 'user.email=maria@example.invalid', 'commit', '--quiet', '-m', 'converge schedule']);
+    await run('git', [
+      '-c',
+      'user.name=maria',
+      '-c',
+      'user.email=maria@example.invalid',
+      'commit',
+      '--quiet',
+      '-m',
+      'converge schedule',
+    ]);
     const jobToken = double.jobToken({
       id: 901,
       projectId: PROJECT.id,
@@ -159,17 +201,43 @@ describe('a GitLab pipeline schedule for a converge', () => {
     const pipeline = await runPipeline({
       cwd: project,
       env,
-      variables: { CI_PIPELINE_SOURCE: 'schedule', EXOCOMP_SCHEDULE: 'nightly', CI_JOB_TOKEN: jobToken, CI_PROJECT_ID: String(PROJECT.id), GITLAB_USER_LOGIN: 'maria' },
+      variables: {
+        CI_PIPELINE_SOURCE: 'schedule',
+        EXOCOMP_SCHEDULE: 'nightly',
+        CI_JOB_TOKEN: jobToken,
+        CI_PROJECT_ID: String(PROJECT.id),
+        GITLAB_USER_LOGIN: 'maria',
+      },
     });
     expect(pipeline.code, `${pipeline.stdout}\n${pipeline.stderr}`).toBe(0);
     expect(pipeline.stdout).toContain('exocomp-converge-nightly');
     expect(await readFile(`${marker}-runner1`, 'utf8')).toBe('runner1\n');
     // The lease of the concurrency key was pushed to the ledger with the job token.
-    expect(double.gitRequests.some((r) => r.service === 'git-receive-pack' && r.phase === 'rpc' && r.login === 'maria' && r.status === 200)).toBe(true);
+    expect(
+      double.gitRequests.some(
+        (r) => r.service === 'git-receive-pack' && r.phase === 'rpc' && r.login === 'maria' && r.status === 200,
+      ),
+    ).toBe(true);
     expect(pipeline.stdout).not.toContain(jobToken);
 
-    const removed = await run('exocomp', ['schedule', 'remove', 'nightly', '--gitlab', '--gitlab-url', double.url, '--gitlab-project', String(PROJECT.id), '--json'], { env: api });
-    expect(JSON.parse(removed.stdout)).toEqual({ result: expect.objectContaining({ schedulesRemoved: 1, fileRemoved: true }) });
+    const removed = await run(
+      'exocomp',
+      [
+        'schedule',
+        'remove',
+        'nightly',
+        '--gitlab',
+        '--gitlab-url',
+        double.url,
+        '--gitlab-project',
+        String(PROJECT.id),
+        '--json',
+      ],
+      { env: api },
+    );
+    expect(JSON.parse(removed.stdout)).toEqual({
+      result: expect.objectContaining({ schedulesRemoved: 1, fileRemoved: true }),
+    });
     expect(double.state.schedules).toEqual([]);
     expect(double.violations).toEqual([]);
   }, 600_000);

@@ -34,7 +34,8 @@ let nextJob = 1000;
 
 async function run(cmd: string, args: string[], options: { env?: NodeJS.ProcessEnv } = {}): Promise<RunResult> {
   const r = await runProcess(cmd, args, { cwd: project, env: { ...env, ...options.env }, timeoutMs: 300_000 });
-  if (r.code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`);
+  if (r.code !== 0)
+    throw new Error(`${cmd} ${args.join(' ')} exited ${r.code}\n--- stdout\n${r.stdout}\n--- stderr\n${r.stderr}`);
   return r;
 }
 
@@ -79,7 +80,12 @@ beforeAll(async () => {
   // The image's tools: the CLI, and `tofu` (the stand-in) on PATH.
   const bin = await exocompBin(path.join(root, 'bin'));
   await symlink(standinPath, path.join(bin, 'tofu'));
-  env = { PATH: `${bin}:${process.env.PATH}`, HOME: path.join(root, 'home'), XDG_CACHE_HOME: path.join(root, 'cache'), LANG: 'C.UTF-8' };
+  env = {
+    PATH: `${bin}:${process.env.PATH}`,
+    HOME: path.join(root, 'home'),
+    XDG_CACHE_HOME: path.join(root, 'cache'),
+    LANG: 'C.UTF-8',
+  };
   await mkdir(env.HOME as string);
 
   project = path.join(root, 'project');
@@ -87,8 +93,13 @@ beforeAll(async () => {
   await cp(path.join(repoRoot, 'templates'), path.join(project, 'templates'), { recursive: true });
   await cp(path.join(fixtureWorkspacesDir, 'edge'), path.join(project, 'edge'), { recursive: true });
   // Three hosts the play reaches on the runner itself; each converge writes its own marker file.
-  const hosts = Object.fromEntries(HOSTS.map((h) => [h, { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' }]));
-  await writeFile(path.join(project, 'edge/exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: { all: { hosts } } }));
+  const hosts = Object.fromEntries(
+    HOSTS.map((h) => [h, { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' }]),
+  );
+  await writeFile(
+    path.join(project, 'edge/exocomp.auto.tfvars.json'),
+    JSON.stringify({ ansible_inventory: { all: { hosts } } }),
+  );
   marker = path.join(root, 'converged');
   await writeFile(
     path.join(project, 'site.yml'),
@@ -107,9 +118,22 @@ beforeAll(async () => {
   await run('git', ['init', '--quiet', '-b', 'main']);
   await run('git', ['remote', 'add', 'origin', `${double.url}/${PROJECT.path}.git`]);
   // The first apply: tf:edge names the three hosts; the state stays in the workspace, committed with it.
-  await run('exocomp', ['workspace', 'apply', 'edge', '--workspace-name', 'edge', '--allow-local-state', '--ledger', `${double.url}/${PROJECT.path}.git`], {
-    env: double.gitAuthEnv(MAINTAINER_TOKEN),
-  });
+  await run(
+    'exocomp',
+    [
+      'workspace',
+      'apply',
+      'edge',
+      '--workspace-name',
+      'edge',
+      '--allow-local-state',
+      '--ledger',
+      `${double.url}/${PROJECT.path}.git`,
+    ],
+    {
+      env: double.gitAuthEnv(MAINTAINER_TOKEN),
+    },
+  );
 
   const common = ['--gitlab', '--cron', '0 0 4 * * *', '--target', 'tf:edge'];
   await run('exocomp', [
@@ -144,9 +168,21 @@ beforeAll(async () => {
     '--',
     'site.yml',
   ]);
-  await writeFile(path.join(project, '.gitlab-ci.yml'), ['include:', '  - local: .gitlab/exocomp-edge-drift.yml', '  - local: .gitlab/exocomp-nightly.yml', ''].join('\n'));
+  await writeFile(
+    path.join(project, '.gitlab-ci.yml'),
+    ['include:', '  - local: .gitlab/exocomp-edge-drift.yml', '  - local: .gitlab/exocomp-nightly.yml', ''].join('\n'),
+  );
   await run('git', ['add', '-A']);
-  await run('git', ['-c', 'user.name=maria', '-c', 'user.email=maria@example.invalid', 'commit', '--quiet', '-m', 'drift and converge schedules']);
+  await run('git', [
+    '-c',
+    'user.name=maria',
+    '-c',
+    'user.email=maria@example.invalid',
+    'commit',
+    '--quiet',
+    '-m',
+    'drift and converge schedules',
+  ]);
 }, 300_000);
 
 afterAll(async () => {
@@ -164,7 +200,12 @@ describe('GitLab drift and sharded converge schedules', () => {
     expect(found.stdout).not.toContain('exocomp-converge-nightly');
     expect(double.state.issues).toHaveLength(1);
     const issue = double.state.issues[0];
-    expect(issue).toMatchObject({ title: 'Drift in tf:edge', state: 'opened', labels: ['exocomp-drift'], author: 'project_42_bot' });
+    expect(issue).toMatchObject({
+      title: 'Drift in tf:edge',
+      state: 'opened',
+      labels: ['exocomp-drift'],
+      author: 'project_42_bot',
+    });
     for (const host of HOSTS) expect(issue?.description).toContain(host);
     expect(issue?.description).toContain('Write the marker');
     // The report is also the job's artifact.
@@ -177,25 +218,37 @@ describe('GitLab drift and sharded converge schedules', () => {
 
     const converged = await fire('nightly');
     expect(converged.code, `${converged.stdout}\n${converged.stderr}`).toBe(0);
-    for (const job of ['exocomp-converge-nightly-shard: [1/2]', 'exocomp-converge-nightly-shard: [2/2]', 'exocomp-converge-nightly-fold']) {
+    for (const job of [
+      'exocomp-converge-nightly-shard: [1/2]',
+      'exocomp-converge-nightly-shard: [2/2]',
+      'exocomp-converge-nightly-fold',
+    ]) {
       expect(converged.stdout).toMatch(new RegExp(`PASS\\s+${job.replace(/[[\]/]/g, '\\$&')}`));
     }
     // The unsharded job of the template is not in this pipeline.
     expect(converged.stdout).not.toMatch(/exocomp-converge-nightly\s+starting/);
     expect(converged.stdout).toContain('converged tf:edge: 3 host(s) over 2 shard(s)');
     for (const host of HOSTS) expect(await readFile(`${marker}-${host}`, 'utf8')).toBe(`${host}\n`);
-    const converges = JSON.parse((await ledgerFile('converges/edge/history.json')) ?? '{}') as { runs: Array<{ ok: boolean; shards: number; hosts: Array<{ host: string }> }> };
+    const converges = JSON.parse((await ledgerFile('converges/edge/history.json')) ?? '{}') as {
+      runs: Array<{ ok: boolean; shards: number; hosts: Array<{ host: string }> }>;
+    };
     expect(converges.runs).toHaveLength(1);
     expect(converges.runs[0]).toMatchObject({ ok: true, shards: 2 });
     expect(converges.runs[0]?.hosts.map((h) => h.host).sort()).toEqual(HOSTS);
     // The fold recorded the schedule's fire, once for the two shards.
-    expect(JSON.parse((await ledgerFile('schedules/nightly.json')) ?? '{}')).toMatchObject({ cron: '0 4 * * *', fires: [expect.any(String)] });
+    expect(JSON.parse((await ledgerFile('schedules/nightly.json')) ?? '{}')).toMatchObject({
+      cron: '0 4 * * *',
+      fires: [expect.any(String)],
+    });
 
     const clean = await fire('edge-drift');
     expect(clean.code, `${clean.stdout}\n${clean.stderr}`).toBe(0);
     expect(clean.stdout).toMatch(/PASS\s+exocomp-drift-edge-drift/);
     expect(double.state.issues).toHaveLength(1);
-    expect(double.state.issues[0]).toMatchObject({ state: 'closed', notes: [{ author: 'project_42_bot', body: expect.stringContaining('No drift any more') }] });
+    expect(double.state.issues[0]).toMatchObject({
+      state: 'closed',
+      notes: [{ author: 'project_42_bot', body: expect.stringContaining('No drift any more') }],
+    });
     expect(double.violations).toEqual([]);
   }, 600_000);
 });

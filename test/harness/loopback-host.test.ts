@@ -47,7 +47,12 @@ async function pinHostKey(host: LoopbackHost): Promise<string> {
   return file;
 }
 
-function ssh(host: LoopbackHost, knownHosts: string, command: string, options: { user?: string; key?: string; onOutput?: (chunk: string) => void } = {}): Promise<RunResult> {
+function ssh(
+  host: LoopbackHost,
+  knownHosts: string,
+  command: string,
+  options: { user?: string; key?: string; onOutput?: (chunk: string) => void } = {},
+): Promise<RunResult> {
   return runProcess(
     'ssh',
     [
@@ -74,7 +79,10 @@ function ssh(host: LoopbackHost, knownHosts: string, command: string, options: {
       `${options.user ?? 'root'}@${host.address}`,
       command,
     ],
-    { timeoutMs: scaled(60_000), ...(options.onOutput ? { onOutput: (chunk: string) => options.onOutput!(chunk) } : {}) },
+    {
+      timeoutMs: scaled(60_000),
+      ...(options.onOutput ? { onOutput: (chunk: string) => options.onOutput!(chunk) } : {}),
+    },
   );
 }
 
@@ -129,7 +137,11 @@ describe('loopback host', () => {
     const host = await startedHost();
     const knownHosts = await pinHostKey(host);
     const name = unique('exocomp-isolation');
-    const write = await ssh(host, knownHosts, `echo in-tmp > /tmp/${name} && echo in-etc > /etc/${name} && mkdir -p /opt/${name}`);
+    const write = await ssh(
+      host,
+      knownHosts,
+      `echo in-tmp > /tmp/${name} && echo in-etc > /etc/${name} && mkdir -p /opt/${name}`,
+    );
     expect(write.code).toBe(0);
 
     expect(await host.readFile(`/tmp/${name}`)).toBe('in-tmp\n');
@@ -236,7 +248,10 @@ describe('loopback host', () => {
     const [onDefault, onOther] = await Promise.all([startedHost(), startedHost({ port: 2222 })]);
     expect(onOther.knownHostsName).toBe(`[${onOther.address}]:2222`);
 
-    const [a, b] = await Promise.all([ssh(onDefault, await pinHostKey(onDefault), 'hostname'), ssh(onOther, await pinHostKey(onOther), 'hostname')]);
+    const [a, b] = await Promise.all([
+      ssh(onDefault, await pinHostKey(onDefault), 'hostname'),
+      ssh(onOther, await pinHostKey(onOther), 'hostname'),
+    ]);
     expect([a.code, b.code]).toEqual([0, 0]);
     expect(a.stdout).toContain(onDefault.id);
     expect(b.stdout).toContain(onOther.id);

@@ -35,7 +35,12 @@ async function workspace(fixture: string, vars?: unknown): Promise<Workspace> {
   return {
     dir,
     log,
-    tofu: (args, env = {}) => runProcess(standinPath, args, { cwd: dir, env: { ...process.env, EXOCOMP_TOFU_STANDIN_LOG: log, ...env }, timeoutMs: scaled(60_000) }),
+    tofu: (args, env = {}) =>
+      runProcess(standinPath, args, {
+        cwd: dir,
+        env: { ...process.env, EXOCOMP_TOFU_STANDIN_LOG: log, ...env },
+        timeoutMs: scaled(60_000),
+      }),
   };
 }
 
@@ -61,7 +66,10 @@ describe('OpenTofu stand-in', () => {
     expect(plain.stdout).toMatch(/^OpenTofu v\d+\.\d+\.\d+\non linux_/);
     expect((await ws.tofu(['-version'])).stdout).toBe(plain.stdout);
     const json = JSON.parse((await ws.tofu(['version', '-json'])).stdout) as Record<string, unknown>;
-    expect(json).toMatchObject({ terraform_version: expect.stringMatching(/^\d+\.\d+\.\d+$/), provider_selections: {} });
+    expect(json).toMatchObject({
+      terraform_version: expect.stringMatching(/^\d+\.\d+\.\d+$/),
+      provider_selections: {},
+    });
   });
 
   it('refuses every command but version and init before init', async () => {
@@ -111,15 +119,26 @@ describe('OpenTofu stand-in', () => {
         change: expect.objectContaining({
           actions: ['create'],
           before: null,
-          after: { input: { all: { hosts: { web1: { ansible_host: '127.100.0.1', ansible_port: 22 } } } }, triggers_replace: null },
+          after: {
+            input: { all: { hosts: { web1: { ansible_host: '127.100.0.1', ansible_port: 22 } } } },
+            triggers_replace: null,
+          },
           after_unknown: { id: true, output: true },
           before_sensitive: false,
           after_sensitive: {},
         }),
       }),
     ]);
-    expect(planJson.output_changes.ansible_inventory).toMatchObject({ actions: ['create'], after_unknown: true, after_sensitive: false });
-    expect(planJson.output_changes.environment).toMatchObject({ actions: ['create'], after: 'loopback', after_unknown: false });
+    expect(planJson.output_changes.ansible_inventory).toMatchObject({
+      actions: ['create'],
+      after_unknown: true,
+      after_sensitive: false,
+    });
+    expect(planJson.output_changes.environment).toMatchObject({
+      actions: ['create'],
+      after: 'loopback',
+      after_unknown: false,
+    });
 
     const apply = await ws.tofu(['apply', '-input=false', '-auto-approve', '-no-color', 'tfplan']);
     expect(apply.code).toBe(0);
@@ -130,7 +149,15 @@ describe('OpenTofu stand-in', () => {
     expect(JSON.parse(output.stdout)).toEqual({
       ansible_inventory: {
         sensitive: false,
-        type: ['object', { all: ['object', { hosts: ['object', { web1: ['object', { ansible_host: 'string', ansible_port: 'number' }] }] }] }],
+        type: [
+          'object',
+          {
+            all: [
+              'object',
+              { hosts: ['object', { web1: ['object', { ansible_host: 'string', ansible_port: 'number' }] }] },
+            ],
+          },
+        ],
         value: { all: { hosts: { web1: { ansible_host: '127.100.0.1', ansible_port: 22 } } } },
       },
       environment: { sensitive: false, type: 'string', value: 'loopback' },
@@ -163,7 +190,12 @@ describe('OpenTofu stand-in', () => {
 
     await writeFile(
       path.join(ws.dir, 'exocomp.auto.tfvars.json'),
-      JSON.stringify(inventory({ web1: { ansible_host: '127.100.0.1', ansible_port: 22 }, web2: { ansible_host: '127.100.0.2', ansible_port: 2222 } })),
+      JSON.stringify(
+        inventory({
+          web1: { ansible_host: '127.100.0.1', ansible_port: 22 },
+          web2: { ansible_host: '127.100.0.2', ansible_port: 2222 },
+        }),
+      ),
     );
     const plan = await ws.tofu(['plan', '-input=false', '-out=third', '-no-color']);
     expect(plan.stdout).toContain('Plan: 0 to add, 1 to change, 0 to destroy.');
@@ -185,7 +217,11 @@ describe('OpenTofu stand-in', () => {
 
     const outputs = JSON.parse((await ws.tofu(['output', '-json'])).stdout);
     expect(outputs).toEqual({
-      app: { sensitive: false, type: ['object', { name: 'string', replicas: 'number' }], value: { name: 'demo', replicas: 3 } },
+      app: {
+        sensitive: false,
+        type: ['object', { name: 'string', replicas: 'number' }],
+        value: { name: 'demo', replicas: 3 },
+      },
       app_url: { sensitive: false, type: 'string', value: 'https://demo.example.test' },
       db_password: { sensitive: true, type: 'string', value: 'loopback-only-db-password' },
       replicas: { sensitive: false, type: 'number', value: 3 },
@@ -206,7 +242,10 @@ describe('OpenTofu stand-in', () => {
     expect(await readFile(path.join(ws.dir, 'tfplan'), 'utf8')).toContain('loopback-only-sealed-password');
 
     const planJson = JSON.parse((await ws.tofu(['show', '-json', 'tfplan'])).stdout);
-    expect(planJson.output_changes.db_password).toMatchObject({ after: 'loopback-only-sealed-password', after_sensitive: true });
+    expect(planJson.output_changes.db_password).toMatchObject({
+      after: 'loopback-only-sealed-password',
+      after_sensitive: true,
+    });
     expect(planJson.output_changes.api_token).toMatchObject({ after_sensitive: true });
     expect(planJson.output_changes.app_port).toMatchObject({ after: 8080, after_sensitive: false });
 
@@ -214,7 +253,9 @@ describe('OpenTofu stand-in', () => {
     const outputs = JSON.parse((await ws.tofu(['output', '-json'])).stdout);
     expect(outputs.api_token).toEqual({ sensitive: true, type: 'string', value: 'loopback-only-api-token' });
     expect(outputs.app_port).toEqual({ sensitive: false, type: 'number', value: 8080 });
-    expect(outputs.ansible_inventory.value).toEqual({ all: { hosts: { db1: { ansible_host: '127.100.0.9', ansible_port: 22 } } } });
+    expect(outputs.ansible_inventory.value).toEqual({
+      all: { hosts: { db1: { ansible_host: '127.100.0.9', ansible_port: 22 } } },
+    });
   });
 
   it('requires sensitive outputs to be declared sensitive', async () => {
@@ -241,14 +282,21 @@ describe('OpenTofu stand-in', () => {
 
     const unknown = await workspace('edge', inventory({}));
     expect((await unknown.tofu(['init', '-input=false'])).code).toBe(0);
-    await writeFile(path.join(unknown.dir, 'extra.tf.json'), JSON.stringify({ output: { a: { value: '${var.nope}' }, b: { value: 'x-${terraform_data.missing.output}' } } }));
+    await writeFile(
+      path.join(unknown.dir, 'extra.tf.json'),
+      JSON.stringify({ output: { a: { value: '${var.nope}' }, b: { value: 'x-${terraform_data.missing.output}' } } }),
+    );
     const human = await unknown.tofu(['validate', '-no-color']);
     expect(human.code).toBe(1);
     expect(human.stderr).toContain('Error: Reference to undeclared input variable');
     expect(human.stderr).toContain('Error: Reference to undeclared resource');
     const json = await unknown.tofu(['validate', '-json']);
     expect(json.code).toBe(1);
-    expect(JSON.parse(json.stdout)).toMatchObject({ valid: false, error_count: 2, diagnostics: [{ severity: 'error' }, { severity: 'error' }] });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      valid: false,
+      error_count: 2,
+      diagnostics: [{ severity: 'error' }, { severity: 'error' }],
+    });
   });
 
   it('fails a plan without a value for a required variable, and with a value of the wrong type', async () => {
@@ -325,7 +373,9 @@ describe('OpenTofu stand-in', () => {
       env: { ...process.env, EXOCOMP_TOFU_STANDIN_LOG: ws.log, EXOCOMP_TOFU_STANDIN_APPLY_DELAY_MS: '600000' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const exited = new Promise<NodeJS.Signals | null>((resolve) => child.once('exit', (_code, signal) => resolve(signal)));
+    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+      child.once('exit', (_code, signal) => resolve(signal)),
+    );
     await new Promise<void>((resolve) => {
       let seen = '';
       child.stdout.on('data', (chunk: Buffer) => {

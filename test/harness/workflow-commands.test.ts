@@ -11,13 +11,19 @@ function process(...chunks: Array<[stream: 'stdout' | 'stderr', text: string]>):
 
 describe('workflow commands as the runner processes them', () => {
   it('masks a value in every line after its add-mask, not before', () => {
-    const c = process(['stdout', 'early s3cr3t-value\n::add-mask::s3cr3t-value\nlate s3cr3t-value and again s3cr3t-value\n']);
+    const c = process([
+      'stdout',
+      'early s3cr3t-value\n::add-mask::s3cr3t-value\nlate s3cr3t-value and again s3cr3t-value\n',
+    ]);
     expect(c.masks).toEqual(['s3cr3t-value']);
     expect(c.log).toBe('early s3cr3t-value\nlate *** and again ***');
   });
 
   it('masks lines of stderr too, and commands there are processed', () => {
-    const c = process(['stdout', '::add-mask::tok-1234\n'], ['stderr', 'stderr says tok-1234\n::warning file=a.tf,line=3::careful\n']);
+    const c = process(
+      ['stdout', '::add-mask::tok-1234\n'],
+      ['stderr', 'stderr says tok-1234\n::warning file=a.tf,line=3::careful\n'],
+    );
     expect(c.log).toBe('stderr says ***\n##[warning]careful');
     expect(c.annotations).toEqual([{ level: 'warning', message: 'careful', properties: { file: 'a.tf', line: '3' } }]);
   });

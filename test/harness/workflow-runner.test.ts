@@ -54,11 +54,19 @@ describe('the workflow emulation', () => {
   });
 
   it('gives the documented secrets and refuses any other', async () => {
-    const ok = await runner.run('.github/workflows/a.yml', 'on: push\njobs:\n  a:\n    steps:\n      - run: echo "got ${{ secrets.DOCUMENTED }}"\n', push);
-    expect(stdoutOf(ok, 'a')).toContain('got documented-value');
-    await expect(runner.run('.github/workflows/b.yml', 'on: push\njobs:\n  a:\n    steps:\n      - run: echo "${{ secrets.UNNAMED }}"\n', push)).rejects.toThrow(
-      /secrets\.UNNAMED, which the docs do not name/,
+    const ok = await runner.run(
+      '.github/workflows/a.yml',
+      'on: push\njobs:\n  a:\n    steps:\n      - run: echo "got ${{ secrets.DOCUMENTED }}"\n',
+      push,
     );
+    expect(stdoutOf(ok, 'a')).toContain('got documented-value');
+    await expect(
+      runner.run(
+        '.github/workflows/b.yml',
+        'on: push\njobs:\n  a:\n    steps:\n      - run: echo "${{ secrets.UNNAMED }}"\n',
+        push,
+      ),
+    ).rejects.toThrow(/secrets\.UNNAMED, which the docs do not name/);
   });
 
   it('refuses inputs a workflow does not declare; declared dispatch inputs read as empty on push', async () => {
@@ -71,13 +79,25 @@ describe('the workflow emulation', () => {
       inputs: { 'workflow-id': 'edge-1' },
     });
     expect(stdoutOf(dispatched, 'a')).toContain('id=[edge-1]');
-    await expect(runner.run('.github/workflows/d.yml', 'on: push\njobs:\n  a:\n    steps:\n      - run: echo "${{ inputs.nope }}"\n', push)).rejects.toThrow(/does not declare/);
+    await expect(
+      runner.run(
+        '.github/workflows/d.yml',
+        'on: push\njobs:\n  a:\n    steps:\n      - run: echo "${{ inputs.nope }}"\n',
+        push,
+      ),
+    ).rejects.toThrow(/does not declare/);
   });
 
   it('mints each job a token with exactly its permissions', async () => {
-    const text = 'on: push\npermissions:\n  contents: read\njobs:\n  a:\n    steps:\n      - run: echo "token=$T"\n        env:\n          T: ${{ github.token }}\n';
+    const text =
+      'on: push\npermissions:\n  contents: read\njobs:\n  a:\n    steps:\n      - run: echo "token=$T"\n        env:\n          T: ${{ github.token }}\n';
     const token = /token=(\S+)/.exec(stdoutOf(await runner.run('.github/workflows/e.yml', text, push), 'a'))?.[1] ?? '';
-    expect(double.state.tokens[token]?.permissions).toEqual({ actions: 'none', contents: 'read', issues: 'none', 'pull-requests': 'none' });
+    expect(double.state.tokens[token]?.permissions).toEqual({
+      actions: 'none',
+      contents: 'read',
+      issues: 'none',
+      'pull-requests': 'none',
+    });
   });
 
   it('follows needs, job outputs, if: and the status functions', async () => {
@@ -117,20 +137,29 @@ describe('the workflow emulation', () => {
 
   it('has no tofu on the runner until setup-opentofu (without its wrapper) put one there', async () => {
     const probe = '      - run: command -v tofu terraform || echo "no tofu"\n';
-    expect(stdoutOf(await runner.run('.github/workflows/g.yml', `on: push\njobs:\n  a:\n    steps:\n${probe}`, push), 'a')).toContain('no tofu');
+    expect(
+      stdoutOf(await runner.run('.github/workflows/g.yml', `on: push\njobs:\n  a:\n    steps:\n${probe}`, push), 'a'),
+    ).toContain('no tofu');
     const installed = await runner.run(
       '.github/workflows/g.yml',
       `on: push\njobs:\n  a:\n    steps:\n      - uses: opentofu/setup-opentofu@v1\n        with: { tofu_wrapper: false }\n${probe}`,
       push,
     );
     expect(stdoutOf(installed, 'a')).toMatch(/tofu-bin\/tofu/);
-    await expect(runner.run('.github/workflows/g.yml', 'on: push\njobs:\n  a:\n    steps:\n      - uses: opentofu/setup-opentofu@v1\n', push)).rejects.toThrow(
-      /tofu_wrapper: false/,
-    );
+    await expect(
+      runner.run(
+        '.github/workflows/g.yml',
+        'on: push\njobs:\n  a:\n    steps:\n      - uses: opentofu/setup-opentofu@v1\n',
+        push,
+      ),
+    ).rejects.toThrow(/tofu_wrapper: false/);
   });
 
   it('evaluates the expressions the documented workflows use', () => {
-    const scope = { contexts: { inputs: { 'aws-role-to-assume': '' }, needs: { plan: { outputs: { 'workflow-id': 'edge-1' } } } }, status: 'failure' as const };
+    const scope = {
+      contexts: { inputs: { 'aws-role-to-assume': '' }, needs: { plan: { outputs: { 'workflow-id': 'edge-1' } } } },
+      status: 'failure' as const,
+    };
     expect(evaluate("inputs.aws-role-to-assume != ''", scope)).toBe(false);
     expect(evaluate('needs.plan.outputs.workflow-id', scope)).toBe('edge-1');
     expect(evaluate('!cancelled()', scope)).toBe(true);

@@ -8,9 +8,9 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RecordingProgress } from '../../src/app/progress.js';
-import { withConcurrencyLock } from '../../src/app/concurrency.js';
-import type { AppContext } from '../../src/app/context.js';
+import { RecordingProgress } from '../../src/app/runtime/progress.js';
+import { withConcurrencyLock } from '../../src/app/runtime/concurrency.js';
+import type { AppContext } from '../../src/app/runtime/context.js';
 import { LockHeldError } from '../../src/domain/lock.js';
 import { startStep } from '../../src/domain/workflow.js';
 import { GitLedgerStore } from '../../src/ledger/git-store.js';
@@ -26,7 +26,8 @@ afterAll(async () => {
   await temp.remove();
 });
 
-const storeFor = (remote: string, name: string) => new GitLedgerStore({ remote, cacheDir: join(temp.path, `cache-${name}`), writer: name });
+const storeFor = (remote: string, name: string) =>
+  new GitLedgerStore({ remote, cacheDir: join(temp.path, `cache-${name}`), writer: name });
 
 describe('writers with separate caches', () => {
   it('64 writers, each creating and transitioning its own workflow: all succeed, none lost, no forced push, fsck --strict clean', async () => {
@@ -36,7 +37,11 @@ describe('writers with separate caches', () => {
     const outcomes = await Promise.allSettled(
       ids.map(async (id) => {
         const store = storeFor(remote, id);
-        await store.update(() => ({ writes: new RecordWrites().workflow(sampleWorkflow(id)), message: `${id}: created`, result: undefined }));
+        await store.update(() => ({
+          writes: new RecordWrites().workflow(sampleWorkflow(id)),
+          message: `${id}: created`,
+          result: undefined,
+        }));
         await store.update((snapshot) => {
           attempts.set(id, (attempts.get(id) ?? 0) + 1);
           const next = startStep(readWorkflow(snapshot, id)!, 'apply', localLease(id), new Date());
@@ -76,11 +81,15 @@ describe('writers with separate caches', () => {
           env: {},
           progress: new RecordingProgress(),
         };
-        return withConcurrencyLock(app, { key: 'nightly', waitMs: 0, purpose: `converge by ${name}`, info: () => undefined, warn: () => undefined }, async () => {
-          const from = Date.now();
-          await new Promise((done) => setTimeout(done, 300));
-          held.push({ name, from, to: Date.now() });
-        });
+        return withConcurrencyLock(
+          app,
+          { key: 'nightly', waitMs: 0, purpose: `converge by ${name}`, info: () => undefined, warn: () => undefined },
+          async () => {
+            const from = Date.now();
+            await new Promise((done) => setTimeout(done, 300));
+            held.push({ name, from, to: Date.now() });
+          },
+        );
       }),
     );
     const refused = outcomes.flatMap((outcome) => (outcome.status === 'rejected' ? [outcome.reason as unknown] : []));
@@ -94,7 +103,8 @@ describe('writers with separate caches', () => {
     expect(held.length).toBeGreaterThanOrEqual(1);
     // Holders never overlapped.
     const spans = [...held].sort((a, b) => a.from - b.from);
-    for (let index = 1; index < spans.length; index++) expect(spans[index]!.from).toBeGreaterThanOrEqual(spans[index - 1]!.to);
+    for (let index = 1; index < spans.length; index++)
+      expect(spans[index]!.from).toBeGreaterThanOrEqual(spans[index - 1]!.to);
     expect((await readHookLog(hookLog)).filter((line) => line.startsWith('REJECTED'))).toEqual([]);
     await git(['--git-dir', remote, 'fsck', '--strict', '--no-progress']);
   }, 240_000);

@@ -12,7 +12,17 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
 import { GitLedgerStore, TEST_PAUSE_BEFORE_PUSH_VARIABLE } from '../../src/ledger/git-store.js';
-import { git, ledgerRefs, makeTempDir, ownFile, readHookLog, remoteWithGuardHook as guardedRemote, runWriterFleet, SHARED_FILE, WRITER_SCRIPT } from './helpers.js';
+import {
+  git,
+  ledgerRefs,
+  makeTempDir,
+  ownFile,
+  readHookLog,
+  remoteWithGuardHook as guardedRemote,
+  runWriterFleet,
+  SHARED_FILE,
+  WRITER_SCRIPT,
+} from './helpers.js';
 import { scaled } from '../support/time.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -40,15 +50,23 @@ async function expectAllUpdatesPresent(remote: string, writers: readonly string[
   for (const writer of writers) {
     expect(JSON.parse(snapshot.read(ownFile(writer)) ?? '{}')).toEqual({ writer, updates });
     // Each writer's entries appear in the order it made them.
-    expect(shared.filter((entry) => entry.startsWith(`${writer}-`))).toEqual(expected.filter((entry) => entry.startsWith(`${writer}-`)));
+    expect(shared.filter((entry) => entry.startsWith(`${writer}-`))).toEqual(
+      expected.filter((entry) => entry.startsWith(`${writer}-`)),
+    );
   }
   // One commit per update on the shared record's branch: its history is the audit trail.
-  expect((await git(['--git-dir', remote, 'rev-list', '--count', 'exocomp-ledger-records/workflows/shared.json'])).stdout.trim()).toBe(String(expected.length));
+  expect(
+    (
+      await git(['--git-dir', remote, 'rev-list', '--count', 'exocomp-ledger-records/workflows/shared.json'])
+    ).stdout.trim(),
+  ).toBe(String(expected.length));
   await git(['--git-dir', remote, 'fsck', '--strict', '--no-progress']);
 }
 
 function runWriter(remote: string, cacheDir: string, writer: string, updates: number) {
-  return runProcess(process.execPath, ['--import', 'tsx', WRITER_SCRIPT, remote, cacheDir, writer, String(updates)], { cwd: ROOT });
+  return runProcess(process.execPath, ['--import', 'tsx', WRITER_SCRIPT, remote, cacheDir, writer, String(updates)], {
+    cwd: ROOT,
+  });
 }
 
 describe('concurrent ledger writers', () => {
@@ -72,17 +90,26 @@ describe('concurrent ledger writers', () => {
     // The shared cache holds only its copy of the ledger's refs.
     for (const repo of readdirSync(cacheDir).filter((name) => !name.includes('.init-'))) {
       const refs = await git(['--git-dir', join(cacheDir, repo), 'for-each-ref', '--format=%(refname)']);
-      expect(refs.stdout.split('\n').filter((ref) => ref !== '' && !ref.startsWith('refs/exocomp/ledger/'))).toEqual([]);
+      expect(refs.stdout.split('\n').filter((ref) => ref !== '' && !ref.startsWith('refs/exocomp/ledger/'))).toEqual(
+        [],
+      );
     }
 
     // The guard hook works: a forced push of unrelated history is rejected and logged.
     const scratch = join(temp.path, 'scratch');
     await git(['init', '--quiet', scratch]);
     await git(['commit', '--quiet', '--allow-empty', '-m', 'unrelated'], { cwd: scratch });
-    const forced = await git(['push', '--force', remote, 'HEAD:refs/heads/exocomp-ledger-records/workflows/shared.json'], { cwd: scratch, allowFailure: true });
+    const forced = await git(
+      ['push', '--force', remote, 'HEAD:refs/heads/exocomp-ledger-records/workflows/shared.json'],
+      { cwd: scratch, allowFailure: true },
+    );
     expect(forced.code).not.toBe(0);
     expect(forced.stderr).toContain('pre-receive hook declined');
-    expect((await readHookLog(hookLog)).filter((line) => line.startsWith('REJECTED non-ff refs/heads/exocomp-ledger-records/workflows/shared.json'))).toHaveLength(1);
+    expect(
+      (await readHookLog(hookLog)).filter((line) =>
+        line.startsWith('REJECTED non-ff refs/heads/exocomp-ledger-records/workflows/shared.json'),
+      ),
+    ).toHaveLength(1);
   }, 240_000);
 
   it('loses no update when writers on separate caches race each other with pushes', async () => {
@@ -92,7 +119,11 @@ describe('concurrent ledger writers', () => {
     const writers = ['r1', 'r2', 'r3', 'r4'];
     const outcomes = await runWriterFleet(
       remote,
-      writers.map((writer) => ({ writer, cacheDir: join(temp.path, `racing-cache-${writer}`), updates: RACING_UPDATES })),
+      writers.map((writer) => ({
+        writer,
+        cacheDir: join(temp.path, `racing-cache-${writer}`),
+        updates: RACING_UPDATES,
+      })),
       join(temp.path, 'racing.go'),
     );
     for (const outcome of outcomes) expect(outcome.stderr).toBe('');
@@ -137,7 +168,8 @@ describe('concurrent ledger writers', () => {
 
       await git(['--git-dir', remote, 'fsck', '--strict', '--no-progress']);
       expect(await ledgerRefs(remote)).toBe(refsBeforeKill);
-      for (const commit of unpushed) expect((await git(['--git-dir', remote, 'cat-file', '-e', commit], { allowFailure: true })).code).not.toBe(0);
+      for (const commit of unpushed)
+        expect((await git(['--git-dir', remote, 'cat-file', '-e', commit], { allowFailure: true })).code).not.toBe(0);
       const reader = new GitLedgerStore({ remote, cacheDir: join(temp.path, 'killed-reader-cache') });
       expect(JSON.parse((await reader.read()).read(SHARED_FILE) ?? '')).toEqual(['before-1', 'before-2']);
 

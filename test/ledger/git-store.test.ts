@@ -28,7 +28,11 @@ function store(options: Partial<ConstructorParameters<typeof GitLedgerStore>[0]>
   return new GitLedgerStore({ remote, cacheDir: join(temp.path, `cache-${++caches}`), ...options });
 }
 
-function change<T = undefined>(writes: Record<string, string | null>, message = 'test change', result?: T): LedgerChange<T | undefined> {
+function change<T = undefined>(
+  writes: Record<string, string | null>,
+  message = 'test change',
+  result?: T,
+): LedgerChange<T | undefined> {
   return { writes: new Map(Object.entries(writes)), message, result };
 }
 
@@ -52,7 +56,9 @@ describe('GitLedgerStore', () => {
   });
 
   it('writes each record on its own branch, readable with plain git and by another reader', async () => {
-    const result = await store().update(() => change({ 'workflows/a.json': '{"a":1}\n', known_hosts: 'héllo ✓\n' }, 'write a', 42));
+    const result = await store().update(() =>
+      change({ 'workflows/a.json': '{"a":1}\n', known_hosts: 'héllo ✓\n' }, 'write a', 42),
+    );
     expect(result).toBe(42);
     const snapshot = await store().read();
     expect(snapshot.revision).toMatch(/^[0-9a-f]{40}$/);
@@ -62,13 +68,29 @@ describe('GitLedgerStore', () => {
     expect(await showRecord(remote, 'workflows/a.json')).toBe('{"a":1}\n');
     expect(await showRecord(remote, 'known_hosts')).toBe('héllo ✓\n');
     const refs = (await ledgerRefs(remote))?.split('\n').map((line) => line.split(' ')[1]);
-    expect(refs).toEqual(['refs/heads/exocomp-ledger-records/known_hosts', 'refs/heads/exocomp-ledger-records/workflows/a.json']);
+    expect(refs).toEqual([
+      'refs/heads/exocomp-ledger-records/known_hosts',
+      'refs/heads/exocomp-ledger-records/workflows/a.json',
+    ]);
   });
 
   it('keeps a standing inventory, its materialized file and its sealed outputs on one branch', async () => {
-    await store().update(() => change({ 'inventories/edge.json': 'r', 'inventories/edge.inventory.json': 'i', 'sealed/edge.json': 's' }));
-    const files = await git(['--git-dir', remote, 'ls-tree', '-r', '--name-only', 'exocomp-ledger-records/inventories/edge.json']);
-    expect(files.stdout.trim().split('\n')).toEqual(['inventories/edge.inventory.json', 'inventories/edge.json', 'sealed/edge.json']);
+    await store().update(() =>
+      change({ 'inventories/edge.json': 'r', 'inventories/edge.inventory.json': 'i', 'sealed/edge.json': 's' }),
+    );
+    const files = await git([
+      '--git-dir',
+      remote,
+      'ls-tree',
+      '-r',
+      '--name-only',
+      'exocomp-ledger-records/inventories/edge.json',
+    ]);
+    expect(files.stdout.trim().split('\n')).toEqual([
+      'inventories/edge.inventory.json',
+      'inventories/edge.json',
+      'sealed/edge.json',
+    ]);
   });
 
   it('deletes files with null writes, keeping the record branch and its history', async () => {
@@ -111,7 +133,10 @@ describe('GitLedgerStore', () => {
     const parents = await git(['rev-list', '--parents', 'exocomp-ledger-records/a.json'], { cwd: repo });
     expect(parents.stdout.trim().split('\n')).toHaveLength(1);
     expect(parents.stdout.trim().split(' ')).toHaveLength(1);
-    const mergeBase = await git(['merge-base', 'main', 'exocomp-ledger-records/a.json'], { cwd: repo, allowFailure: true });
+    const mergeBase = await git(['merge-base', 'main', 'exocomp-ledger-records/a.json'], {
+      cwd: repo,
+      allowFailure: true,
+    });
     expect(mergeBase.code).not.toBe(0);
     // The work tree and checked-out branch are untouched.
     expect((await git(['status', '--porcelain'], { cwd: repo })).stdout).toBe('');
@@ -152,7 +177,13 @@ describe('GitLedgerStore', () => {
     const ledger = store({ writer: 'run 42 of ci' });
     await ledger.update(() => change({ 'a.json': 'a' }, 'workflow w1: apply running'));
     await ledger.update(() => change({ 'a.json': 'b' }, 'workflow w1: apply succeeded\n\nwith detail'));
-    const log = await git(['--git-dir', remote, 'log', '--format=%an <%ae>|%cn <%ce>|%B%x00', 'exocomp-ledger-records/a.json']);
+    const log = await git([
+      '--git-dir',
+      remote,
+      'log',
+      '--format=%an <%ae>|%cn <%ce>|%B%x00',
+      'exocomp-ledger-records/a.json',
+    ]);
     const entries = log.stdout
       .split('\0')
       .map((entry) => entry.trim())
@@ -182,13 +213,18 @@ describe('GitLedgerStore', () => {
     });
     expect(calls).toBe(2);
     expect(JSON.parse((await store().read()).read('list.json') ?? '')).toEqual(['first', 'other', 'mine']);
-    expect((await git(['--git-dir', remote, 'rev-list', '--count', 'exocomp-ledger-records/list.json'])).stdout.trim()).toBe('3');
+    expect(
+      (await git(['--git-dir', remote, 'rev-list', '--count', 'exocomp-ledger-records/list.json'])).stdout.trim(),
+    ).toBe('3');
   });
 
   it('does not conflict with a writer of another record', async () => {
     const other = store();
     let n = 0;
-    const ledger = store({ git: (gitDir) => pushInterceptor(gitDir, () => other.update(() => change({ 'workflows/theirs.json': String(++n) }))) });
+    const ledger = store({
+      git: (gitDir) =>
+        pushInterceptor(gitDir, () => other.update(() => change({ 'workflows/theirs.json': String(++n) }))),
+    });
     let calls = 0;
     await ledger.update(() => {
       calls++;
@@ -206,7 +242,8 @@ describe('GitLedgerStore', () => {
     let n = 0;
     const ledger = store({
       retryForMs: 1500,
-      git: (gitDir) => pushInterceptor(gitDir, () => other.update(() => change({ 'workflows/shared.json': String(++n) }))),
+      git: (gitDir) =>
+        pushInterceptor(gitDir, () => other.update(() => change({ 'workflows/shared.json': String(++n) }))),
     });
     let calls = 0;
     const error = await expectExocompError(
@@ -237,7 +274,10 @@ describe('GitLedgerStore', () => {
 
   it('keeps credentials out of descriptions and errors', async () => {
     // Port 9 on loopback: nothing listens, so the connection is refused at once.
-    const ledger = store({ remote: 'http://x-access-token:s3cretTOKEN@127.0.0.1:9/owner/repo.git', secrets: ['s3cretTOKEN'] });
+    const ledger = store({
+      remote: 'http://x-access-token:s3cretTOKEN@127.0.0.1:9/owner/repo.git',
+      secrets: ['s3cretTOKEN'],
+    });
     expect(ledger.description).not.toContain('s3cretTOKEN');
     const error = await expectExocompError(ledger.read(), 'ledger-unreachable');
     expect(`${error.message}\n${error.help}`).not.toContain('s3cretTOKEN');
@@ -246,9 +286,13 @@ describe('GitLedgerStore', () => {
 
   it('explains a push rejected by a branch rule', async () => {
     const hook = join(remote, 'hooks', 'pre-receive');
-    await writeFile(hook, '#!/bin/sh\ncat >/dev/null\necho "error: GH013: Repository rule violations found for refs/heads/exocomp-ledger-records/a.json." >&2\nexit 1\n', {
-      mode: 0o755,
-    });
+    await writeFile(
+      hook,
+      '#!/bin/sh\ncat >/dev/null\necho "error: GH013: Repository rule violations found for refs/heads/exocomp-ledger-records/a.json." >&2\nexit 1\n',
+      {
+        mode: 0o755,
+      },
+    );
     const error = await expectExocompError(
       store().update(() => change({ 'a.json': 'a' })),
       'ledger-unreachable',
@@ -283,7 +327,9 @@ describe('git processes per ledger operation', () => {
     expect(ran).toEqual(['ls-remote', 'unpack-objects', 'push']);
     ran.length = 0;
     expect((await ledger.read()).read('workflows/a.json')).toBe('a1');
-    await ledger.update(() => change({ 'workflows/a.json': 'a2', 'inventories/x.json': 'x', 'inventories/x.inventory.json': 'xi' }));
+    await ledger.update(() =>
+      change({ 'workflows/a.json': 'a2', 'inventories/x.json': 'x', 'inventories/x.inventory.json': 'xi' }),
+    );
     expect((await ledger.read()).read('inventories/x.inventory.json')).toBe('xi');
     await ledger.update(() => change({}));
     expect(ran).toEqual(['ls-remote', 'ls-remote', 'unpack-objects', 'push', 'ls-remote', 'ls-remote']);
@@ -319,9 +365,18 @@ describe('git processes per ledger operation', () => {
       expect(mine.list('')).toEqual(fresh.list(''));
       for (const path of fresh.list('')) expect(mine.read(path)).toBe(fresh.read(path));
     };
-    await ledger.update(() => change({ 'workflows/a.json': 'a1', 'locks/k.json': 'k', 'inventories/x.json': 'x', 'sealed/x.json': 's' }));
+    await ledger.update(() =>
+      change({ 'workflows/a.json': 'a1', 'locks/k.json': 'k', 'inventories/x.json': 'x', 'sealed/x.json': 's' }),
+    );
     await same();
-    await ledger.update(() => change({ 'workflows/a.json': null, 'locks/k.json': null, 'workflows/c.json': 'same text', 'workflows/d.json': 'same text' }));
+    await ledger.update(() =>
+      change({
+        'workflows/a.json': null,
+        'locks/k.json': null,
+        'workflows/c.json': 'same text',
+        'workflows/d.json': 'same text',
+      }),
+    );
     await same();
     await ledger.update(() => change({ 'inventories/x.inventory.json': 'xi', 'sealed/x.json': null }));
     await same();
@@ -366,7 +421,10 @@ describe('a change that reads only what it writes', () => {
     expect(await showRecord(remote, 'workflows/b.json')).toBe('6');
     // What this store saw already says what the change writes, but another writer changed it since.
     await store().update(() => change({ 'workflows/a.json': '7' }));
-    const result = await ledger.update((snapshot) => change({ 'workflows/a.json': '1' }, 'set', snapshot.read('workflows/a.json')), { readsOnlyItsWrites: true });
+    const result = await ledger.update(
+      (snapshot) => change({ 'workflows/a.json': '1' }, 'set', snapshot.read('workflows/a.json')),
+      { readsOnlyItsWrites: true },
+    );
     expect(result).toBe('7');
     expect(await showRecord(remote, 'workflows/a.json')).toBe('1');
   });
@@ -406,7 +464,11 @@ describe('a change that reads only what it writes', () => {
     const writers = Array.from({ length: 8 }, () => store({ writer: 'one name' }));
     await writers[0]!.update(() => change({ 'locks/k.json': '0' }));
     await Promise.all(writers.map((w) => w.read()));
-    await Promise.all(writers.flatMap((w) => [1, 2, 3].map(() => w.update((snapshot) => bump(snapshot, 'locks/k.json'), { readsOnlyItsWrites: true }))));
+    await Promise.all(
+      writers.flatMap((w) =>
+        [1, 2, 3].map(() => w.update((snapshot) => bump(snapshot, 'locks/k.json'), { readsOnlyItsWrites: true })),
+      ),
+    );
     expect(await showRecord(remote, 'locks/k.json')).toBe('24');
   });
 });
@@ -442,13 +504,22 @@ describe('packOf', () => {
     const blobs = [Buffer.from(''), Buffer.from('fifteen bytes!\n'), Buffer.from('sixteen bytes!!\n'), big];
     const files = new Map(blobs.map((bytes, index) => [`f/${index}`, { mode: '100644', id: objectId('blob', bytes) }]));
     const trees = buildTrees(files);
-    const commit = commitBytes({ tree: trees.root, parents: [], name: 't', email: 't@example.invalid', when: new Date(0), message: 'packed' });
+    const commit = commitBytes({
+      tree: trees.root,
+      parents: [],
+      name: 't',
+      email: 't@example.invalid',
+      when: new Date(0),
+      message: 'packed',
+    });
     const objects: LooseObject[] = [
       ...blobs.map((bytes) => ({ type: 'blob' as const, bytes })),
       ...trees.trees.map((tree) => ({ type: 'tree' as const, bytes: tree.bytes })),
       { type: 'commit', bytes: commit },
     ];
-    const unpacked = await runProcess('git', ['--git-dir', repo, 'unpack-objects', '-q', '--strict'], { input: packOf(objects) });
+    const unpacked = await runProcess('git', ['--git-dir', repo, 'unpack-objects', '-q', '--strict'], {
+      input: packOf(objects),
+    });
     expect(unpacked.stderr).toBe('');
     expect(unpacked.code).toBe(0);
     const listed = await git(['--git-dir', repo, 'ls-tree', '-r', '-l', objectId('commit', commit)]);
@@ -477,7 +548,13 @@ describe('the old single-branch layout', () => {
     };
     await put({ 'workflows/a.json': 'a1\n', known_hosts: 'k1\n' });
     await git(['commit', '--quiet', '-m', 'old: a created'], { cwd: work });
-    await put({ 'workflows/a.json': 'a2\n', 'inventories/x.json': 'x\n', 'inventories/x.inventory.json': 'xi\n', 'sealed/x.json': 's\n', ...extra });
+    await put({
+      'workflows/a.json': 'a2\n',
+      'inventories/x.json': 'x\n',
+      'inventories/x.inventory.json': 'xi\n',
+      'sealed/x.json': 's\n',
+      ...extra,
+    });
     await git(['commit', '--quiet', '-m', 'old: a applied'], { cwd: work });
     await git(['push', '--quiet', remote, 'exocomp-ledger'], { cwd: work });
     return (await git(['rev-parse', 'HEAD'], { cwd: work })).stdout.trim();
@@ -486,7 +563,13 @@ describe('the old single-branch layout', () => {
   it('is read as it is, and the first write moves every record to its own branch with its history', async () => {
     const oldTip = await oldLedger();
     const before = await store().read();
-    expect(before.list('')).toEqual(['inventories/x.inventory.json', 'inventories/x.json', 'known_hosts', 'sealed/x.json', 'workflows/a.json']);
+    expect(before.list('')).toEqual([
+      'inventories/x.inventory.json',
+      'inventories/x.json',
+      'known_hosts',
+      'sealed/x.json',
+      'workflows/a.json',
+    ]);
     expect(before.read('workflows/a.json')).toBe('a2\n');
 
     const migrating = store();
@@ -508,12 +591,26 @@ describe('the old single-branch layout', () => {
     ]);
     // History kept: a record's log continues into the old branch's.
     const log = await git(['--git-dir', remote, 'log', '--format=%s', 'exocomp-ledger-records/workflows/a.json']);
-    expect(log.stdout.trim().split('\n')).toEqual(['move to exocomp-ledger-records/* from the single branch exocomp-ledger', 'old: a applied', 'old: a created']);
-    const changes = await git(['--git-dir', remote, 'log', '--format=%s', 'exocomp-ledger-records/workflows/a.json', '--', 'workflows/a.json']);
+    expect(log.stdout.trim().split('\n')).toEqual([
+      'move to exocomp-ledger-records/* from the single branch exocomp-ledger',
+      'old: a applied',
+      'old: a created',
+    ]);
+    const changes = await git([
+      '--git-dir',
+      remote,
+      'log',
+      '--format=%s',
+      'exocomp-ledger-records/workflows/a.json',
+      '--',
+      'workflows/a.json',
+    ]);
     expect(changes.stdout.trim().split('\n')).toEqual(['old: a applied', 'old: a created']);
     // The old branch moved forward (no force) to a commit that says where the records went.
     expect((await git(['--git-dir', remote, 'rev-parse', 'exocomp-ledger^'])).stdout.trim()).toBe(oldTip);
-    expect((await git(['--git-dir', remote, 'ls-tree', '--name-only', 'exocomp-ledger'])).stdout.trim()).toBe('MOVED.md');
+    expect((await git(['--git-dir', remote, 'ls-tree', '--name-only', 'exocomp-ledger'])).stdout.trim()).toBe(
+      'MOVED.md',
+    );
     await git(['--git-dir', remote, 'fsck', '--strict', '--no-progress']);
 
     // Later writes touch only their record.
@@ -526,7 +623,9 @@ describe('the old single-branch layout', () => {
   it('`migrate` moves it without changing a record', async () => {
     await oldLedger();
     expect(await store().migrate()).toBe(5);
-    expect((await git(['--git-dir', remote, 'ls-tree', '--name-only', 'exocomp-ledger'])).stdout.trim()).toBe('MOVED.md');
+    expect((await git(['--git-dir', remote, 'ls-tree', '--name-only', 'exocomp-ledger'])).stdout.trim()).toBe(
+      'MOVED.md',
+    );
     expect(await showRecord(remote, 'workflows/a.json')).toBe('a2\n');
     expect(await store().migrate()).toBe(5);
   });
@@ -551,7 +650,9 @@ describe('ProcessGitCli', () => {
     expect(shown.code).toBe(0);
     expect(shown.stdout.trim()).toBe('AUTHORIZATION: basic ***');
     const raw = await cli.run(['config', '--get', 'http.https://example.invalid/.extraheader'], { rawStdout: true });
-    expect(raw.stdout.trim()).toBe(`AUTHORIZATION: basic ${Buffer.from('x-access-token:ghs_exampleTokenValue').toString('base64')}`);
+    expect(raw.stdout.trim()).toBe(
+      `AUTHORIZATION: basic ${Buffer.from('x-access-token:ghs_exampleTokenValue').toString('base64')}`,
+    );
   });
 });
 
@@ -561,7 +662,9 @@ describe('resolveLedgerLocation', () => {
       remote: 'https://github.com/o/r.git',
       description: 'https://github.com/o/r.git',
     });
-    expect((await resolveLedgerLocation({ ledger: 'git@github.com:o/r.git', cwd: temp.path })).remote).toBe('git@github.com:o/r.git');
+    expect((await resolveLedgerLocation({ ledger: 'git@github.com:o/r.git', cwd: temp.path })).remote).toBe(
+      'git@github.com:o/r.git',
+    );
     expect((await resolveLedgerLocation({ ledger: 'remote.git', cwd: temp.path })).remote).toBe(remote);
   });
 

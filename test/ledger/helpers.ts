@@ -17,7 +17,10 @@ const TEST_IDENTITY = {
 };
 
 /** Runs git and fails the test when it exits non-zero, unless `allowFailure`. */
-export async function git(args: readonly string[], options: { cwd?: string; input?: string; allowFailure?: boolean } = {}): Promise<RunResult> {
+export async function git(
+  args: readonly string[],
+  options: { cwd?: string; input?: string; allowFailure?: boolean } = {},
+): Promise<RunResult> {
   const result = await runProcess('git', ['-c', 'init.defaultBranch=main', ...args], {
     ...(options.cwd ? { cwd: options.cwd } : {}),
     ...(options.input === undefined ? {} : { input: options.input }),
@@ -42,12 +45,24 @@ export async function makeBareRemote(dir: string, name = 'remote.git'): Promise<
 
 /** Every ledger ref of a repository with its commit (the old branch and each record's branch), or null when there is none. */
 export async function ledgerRefs(gitDir: string, branch = 'exocomp-ledger'): Promise<string | null> {
-  const result = await git(['--git-dir', gitDir, 'for-each-ref', '--format=%(objectname) %(refname)', `refs/heads/${branch}`, `refs/heads/${branch}-records/`]);
+  const result = await git([
+    '--git-dir',
+    gitDir,
+    'for-each-ref',
+    '--format=%(objectname) %(refname)',
+    `refs/heads/${branch}`,
+    `refs/heads/${branch}-records/`,
+  ]);
   return result.stdout.trim() === '' ? null : result.stdout.trim();
 }
 
 /** `git show <record branch>:<path>` in a repository, as a user would read a record. */
-export async function showRecord(gitDir: string, record: string, path = record, branch = 'exocomp-ledger'): Promise<string> {
+export async function showRecord(
+  gitDir: string,
+  record: string,
+  path = record,
+  branch = 'exocomp-ledger',
+): Promise<string> {
   return (await git(['--git-dir', gitDir, 'show', `${branch}-records/${record}:${path}`])).stdout;
 }
 
@@ -107,7 +122,11 @@ export interface WriterOutcome extends RunResult {
  * their updates together: each says "ready" once loaded, and all wait for a
  * go file created when the last one is ready.
  */
-export async function runWriterFleet(remote: string, specs: readonly WriterSpec[], goFile: string): Promise<WriterOutcome[]> {
+export async function runWriterFleet(
+  remote: string,
+  specs: readonly WriterSpec[],
+  goFile: string,
+): Promise<WriterOutcome[]> {
   let ready = 0;
   // A writer that dies before saying "ready" must not keep the others waiting.
   const markReady = () => {
@@ -117,7 +136,18 @@ export async function runWriterFleet(remote: string, specs: readonly WriterSpec[
     let announced = false;
     const result = await runProcess(
       process.execPath,
-      ['--import', 'tsx', WRITER_SCRIPT, remote, spec.cacheDir, spec.writer, String(spec.updates), String(spec.retryForMs ?? 'default'), spec.mode ?? 'shared', goFile],
+      [
+        '--import',
+        'tsx',
+        WRITER_SCRIPT,
+        remote,
+        spec.cacheDir,
+        spec.writer,
+        String(spec.updates),
+        String(spec.retryForMs ?? 'default'),
+        spec.mode ?? 'shared',
+        goFile,
+      ],
       {
         cwd: PROJECT_ROOT,
         onOutput: (chunk, stream) => {

@@ -31,7 +31,9 @@ describe('an explicit --ledger path', () => {
   });
 
   it('leaves git URLs to git', async () => {
-    await expect(resolveLedgerLocation({ ledger: 'https://example.invalid/acme/infra.git', cwd: dir })).resolves.toMatchObject({
+    await expect(
+      resolveLedgerLocation({ ledger: 'https://example.invalid/acme/infra.git', cwd: dir }),
+    ).resolves.toMatchObject({
       remote: 'https://example.invalid/acme/infra.git',
     });
   });

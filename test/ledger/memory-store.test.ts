@@ -14,7 +14,11 @@ describe('MemoryLedgerStore', () => {
     expect(empty.revision).toBeNull();
     expect(empty.list('')).toEqual([]);
 
-    expect(await store.update(() => change({ 'workflows/b.json': 'b', 'workflows/a.json': 'a', known_hosts: 'k' }, 'first', 1))).toBe(1);
+    expect(
+      await store.update(() =>
+        change({ 'workflows/b.json': 'b', 'workflows/a.json': 'a', known_hosts: 'k' }, 'first', 1),
+      ),
+    ).toBe(1);
     await store.update(() => change({ 'workflows/a.json': null }, 'delete a', 2));
     const snapshot = await store.read();
     expect(snapshot.list('workflows/')).toEqual(['workflows/b.json']);
@@ -46,7 +50,9 @@ describe('MemoryLedgerStore', () => {
       await expect(store.update(() => change({ [path]: 'x' }, 'bad', 0))).rejects.toBeInstanceOf(ExocompError);
     }
     await expect(store.update(() => change({ dir: 'x' }, 'clash', 0))).rejects.toThrow(/both a file and the folder/);
-    await expect(store.update(() => change({ 'dir/a.json/b': 'x' }, 'clash', 0))).rejects.toThrow(/both a file and the folder/);
+    await expect(store.update(() => change({ 'dir/a.json/b': 'x' }, 'clash', 0))).rejects.toThrow(
+      /both a file and the folder/,
+    );
     expect(store.history()).toHaveLength(1);
   });
 });

@@ -10,9 +10,13 @@ describe('readOnlyStore', () => {
     const preview = readOnlyStore(store, 'a plan preview');
     expect((await preview.read()).read('known_hosts')).toBe('pins\n');
     expect(await preview.update(() => ({ writes: new Map(), message: 'nothing', result: 42 }))).toBe(42);
-    const refused = await preview.update(() => ({ writes: new Map([['locks/x.json', '{}']]), message: 'lock x', result: undefined })).catch((e: unknown) => e);
+    const refused = await preview
+      .update(() => ({ writes: new Map([['locks/x.json', '{}']]), message: 'lock x', result: undefined }))
+      .catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ExocompError);
-    expect((refused as ExocompError).message).toMatch(/a plan preview records nothing, yet it tried to write locks\/x\.json/);
+    expect((refused as ExocompError).message).toMatch(
+      /a plan preview records nothing, yet it tried to write locks\/x\.json/,
+    );
     expect(store.history()).toHaveLength(1);
     expect(preview.description).toContain('read-only');
   });

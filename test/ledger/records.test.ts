@@ -7,13 +7,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
-import { saveWorkflow } from '../../src/app/workflows.js';
-import { RecordingProgress } from '../../src/app/progress.js';
-import type { AppContext } from '../../src/app/context.js';
+import { saveWorkflow } from '../../src/app/provision/workflows.js';
+import { RecordingProgress } from '../../src/app/runtime/progress.js';
+import type { AppContext } from '../../src/app/runtime/context.js';
 import { startStep, type Workflow } from '../../src/domain/workflow.js';
 import { sampleWorkflow } from '../support/workflows.js';
 import { GitLedgerStore } from '../../src/ledger/git-store.js';
-import { LEDGER_PATHS, LedgerRecordError, listWorkflows, readWorkflow, serializeRecord } from '../../src/ledger/records.js';
+import {
+  LEDGER_PATHS,
+  LedgerRecordError,
+  listWorkflows,
+  readWorkflow,
+  serializeRecord,
+} from '../../src/ledger/records.js';
 
 const now = new Date('2026-11-30T00:00:00Z');
 
@@ -32,13 +38,27 @@ describe('malformed ledger records', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'exocomp-records-'));
     await runProcess('git', ['init', '-q', '--bare', join(dir, 'remote.git')]);
-    store = new GitLedgerStore({ remote: join(dir, 'remote.git'), branch: 'exocomp-ledger', cacheDir: join(dir, 'cache') });
+    store = new GitLedgerStore({
+      remote: join(dir, 'remote.git'),
+      branch: 'exocomp-ledger',
+      cacheDir: join(dir, 'cache'),
+    });
     await store.update(() => ({
-      writes: new Map<string, string>([...Object.entries(broken), [LEDGER_PATHS.workflow('good'), serializeRecord(workflow('good'))]]),
+      writes: new Map<string, string>([
+        ...Object.entries(broken),
+        [LEDGER_PATHS.workflow('good'), serializeRecord(workflow('good'))],
+      ]),
       message: 'seed records',
       result: undefined,
     }));
-    app = { store, ledgerBranch: 'exocomp-ledger', now: () => now, cwd: dir, env: {}, progress: new RecordingProgress() };
+    app = {
+      store,
+      ledgerBranch: 'exocomp-ledger',
+      now: () => now,
+      cwd: dir,
+      env: {},
+      progress: new RecordingProgress(),
+    };
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
@@ -77,7 +97,13 @@ describe('malformed ledger records', () => {
             startStep(
               w,
               'apply',
-              { holder: 'x', origin: { kind: 'local', hostname: 'h', pid: 1 }, acquiredAt: now.toISOString(), heartbeatAt: now.toISOString(), ttlMs: 1000 },
+              {
+                holder: 'x',
+                origin: { kind: 'local', hostname: 'h', pid: 1 },
+                acquiredAt: now.toISOString(),
+                heartbeatAt: now.toISOString(),
+                ttlMs: 1000,
+              },
               now,
             ),
           'should not happen',
@@ -99,7 +125,13 @@ describe('malformed ledger records', () => {
           startStep(
             w,
             'configure',
-            { holder: 'x', origin: { kind: 'local', hostname: 'h', pid: 1 }, acquiredAt: now.toISOString(), heartbeatAt: now.toISOString(), ttlMs: 1000 },
+            {
+              holder: 'x',
+              origin: { kind: 'local', hostname: 'h', pid: 1 },
+              acquiredAt: now.toISOString(),
+              heartbeatAt: now.toISOString(),
+              ttlMs: 1000,
+            },
             now,
           ),
         'no',

@@ -34,12 +34,15 @@ function malformed(read: () => unknown): LedgerRecordError {
 }
 
 describe('record names', () => {
-  it.each(['a/b', '..', 'a..b', '', 'ABC', '-rf', 'x y', '.git', 'a.', 'x'.repeat(65), 'ok\n', 'ä'])('refuses %j before building a path', (name) => {
-    expect(recordNameProblem(name)).toBeDefined();
-    expect(() => checkRecordName('workflow', name)).toThrow(/invalid workflow name/);
-    expect(() => new RecordWrites().workflow({ ...sampleWorkflow('ok'), id: name })).toThrow(/invalid workflow name/);
-    expect(() => new RecordWrites().lock(name, null)).toThrow(/invalid lock name/);
-  });
+  it.each(['a/b', '..', 'a..b', '', 'ABC', '-rf', 'x y', '.git', 'a.', 'x'.repeat(65), 'ok\n', 'ä'])(
+    'refuses %j before building a path',
+    (name) => {
+      expect(recordNameProblem(name)).toBeDefined();
+      expect(() => checkRecordName('workflow', name)).toThrow(/invalid workflow name/);
+      expect(() => new RecordWrites().workflow({ ...sampleWorkflow('ok'), id: name })).toThrow(/invalid workflow name/);
+      expect(() => new RecordWrites().lock(name, null)).toThrow(/invalid lock name/);
+    },
+  );
 
   it.each(['edge-1a2b', 'a', 'x.y_z-9', 'deploy.lock', 'x'.repeat(64)])('accepts %j', (name) => {
     expect(recordNameProblem(name)).toBeUndefined();
@@ -71,9 +74,18 @@ describe('records that disagree with their file', () => {
     const record = { schemaVersion: 1, name: 'edge', registeredAt: T0.toISOString(), workspacePath: 'infra' };
     const elsewhere = {
       ...record,
-      materialized: { file: '../../etc/passwd', sha256: 'a'.repeat(64), appliedAt: T0.toISOString(), source: 'ansible_inventory', outputCount: 1, hostCount: 1 },
+      materialized: {
+        file: '../../etc/passwd',
+        sha256: 'a'.repeat(64),
+        appliedAt: T0.toISOString(),
+        source: 'ansible_inventory',
+        outputCount: 1,
+        hostCount: 1,
+      },
     };
-    expect(readInventoryRecord(await snapshotOf({ 'inventories/edge.json': serializeRecord(record) }), 'edge')?.name).toBe('edge');
+    expect(
+      readInventoryRecord(await snapshotOf({ 'inventories/edge.json': serializeRecord(record) }), 'edge')?.name,
+    ).toBe('edge');
     const crafted = await snapshotOf({ 'inventories/edge.json': serializeRecord(elsewhere) });
     expect(malformed(() => readInventoryRecord(crafted, 'edge')).reason).toMatch(/points at "..\/..\/etc\/passwd"/);
   });

@@ -15,11 +15,18 @@ import { ownFile, SHARED_FILE } from './helpers.js';
 
 const [remote, cacheDir, writer, countText, retryText, mode = 'shared', goFile] = process.argv.slice(2);
 if (!remote || !cacheDir || !writer || !countText) {
-  process.stderr.write('usage: writer.ts <remote> <cacheDir> <writerId> <updates> [retryForMs] [shared|own] [goFile]\n');
+  process.stderr.write(
+    'usage: writer.ts <remote> <cacheDir> <writerId> <updates> [retryForMs] [shared|own] [goFile]\n',
+  );
   process.exit(2);
 }
 
-const store = new GitLedgerStore({ remote, cacheDir, writer: `writer ${writer}`, ...(retryText && retryText !== 'default' ? { retryForMs: Number(retryText) } : {}) });
+const store = new GitLedgerStore({
+  remote,
+  cacheDir,
+  writer: `writer ${writer}`,
+  ...(retryText && retryText !== 'default' ? { retryForMs: Number(retryText) } : {}),
+});
 if (goFile) {
   process.stdout.write('ready\n');
   while (!existsSync(goFile)) await sleep(10);

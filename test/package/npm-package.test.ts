@@ -15,7 +15,10 @@ import { runProcess } from '../../src/adapters/process.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const npm = (args: string[], cwd: string, cache: string) =>
-  runProcess('npm', [...args, '--cache', cache, '--no-audit', '--no-fund', '--loglevel', 'error'], { cwd, timeoutMs: 120_000 });
+  runProcess('npm', [...args, '--cache', cache, '--no-audit', '--no-fund', '--loglevel', 'error'], {
+    cwd,
+    timeoutMs: 120_000,
+  });
 
 describe('npm package', () => {
   let scratch: string;
@@ -24,7 +27,11 @@ describe('npm package', () => {
 
   beforeAll(async () => {
     scratch = await mkdtemp(path.join(tmpdir(), 'exocomp-pack-'));
-    const packed = await npm(['pack', '--json', '--pack-destination', scratch], repoRoot, path.join(scratch, 'pack-cache'));
+    const packed = await npm(
+      ['pack', '--json', '--pack-destination', scratch],
+      repoRoot,
+      path.join(scratch, 'pack-cache'),
+    );
     expect(packed.code, packed.stderr).toBe(0);
     const [entry] = JSON.parse(packed.stdout) as [{ filename: string; files: { path: string }[] }];
     tarball = path.join(scratch, entry.filename);
@@ -44,7 +51,9 @@ describe('npm package', () => {
     expect(manifest.dependencies).toBeUndefined();
     const chunks = (await readdir(path.join(repoRoot, 'dist/cli-chunks'))).map((name) => `dist/cli-chunks/${name}`);
     expect(chunks.length).toBeGreaterThan(0);
-    expect(files).toEqual(['LICENSE', 'README.md', ...chunks, 'dist/cli.js', 'package.json', 'playbooks/onboard.yml'].sort());
+    expect(files).toEqual(
+      ['LICENSE', 'README.md', ...chunks, 'dist/cli.js', 'package.json', 'playbooks/onboard.yml'].sort(),
+    );
   });
 
   it('installs into an empty directory offline with an empty cache and runs exocomp --help', async () => {
@@ -62,7 +71,11 @@ describe('npm package', () => {
     // The parts the CLI loads on demand (the GitLab API client) load from the installed package.
     const chunkDir = path.join(app, 'node_modules/@exocomp/provision/dist/cli-chunks');
     for (const chunk of await readdir(chunkDir)) {
-      const loaded = await runProcess(process.execPath, ['--input-type=module', '-e', `await import(${JSON.stringify(path.join(chunkDir, chunk))})`], { cwd: app });
+      const loaded = await runProcess(
+        process.execPath,
+        ['--input-type=module', '-e', `await import(${JSON.stringify(path.join(chunkDir, chunk))})`],
+        { cwd: app },
+      );
       expect(loaded.code, `${chunk}: ${loaded.stderr}`).toBe(0);
     }
   });
@@ -74,7 +87,8 @@ describe('Dockerfile of the job image', () => {
   it('parses into the tofu, package and final stages', async () => {
     const dockerfile = await parse();
     const known = new Set(['ARG', 'FROM', 'WORKDIR', 'COPY', 'RUN', 'ENV', 'LABEL', 'USER']);
-    for (const instruction of dockerfile.getInstructions()) expect(known, instruction.toString()).toContain(instruction.getKeyword());
+    for (const instruction of dockerfile.getInstructions())
+      expect(known, instruction.toString()).toContain(instruction.getKeyword());
     const froms = dockerfile.getFROMs();
     expect(froms.map((f: From) => f.getBuildStage())).toEqual(['tofu', 'package', null]);
     expect([froms[0]?.getRegistry(), froms[0]?.getImageName()]).toEqual(['ghcr.io', 'opentofu/opentofu']);
@@ -109,14 +123,23 @@ describe('Dockerfile of the job image', () => {
 
   it('copies from the build context only files the npm package ships', async () => {
     const dockerfile = await parse();
-    const packageStage = dockerfile.getInstructions().filter((i): i is Copy => i.getKeyword() === 'COPY' && (i as Copy).getFromFlag() === null);
+    const packageStage = dockerfile
+      .getInstructions()
+      .filter((i): i is Copy => i.getKeyword() === 'COPY' && (i as Copy).getFromFlag() === null);
     const sources = packageStage.flatMap((c) =>
       c
         .getArguments()
         .slice(0, -1)
         .map((a) => a.getValue()),
     );
-    expect(sources.sort()).toEqual(['LICENSE', 'README.md', 'dist/cli-chunks', 'dist/cli.js', 'package.json', 'playbooks']);
+    expect(sources.sort()).toEqual([
+      'LICENSE',
+      'README.md',
+      'dist/cli-chunks',
+      'dist/cli.js',
+      'package.json',
+      'playbooks',
+    ]);
     for (const source of sources) expect(existsSync(path.join(repoRoot, source)), source).toBe(true);
   });
 });

@@ -230,7 +230,8 @@ export class RunnerJob {
   async step(invocation: ActionInvocation): Promise<ActionResult> {
     const metadata = await readActionMetadata(invocation.action);
     let result: ActionResult;
-    if (metadata.runs.using === 'composite') result = { ...(await this.runComposite(invocation, metadata)), invocation };
+    if (metadata.runs.using === 'composite')
+      result = { ...(await this.runComposite(invocation, metadata)), invocation };
     else if (metadata.runs.main) result = await this.runEntry(invocation, metadata, metadata.runs.main, {});
     else throw new Error(`${invocation.action} is neither a JavaScript nor a composite action`);
     this.noteStatus(result);
@@ -241,7 +242,10 @@ export class RunnerJob {
   async shell(invocation: ShellInvocation): Promise<StepResult> {
     const script = join(this.dir, `script-${this.stepCount + 1}.sh`);
     await writeFile(script, invocation.script);
-    const argv = invocation.shell === 'bash' ? ['bash', '--noprofile', '--norc', '-eo', 'pipefail', script] : ['bash', '-e', script];
+    const argv =
+      invocation.shell === 'bash'
+        ? ['bash', '--noprofile', '--norc', '-eo', 'pipefail', script]
+        : ['bash', '-e', script];
     const result = await this.runCommand({ ...invocation, action: '(run)' }, argv, {}, new WorkflowCommandProcessor());
     this.noteStatus(result);
     return result;
@@ -259,16 +263,26 @@ export class RunnerJob {
   private async runComposite(invocation: ActionInvocation, metadata: ActionMetadata): Promise<StepResult> {
     const given = invocation.with ?? {};
     const inputs: Record<string, string> = {};
-    for (const [name, declared] of Object.entries(metadata.inputs)) inputs[name] = given[name] ?? evaluateDefault(String(declared.default ?? ''), invocation.githubToken);
+    for (const [name, declared] of Object.entries(metadata.inputs))
+      inputs[name] = given[name] ?? evaluateDefault(String(declared.default ?? ''), invocation.githubToken);
     const steps: Record<string, { outputs: Record<string, string> }> = {};
     const results: StepResult[] = [];
     let status: 'success' | 'failure' = 'success';
-    const scope = (): ExpressionScope => ({ contexts: { inputs, steps, github: { token: invocation.githubToken } }, status });
+    const scope = (): ExpressionScope => ({
+      contexts: { inputs, steps, github: { token: invocation.githubToken } },
+      status,
+    });
     for (const step of metadata.runs.steps ?? []) {
-      if (step.uses !== undefined || step.run === undefined) throw new Error(`the harness runs only run: steps of composite actions (${invocation.action})`);
-      if (step.shell !== 'bash') throw new Error(`the harness runs composite steps with shell: bash only (${invocation.action}: ${step.name ?? step.id ?? 'a step'})`);
+      if (step.uses !== undefined || step.run === undefined)
+        throw new Error(`the harness runs only run: steps of composite actions (${invocation.action})`);
+      if (step.shell !== 'bash')
+        throw new Error(
+          `the harness runs composite steps with shell: bash only (${invocation.action}: ${step.name ?? step.id ?? 'a step'})`,
+        );
       if (!condition(step.if, scope())) continue;
-      const env = Object.fromEntries(Object.entries(step.env ?? {}).map(([name, value]) => [name, interpolate(String(value), scope())]));
+      const env = Object.fromEntries(
+        Object.entries(step.env ?? {}).map(([name, value]) => [name, interpolate(String(value), scope())]),
+      );
       const script = join(this.dir, `script-${this.stepCount + 1}.sh`);
       await writeFile(script, interpolate(step.run, scope()));
       const result = await this.runCommand(
@@ -284,7 +298,12 @@ export class RunnerJob {
         break;
       }
     }
-    const outputs = Object.fromEntries(Object.entries(metadata.outputs ?? {}).map(([name, output]) => [name, interpolate(String(output.value ?? ''), scope())]));
+    const outputs = Object.fromEntries(
+      Object.entries(metadata.outputs ?? {}).map(([name, output]) => [
+        name,
+        interpolate(String(output.value ?? ''), scope()),
+      ]),
+    );
     const joined = (pick: (r: StepResult) => string) => results.map(pick).join('');
     const last = results.at(-1);
     return {
@@ -317,24 +336,39 @@ export class RunnerJob {
     await rm(this.dir, { recursive: true, force: true });
   }
 
-  private async runEntry(invocation: ActionInvocation, metadata: ActionMetadata, entry: string, stateEnv: Record<string, string>): Promise<ActionResult> {
+  private async runEntry(
+    invocation: ActionInvocation,
+    metadata: ActionMetadata,
+    entry: string,
+    stateEnv: Record<string, string>,
+  ): Promise<ActionResult> {
     const main = resolve(dirname(actionYmlPath(invocation.action)), entry);
     const commands = new WorkflowCommandProcessor();
     const given = invocation.with ?? {};
     const undeclared = Object.keys(given).filter((name) => !(name in metadata.inputs));
     if (undeclared.length > 0) {
-      commands.runnerWarning(`Unexpected input(s) '${undeclared.join("', '")}', valid inputs are ['${Object.keys(metadata.inputs).join("', '")}']`);
+      commands.runnerWarning(
+        `Unexpected input(s) '${undeclared.join("', '")}', valid inputs are ['${Object.keys(metadata.inputs).join("', '")}']`,
+      );
     }
     const inputEnv: Record<string, string> = {};
     for (const [name, declared] of Object.entries(metadata.inputs)) {
       const value = given[name] ?? evaluateDefault(String(declared.default ?? ''), invocation.githubToken);
       inputEnv[`INPUT_${name.replace(/ /g, '_').toUpperCase()}`] = value;
     }
-    return { ...(await this.runCommand(invocation, [process.execPath, main], { ...inputEnv, ...stateEnv }, commands)), invocation };
+    return {
+      ...(await this.runCommand(invocation, [process.execPath, main], { ...inputEnv, ...stateEnv }, commands)),
+      invocation,
+    };
   }
 
   /** Runs one process as a step of this job: the runner's files and environment, workflow commands processed. */
-  private async runCommand(invocation: ActionInvocation, argv: string[], stepEnv: Record<string, string>, commands: WorkflowCommandProcessor): Promise<StepResult> {
+  private async runCommand(
+    invocation: ActionInvocation,
+    argv: string[],
+    stepEnv: Record<string, string>,
+    commands: WorkflowCommandProcessor,
+  ): Promise<StepResult> {
     const dir = join(this.dir, `step-${++this.stepCount}`);
     await mkdir(dir);
     const files = {
@@ -384,7 +418,10 @@ export class RunnerJob {
     };
     let command = argv;
     if (invocation.loopbackHostname) {
-      if (invocation.cancelWhen || invocation.killWhen) throw new Error('the harness cannot cancel a step run behind a loopback host name (the launcher does not forward signals)');
+      if (invocation.cancelWhen || invocation.killWhen)
+        throw new Error(
+          'the harness cannot cancel a step run behind a loopback host name (the launcher does not forward signals)',
+        );
       const hosts = join(dir, 'hosts');
       await writeFile(hosts, `${await readFile('/etc/hosts', 'utf8')}\n127.0.0.1 ${invocation.loopbackHostname}\n`);
       // unshare -m makes mounts private: the bind mount is seen by this step only and ends with it. No shell in
@@ -435,8 +472,14 @@ async function spawnStep(
   env: NodeJS.ProcessEnv,
   commands: WorkflowCommandProcessor,
 ): Promise<{ code: number; stdout: string; stderr: string; cancellation?: Cancellation }> {
-  const child = spawn(command[0]!, command.slice(1), { cwd: invocation.workspace, env, stdio: ['ignore', 'pipe', 'pipe'] });
-  const exited = new Promise<{ exit: number | null; signal: NodeJS.Signals | null }>((done) => child.on('close', (exit, signal) => done({ exit, signal })));
+  const child = spawn(command[0]!, command.slice(1), {
+    cwd: invocation.workspace,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<{ exit: number | null; signal: NodeJS.Signals | null }>((done) =>
+    child.on('close', (exit, signal) => done({ exit, signal })),
+  );
   let out = '';
   let err = '';
   let cancelled: Promise<CancelSignal[]> | undefined;
@@ -568,10 +611,24 @@ export async function runActionBundle(invocation: ActionInvocation): Promise<Act
 
 /** Real-shaped event payloads (the fields GitHub sends that matter here, and then some). */
 export const events = {
-  pullRequest(repository: string, number: number, actor: string, options: { fork?: boolean; headRef?: string } = {}): RunnerEvent {
+  pullRequest(
+    repository: string,
+    number: number,
+    actor: string,
+    options: { fork?: boolean; headRef?: string } = {},
+  ): RunnerEvent {
     const [owner = ''] = repository.split('/');
-    const repo = { id: 4242, name: repository.split('/')[1], full_name: repository, owner: { login: owner }, default_branch: 'main', private: false };
-    const headRepo = options.fork ? { ...repo, id: 9999, full_name: `${actor}/${repo.name}`, owner: { login: actor }, fork: true } : repo;
+    const repo = {
+      id: 4242,
+      name: repository.split('/')[1],
+      full_name: repository,
+      owner: { login: owner },
+      default_branch: 'main',
+      private: false,
+    };
+    const headRepo = options.fork
+      ? { ...repo, id: 9999, full_name: `${actor}/${repo.name}`, owner: { login: actor }, fork: true }
+      : repo;
     return {
       name: 'pull_request',
       payload: {
@@ -599,20 +656,35 @@ export const events = {
         ref,
         before: '0000000000000000000000000000000000000000',
         after: '0123456789abcdef0123456789abcdef01234567',
-        repository: { name: repository.split('/')[1], full_name: repository, owner: { login: repository.split('/')[0] }, default_branch: 'main' },
+        repository: {
+          name: repository.split('/')[1],
+          full_name: repository,
+          owner: { login: repository.split('/')[0] },
+          default_branch: 'main',
+        },
         pusher: { name: actor },
         sender: { login: actor, type: 'User' },
         head_commit: { id: '0123456789abcdef0123456789abcdef01234567', message: 'Add edge hosts' },
       },
     };
   },
-  workflowDispatch(repository: string, actor: string, inputs: Record<string, string>, ref = 'refs/heads/main'): RunnerEvent {
+  workflowDispatch(
+    repository: string,
+    actor: string,
+    inputs: Record<string, string>,
+    ref = 'refs/heads/main',
+  ): RunnerEvent {
     return {
       name: 'workflow_dispatch',
       payload: {
         inputs,
         ref,
-        repository: { name: repository.split('/')[1], full_name: repository, owner: { login: repository.split('/')[0] }, default_branch: 'main' },
+        repository: {
+          name: repository.split('/')[1],
+          full_name: repository,
+          owner: { login: repository.split('/')[0] },
+          default_branch: 'main',
+        },
         sender: { login: actor, type: 'User' },
         workflow: '.github/workflows/exocomp-approve.yml',
       },
@@ -621,7 +693,15 @@ export const events = {
   schedule(repository: string, cron = '17 3 * * *'): RunnerEvent {
     return {
       name: 'schedule',
-      payload: { schedule: cron, repository: { name: repository.split('/')[1], full_name: repository, owner: { login: repository.split('/')[0] }, default_branch: 'main' } },
+      payload: {
+        schedule: cron,
+        repository: {
+          name: repository.split('/')[1],
+          full_name: repository,
+          owner: { login: repository.split('/')[0] },
+          default_branch: 'main',
+        },
+      },
     };
   },
 };

@@ -56,7 +56,11 @@ export async function createChainFixture(workspaceFixture = 'edge'): Promise<Cha
   const bootstrap = await generateKeyPair(dir, 'bootstrap');
   const fleet = await generateKeyPair(dir, 'fleet');
   const standinLog = join(dir, 'tofu.log');
-  const env: NodeJS.ProcessEnv = { ...process.env, EXOCOMP_TOFU_STANDIN_LOG: standinLog, XDG_CACHE_HOME: join(dir, 'cache') };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    EXOCOMP_TOFU_STANDIN_LOG: standinLog,
+    XDG_CACHE_HOME: join(dir, 'cache'),
+  };
   delete env.EXOCOMP_SEAL_KEY;
   // The CLI runs here as on a workstation, even when this suite runs in CI (where local state would be refused).
   delete env.GITHUB_ACTIONS;
@@ -65,12 +69,18 @@ export async function createChainFixture(workspaceFixture = 'edge'): Promise<Cha
   const keys = [...common, '--fleet-key', fleet.privateKeyPath, '--bootstrap-key', bootstrap.privateKeyPath];
 
   const spawnCli = (args: string[], options: { env?: NodeJS.ProcessEnv } = {}) => {
-    const child = spawn(process.execPath, [cliPath, ...args], { cwd: dir, env: { ...env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [cliPath, ...args], {
+      cwd: dir,
+      env: { ...env, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    const done = new Promise<CliResult>((resolve) => child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 137 : 1), stdout, stderr })));
+    const done = new Promise<CliResult>((resolve) =>
+      child.on('close', (code, signal) => resolve({ code: code ?? (signal ? 137 : 1), stdout, stderr })),
+    );
     return { child, done };
   };
 
@@ -87,7 +97,8 @@ export async function createChainFixture(workspaceFixture = 'edge'): Promise<Cha
     env,
     cli: (args, options) => spawnCli(args, options).done,
     spawnCli,
-    setInventory: (inventory) => writeFile(join(workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: inventory }, null, 2)),
+    setInventory: (inventory) =>
+      writeFile(join(workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: inventory }, null, 2)),
     ledgerFile: (path) => ledgerFile(ledger, path),
     ledgerMessages: () => ledgerMessages(ledger),
     async applyCount() {
@@ -98,7 +109,9 @@ export async function createChainFixture(workspaceFixture = 'edge'): Promise<Cha
       const record = join(dir, 'ansible-invocations.log');
       const real = (await runProcess('sh', ['-c', 'command -v ansible-playbook'])).stdout.trim();
       await mkdir(shimDir, { recursive: true });
-      await writeFile(join(shimDir, 'ansible-playbook'), `#!/bin/sh\necho "$*" >> '${record}'\nexec '${real}' "$@"\n`, { mode: 0o755 });
+      await writeFile(join(shimDir, 'ansible-playbook'), `#!/bin/sh\necho "$*" >> '${record}'\nexec '${real}' "$@"\n`, {
+        mode: 0o755,
+      });
       return {
         env: { PATH: `${shimDir}:${process.env.PATH ?? ''}` },
         invocations: async () => (await readFile(record, 'utf8').catch(() => '')).split('\n').filter(Boolean),

@@ -2,7 +2,7 @@
 import { ExocompError } from '../../src/domain/errors.js';
 import type { Workflow } from '../../src/domain/workflow.js';
 import type { CiPlatform, GateApproval } from '../../src/app/ports/ci-platform.js';
-import { localHolder, probeLocalHolder } from '../../src/app/lease.js';
+import { localHolder, probeLocalHolder } from '../../src/app/runtime/lease.js';
 
 export interface FakeCiPlatform extends CiPlatform {
   calls: string[];
@@ -10,7 +10,14 @@ export interface FakeCiPlatform extends CiPlatform {
   dispatched: Array<{ workflow: string; target: string | undefined }>;
 }
 
-export function fakeCiPlatform(answers: { approval?: GateApproval; mayDecide?: boolean; actor?: string; startedRun?: { id: number; url: string } } = {}): FakeCiPlatform {
+export function fakeCiPlatform(
+  answers: {
+    approval?: GateApproval;
+    mayDecide?: boolean;
+    actor?: string;
+    startedRun?: { id: number; url: string };
+  } = {},
+): FakeCiPlatform {
   const calls: string[] = [];
   const outputs: Record<string, string> = {};
   const dispatched: Array<{ workflow: string; target: string | undefined }> = [];
@@ -20,8 +27,22 @@ export function fakeCiPlatform(answers: { approval?: GateApproval; mayDecide?: b
     calls,
     outputs,
     dispatched,
-    run: { id: 9001, url: 'https://ci.example/runs/9001', actor, changeRequest: undefined, trigger: { kind: 'github', runId: 9001 }, decisionVia: 'fake run 9001' },
-    log: { info: () => undefined, notice: () => undefined, warning: () => undefined, error: () => undefined, startGroup: () => undefined, endGroup: () => undefined },
+    run: {
+      id: 9001,
+      url: 'https://ci.example/runs/9001',
+      actor,
+      changeRequest: undefined,
+      trigger: { kind: 'github', runId: 9001 },
+      decisionVia: 'fake run 9001',
+    },
+    log: {
+      info: () => undefined,
+      notice: () => undefined,
+      warning: () => undefined,
+      error: () => undefined,
+      startGroup: () => undefined,
+      endGroup: () => undefined,
+    },
     input: () => '',
     maskSecret: () => undefined,
     setOutput: (name, value) => {
@@ -36,13 +57,20 @@ export function fakeCiPlatform(answers: { approval?: GateApproval; mayDecide?: b
     },
     async mayDecide(who) {
       calls.push(`mayDecide ${who}`);
-      return { allowed: answers.mayDecide ?? true, reason: `${who} has ${answers.mayDecide === false ? 'read' : 'write'} access` };
+      return {
+        allowed: answers.mayDecide ?? true,
+        reason: `${who} has ${answers.mayDecide === false ? 'read' : 'write'} access`,
+      };
     },
     continuationTarget: (_workflow, target) => ({ target: target ?? 'provision.yml', ref: 'main' }),
     async dispatchContinuation(workflow: Workflow, target) {
       calls.push(`dispatch ${workflow.id}`);
       dispatched.push({ workflow: workflow.id, target });
-      return { target: target ?? 'provision.yml', ref: 'main', ...(answers.startedRun ? { run: answers.startedRun } : {}) };
+      return {
+        target: target ?? 'provision.yml',
+        ref: 'main',
+        ...(answers.startedRun ? { run: answers.startedRun } : {}),
+      };
     },
     holder: () => localHolder(),
     probeHolder: probeLocalHolder,

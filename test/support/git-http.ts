@@ -13,7 +13,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 export type ContentsAccess = 'none' | 'read' | 'write';
 
 /** Who a token is and what it may do to a repository; `unknown-token` (401) or `hidden` (404, the token may not see it) otherwise. */
-export type GitAuthorizer = (token: string, repository: string) => { login: string; contents: ContentsAccess } | 'unknown-token' | 'hidden';
+export type GitAuthorizer = (
+  token: string,
+  repository: string,
+) => { login: string; contents: ContentsAccess } | 'unknown-token' | 'hidden';
 
 export interface GitHttpRequest {
   /** `owner/repo` (without `.git`). */
@@ -63,7 +66,8 @@ export function createGitHttpHandler(options: { projectRoot: string; authorize: 
     }
     const token = basicPassword(request.headers.authorization);
     const grant = token === undefined ? 'unknown-token' : options.authorize(token, repository);
-    if (grant === 'unknown-token') return refuse(401, 'Invalid username or token. Password authentication is not supported for Git operations.');
+    if (grant === 'unknown-token')
+      return refuse(401, 'Invalid username or token. Password authentication is not supported for Git operations.');
     if (grant === 'hidden') return refuse(404, 'Repository not found.');
     const needed: ContentsAccess = service === 'git-receive-pack' ? 'write' : 'read';
     if (!allows(grant.contents, needed)) {
@@ -95,7 +99,13 @@ function basicPassword(header: string | undefined): string | undefined {
  * with the HTTP status sent. Spawned directly rather than with runProcess: the
  * request and the packfile in the answer are binary streams.
  */
-function runBackend(projectRoot: string, request: IncomingMessage, response: ServerResponse, url: URL, login: string): Promise<number> {
+function runBackend(
+  projectRoot: string,
+  request: IncomingMessage,
+  response: ServerResponse,
+  url: URL,
+  login: string,
+): Promise<number> {
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
     GIT_PROJECT_ROOT: projectRoot,

@@ -280,10 +280,20 @@ export class GitHubDouble {
     this.repo = repo;
     this.gitRoot = options.gitRoot;
     this.git =
-      options.gitRoot === undefined ? undefined : createGitHttpHandler({ projectRoot: options.gitRoot, authorize: (token, repository) => this.authorizeGit(token, repository) });
+      options.gitRoot === undefined
+        ? undefined
+        : createGitHttpHandler({
+            projectRoot: options.gitRoot,
+            authorize: (token, repository) => this.authorizeGit(token, repository),
+          });
     this.server = createServer((request, response) => {
       this.serve(request, response).catch((error: unknown) => {
-        this.violations.push({ method: request.method ?? '', url: request.url ?? '', phase: 'response', message: `the double failed: ${String(error)}` });
+        this.violations.push({
+          method: request.method ?? '',
+          url: request.url ?? '',
+          phase: 'response',
+          message: `the double failed: ${String(error)}`,
+        });
         if (!response.headersSent) response.writeHead(500);
         response.end();
       });
@@ -414,7 +424,9 @@ export class GitHubDouble {
       violate('route', `${method} ${url.pathname} is not an operation of the OpenAPI subset`);
       reply = error(404, 'Not Found');
     } else {
-      const problems = !isJson ? ['the request body is not JSON'] : this.subset.validateRequest(match, url.searchParams, request.headers['content-type'], body);
+      const problems = !isJson
+        ? ['the request body is not JSON']
+        : this.subset.validateRequest(match, url.searchParams, request.headers['content-type'], body);
       problems.forEach((problem) => violate('request', problem));
       reply = this.authorizeAndHandle(request, match, url.searchParams, body, problems, record);
       for (const problem of this.subset.validateResponse(match, reply.status, reply.body)) violate('response', problem);
@@ -429,16 +441,30 @@ export class GitHubDouble {
     response.end(reply.body === undefined ? undefined : JSON.stringify(reply.body));
   }
 
-  private authorizeAndHandle(request: IncomingMessage, match: MatchedOperation, query: URLSearchParams, body: unknown, problems: string[], record: RecordedRequest): Reply {
+  private authorizeAndHandle(
+    request: IncomingMessage,
+    match: MatchedOperation,
+    query: URLSearchParams,
+    body: unknown,
+    problems: string[],
+    record: RecordedRequest,
+  ): Reply {
     const token = /^(?:token|bearer)\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];
     if (token === undefined) return error(401, 'Requires authentication');
     const grant = this.state.tokens[token];
     if (!grant) return error(401, 'Bad credentials');
     record.login = grant.login;
     const repository = `${match.params.owner ?? ''}/${match.params.repo ?? ''}`;
-    if (repository.toLowerCase() !== this.repository.toLowerCase() || !reaches(grant, repository)) return error(404, 'Not Found');
+    if (repository.toLowerCase() !== this.repository.toLowerCase() || !reaches(grant, repository))
+      return error(404, 'Not Found');
     if (problems.length > 0) {
-      return { status: 422, body: { ...(error(422, 'Invalid request.').body as object), errors: problems.map((message) => ({ code: 'invalid', message })) } };
+      return {
+        status: 422,
+        body: {
+          ...(error(422, 'Invalid request.').body as object),
+          errors: problems.map((message) => ({ code: 'invalid', message })),
+        },
+      };
     }
     const injected = this.failures.findIndex((entry) => entry.route === record.route);
     const failure = injected >= 0 ? this.failures.splice(injected, 1)[0]?.failure : undefined;
@@ -482,14 +508,25 @@ export class GitHubDouble {
     if (!can(grant, 'pull-requests', 'read')) return forbidden();
     const sha = match.params.commit_sha ?? '';
     const numbers = this.state.commitPulls[sha] ?? [];
-    return { status: 200, body: numbers.map((number) => this.pullRequestSimple(number, this.state.issues[number] ?? { pullRequest: true }, sha)) };
+    return {
+      status: 200,
+      body: numbers.map((number) =>
+        this.pullRequestSimple(number, this.state.issues[number] ?? { pullRequest: true }, sha),
+      ),
+    };
   }
 
   private pullRequestSimple(number: number, issue: SeedIssue, sha: string): Record<string, unknown> {
     const api = this.apiRepoUrl();
     const html = `${this.htmlRepoUrl()}/pull/${number}`;
     const at = issue.createdAt ?? '2026-01-01T00:00:00Z';
-    const side = (ref: string) => ({ label: `${this.owner}:${ref}`, ref, repo: this.fullRepository(), sha, user: this.user(this.owner) });
+    const side = (ref: string) => ({
+      label: `${this.owner}:${ref}`,
+      ref,
+      repo: this.fullRepository(),
+      sha,
+      user: this.user(this.owner),
+    });
     const href = (url: string) => ({ href: url });
     return {
       url: `${api}/pulls/${number}`,
@@ -556,7 +593,12 @@ export class GitHubDouble {
     if (!environment) return error(404, 'Not Found');
     const rules: unknown[] = [];
     if (environment.waitTimerMinutes !== undefined) {
-      rules.push({ id: this.nextId(), node_id: nodeId('GA_', this.lastId), type: 'wait_timer', wait_timer: environment.waitTimerMinutes });
+      rules.push({
+        id: this.nextId(),
+        node_id: nodeId('GA_', this.lastId),
+        type: 'wait_timer',
+        wait_timer: environment.waitTimerMinutes,
+      });
     }
     if ((environment.requiredReviewers ?? []).length > 0) {
       rules.push({
@@ -635,7 +677,11 @@ export class GitHubDouble {
       next.set('page', String(page + 1));
       headers.link = `<${this.baseUrl}/repos/${this.owner}/${this.repo}/issues?${next.toString()}>; rel="next"`;
     }
-    return { status: 200, body: all.slice((page - 1) * perPage, page * perPage).map(({ number, issue }) => this.issueJson(number, issue)), headers };
+    return {
+      status: 200,
+      body: all.slice((page - 1) * perPage, page * perPage).map(({ number, issue }) => this.issueJson(number, issue)),
+      headers,
+    };
   }
 
   private createIssue({ body, grant }: Context): Reply {
@@ -644,7 +690,11 @@ export class GitHubDouble {
     if (text.length > COMMENT_LIMIT) return tooLong();
     const number = this.nextId();
     const now = timestamp();
-    const labels = Array.isArray(body.labels) ? body.labels.map((label) => String(typeof label === 'object' && label !== null ? (label as { name?: unknown }).name : label)) : [];
+    const labels = Array.isArray(body.labels)
+      ? body.labels.map((label) =>
+          String(typeof label === 'object' && label !== null ? (label as { name?: unknown }).name : label),
+        )
+      : [];
     const issue: SeedIssue = {
       pullRequest: false,
       title: String(body.title),
@@ -674,7 +724,8 @@ export class GitHubDouble {
     if (body.state === 'open' || body.state === 'closed') {
       if (body.state !== (issue.state ?? 'open')) {
         issue.closedAt = body.state === 'closed' ? timestamp() : null;
-        issue.stateReason = body.state === 'closed' ? ((body.state_reason as SeedIssue['stateReason']) ?? 'completed') : 'reopened';
+        issue.stateReason =
+          body.state === 'closed' ? ((body.state_reason as SeedIssue['stateReason']) ?? 'completed') : 'reopened';
       }
       issue.state = body.state;
     }
@@ -709,17 +760,28 @@ export class GitHubDouble {
   private dispatch({ match, body, grant }: Context): Reply {
     if (!can(grant, 'actions', 'write')) return forbidden();
     const requested = match.params.workflow_id ?? '';
-    const workflow = this.state.workflows[requested] ?? Object.values(this.state.workflows).find((candidate) => String(candidate.id) === requested);
+    const workflow =
+      this.state.workflows[requested] ??
+      Object.values(this.state.workflows).find((candidate) => String(candidate.id) === requested);
     if (!workflow) return error(404, 'Not Found');
     if (!workflow.workflowDispatch) return error(422, "Workflow does not have 'workflow_dispatch' trigger");
-    if ('return_run_details' in body && this.state.runDetails === 'refuses') return error(422, 'Invalid request.\n\n"return_run_details" is not a permitted key.');
+    if ('return_run_details' in body && this.state.runDetails === 'refuses')
+      return error(422, 'Invalid request.\n\n"return_run_details" is not a permitted key.');
     const inputs = (body.inputs ?? {}) as Record<string, unknown>;
-    const unexpected = Object.keys(inputs).filter((name) => workflow.inputs !== undefined && !workflow.inputs.includes(name));
+    const unexpected = Object.keys(inputs).filter(
+      (name) => workflow.inputs !== undefined && !workflow.inputs.includes(name),
+    );
     if (unexpected.length > 0) return error(422, `Unexpected inputs provided: ${JSON.stringify(unexpected)}`);
     // Every dispatch creates a run, queued; only the 200 answer names it.
     const runId = this.nextId();
     const workflowPath = /\.ya?ml$/.test(requested) ? `.github/workflows/${requested}` : undefined;
-    this.state.runs[runId] = { status: 'queued', headBranch: String(body.ref), event: 'workflow_dispatch', actor: grant.login, ...(workflowPath ? { workflowPath } : {}) };
+    this.state.runs[runId] = {
+      status: 'queued',
+      headBranch: String(body.ref),
+      event: 'workflow_dispatch',
+      actor: grant.login,
+      ...(workflowPath ? { workflowPath } : {}),
+    };
     this.state.dispatches.push({ workflow: requested, ref: String(body.ref), inputs, login: grant.login, runId });
     if (body.return_run_details !== true || this.state.runDetails === 'ignores') return { status: 204 };
     return {
@@ -796,9 +858,12 @@ export class GitHubDouble {
     if (!can(grant, 'actions', 'read')) return forbidden();
     const runId = Number(match.params.run_id);
     // A run the double knows of: seeded, or holding artifacts.
-    if (this.state.runs[runId] === undefined && (this.artifacts?.artifactsOfRun(runId).length ?? 0) === 0) return error(404, 'Not Found');
+    if (this.state.runs[runId] === undefined && (this.artifacts?.artifactsOfRun(runId).length ?? 0) === 0)
+      return error(404, 'Not Found');
     const name = query.get('name');
-    const all = (this.artifacts?.artifactsOfRun(runId) ?? []).filter((artifact) => name === null || artifact.name === name);
+    const all = (this.artifacts?.artifactsOfRun(runId) ?? []).filter(
+      (artifact) => name === null || artifact.name === name,
+    );
     const sorted = all.sort((a, b) => (query.get('direction') === 'asc' ? a.id - b.id : b.id - a.id));
     const perPage = Math.min(100, Math.max(1, Number(query.get('per_page') ?? 30)));
     const page = Math.max(1, Number(query.get('page') ?? 1));
@@ -809,7 +874,9 @@ export class GitHubDouble {
         total_count: sorted.length,
         artifacts: sorted.slice((page - 1) * perPage, page * perPage).map((artifact) => {
           const created = artifact.createdAt.replace(/\.\d{3}Z$/, 'Z');
-          const expires = new Date(Date.parse(artifact.createdAt) + ARTIFACT_RETENTION_DAYS * 86_400_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+          const expires = new Date(Date.parse(artifact.createdAt) + ARTIFACT_RETENTION_DAYS * 86_400_000)
+            .toISOString()
+            .replace(/\.\d{3}Z$/, 'Z');
           return {
             id: artifact.id,
             node_id: nodeId('MDg6QXJ0aWZhY3Q', artifact.id),
@@ -925,7 +992,8 @@ export class GitHubDouble {
       created_at: comment.createdAt,
       updated_at: comment.updatedAt,
       issue_url: `${api}/issues/${comment.issueNumber}`,
-      author_association: comment.author === this.owner ? 'OWNER' : role !== undefined && role !== 'none' ? 'COLLABORATOR' : 'NONE',
+      author_association:
+        comment.author === this.owner ? 'OWNER' : role !== undefined && role !== 'none' ? 'COLLABORATOR' : 'NONE',
       performed_via_github_app: null,
     };
   }
@@ -1081,7 +1149,10 @@ export function gitAuthHeader(token: string): string {
 }
 
 function reaches(grant: TokenGrant, repository: string): boolean {
-  return grant.repositories === undefined || grant.repositories.some((name) => name.toLowerCase() === repository.toLowerCase());
+  return (
+    grant.repositories === undefined ||
+    grant.repositories.some((name) => name.toLowerCase() === repository.toLowerCase())
+  );
 }
 
 function can(grant: TokenGrant, scope: TokenScope, needed: 'read' | 'write'): boolean {
@@ -1107,7 +1178,14 @@ function tooLong(): Reply {
     body: {
       message: 'Validation Failed',
       documentation_url: DOCS,
-      errors: [{ resource: 'IssueComment', code: 'custom', field: 'body', message: `body is too long (maximum is ${COMMENT_LIMIT} characters)` }],
+      errors: [
+        {
+          resource: 'IssueComment',
+          code: 'custom',
+          field: 'body',
+          message: `body is too long (maximum is ${COMMENT_LIMIT} characters)`,
+        },
+      ],
       status: '422',
     },
   };

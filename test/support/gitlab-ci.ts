@@ -36,13 +36,28 @@ export interface PipelineRun {
 }
 
 /** gitlab-ci-local's arguments for these variables, jobs and manual jobs. */
-export function pipelineArgs(variables: Record<string, string>, jobs: string[] = [], manual: string[] = [], file?: string): string[] {
+export function pipelineArgs(
+  variables: Record<string, string>,
+  jobs: string[] = [],
+  manual: string[] = [],
+  file?: string,
+): string[] {
   // Jobs name an image; the shell executor runs them here instead, each in its own copy of the project (as runners do).
-  const args = ['--force-shell-executor', '--shell-isolation', ...(file ? ['--file', file] : []), ...jobs, ...manual.flatMap((job) => ['--manual', job])];
+  const args = [
+    '--force-shell-executor',
+    '--shell-isolation',
+    ...(file ? ['--file', file] : []),
+    ...jobs,
+    ...manual.flatMap((job) => ['--manual', job]),
+  ];
   for (const [key, value] of Object.entries(variables)) args.push('--variable', `${key}=${value}`);
   return args;
 }
 
 export async function runPipeline(run: PipelineRun): Promise<RunResult> {
-  return runProcess(gitlabCiLocal, pipelineArgs(run.variables, run.jobs, run.manual, run.file), { cwd: run.cwd, env: run.env, timeoutMs: run.timeoutMs ?? 300_000 });
+  return runProcess(gitlabCiLocal, pipelineArgs(run.variables, run.jobs, run.manual, run.file), {
+    cwd: run.cwd,
+    env: run.env,
+    timeoutMs: run.timeoutMs ?? 300_000,
+  });
 }

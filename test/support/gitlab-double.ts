@@ -206,7 +206,12 @@ export class GitLabDouble {
   url = '';
 
   constructor(options: { gitRoot?: string } = {}) {
-    this.git = options.gitRoot ? createGitHttpHandler({ projectRoot: options.gitRoot, authorize: (token, repository) => this.authorizeGit(token, repository) }) : undefined;
+    this.git = options.gitRoot
+      ? createGitHttpHandler({
+          projectRoot: options.gitRoot,
+          authorize: (token, repository) => this.authorizeGit(token, repository),
+        })
+      : undefined;
   }
 
   /** Listens on 127.0.0.1 (or `host`); `url` is the instance URL (CI_SERVER_URL), the API is under `/api/v4`. */
@@ -245,7 +250,11 @@ export class GitLabDouble {
    */
   gitAuthEnv(token: string): NodeJS.ProcessEnv {
     const basic = Buffer.from(`oauth2:${token}`).toString('base64');
-    return { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: `http.${this.url}/.extraheader`, GIT_CONFIG_VALUE_0: `AUTHORIZATION: basic ${basic}` };
+    return {
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: `http.${this.url}/.extraheader`,
+      GIT_CONFIG_VALUE_0: `AUTHORIZATION: basic ${basic}`,
+    };
   }
 
   /** Adds a job token for a running job of `user` and returns it. */
@@ -273,10 +282,15 @@ export class GitLabDouble {
     const project = this.state.projects.find((p) => p.path === repository);
     if (!grant) return 'unknown-token' as const;
     if (!project) return 'hidden' as const;
-    if (grant.kind === 'job') return { login: grant.username, contents: project.jobTokenPushAllowed ? ('write' as const) : ('read' as const) };
+    if (grant.kind === 'job')
+      return { login: grant.username, contents: project.jobTokenPushAllowed ? ('write' as const) : ('read' as const) };
     const scopes = grant.scopes ?? [];
     const contents: 'write' | 'read' | 'none' =
-      scopes.includes('write_repository') || scopes.includes('api') ? 'write' : scopes.includes('read_repository') || scopes.includes('read_api') ? 'read' : 'none';
+      scopes.includes('write_repository') || scopes.includes('api')
+        ? 'write'
+        : scopes.includes('read_repository') || scopes.includes('read_api')
+          ? 'read'
+          : 'none';
     return { login: grant.username, contents };
   }
 
@@ -288,7 +302,14 @@ export class GitLabDouble {
     }
     const method = request.method ?? 'GET';
     const match = compiled.find((c) => c.route.method === method && c.pattern.test(url.pathname));
-    const record: RecordedRequest = { method, route: match?.route.name, path: url.pathname, status: 0, tokenKind: undefined, username: undefined };
+    const record: RecordedRequest = {
+      method,
+      route: match?.route.name,
+      path: url.pathname,
+      status: 0,
+      tokenKind: undefined,
+      username: undefined,
+    };
     this.requests.push(record);
     const send = (status: number, body: unknown) => {
       record.status = status;
@@ -298,7 +319,14 @@ export class GitLabDouble {
       }
       const headers: Record<string, string> = { 'content-type': 'application/json' };
       if (Array.isArray(body))
-        Object.assign(headers, { 'x-page': '1', 'x-per-page': '100', 'x-total': String(body.length), 'x-total-pages': '1', 'x-next-page': '', 'x-prev-page': '' });
+        Object.assign(headers, {
+          'x-page': '1',
+          'x-per-page': '100',
+          'x-total': String(body.length),
+          'x-total-pages': '1',
+          'x-next-page': '',
+          'x-prev-page': '',
+        });
       response.writeHead(status, headers).end(JSON.stringify(body));
     };
     if (!match) {
@@ -316,7 +344,10 @@ export class GitLabDouble {
       if (match.route.name !== 'trigger-pipeline') delete input.token;
       this.checkRequest(match.route, input);
       const body = this.answer(match.route.name, params, input, caller);
-      const problems = match.route.response.body === null ? [] : conforms(body, match.route.response.body, contract.shapes, 'response');
+      const problems =
+        match.route.response.body === null
+          ? []
+          : conforms(body, match.route.response.body, contract.shapes, 'response');
       for (const p of problems) this.violations.push(`${match.route.name}: ${p}`);
       send(match.route.response.status, body);
     } catch (error) {
@@ -327,23 +358,34 @@ export class GitLabDouble {
 
   /** GitLab's answer to a job token pushing to a project that does not allow it. */
   private refuseJobTokenPush(request: IncomingMessage, response: ServerResponse, url: URL): boolean {
-    const pushing = url.searchParams.get('service') === 'git-receive-pack' || url.pathname.endsWith('/git-receive-pack');
+    const pushing =
+      url.searchParams.get('service') === 'git-receive-pack' || url.pathname.endsWith('/git-receive-pack');
     const token = basicPassword(request.headers.authorization);
     const grant = token === undefined ? undefined : this.state.tokens[token];
     const repository = url.pathname.replace(/^\//, '').replace(/\.git\/.*$/, '');
     const project = this.state.projects.find((p) => p.path === repository);
     if (!pushing || grant?.kind !== 'job' || !project || project.jobTokenPushAllowed) return false;
     request.resume();
-    response.writeHead(403, { 'content-type': 'text/plain; charset=utf-8' }).end('You are not allowed to push code to this project.\n');
+    response
+      .writeHead(403, { 'content-type': 'text/plain; charset=utf-8' })
+      .end('You are not allowed to push code to this project.\n');
     return true;
   }
 
-  private authenticate(request: IncomingMessage, url: URL, input: Record<string, unknown>, route: RouteContract): GitLabToken {
+  private authenticate(
+    request: IncomingMessage,
+    url: URL,
+    input: Record<string, unknown>,
+    route: RouteContract,
+  ): GitLabToken {
     const header = (name: string) => {
       const value = request.headers[name];
       return Array.isArray(value) ? value[0] : value;
     };
-    const jobToken = header('job-token') ?? url.searchParams.get('job_token') ?? (typeof input.job_token === 'string' ? input.job_token : undefined);
+    const jobToken =
+      header('job-token') ??
+      url.searchParams.get('job_token') ??
+      (typeof input.job_token === 'string' ? input.job_token : undefined);
     const privateToken = header('private-token') ?? header('authorization')?.replace(/^Bearer\s+/i, '');
     const triggerToken = route.name === 'trigger-pipeline' && typeof input.token === 'string' ? input.token : undefined;
     const presented = jobToken ?? privateToken ?? triggerToken;
@@ -352,12 +394,18 @@ export class GitLabDouble {
     if (grant.kind === 'job') {
       if (!route.jobToken) throw new HttpError(401, { message: '401 Unauthorized' });
       const job = grant.jobId === undefined ? undefined : this.state.jobs[grant.jobId];
-      if (!job || !['running', 'pending'].includes(job.status)) throw new HttpError(401, { message: '401 Unauthorized' });
+      if (!job || !['running', 'pending'].includes(job.status))
+        throw new HttpError(401, { message: '401 Unauthorized' });
       return grant;
     }
     if (route.scope === null) throw new HttpError(404, { message: '404 Not Found' });
     const scopes = grant.scopes ?? [];
-    const enough = route.scope === 'api' ? WRITE_SCOPES : route.scope === 'read_user' ? ['api', 'read_api', 'read_user'] : READ_SCOPES;
+    const enough =
+      route.scope === 'api'
+        ? WRITE_SCOPES
+        : route.scope === 'read_user'
+          ? ['api', 'read_api', 'read_user']
+          : READ_SCOPES;
     if (!scopes.some((s) => enough.includes(s))) {
       throw new HttpError(403, {
         error: 'insufficient_scope',
@@ -372,13 +420,21 @@ export class GitLabDouble {
     const known = new Set([...route.request.required, ...route.request.optional]);
     for (const key of Object.keys(input)) {
       const base = key.replace(/\[.*$/, '');
-      if (!known.has(base)) this.violations.push(`${route.name}: attribute ${key} is not documented for ${route.method} ${route.path}`);
+      if (!known.has(base))
+        this.violations.push(`${route.name}: attribute ${key} is not documented for ${route.method} ${route.path}`);
     }
-    const missing = route.request.required.filter((k) => !Object.keys(input).some((key) => key === k || key.startsWith(`${k}[`)));
+    const missing = route.request.required.filter(
+      (k) => !Object.keys(input).some((key) => key === k || key.startsWith(`${k}[`)),
+    );
     if (missing.length > 0) throw new HttpError(400, { error: `${missing.join(', ')} is missing` });
   }
 
-  private answer(name: string, params: Record<string, string>, input: Record<string, unknown>, caller: GitLabToken): unknown {
+  private answer(
+    name: string,
+    params: Record<string, string>,
+    input: Record<string, unknown>,
+    caller: GitLabToken,
+  ): unknown {
     const s = this.state;
     switch (name) {
       case 'current-user':
@@ -411,7 +467,12 @@ export class GitLabDouble {
       case 'edit-mr-note':
       case 'delete-mr-note': {
         const project = this.project(params.id ?? '');
-        const note = s.notes.find((n) => n.projectId === project.id && n.mergeRequestIid === Number(params.merge_request_iid) && n.id === Number(params.note_id));
+        const note = s.notes.find(
+          (n) =>
+            n.projectId === project.id &&
+            n.mergeRequestIid === Number(params.merge_request_iid) &&
+            n.id === Number(params.note_id),
+        );
         if (!note) throw new HttpError(404, { message: '404 Note Not Found' });
         // Only the author (or an admin, which the double has none of) may change a note.
         if (note.author !== caller.username) throw new HttpError(403, { message: '403 Forbidden' });
@@ -425,7 +486,9 @@ export class GitLabDouble {
       }
       case 'commit-merge-requests': {
         const project = this.project(params.id ?? '');
-        return s.mergeRequests.filter((m) => m.projectId === project.id && m.sha === params.sha).map((m) => mergeRequestBody(m, project));
+        return s.mergeRequests
+          .filter((m) => m.projectId === project.id && m.sha === params.sha)
+          .map((m) => mergeRequestBody(m, project));
       }
       case 'get-job': {
         const project = this.project(params.id ?? '');
@@ -439,7 +502,9 @@ export class GitLabDouble {
         return s.deployments
           .filter(
             (d) =>
-              d.projectId === project.id && (input.environment === undefined || d.environment === input.environment) && (input.status === undefined || d.status === input.status),
+              d.projectId === project.id &&
+              (input.environment === undefined || d.environment === input.environment) &&
+              (input.status === undefined || d.status === input.status),
           )
           .map((d) => this.deploymentBody(d));
       }
@@ -447,16 +512,28 @@ export class GitLabDouble {
         return this.deploymentBody(this.deployment(params));
       case 'approve-deployment': {
         const deployment = this.deployment(params);
-        if (deployment.status !== 'blocked') throw new HttpError(400, { message: 'This deployment is not waiting for approvals.' });
-        if (deployment.user === caller.username) throw new HttpError(400, { message: 'You cannot approve your own deployment.' });
+        if (deployment.status !== 'blocked')
+          throw new HttpError(400, { message: 'This deployment is not waiting for approvals.' });
+        if (deployment.user === caller.username)
+          throw new HttpError(400, { message: 'You cannot approve your own deployment.' });
         const status = input.status === 'rejected' ? 'rejected' : input.status === 'approved' ? 'approved' : undefined;
         if (!status) throw new HttpError(400, { error: 'status does not have a valid value' });
-        const approval = { user: caller.username, status, comment: typeof input.comment === 'string' ? input.comment : null, createdAt: NOW() } as const;
+        const approval = {
+          user: caller.username,
+          status,
+          comment: typeof input.comment === 'string' ? input.comment : null,
+          createdAt: NOW(),
+        } as const;
         deployment.approvals = deployment.approvals.filter((a) => a.user !== caller.username).concat(approval);
         const approved = deployment.approvals.filter((a) => a.status === 'approved').length;
         if (status === 'rejected') deployment.status = 'canceled';
         else if (approved >= deployment.requiredApprovals) deployment.status = 'created';
-        return { user: user(approval.user), status: approval.status, created_at: approval.createdAt, comment: approval.comment };
+        return {
+          user: user(approval.user),
+          status: approval.status,
+          created_at: approval.createdAt,
+          comment: approval.comment,
+        };
       }
       case 'trigger-pipeline': {
         const project = this.project(params.id ?? '');
@@ -511,9 +588,15 @@ export class GitLabDouble {
       case 'create-schedule-variable': {
         const schedule = this.schedule(params);
         const key = String(input.key);
-        if (!/^[A-Za-z0-9_]{1,255}$/.test(key)) throw new HttpError(400, { message: { key: ["can contain only letters, digits and '_'."] } });
-        if (schedule.variables.some((v) => v.key === key)) throw new HttpError(400, { message: { key: ['(' + key + ') has already been taken'] } });
-        const variable = { key, value: String(input.value), variableType: input.variable_type === 'file' ? ('file' as const) : ('env_var' as const) };
+        if (!/^[A-Za-z0-9_]{1,255}$/.test(key))
+          throw new HttpError(400, { message: { key: ["can contain only letters, digits and '_'."] } });
+        if (schedule.variables.some((v) => v.key === key))
+          throw new HttpError(400, { message: { key: ['(' + key + ') has already been taken'] } });
+        const variable = {
+          key,
+          value: String(input.value),
+          variableType: input.variable_type === 'file' ? ('file' as const) : ('env_var' as const),
+        };
         schedule.variables.push(variable);
         return { key: variable.key, variable_type: variable.variableType, value: variable.value };
       }
@@ -522,7 +605,12 @@ export class GitLabDouble {
         const labels = typeof input.labels === 'string' && input.labels !== '' ? input.labels.split(',') : [];
         const state = input.state === undefined || input.state === 'all' ? undefined : input.state;
         return s.issues
-          .filter((i) => i.projectId === project.id && (state === undefined || i.state === state) && labels.every((l) => i.labels.includes(l)))
+          .filter(
+            (i) =>
+              i.projectId === project.id &&
+              (state === undefined || i.state === state) &&
+              labels.every((l) => i.labels.includes(l)),
+          )
           .sort((a, b) => b.iid - a.iid)
           .map((i) => issueBody(i, this.url, project));
       }
@@ -602,14 +690,18 @@ export class GitLabDouble {
 
   private deployment(params: Record<string, string>): DoubleDeployment {
     const project = this.project(params.id ?? '');
-    const deployment = this.state.deployments.find((d) => d.projectId === project.id && d.id === Number(params.deployment_id));
+    const deployment = this.state.deployments.find(
+      (d) => d.projectId === project.id && d.id === Number(params.deployment_id),
+    );
     if (!deployment) throw new HttpError(404, { message: '404 Not found' });
     return deployment;
   }
 
   private schedule(params: Record<string, string>): DoubleSchedule {
     const project = this.project(params.id ?? '');
-    const schedule = this.state.schedules.find((x) => x.projectId === project.id && x.id === Number(params.pipeline_schedule_id));
+    const schedule = this.state.schedules.find(
+      (x) => x.projectId === project.id && x.id === Number(params.pipeline_schedule_id),
+    );
     if (!schedule) throw new HttpError(404, { message: '404 Pipeline Schedule Not Found' });
     return schedule;
   }
@@ -631,10 +723,21 @@ export class GitLabDouble {
         id: d.jobId,
         status: job?.status ?? 'manual',
         name: job?.name ?? 'apply',
-        pipeline: { id: job?.pipelineId ?? 0, project_id: d.projectId, ref: job?.ref ?? 'main', sha: job?.sha ?? '0'.repeat(40), status: 'running' },
+        pipeline: {
+          id: job?.pipelineId ?? 0,
+          project_id: d.projectId,
+          ref: job?.ref ?? 'main',
+          sha: job?.sha ?? '0'.repeat(40),
+          status: 'running',
+        },
       },
       pending_approval_count: Math.max(0, d.requiredApprovals - approved),
-      approvals: d.approvals.map((a) => ({ user: user(a.user), status: a.status, created_at: a.createdAt, comment: a.comment })),
+      approvals: d.approvals.map((a) => ({
+        user: user(a.user),
+        status: a.status,
+        created_at: a.createdAt,
+        comment: a.comment,
+      })),
     };
   }
 }
@@ -720,7 +823,13 @@ function jobBody(id: number, job: DoubleJob, base: string, project: DoubleProjec
     started_at: job.status === 'created' || job.status === 'pending' ? null : NOW(),
     finished_at: finished ? NOW() : null,
     user: user(job.user),
-    pipeline: { id: job.pipelineId, project_id: job.projectId, ref: job.ref, sha: job.sha, status: finished ? job.status : 'running' },
+    pipeline: {
+      id: job.pipelineId,
+      project_id: job.projectId,
+      ref: job.ref,
+      sha: job.sha,
+      status: finished ? job.status : 'running',
+    },
     web_url: `${base}/${project.path}/-/jobs/${id}`,
   };
 }
@@ -737,7 +846,9 @@ function scheduleBody(x: DoubleSchedule, expanded = false) {
     created_at: NOW(),
     updated_at: NOW(),
     owner: user(x.owner),
-    ...(expanded ? { variables: x.variables.map((v) => ({ key: v.key, variable_type: v.variableType, value: v.value })) } : {}),
+    ...(expanded
+      ? { variables: x.variables.map((v) => ({ key: v.key, variable_type: v.variableType, value: v.value })) }
+      : {}),
   };
 }
 
@@ -750,7 +861,9 @@ export function conforms(value: unknown, type: FieldType, shapes: Contract['shap
   if (typeof type === 'object') {
     if (typeof value !== 'object' || value === null) return [`${where} should be an object`];
     return Object.entries(type).flatMap(([field, t]) =>
-      field in value ? conforms((value as Record<string, unknown>)[field], t, shapes, `${where}.${field}`) : [`${where}.${field} is missing`],
+      field in value
+        ? conforms((value as Record<string, unknown>)[field], t, shapes, `${where}.${field}`)
+        : [`${where}.${field} is missing`],
     );
   }
   const shape = shapes[type];
@@ -768,8 +881,14 @@ async function readBody(request: IncomingMessage): Promise<Record<string, unknow
   const type = request.headers['content-type'] ?? '';
   if (type.includes('application/json')) return JSON.parse(text) as Record<string, unknown>;
   if (type.includes('multipart/form-data')) {
-    const form = await new Request('http://double.invalid/', { method: 'POST', headers: { 'content-type': type }, body: Buffer.concat(chunks) }).formData();
-    return Object.fromEntries([...form.entries()].map(([key, value]) => [key, typeof value === 'string' ? value : value.name]));
+    const form = await new Request('http://double.invalid/', {
+      method: 'POST',
+      headers: { 'content-type': type },
+      body: Buffer.concat(chunks),
+    }).formData();
+    return Object.fromEntries(
+      [...form.entries()].map(([key, value]) => [key, typeof value === 'string' ? value : value.name]),
+    );
   }
   return Object.fromEntries(new URLSearchParams(text));
 }

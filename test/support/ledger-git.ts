@@ -11,7 +11,12 @@ import { recordOf } from '../../src/ledger/layout.js';
 
 export const LEDGER_BRANCH = 'exocomp-ledger';
 
-const IDENTITY = { GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t.invalid', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t.invalid' };
+const IDENTITY = {
+  GIT_AUTHOR_NAME: 't',
+  GIT_AUTHOR_EMAIL: 't@t.invalid',
+  GIT_COMMITTER_NAME: 't',
+  GIT_COMMITTER_EMAIL: 't@t.invalid',
+};
 
 /** The branch a ledger file lives on. */
 export function recordBranch(path: string, branch = LEDGER_BRANCH): string {
@@ -33,7 +38,12 @@ export async function ledgerFile(gitDir: string, path: string, branch = LEDGER_B
 
 /** Every ledger ref with its commit, one per line (a value that changes with any write), or '' for an empty ledger. */
 export async function ledgerRefs(gitDir: string, branch = LEDGER_BRANCH): Promise<string> {
-  const listed = await git(gitDir, ['for-each-ref', '--format=%(objectname) %(refname)', `refs/heads/${branch}`, `refs/heads/${branch}-records/`]);
+  const listed = await git(gitDir, [
+    'for-each-ref',
+    '--format=%(objectname) %(refname)',
+    `refs/heads/${branch}`,
+    `refs/heads/${branch}-records/`,
+  ]);
   return listed.stdout.trim();
 }
 
@@ -60,7 +70,12 @@ export async function ledgerHistory(gitDir: string, branch = LEDGER_BRANCH): Pro
 }
 
 /** `git log <args> <record branch> -- <path>` for one ledger file. */
-export async function ledgerFileLog(gitDir: string, path: string, args: string[], branch = LEDGER_BRANCH): Promise<string> {
+export async function ledgerFileLog(
+  gitDir: string,
+  path: string,
+  args: string[],
+  branch = LEDGER_BRANCH,
+): Promise<string> {
   const log = await git(gitDir, ['log', ...args, recordBranch(path, branch), '--', path]);
   return log.stdout;
 }
@@ -69,7 +84,12 @@ export async function ledgerFileLog(gitDir: string, path: string, args: string[]
  * Commits straight to the records' branches of a bare repository, behind
  * exocomp's back (null deletes a file): one commit per record touched.
  */
-export async function commitToLedger(gitDir: string, files: Record<string, string | null>, message: string, branch = LEDGER_BRANCH): Promise<void> {
+export async function commitToLedger(
+  gitDir: string,
+  files: Record<string, string | null>,
+  message: string,
+  branch = LEDGER_BRANCH,
+): Promise<void> {
   const work = await mkdtemp(join(tmpdir(), 'exocomp-tamper-'));
   try {
     const byBranch = new Map<string, [string, string | null][]>();
@@ -84,14 +104,17 @@ export async function commitToLedger(gitDir: string, files: Record<string, strin
       if (head !== '') await git(gitDir, ['read-tree', head], { env });
       for (const [path, text] of changes) {
         // Mode 0 removes an entry; --force-remove would need a work tree.
-        if (text === null) await git(gitDir, ['update-index', '--index-info'], { env, input: `0 ${'0'.repeat(40)}\t${path}\n` });
+        if (text === null)
+          await git(gitDir, ['update-index', '--index-info'], { env, input: `0 ${'0'.repeat(40)}\t${path}\n` });
         else {
           const blob = (await git(gitDir, ['hash-object', '-w', '--stdin'], { input: text })).stdout.trim();
           await git(gitDir, ['update-index', '--add', '--cacheinfo', `100644,${blob},${path}`], { env });
         }
       }
       const tree = (await git(gitDir, ['write-tree'], { env })).stdout.trim();
-      const commit = (await git(gitDir, ['commit-tree', tree, ...(head === '' ? [] : ['-p', head]), '-m', message])).stdout.trim();
+      const commit = (
+        await git(gitDir, ['commit-tree', tree, ...(head === '' ? [] : ['-p', head]), '-m', message])
+      ).stdout.trim();
       const updated = await git(gitDir, ['update-ref', `refs/heads/${target}`, commit, ...(head === '' ? [] : [head])]);
       if (updated.code !== 0) throw new Error(`cannot update ${target}: ${updated.stderr}`);
     }

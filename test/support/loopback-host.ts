@@ -120,7 +120,9 @@ function sweepOrphanedHostDirectories(): void {
 async function pickAddress(options: HostOptions, port: number): Promise<string> {
   if (options.address !== undefined) {
     if (!(await canListen(options.address, port))) {
-      throw new Error(`${options.address}:${port} is already in use; choose another address or port for the loopback host`);
+      throw new Error(
+        `${options.address}:${port} is already in use; choose another address or port for the loopback host`,
+      );
     }
     return options.address;
   }
@@ -179,9 +181,13 @@ class HostImpl implements LoopbackHost {
 
   async prepare(): Promise<void> {
     await this.generateHostKey();
-    await writeFile(path.join(this.directory, 'bootstrap_authorized_keys'), `${this.options.rootAuthorizedKey.trim()}\n`, {
-      mode: 0o600,
-    });
+    await writeFile(
+      path.join(this.directory, 'bootstrap_authorized_keys'),
+      `${this.options.rootAuthorizedKey.trim()}\n`,
+      {
+        mode: 0o600,
+      },
+    );
     await writeFile(path.join(this.directory, 'sshd_config'), this.sshdConfig(), { mode: 0o600 });
     await writeFile(path.join(this.directory, 'init.sh'), this.initScript(), { mode: 0o700 });
   }
@@ -189,7 +195,17 @@ class HostImpl implements LoopbackHost {
   private async generateHostKey(): Promise<void> {
     await rm(this.hostKeyPath, { force: true });
     await rm(`${this.hostKeyPath}.pub`, { force: true });
-    const result = await runProcess('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', `host-${this.id}`, '-f', this.hostKeyPath]);
+    const result = await runProcess('ssh-keygen', [
+      '-q',
+      '-t',
+      'ed25519',
+      '-N',
+      '',
+      '-C',
+      `host-${this.id}`,
+      '-f',
+      this.hostKeyPath,
+    ]);
     if (result.code !== 0) throw new Error(`ssh-keygen (host key) failed: ${result.stderr}`);
     await chmod(this.hostKeyPath, 0o600);
   }
@@ -342,14 +358,19 @@ exit 0
     }
     const log = await this.sshdLog();
     await this.stop();
-    throw new Error(`sshd of loopback host ${this.id} (${this.address}:${this.port}) did not start listening: ${log.trim()}`);
+    throw new Error(
+      `sshd of loopback host ${this.id} (${this.address}:${this.port}) did not start listening: ${log.trim()}`,
+    );
   }
 
   async stop(): Promise<void> {
     const child = this.child;
     if (!child) return;
     child.stdin?.end();
-    const exited = await Promise.race([this.childExited!.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), STOP_TIMEOUT_MS))]);
+    const exited = await Promise.race([
+      this.childExited!.then(() => true),
+      new Promise<boolean>((resolve) => setTimeout(() => resolve(false), STOP_TIMEOUT_MS)),
+    ]);
     if (!exited) {
       // --kill-child makes the kernel SIGKILL the namespace's init when unshare dies.
       child.kill('SIGKILL');
@@ -369,10 +390,14 @@ exit 0
 
   async exec(command: string): Promise<{ code: number; stdout: string; stderr: string }> {
     if (this.initPid === undefined) throw new Error(`loopback host ${this.id} is not running`);
-    const result = await runProcess('nsenter', ['--target', String(this.initPid), '--mount', '--pid', '--uts', '--root', '--wd', '--', '/bin/sh', '-c', command], {
-      cwd: '/',
-      env: HOST_ENV,
-    });
+    const result = await runProcess(
+      'nsenter',
+      ['--target', String(this.initPid), '--mount', '--pid', '--uts', '--root', '--wd', '--', '/bin/sh', '-c', command],
+      {
+        cwd: '/',
+        env: HOST_ENV,
+      },
+    );
     return { code: result.code, stdout: result.stdout, stderr: result.stderr };
   }
 
@@ -380,7 +405,8 @@ exit 0
     const quoted = shellQuote(filePath);
     const result = await this.exec(`[ -e ${quoted} ] || exit 44; cat -- ${quoted}`);
     if (result.code === 44) return undefined;
-    if (result.code !== 0) throw new Error(`reading ${filePath} on loopback host ${this.id} failed: ${result.stderr.trim()}`);
+    if (result.code !== 0)
+      throw new Error(`reading ${filePath} on loopback host ${this.id} failed: ${result.stderr.trim()}`);
     return result.stdout;
   }
 

@@ -103,7 +103,15 @@ const VALIDATING_KEYWORDS = new Set([
   'oneOf',
 ]);
 /** Keywords that describe but never constrain (format is deliberately not checked). */
-const ANNOTATION_KEYWORDS = new Set(['title', 'description', 'format', 'default', 'readOnly', 'writeOnly', 'deprecated']);
+const ANNOTATION_KEYWORDS = new Set([
+  'title',
+  'description',
+  'format',
+  'default',
+  'readOnly',
+  'writeOnly',
+  'deprecated',
+]);
 
 /**
  * GitHub answers these with a basic-error body on any endpoint (bad token, missing
@@ -115,7 +123,13 @@ const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'];
 
 export class OpenApiSubset {
   private readonly doc: Document;
-  private readonly routes: Array<{ method: string; template: string; pattern: RegExp; names: string[]; operation: Operation }>;
+  private readonly routes: Array<{
+    method: string;
+    template: string;
+    pattern: RegExp;
+    names: string[];
+    operation: Operation;
+  }>;
 
   constructor(doc: Document) {
     this.doc = doc;
@@ -129,7 +143,13 @@ export class OpenApiSubset {
       for (const method of METHODS) {
         const operation = item[method];
         if (operation && !Array.isArray(operation)) {
-          this.routes.push({ method: method.toUpperCase(), template, pattern: new RegExp(`^${source}$`), names, operation });
+          this.routes.push({
+            method: method.toUpperCase(),
+            template,
+            pattern: new RegExp(`^${source}$`),
+            names,
+            operation,
+          });
         }
       }
     }
@@ -159,7 +179,12 @@ export class OpenApiSubset {
    * Problems with a request to a matched operation: path and query parameters,
    * the content type and the JSON body (`undefined` when the request had none).
    */
-  validateRequest(match: MatchedOperation, query: URLSearchParams, contentType: string | undefined, body: unknown): string[] {
+  validateRequest(
+    match: MatchedOperation,
+    query: URLSearchParams,
+    contentType: string | undefined,
+    body: unknown,
+  ): string[] {
     const operation = this.operation(match);
     const problems: string[] = [];
     const parameters = (operation.parameters ?? []).map((parameter) => this.resolve<Parameter>(parameter));
@@ -174,7 +199,9 @@ export class OpenApiSubset {
         for (const value of values) problems.push(...this.checkParameter(parameter, value));
       }
     }
-    const declared = new Set(parameters.filter((parameter) => parameter.in === 'query').map((parameter) => parameter.name));
+    const declared = new Set(
+      parameters.filter((parameter) => parameter.in === 'query').map((parameter) => parameter.name),
+    );
     for (const name of new Set(query.keys())) {
       if (!declared.has(name)) problems.push(`query parameter ${name} is not declared`);
     }
@@ -237,7 +264,13 @@ export class OpenApiSubset {
     const at = `${parameter.in} parameter ${parameter.name}`;
     const asText = this.validate(parameter.schema, raw, at);
     if (asText.length === 0) return [];
-    const typed = /^-?\d+(\.\d+)?$/.test(raw) ? Number(raw) : raw === 'true' ? true : raw === 'false' ? false : undefined;
+    const typed = /^-?\d+(\.\d+)?$/.test(raw)
+      ? Number(raw)
+      : raw === 'true'
+        ? true
+        : raw === 'false'
+          ? false
+          : undefined;
     if (typed !== undefined && this.validate(parameter.schema, typed, at).length === 0) return [];
     return asText;
   }
@@ -245,7 +278,9 @@ export class OpenApiSubset {
   private resolve<T extends { $ref?: string }>(value: T): T {
     if (value.$ref === undefined) return value;
     const match = /^#\/components\/([^/]+)\/([^/]+)$/.exec(value.$ref);
-    const section = match ? (this.doc.components as Record<string, Record<string, unknown> | undefined>)[match[1] ?? ''] : undefined;
+    const section = match
+      ? (this.doc.components as Record<string, Record<string, unknown> | undefined>)[match[1] ?? '']
+      : undefined;
     const target = match && section ? section[match[2] ?? ''] : undefined;
     if (target === undefined) throw new Error(`unresolvable $ref ${value.$ref}`);
     return this.resolve(target as T);
@@ -257,7 +292,9 @@ export class OpenApiSubset {
 
     const types = schema.type === undefined ? [] : Array.isArray(schema.type) ? schema.type : [schema.type];
     if (types.length > 0 && !types.some((type) => hasType(value, type))) {
-      problems.push(`${at}: expected ${types.join(' or ')}${schema.nullable ? ' or null' : ''}, got ${describe(value)}`);
+      problems.push(
+        `${at}: expected ${types.join(' or ')}${schema.nullable ? ' or null' : ''}, got ${describe(value)}`,
+      );
       return;
     }
     if (schema.enum && !schema.enum.some((option) => option === value)) {
@@ -266,21 +303,28 @@ export class OpenApiSubset {
 
     if (isObject(value)) this.checkObject(schema, value, at, problems);
     if (Array.isArray(value)) {
-      if (schema.minItems !== undefined && value.length < schema.minItems) problems.push(`${at}: fewer than ${schema.minItems} items`);
-      if (schema.maxItems !== undefined && value.length > schema.maxItems) problems.push(`${at}: more than ${schema.maxItems} items`);
-      if (schema.items) value.forEach((item, index) => this.check(schema.items as Schema, item, `${at}[${index}]`, problems));
+      if (schema.minItems !== undefined && value.length < schema.minItems)
+        problems.push(`${at}: fewer than ${schema.minItems} items`);
+      if (schema.maxItems !== undefined && value.length > schema.maxItems)
+        problems.push(`${at}: more than ${schema.maxItems} items`);
+      if (schema.items)
+        value.forEach((item, index) => this.check(schema.items as Schema, item, `${at}[${index}]`, problems));
     }
     if (typeof value === 'string') {
-      if (schema.minLength !== undefined && value.length < schema.minLength) problems.push(`${at}: shorter than ${schema.minLength}`);
-      if (schema.maxLength !== undefined && value.length > schema.maxLength) problems.push(`${at}: longer than ${schema.maxLength}`);
-      if (schema.pattern !== undefined && !new RegExp(schema.pattern, 'u').test(value)) problems.push(`${at}: does not match ${schema.pattern}`);
+      if (schema.minLength !== undefined && value.length < schema.minLength)
+        problems.push(`${at}: shorter than ${schema.minLength}`);
+      if (schema.maxLength !== undefined && value.length > schema.maxLength)
+        problems.push(`${at}: longer than ${schema.maxLength}`);
+      if (schema.pattern !== undefined && !new RegExp(schema.pattern, 'u').test(value))
+        problems.push(`${at}: does not match ${schema.pattern}`);
     }
     if (typeof value === 'number') {
       if (schema.minimum !== undefined && value < schema.minimum) problems.push(`${at}: below ${schema.minimum}`);
       if (schema.maximum !== undefined && value > schema.maximum) problems.push(`${at}: above ${schema.maximum}`);
     }
 
-    for (const [index, branch] of (schema.allOf ?? []).entries()) this.check(branch, value, `${at}(allOf ${index})`, problems);
+    for (const [index, branch] of (schema.allOf ?? []).entries())
+      this.check(branch, value, `${at}(allOf ${index})`, problems);
     if (schema.anyOf) {
       const outcomes = schema.anyOf.map((branch) => this.validate(branch, value, at));
       if (!outcomes.some((outcome) => outcome.length === 0)) {
@@ -300,13 +344,16 @@ export class OpenApiSubset {
       if (value[name] === undefined) problems.push(`${at}.${name}: required property is missing`);
     }
     const keys = Object.keys(value);
-    if (schema.maxProperties !== undefined && keys.length > schema.maxProperties) problems.push(`${at}: more than ${schema.maxProperties} properties`);
-    if (schema.minProperties !== undefined && keys.length < schema.minProperties) problems.push(`${at}: fewer than ${schema.minProperties} properties`);
+    if (schema.maxProperties !== undefined && keys.length > schema.maxProperties)
+      problems.push(`${at}: more than ${schema.maxProperties} properties`);
+    if (schema.minProperties !== undefined && keys.length < schema.minProperties)
+      problems.push(`${at}: fewer than ${schema.minProperties} properties`);
     for (const key of keys) {
       const property = schema.properties?.[key];
       if (property) this.check(property, value[key], `${at}.${key}`, problems);
       else if (schema.additionalProperties === false) problems.push(`${at}.${key}: property is not allowed`);
-      else if (typeof schema.additionalProperties === 'object') this.check(schema.additionalProperties, value[key], `${at}.${key}`, problems);
+      else if (typeof schema.additionalProperties === 'object')
+        this.check(schema.additionalProperties, value[key], `${at}.${key}`, problems);
     }
   }
 }
@@ -340,7 +387,8 @@ function describe(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'array';
   if (typeof value === 'number' && Number.isInteger(value)) return `integer ${value}`;
-  if (typeof value === 'string') return `string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  if (typeof value === 'string')
+    return `string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
   return typeof value;
 }
 
@@ -355,12 +403,15 @@ function assertSupportedKeywords(doc: Document): void {
     if (!schema) return;
     for (const key of Object.keys(schema)) {
       if (!VALIDATING_KEYWORDS.has(key) && !ANNOTATION_KEYWORDS.has(key) && !key.startsWith('x-')) {
-        throw new Error(`the OpenAPI subset uses schema keyword "${key}" at ${at}, which the validator does not implement`);
+        throw new Error(
+          `the OpenAPI subset uses schema keyword "${key}" at ${at}, which the validator does not implement`,
+        );
       }
     }
     for (const [name, property] of Object.entries(schema.properties ?? {})) visit(property, `${at}.properties.${name}`);
     visit(schema.items, `${at}.items`);
-    if (typeof schema.additionalProperties === 'object') visit(schema.additionalProperties, `${at}.additionalProperties`);
+    if (typeof schema.additionalProperties === 'object')
+      visit(schema.additionalProperties, `${at}.additionalProperties`);
     for (const keyword of ['allOf', 'anyOf', 'oneOf'] as const) {
       schema[keyword]?.forEach((branch, index) => visit(branch, `${at}.${keyword}[${index}]`));
     }
@@ -368,16 +419,21 @@ function assertSupportedKeywords(doc: Document): void {
   const visitContent = (content: Record<string, MediaType> | undefined, at: string): void => {
     for (const [type, media] of Object.entries(content ?? {})) visit(media.schema, `${at}[${type}]`);
   };
-  for (const [name, schema] of Object.entries(doc.components.schemas ?? {})) visit(schema, `#/components/schemas/${name}`);
-  for (const [name, parameter] of Object.entries(doc.components.parameters ?? {})) visit(parameter.schema, `#/components/parameters/${name}`);
-  for (const [name, response] of Object.entries(doc.components.responses ?? {})) visitContent(response.content, `#/components/responses/${name}`);
+  for (const [name, schema] of Object.entries(doc.components.schemas ?? {}))
+    visit(schema, `#/components/schemas/${name}`);
+  for (const [name, parameter] of Object.entries(doc.components.parameters ?? {}))
+    visit(parameter.schema, `#/components/parameters/${name}`);
+  for (const [name, response] of Object.entries(doc.components.responses ?? {}))
+    visitContent(response.content, `#/components/responses/${name}`);
   for (const [template, item] of Object.entries(doc.paths)) {
     for (const [method, operation] of Object.entries(item)) {
       if (Array.isArray(operation)) continue;
       const at = `${method.toUpperCase()} ${template}`;
-      for (const parameter of operation.parameters ?? []) if (!parameter.$ref) visit(parameter.schema, `${at} parameter ${parameter.name}`);
+      for (const parameter of operation.parameters ?? [])
+        if (!parameter.$ref) visit(parameter.schema, `${at} parameter ${parameter.name}`);
       visitContent(operation.requestBody?.content, `${at} request body`);
-      for (const [status, response] of Object.entries(operation.responses)) visitContent(response.content, `${at} response ${status}`);
+      for (const [status, response] of Object.entries(operation.responses))
+        visitContent(response.content, `${at} response ${status}`);
     }
   }
 }

@@ -131,7 +131,8 @@ export class ResultsDouble {
 
   /** Removes every artifact called `name` (expired or deleted). */
   remove(name: string): void {
-    for (let i = this.artifacts.length - 1; i >= 0; i--) if (this.artifacts[i]?.name === name) this.artifacts.splice(i, 1);
+    for (let i = this.artifacts.length - 1; i >= 0; i--)
+      if (this.artifacts[i]?.name === name) this.artifacts.splice(i, 1);
   }
 
   newest(name: string): StoredArtifact | undefined {
@@ -146,8 +147,10 @@ export class ResultsDouble {
   private async serve(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const url = new URL(request.url ?? '/', this.baseUrl);
     const body = await readBody(request);
-    if (url.pathname.startsWith('/blob/') || url.pathname.startsWith('/cache-blob/')) return this.blob(request, url, body, response);
-    if (request.method === 'POST' && url.pathname.startsWith(CACHE_SERVICE)) return this.cacheService(request, url.pathname.slice(CACHE_SERVICE.length), body, response);
+    if (url.pathname.startsWith('/blob/') || url.pathname.startsWith('/cache-blob/'))
+      return this.blob(request, url, body, response);
+    if (request.method === 'POST' && url.pathname.startsWith(CACHE_SERVICE))
+      return this.cacheService(request, url.pathname.slice(CACHE_SERVICE.length), body, response);
     if (request.method !== 'POST' || !url.pathname.startsWith(SERVICE)) {
       this.violations.push(`unexpected ${request.method} ${url.pathname}`);
       return json(response, 404, { code: 'bad_route', msg: 'no such method' });
@@ -156,15 +159,22 @@ export class ResultsDouble {
     this.calls.push(method);
     const scope = this.authorize(request, response);
     if (!scope) return;
-    if (!String(request.headers['content-type']).startsWith('application/json')) this.violations.push(`${method}: content type ${request.headers['content-type']}`);
+    if (!String(request.headers['content-type']).startsWith('application/json'))
+      this.violations.push(`${method}: content type ${request.headers['content-type']}`);
     const message = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
     // GetSignedArtifactURL names the attempt and job that uploaded the artifact (from ListArtifacts): it is judged below.
-    if (method !== 'GetSignedArtifactURL' && (message.workflow_run_backend_id !== scope.run || message.workflow_job_run_backend_id !== scope.job)) {
-      this.violations.push(`${method}: backend ids ${String(message.workflow_run_backend_id)}/${String(message.workflow_job_run_backend_id)} do not match the token`);
+    if (
+      method !== 'GetSignedArtifactURL' &&
+      (message.workflow_run_backend_id !== scope.run || message.workflow_job_run_backend_id !== scope.job)
+    ) {
+      this.violations.push(
+        `${method}: backend ids ${String(message.workflow_run_backend_id)}/${String(message.workflow_job_run_backend_id)} do not match the token`,
+      );
     }
     switch (method) {
       case 'CreateArtifact': {
-        if (typeof message.name !== 'string' || message.version !== 7) this.violations.push(`CreateArtifact: name/version ${JSON.stringify(message)}`);
+        if (typeof message.name !== 'string' || message.version !== 7)
+          this.violations.push(`CreateArtifact: name/version ${JSON.stringify(message)}`);
         const artifact: StoredArtifact = {
           id: ++this.lastId,
           runId: scope.runId,
@@ -181,10 +191,14 @@ export class ResultsDouble {
         return json(response, 200, { ok: true, signed_upload_url: this.signedUrl(artifact) });
       }
       case 'FinalizeArtifact': {
-        const artifact = this.artifacts.find((a) => a.runBackendId === scope.run && a.name === message.name && !a.finalized);
+        const artifact = this.artifacts.find(
+          (a) => a.runBackendId === scope.run && a.name === message.name && !a.finalized,
+        );
         if (!artifact) return json(response, 404, { code: 'not_found', msg: 'no artifact to finalize' });
         if (String(message.size) !== String(artifact.content.length))
-          this.violations.push(`FinalizeArtifact: size ${String(message.size)} but ${artifact.content.length} bytes uploaded`);
+          this.violations.push(
+            `FinalizeArtifact: size ${String(message.size)} but ${artifact.content.length} bytes uploaded`,
+          );
         artifact.digest = typeof message.hash === 'string' ? message.hash : undefined;
         artifact.finalized = true;
         return json(response, 200, { ok: true, artifact_id: String(artifact.id) });
@@ -193,7 +207,13 @@ export class ResultsDouble {
         const name = message.name_filter as string | undefined;
         const id = message.id_filter as string | undefined;
         // Listed for the whole run, earlier attempts included; only fetching is held to the attempt.
-        const found = this.artifacts.filter((a) => a.runId === scope.runId && a.finalized && (name === undefined || a.name === name) && (id === undefined || String(a.id) === id));
+        const found = this.artifacts.filter(
+          (a) =>
+            a.runId === scope.runId &&
+            a.finalized &&
+            (name === undefined || a.name === name) &&
+            (id === undefined || String(a.id) === id),
+        );
         return json(response, 200, {
           artifacts: found.map((a) => ({
             workflow_run_backend_id: a.runBackendId,
@@ -207,8 +227,11 @@ export class ResultsDouble {
       }
       case 'GetSignedArtifactURL': {
         // Another attempt's artifact (its backend ids came from ListArtifacts) is out of this token's reach.
-        if (message.workflow_run_backend_id !== scope.run) return json(response, 404, { code: 'not_found', msg: 'workflow run not found' });
-        const artifact = this.artifacts.filter((a) => a.runBackendId === scope.run && a.name === message.name && a.finalized).sort((a, b) => b.id - a.id)[0];
+        if (message.workflow_run_backend_id !== scope.run)
+          return json(response, 404, { code: 'not_found', msg: 'workflow run not found' });
+        const artifact = this.artifacts
+          .filter((a) => a.runBackendId === scope.run && a.name === message.name && a.finalized)
+          .sort((a, b) => b.id - a.id)[0];
         if (!artifact) return json(response, 404, { code: 'not_found', msg: 'artifact not found' });
         return json(response, 200, { signed_url: this.signedUrl(artifact) });
       }
@@ -223,7 +246,10 @@ export class ResultsDouble {
   }
 
   /** The runtime token's scope, or undefined after answering 401. */
-  private authorize(request: IncomingMessage, response: ServerResponse): { runId: number; run: string; job: string } | undefined {
+  private authorize(
+    request: IncomingMessage,
+    response: ServerResponse,
+  ): { runId: number; run: string; job: string } | undefined {
     const token = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1];
     const scope = token === undefined ? undefined : this.tokens.get(token);
     if (!scope) json(response, 401, { code: 'unauthenticated', msg: 'invalid runtime token' });
@@ -233,20 +259,38 @@ export class ResultsDouble {
   private cacheService(request: IncomingMessage, method: string, body: Buffer, response: ServerResponse): void {
     this.calls.push(method);
     if (!this.authorize(request, response)) return;
-    if (!String(request.headers['content-type']).startsWith('application/json')) this.violations.push(`${method}: content type ${request.headers['content-type']}`);
+    if (!String(request.headers['content-type']).startsWith('application/json'))
+      this.violations.push(`${method}: content type ${request.headers['content-type']}`);
     const message = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
     const key = message.key;
     const version = message.version;
-    if (typeof key !== 'string' || key.length === 0 || key.length > 512 || key.includes(',') || typeof version !== 'string' || !/^[0-9a-f]{64}$/.test(version)) {
+    if (
+      typeof key !== 'string' ||
+      key.length === 0 ||
+      key.length > 512 ||
+      key.includes(',') ||
+      typeof version !== 'string' ||
+      !/^[0-9a-f]{64}$/.test(version)
+    ) {
       this.violations.push(`${method}: key/version ${JSON.stringify({ key, version })}`);
       return json(response, 400, { code: 'invalid_argument', msg: 'key and version are required' });
     }
     switch (method) {
       case 'CreateCacheEntry': {
         if (this.cacheEntries.some((e) => e.key === key && e.version === version)) {
-          return json(response, 409, { code: 'already_exists', msg: 'cache entry with the same key, version, and scope already exists' });
+          return json(response, 409, {
+            code: 'already_exists',
+            msg: 'cache entry with the same key, version, and scope already exists',
+          });
         }
-        const entry: CacheEntry = { id: ++this.lastId, key, version, finalized: false, content: Buffer.alloc(0), createdAt: new Date().toISOString() };
+        const entry: CacheEntry = {
+          id: ++this.lastId,
+          key,
+          version,
+          finalized: false,
+          content: Buffer.alloc(0),
+          createdAt: new Date().toISOString(),
+        };
         this.cacheEntries.push(entry);
         return json(response, 200, { ok: true, signed_upload_url: this.cacheUrl(entry) });
       }
@@ -254,7 +298,9 @@ export class ResultsDouble {
         const entry = this.cacheEntries.find((e) => e.key === key && e.version === version && !e.finalized);
         if (!entry) return json(response, 404, { code: 'not_found', msg: 'no cache entry to finalize' });
         if (String(message.size_bytes) !== String(entry.content.length)) {
-          this.violations.push(`FinalizeCacheEntryUpload: size ${String(message.size_bytes)} but ${entry.content.length} bytes uploaded`);
+          this.violations.push(
+            `FinalizeCacheEntryUpload: size ${String(message.size_bytes)} but ${entry.content.length} bytes uploaded`,
+          );
         }
         entry.finalized = true;
         return json(response, 200, { ok: true, entry_id: String(entry.id) });
@@ -273,8 +319,13 @@ export class ResultsDouble {
 
   /** The primary key exactly, else each restore key as a prefix, newest entry first; always within the version. */
   private findCacheEntry(key: string, restoreKeys: string[], version: string): CacheEntry | undefined {
-    const candidates = this.cacheEntries.filter((e) => e.finalized && e.version === version).sort((a, b) => b.id - a.id);
-    return candidates.find((e) => e.key === key) ?? restoreKeys.map((prefix) => candidates.find((e) => e.key.startsWith(prefix))).find((e) => e !== undefined);
+    const candidates = this.cacheEntries
+      .filter((e) => e.finalized && e.version === version)
+      .sort((a, b) => b.id - a.id);
+    return (
+      candidates.find((e) => e.key === key) ??
+      restoreKeys.map((prefix) => candidates.find((e) => e.key.startsWith(prefix))).find((e) => e !== undefined)
+    );
   }
 
   private cacheUrl(entry: CacheEntry): string {
@@ -295,7 +346,10 @@ export class ResultsDouble {
     }
     const entry = this.cacheEntries.find((e) => e.id === Number(id));
     if (!entry) return undefined;
-    return { target: { content: entry.content, contentType: 'application/octet-stream', fileName: undefined }, commit: (content) => (entry.content = content) };
+    return {
+      target: { content: entry.content, contentType: 'application/octet-stream', fileName: undefined },
+      commit: (content) => (entry.content = content),
+    };
   }
 
   /**
@@ -313,9 +367,14 @@ export class ResultsDouble {
     const written = { 'x-ms-request-id': randomBytes(8).toString('hex'), 'x-ms-version': '2025-01-05' };
     const comp = url.searchParams.get('comp');
     if (method === 'PUT' && comp === null) {
-      if (request.headers['x-ms-blob-type'] !== 'BlockBlob') this.violations.push(`Put Blob without x-ms-blob-type: BlockBlob (${String(request.headers['x-ms-blob-type'])})`);
+      if (request.headers['x-ms-blob-type'] !== 'BlockBlob')
+        this.violations.push(
+          `Put Blob without x-ms-blob-type: BlockBlob (${String(request.headers['x-ms-blob-type'])})`,
+        );
       found.commit(body);
-      response.writeHead(201, { ...written, etag: `"${url.pathname}"`, 'last-modified': new Date().toUTCString() }).end();
+      response
+        .writeHead(201, { ...written, etag: `"${url.pathname}"`, 'last-modified': new Date().toUTCString() })
+        .end();
       return;
     }
     if (method === 'PUT' && comp === 'block') {
@@ -326,7 +385,9 @@ export class ResultsDouble {
       return;
     }
     if (method === 'PUT' && comp === 'blocklist') {
-      const ids = [...body.toString('utf8').matchAll(/<(?:Latest|Uncommitted|Committed)>([^<]+)<\//g)].map((m) => m[1] ?? '');
+      const ids = [...body.toString('utf8').matchAll(/<(?:Latest|Uncommitted|Committed)>([^<]+)<\//g)].map(
+        (m) => m[1] ?? '',
+      );
       const blocks = this.blocks.get(url.pathname) ?? new Map<string, Buffer>();
       const missing = ids.filter((block) => !blocks.has(block));
       if (missing.length > 0) this.violations.push(`Put Block List names unknown blocks ${missing.join(', ')}`);
@@ -340,7 +401,11 @@ export class ResultsDouble {
         .writeHead(200, {
           'content-type': contentType,
           'content-length': String(content.length),
-          ...(fileName ? { 'content-disposition': `attachment; filename="${fileName}"; filename*=UTF-8''${encodeURIComponent(fileName)}` } : {}),
+          ...(fileName
+            ? {
+                'content-disposition': `attachment; filename="${fileName}"; filename*=UTF-8''${encodeURIComponent(fileName)}`,
+              }
+            : {}),
         })
         .end(content);
       return;

@@ -31,7 +31,11 @@ export interface WaitOptions {
 }
 
 /** Probes until `probe` returns a value other than undefined/false; fails naming `what`. */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, options: WaitOptions = {}): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false> | T | undefined | false,
+  options: WaitOptions = {},
+): Promise<T> {
   const bound = scaled(options.timeoutMs ?? 60_000);
   const deadline = Date.now() + bound;
   for (;;) {

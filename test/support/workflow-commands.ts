@@ -165,15 +165,18 @@ export class WorkflowCommandProcessor {
         this.registered.add(command.data.toLowerCase());
         return;
       case 'add-mask':
-        if (command.data.trim() === '') this.runnerWarning("Can't add secret mask for empty string in ##[add-mask] command.");
+        if (command.data.trim() === '')
+          this.runnerWarning("Can't add secret mask for empty string in ##[add-mask] command.");
         else this.masks.push(command.data);
         return;
       case 'set-output':
-        if (!command.properties.name) return this.runnerError("Required field 'name' is missing in ##[set-output] command.");
+        if (!command.properties.name)
+          return this.runnerError("Required field 'name' is missing in ##[set-output] command.");
         this.outputs[command.properties.name] = command.data;
         return;
       case 'save-state':
-        if (!command.properties.name) return this.runnerError("Required field 'name' is missing in ##[save-state] command.");
+        if (!command.properties.name)
+          return this.runnerError("Required field 'name' is missing in ##[save-state] command.");
         this.state[command.properties.name] = command.data;
         return;
       case 'error':

@@ -19,7 +19,11 @@ export interface ExpressionScope {
   status?: 'success' | 'failure' | 'cancelled';
 }
 
-type Token = { kind: 'op'; value: string } | { kind: 'name'; value: string } | { kind: 'string'; value: string } | { kind: 'number'; value: number };
+type Token =
+  | { kind: 'op'; value: string }
+  | { kind: 'name'; value: string }
+  | { kind: 'string'; value: string }
+  | { kind: 'number'; value: number };
 
 function tokenize(text: string): Token[] {
   const tokens: Token[] = [];
@@ -85,7 +89,16 @@ function asText(value: ExpressionValue): string {
 function equal(a: ExpressionValue, b: ExpressionValue): boolean {
   if (typeof a === 'string' && typeof b === 'string') return a.toLowerCase() === b.toLowerCase();
   if (typeof a === typeof b) return a === b;
-  const number = (v: ExpressionValue) => (v === null ? 0 : typeof v === 'boolean' ? Number(v) : typeof v === 'string' ? (v.trim() === '' ? 0 : Number(v)) : NaN);
+  const number = (v: ExpressionValue) =>
+    v === null
+      ? 0
+      : typeof v === 'boolean'
+        ? Number(v)
+        : typeof v === 'string'
+          ? v.trim() === ''
+            ? 0
+            : Number(v)
+          : NaN;
   return number(a) === number(b);
 }
 
@@ -100,7 +113,8 @@ class Parser {
 
   parse(): ExpressionValue {
     const value = this.or();
-    if (this.position < this.tokens.length) throw new Error(`unexpected ${JSON.stringify(this.tokens[this.position])} in ${JSON.stringify(this.source)}`);
+    if (this.position < this.tokens.length)
+      throw new Error(`unexpected ${JSON.stringify(this.tokens[this.position])} in ${JSON.stringify(this.source)}`);
     return value;
   }
 
@@ -206,7 +220,8 @@ class Parser {
     let value: ExpressionValue;
     let rest = names;
     if (typeof context === 'function') {
-      if (names.length === 0) throw new Error(`the emulation cannot give the whole ${root} context (in ${JSON.stringify(this.source)})`);
+      if (names.length === 0)
+        throw new Error(`the emulation cannot give the whole ${root} context (in ${JSON.stringify(this.source)})`);
       value = context(names[0]!);
       rest = names.slice(1);
     } else value = context;
@@ -225,7 +240,9 @@ export function evaluate(expression: string, scope: ExpressionScope): Expression
 
 /** A string with every `${{ … }}` replaced by its value as text. */
 export function interpolate(text: string, scope: ExpressionScope): string {
-  return text.replace(/\$\{\{([\s\S]*?)\}\}/g, (_match, expression: string) => asText(evaluate(expression.trim(), scope)));
+  return text.replace(/\$\{\{([\s\S]*?)\}\}/g, (_match, expression: string) =>
+    asText(evaluate(expression.trim(), scope)),
+  );
 }
 
 /** An `if:` condition: a bare expression or one wrapped in `${{ }}`; without a status function, `success() &&` is implied. */

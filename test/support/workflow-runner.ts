@@ -23,7 +23,13 @@ import { parse as parseYaml } from 'yaml';
 import { repoRoot, RunnerJob, type RunnerEvent, type StepResult } from './action-runner.js';
 import type { Access, GitHubDouble, TokenScope } from './github-double.js';
 import type { ResultsDouble } from './results-double.js';
-import { condition, interpolate, type Context, type ExpressionScope, type ExpressionValue } from './workflow-expressions.js';
+import {
+  condition,
+  interpolate,
+  type Context,
+  type ExpressionScope,
+  type ExpressionValue,
+} from './workflow-expressions.js';
 
 export interface RunnerSetting {
   double: GitHubDouble;
@@ -74,7 +80,14 @@ export interface WorkflowRun {
 }
 
 interface Workflow {
-  on: Record<string, { inputs?: Record<string, { default?: unknown }>; secrets?: Record<string, unknown>; outputs?: Record<string, { value: string }> } | null>;
+  on: Record<
+    string,
+    {
+      inputs?: Record<string, { default?: unknown }>;
+      secrets?: Record<string, unknown>;
+      outputs?: Record<string, { value: string }>;
+    } | null
+  >;
   permissions?: Permissions;
   jobs: Record<string, JobSpec>;
 }
@@ -108,7 +121,10 @@ interface StepSpec {
 const SCOPES: TokenScope[] = ['actions', 'contents', 'issues', 'pull-requests'];
 
 /** A job's token permissions: its own block, else the workflow's, else the permissive default; capped by a calling job's. */
-function tokenPermissions(declared: Permissions | undefined, cap: Partial<Record<TokenScope, Access>> | undefined): Partial<Record<TokenScope, Access>> {
+function tokenPermissions(
+  declared: Permissions | undefined,
+  cap: Partial<Record<TokenScope, Access>> | undefined,
+): Partial<Record<TokenScope, Access>> {
   const rank: Record<Access, number> = { none: 0, read: 1, write: 2 };
   const granted: Partial<Record<TokenScope, Access>> = {};
   for (const scope of SCOPES) {
@@ -134,7 +150,9 @@ function strict(what: string, known: Record<string, string>, allowAlso: string[]
   return (name: string) => {
     if (name in known) return known[name]!;
     if (allowAlso.includes(name)) return '';
-    throw new Error(`the workflow reads ${what}.${name}, which ${what === 'secrets' ? 'the docs do not name' : 'it does not declare'}`);
+    throw new Error(
+      `the workflow reads ${what}.${name}, which ${what === 'secrets' ? 'the docs do not name' : 'it does not declare'}`,
+    );
   };
 }
 
@@ -149,7 +167,8 @@ export async function runnerPathWithoutTofu(dir: string): Promise<string> {
     }
     const copy = join(dir, `path-${parts.length}`);
     await mkdir(copy, { recursive: true });
-    for (const name of names.filter((n) => n !== 'tofu' && n !== 'terraform')) await symlink(join(entry, name), join(copy, name));
+    for (const name of names.filter((n) => n !== 'tofu' && n !== 'terraform'))
+      await symlink(join(entry, name), join(copy, name));
     parts.push(copy);
   }
   return parts.join(':');
@@ -166,18 +185,36 @@ export class WorkflowRunner {
     // `on: push` and `on: [push, …]` are short for a mapping.
     const rawOn = workflow.on as unknown;
     const on: Workflow['on'] =
-      typeof rawOn === 'string' ? { [rawOn]: null } : Array.isArray(rawOn) ? Object.fromEntries(rawOn.map((name: string) => [name, null])) : (workflow.on ?? {});
+      typeof rawOn === 'string'
+        ? { [rawOn]: null }
+        : Array.isArray(rawOn)
+          ? Object.fromEntries(rawOn.map((name: string) => [name, null]))
+          : (workflow.on ?? {});
     if (!(trigger.event.name in on)) throw new Error(`${path} has no ${trigger.event.name} trigger`);
     const declared = trigger.event.name === 'workflow_dispatch' ? (on.workflow_dispatch?.inputs ?? {}) : {};
     for (const name of Object.keys(trigger.inputs ?? {})) {
-      if (!(name in declared)) throw new Error(`${path}: workflow_dispatch input ${name} is not declared (GitHub answers 422)`);
+      if (!(name in declared))
+        throw new Error(`${path}: workflow_dispatch input ${name} is not declared (GitHub answers 422)`);
     }
-    const dispatchInputs = Object.fromEntries(Object.entries(declared).map(([name, spec]) => [name, trigger.inputs?.[name] ?? asText(spec?.default)]));
+    const dispatchInputs = Object.fromEntries(
+      Object.entries(declared).map(([name, spec]) => [name, trigger.inputs?.[name] ?? asText(spec?.default)]),
+    );
     // Inputs a workflow declares for dispatch read as '' when another event started it.
     const inputs = strict('inputs', dispatchInputs, Object.keys(on.workflow_dispatch?.inputs ?? {}));
     const workflowPath = path;
-    this.setting.double.state.runs[trigger.runId] = { status: 'in_progress', workflowPath, event: trigger.event.name, actor: trigger.actor, headBranch: 'main' };
-    const result = await this.runJobs(workflow, { trigger, workflowPath, inputs, secrets: strict('secrets', this.setting.secrets, ['GITHUB_TOKEN']) });
+    this.setting.double.state.runs[trigger.runId] = {
+      status: 'in_progress',
+      workflowPath,
+      event: trigger.event.name,
+      actor: trigger.actor,
+      headBranch: 'main',
+    };
+    const result = await this.runJobs(workflow, {
+      trigger,
+      workflowPath,
+      inputs,
+      secrets: strict('secrets', this.setting.secrets, ['GITHUB_TOKEN']),
+    });
     this.setting.double.state.runs[trigger.runId] = {
       status: 'completed',
       conclusion: result.conclusion,
@@ -191,8 +228,19 @@ export class WorkflowRunner {
 
   private async runJobs(
     workflow: Workflow,
-    frame: { trigger: WorkflowTrigger; workflowPath: string; inputs: Context; secrets: Context; cap?: Partial<Record<TokenScope, Access>>; prefix?: string },
-  ): Promise<{ conclusion: 'success' | 'failure'; jobs: JobRun[]; byId: Record<string, { result: string; outputs: Record<string, string> }> }> {
+    frame: {
+      trigger: WorkflowTrigger;
+      workflowPath: string;
+      inputs: Context;
+      secrets: Context;
+      cap?: Partial<Record<TokenScope, Access>>;
+      prefix?: string;
+    },
+  ): Promise<{
+    conclusion: 'success' | 'failure';
+    jobs: JobRun[];
+    byId: Record<string, { result: string; outputs: Record<string, string> }>;
+  }> {
     const byId: Record<string, { result: string; outputs: Record<string, string> }> = {};
     const jobs: JobRun[] = [];
     const pending = new Set(Object.keys(workflow.jobs));
@@ -203,8 +251,17 @@ export class WorkflowRunner {
       const spec = workflow.jobs[ready]!;
       const needs = Object.fromEntries([spec.needs ?? []].flat().map((need) => [need, byId[need]!] as const));
       const needsOk = Object.values(needs).every((n) => n.result === 'success');
-      const scope = (extra: Record<string, Context> = {}, status: 'success' | 'failure' = needsOk ? 'success' : 'failure'): ExpressionScope => ({
-        contexts: { github: this.githubContext(frame.trigger), inputs: frame.inputs, secrets: frame.secrets, needs: needs, ...extra },
+      const scope = (
+        extra: Record<string, Context> = {},
+        status: 'success' | 'failure' = needsOk ? 'success' : 'failure',
+      ): ExpressionScope => ({
+        contexts: {
+          github: this.githubContext(frame.trigger),
+          inputs: frame.inputs,
+          secrets: frame.secrets,
+          needs: needs,
+          ...extra,
+        },
         status,
       });
       if (!condition(spec.if, scope())) {
@@ -222,13 +279,19 @@ export class WorkflowRunner {
       const combinations: Array<Record<string, ExpressionValue>> = [{}];
       for (const [key, values] of Object.entries(matrix ?? {})) {
         if (!Array.isArray(values)) throw new Error(`the emulation expands matrix lists only (matrix.${key})`);
-        combinations.splice(0, combinations.length, ...combinations.flatMap((c) => values.map((v) => ({ ...c, [key]: v as ExpressionValue }))));
+        combinations.splice(
+          0,
+          combinations.length,
+          ...combinations.flatMap((c) => values.map((v) => ({ ...c, [key]: v as ExpressionValue }))),
+        );
       }
       let result = 'success';
       let outputs: Record<string, string> = {};
       for (const values of combinations) {
         const label = matrix ? `${ready} (${Object.values(values).map(asText).join(', ')})` : ready;
-        const run = await this.runJob(`${frame.prefix ?? ''}${label}`, ready, spec, workflow, frame, (extra, status) => scope({ matrix: values, ...extra }, status));
+        const run = await this.runJob(`${frame.prefix ?? ''}${label}`, ready, spec, workflow, frame, (extra, status) =>
+          scope({ matrix: values, ...extra }, status),
+        );
         jobs.push(run);
         if (run.conclusion === 'failure') result = 'failure';
         outputs = { ...outputs, ...run.outputs };
@@ -255,17 +318,28 @@ export class WorkflowRunner {
     const called = parseYaml(await readFile(file, 'utf8')) as Workflow;
     const call = called.on?.workflow_call;
     if (call === undefined) throw new Error(`${ref} has no workflow_call trigger`);
-    const given = Object.fromEntries(Object.entries(spec.with ?? {}).map(([name, value]) => [name, interpolate(asText(value), scope)]));
-    for (const name of Object.keys(given)) if (!(name in (call?.inputs ?? {}))) throw new Error(`${ref}: input ${name} is not declared by the called workflow`);
-    const inputs = Object.fromEntries(Object.entries(call?.inputs ?? {}).map(([name, declared]) => [name, given[name] ?? asText(declared?.default)]));
+    const given = Object.fromEntries(
+      Object.entries(spec.with ?? {}).map(([name, value]) => [name, interpolate(asText(value), scope)]),
+    );
+    for (const name of Object.keys(given))
+      if (!(name in (call?.inputs ?? {})))
+        throw new Error(`${ref}: input ${name} is not declared by the called workflow`);
+    const inputs = Object.fromEntries(
+      Object.entries(call?.inputs ?? {}).map(([name, declared]) => [name, given[name] ?? asText(declared?.default)]),
+    );
     let secrets: Record<string, string>;
     if (spec.secrets === 'inherit') secrets = { ...this.setting.secrets };
     else {
-      secrets = Object.fromEntries(Object.entries(spec.secrets ?? {}).map(([name, value]) => [name, interpolate(asText(value), scope)]));
-      for (const name of Object.keys(secrets)) if (!(name in (call?.secrets ?? {}))) throw new Error(`${ref}: secret ${name} is not declared by the called workflow`);
+      secrets = Object.fromEntries(
+        Object.entries(spec.secrets ?? {}).map(([name, value]) => [name, interpolate(asText(value), scope)]),
+      );
+      for (const name of Object.keys(secrets))
+        if (!(name in (call?.secrets ?? {})))
+          throw new Error(`${ref}: secret ${name} is not declared by the called workflow`);
     }
     for (const [name, declared] of Object.entries(call?.secrets ?? {})) {
-      if ((declared as { required?: boolean } | null)?.required && !secrets[name]) throw new Error(`${ref}: required secret ${name} was not passed`);
+      if ((declared as { required?: boolean } | null)?.required && !secrets[name])
+        throw new Error(`${ref}: required secret ${name} was not passed`);
     }
     const cap = tokenPermissions(spec.permissions, frame.cap);
     const result = await this.runJobs(called, {
@@ -279,7 +353,10 @@ export class WorkflowRunner {
     });
     const jobsContext = result.byId as unknown as ExpressionValue;
     const outputs = Object.fromEntries(
-      Object.entries(call?.outputs ?? {}).map(([name, output]) => [name, interpolate(output.value, { contexts: { jobs: jobsContext }, status: 'success' })]),
+      Object.entries(call?.outputs ?? {}).map(([name, output]) => [
+        name,
+        interpolate(output.value, { contexts: { jobs: jobsContext }, status: 'success' }),
+      ]),
     );
     return { conclusion: result.conclusion, jobs: result.jobs, outputs };
   }
@@ -314,7 +391,11 @@ export class WorkflowRunner {
     if (environment !== undefined) {
       const envName = interpolate(environment, scopeOf({}, 'success'));
       // GitHub holds the job until a required reviewer approves; here the reviewer approves at once.
-      (double.state.approvals[frame.trigger.runId] ??= []).push({ state: 'approved', user: this.setting.reviewer, environments: [envName] });
+      (double.state.approvals[frame.trigger.runId] ??= []).push({
+        state: 'approved',
+        user: this.setting.reviewer,
+        environments: [envName],
+      });
     }
     const job = await RunnerJob.start({ path: this.setting.path });
     const workspace = join(job.dir, 'workspace');
@@ -326,13 +407,21 @@ export class WorkflowRunner {
     try {
       for (const [index, step] of (spec.steps ?? []).entries()) {
         const label = step.name ?? step.id ?? step.uses ?? `run ${index + 1}`;
-        const scope = scopeOf({ steps: steps, github: { ...(this.githubContext(frame.trigger) as object), token } }, status);
+        const scope = scopeOf(
+          { steps: steps, github: { ...(this.githubContext(frame.trigger) as object), token } },
+          status,
+        );
         if (!condition(step.if, scope)) {
           runs.push({ name: label, skipped: true });
           continue;
         }
-        const env = { ...this.setting.env, ...Object.fromEntries(Object.entries(step.env ?? {}).map(([k, v]) => [k, interpolate(asText(v), scope)])) };
-        const withInputs = Object.fromEntries(Object.entries(step.with ?? {}).map(([k, v]) => [k, interpolate(asText(v), scope)]));
+        const env = {
+          ...this.setting.env,
+          ...Object.fromEntries(Object.entries(step.env ?? {}).map(([k, v]) => [k, interpolate(asText(v), scope)])),
+        };
+        const withInputs = Object.fromEntries(
+          Object.entries(step.with ?? {}).map(([k, v]) => [k, interpolate(asText(v), scope)]),
+        );
         const base = {
           run: {
             repository: this.setting.repository,
@@ -347,12 +436,21 @@ export class WorkflowRunner {
           loopbackHostname: hostname,
           githubToken: token,
           workspace,
-          env: { ...env, ACTIONS_RESULTS_URL: results.url, ACTIONS_RUNTIME_TOKEN: results.runtimeToken(frame.trigger.runId, id) },
+          env: {
+            ...env,
+            ACTIONS_RESULTS_URL: results.url,
+            ACTIONS_RUNTIME_TOKEN: results.runtimeToken(frame.trigger.runId, id),
+          },
         };
         let result: StepResult;
         if (step.run !== undefined) {
-          if (step.shell !== undefined && step.shell !== 'bash') throw new Error(`the emulation runs run: steps in bash only (${label})`);
-          result = await job.shell({ ...base, script: interpolate(step.run, scope), ...(step.shell === 'bash' ? { shell: 'bash' as const } : {}) });
+          if (step.shell !== undefined && step.shell !== 'bash')
+            throw new Error(`the emulation runs run: steps in bash only (${label})`);
+          result = await job.shell({
+            ...base,
+            script: interpolate(step.run, scope),
+            ...(step.shell === 'bash' ? { shell: 'bash' as const } : {}),
+          });
         } else if (step.uses !== undefined) {
           const action = this.exocompAction(step.uses);
           if (action !== undefined) {
@@ -385,7 +483,13 @@ export class WorkflowRunner {
   }
 
   /** The third-party actions the documented workflows use, as far as a step after them can tell. */
-  private async thirdParty(uses: string, inputs: Record<string, string>, workspace: string, job: RunnerJob, base: { env: NodeJS.ProcessEnv }): Promise<StepResult> {
+  private async thirdParty(
+    uses: string,
+    inputs: Record<string, string>,
+    workspace: string,
+    job: RunnerJob,
+    base: { env: NodeJS.ProcessEnv },
+  ): Promise<StepResult> {
     const done = (log: string): StepResult => ({
       code: 0,
       stdout: log,
@@ -405,7 +509,9 @@ export class WorkflowRunner {
     }
     if (/^opentofu\/setup-opentofu@v\d+$/.test(uses)) {
       if (inputs.tofu_wrapper !== 'false')
-        throw new Error('opentofu/setup-opentofu without tofu_wrapper: false wraps tofu in a script the emulation does not model (the docs ask for false)');
+        throw new Error(
+          'opentofu/setup-opentofu without tofu_wrapper: false wraps tofu in a script the emulation does not model (the docs ask for false)',
+        );
       const bin = join(job.dir, 'tofu-bin');
       await mkdir(bin, { recursive: true });
       await symlink(resolve(this.setting.tofu), join(bin, 'tofu'));

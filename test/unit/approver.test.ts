@@ -1,8 +1,8 @@
-/** Who may approve (src/app/approval-gates/approver.ts): the one rule the dispatch, environment and GitLab manual modes share. */
+/** Who may approve (src/app/approval/gates/approver.ts): the one rule the dispatch, environment and GitLab manual modes share. */
 import { describe, expect, it } from 'vitest';
-import { isSelfApproval, judgeSelfApproval, requireRightToDecide } from '../../src/app/approval-gates/approver.js';
-import type { AppContext } from '../../src/app/context.js';
-import { RecordingProgress } from '../../src/app/progress.js';
+import { isSelfApproval, judgeSelfApproval, requireRightToDecide } from '../../src/app/approval/gates/approver.js';
+import type { AppContext } from '../../src/app/runtime/context.js';
+import { RecordingProgress } from '../../src/app/runtime/progress.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import { fakeCiPlatform } from '../support/fake-ci-platform.js';
 import { sampleWorkflow, T0 } from '../support/workflows.js';
@@ -11,7 +11,14 @@ const workflow = sampleWorkflow('edge-1', { requireApproval: true });
 const say = { refused: 'refused: the requester approved', help: 'ask someone else' };
 
 function app(): AppContext & { progress: RecordingProgress } {
-  return { store: new MemoryLedgerStore(), ledgerBranch: 'exocomp-ledger', now: () => T0, cwd: '/nonexistent', env: {}, progress: new RecordingProgress() };
+  return {
+    store: new MemoryLedgerStore(),
+    ledgerBranch: 'exocomp-ledger',
+    now: () => T0,
+    cwd: '/nonexistent',
+    env: {},
+    progress: new RecordingProgress(),
+  };
 }
 
 describe('judgeSelfApproval', () => {
@@ -32,11 +39,16 @@ describe('judgeSelfApproval', () => {
 
   it('lets the requester through with a warning when told to warn, and silently when allowed', () => {
     const warned = app();
-    judgeSelfApproval(warned, workflow.requester, workflow, 'warn', { ...say, warned: 'self-approved: fix the environment' });
+    judgeSelfApproval(warned, workflow.requester, workflow, 'warn', {
+      ...say,
+      warned: 'self-approved: fix the environment',
+    });
     expect(warned.progress.events).toEqual([{ type: 'warning', message: 'self-approved: fix the environment' }]);
     const defaulted = app();
     judgeSelfApproval(defaulted, workflow.requester, workflow, 'warn', say);
-    expect(defaulted.progress.events).toEqual([{ type: 'warning', message: `${workflow.requester} approved workflow edge-1, which they requested` }]);
+    expect(defaulted.progress.events).toEqual([
+      { type: 'warning', message: `${workflow.requester} approved workflow edge-1, which they requested` },
+    ]);
     const allowed = app();
     judgeSelfApproval(allowed, workflow.requester, workflow, 'allow', say);
     expect(allowed.progress.events).toEqual([]);
@@ -51,9 +63,19 @@ describe('judgeSelfApproval', () => {
 
 describe('requireRightToDecide', () => {
   it('passes someone the platform lets decide, and refuses anyone else with the platform’s reason', async () => {
-    await expect(requireRightToDecide(fakeCiPlatform({ mayDecide: true }), 'bob', { kind: 'permission', because: 'needs write', help: 'ask' })).resolves.toBeUndefined();
     await expect(
-      requireRightToDecide(fakeCiPlatform({ mayDecide: false }), 'bob', { kind: 'approval', because: 'needs a protected branch', help: 'protect it' }),
+      requireRightToDecide(fakeCiPlatform({ mayDecide: true }), 'bob', {
+        kind: 'permission',
+        because: 'needs write',
+        help: 'ask',
+      }),
+    ).resolves.toBeUndefined();
+    await expect(
+      requireRightToDecide(fakeCiPlatform({ mayDecide: false }), 'bob', {
+        kind: 'approval',
+        because: 'needs a protected branch',
+        help: 'protect it',
+      }),
     ).rejects.toMatchObject({
       kind: 'approval',
       message: 'bob has read access; needs a protected branch',

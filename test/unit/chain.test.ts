@@ -1,15 +1,22 @@
 import { describe, expect, it } from 'vitest';
-import { runChain } from '../../src/app/chain.js';
-import type { StepAction, StepContext } from '../../src/app/steps/step.js';
+import { runChain } from '../../src/app/provision/chain.js';
+import type { StepAction, StepContext } from '../../src/app/provision/steps/step.js';
 import type { ResolvedInventory } from '../../src/domain/standing-inventory.js';
-import { LookAhead } from '../../src/app/look-ahead.js';
-import type { ScannedHostKeys } from '../../src/app/pins.js';
-import type { Holder } from '../../src/app/lease.js';
-import type { AppContext } from '../../src/app/context.js';
-import { RecordingProgress } from '../../src/app/progress.js';
-import { SecretRegistry } from '../../src/app/secrets.js';
+import { LookAhead } from '../../src/app/provision/look-ahead.js';
+import type { ScannedHostKeys } from '../../src/app/hosts/pins.js';
+import type { Holder } from '../../src/app/runtime/lease.js';
+import type { AppContext } from '../../src/app/runtime/context.js';
+import { RecordingProgress } from '../../src/app/runtime/progress.js';
+import { SecretRegistry } from '../../src/app/runtime/secrets.js';
 import { ExocompError, InterruptedError } from '../../src/domain/errors.js';
-import { LeaseHeldError, startStep, STEP_NAMES, stepOf, type StepName, type Workflow } from '../../src/domain/workflow.js';
+import {
+  LeaseHeldError,
+  startStep,
+  STEP_NAMES,
+  stepOf,
+  type StepName,
+  type Workflow,
+} from '../../src/domain/workflow.js';
 import { sampleWorkflow } from '../support/workflows.js';
 import { LEDGER_PATHS, RecordWrites, requireWorkflow, serializeRecord } from '../../src/ledger/records.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
@@ -21,7 +28,14 @@ function setup(workflow?: Workflow) {
   const w = workflow ?? sampleWorkflow('edge-1');
   const store = new MemoryLedgerStore({ files: { [LEDGER_PATHS.workflow(w.id)]: serializeRecord(w) } });
   const progress = new RecordingProgress();
-  const app: AppContext = { store, ledgerBranch: 'exocomp-ledger', now: () => t0, cwd: '/nonexistent', env: {}, progress };
+  const app: AppContext = {
+    store,
+    ledgerBranch: 'exocomp-ledger',
+    now: () => t0,
+    cwd: '/nonexistent',
+    env: {},
+    progress,
+  };
   const secrets = new SecretRegistry();
   secrets.add('hunter2-secret-value');
   return { store, progress, app, inputs: { runSecrets: {}, rotateHostKeys: [], secrets }, id: w.id };
@@ -30,7 +44,13 @@ function setup(workflow?: Workflow) {
 function holder(id: string): Holder {
   return {
     id,
-    lease: (now) => ({ holder: id, origin: { kind: 'local', hostname: 'h', pid: 1 }, acquiredAt: now.toISOString(), heartbeatAt: now.toISOString(), ttlMs: 60_000 }),
+    lease: (now) => ({
+      holder: id,
+      origin: { kind: 'local', hostname: 'h', pid: 1 },
+      acquiredAt: now.toISOString(),
+      heartbeatAt: now.toISOString(),
+      ttlMs: 60_000,
+    }),
   };
 }
 
@@ -68,23 +88,39 @@ describe('chain runner', () => {
 
   it('records a step hands back are written in its success commit, and nowhere for a step whose lease was taken', async () => {
     const { app, inputs, id, store } = setup();
-    const capture = () => ({ writes: new RecordWrites().inventoryFile('edge', 'hosts: {}\n'), message: 'tf:edge: capture' });
-    await runChain(app, id, inputs, { holder: holder('a'), steps: steps([], { apply: async () => ({ detail: 'applied', records: capture }) }) });
-    expect(store.history().map((c) => c.message)[2]).toBe('edge-1: apply succeeded; ssh-wait running (a); tf:edge: capture');
+    const capture = () => ({
+      writes: new RecordWrites().inventoryFile('edge', 'hosts: {}\n'),
+      message: 'tf:edge: capture',
+    });
+    await runChain(app, id, inputs, {
+      holder: holder('a'),
+      steps: steps([], { apply: async () => ({ detail: 'applied', records: capture }) }),
+    });
+    expect(store.history().map((c) => c.message)[2]).toBe(
+      'edge-1: apply succeeded; ssh-wait running (a); tf:edge: capture',
+    );
     expect((await store.read()).read(LEDGER_PATHS.inventoryFile('edge'))).toBe('hosts: {}\n');
 
     const lost = setup();
     const takenOver = steps([], {
       apply: async ({ signal }) => {
         await lost.store.update((snapshot) => {
-          const next = startStep(requireWorkflow(snapshot, lost.id), 'apply', holder('b').lease(t0), t0, { holderGone: true });
-          return { writes: new Map([[LEDGER_PATHS.workflow(lost.id), serializeRecord(next)]]), message: 'taken', result: undefined };
+          const next = startStep(requireWorkflow(snapshot, lost.id), 'apply', holder('b').lease(t0), t0, {
+            holderGone: true,
+          });
+          return {
+            writes: new Map([[LEDGER_PATHS.workflow(lost.id), serializeRecord(next)]]),
+            message: 'taken',
+            result: undefined,
+          };
         });
         await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
         return { detail: 'applied anyway', records: capture };
       },
     });
-    await expect(runChain(lost.app, lost.id, lost.inputs, { holder: holder('a'), steps: takenOver, heartbeatMs: 50 })).rejects.toMatchObject({ kind: 'lease-held' });
+    await expect(
+      runChain(lost.app, lost.id, lost.inputs, { holder: holder('a'), steps: takenOver, heartbeatMs: 50 }),
+    ).rejects.toMatchObject({ kind: 'lease-held' });
     expect((await lost.store.read()).read(LEDGER_PATHS.inventoryFile('edge'))).toBeUndefined();
   });
 
@@ -106,13 +142,20 @@ describe('chain runner', () => {
         configure: look('configure'),
       }),
     });
-    expect(seen).toEqual({ apply: undefined, 'ssh-wait': 'taken after 3 commits', onboard: 'taken after 4 commits', configure: 'taken after 5 commits' });
+    expect(seen).toEqual({
+      apply: undefined,
+      'ssh-wait': 'taken after 3 commits',
+      onboard: 'taken after 4 commits',
+      configure: 'taken after 5 commits',
+    });
     expect(store.history()[2]?.message).toBe('edge-1: apply succeeded; ssh-wait running (a)');
 
     // A run that starts after apply (a resume, a per-step job) has none: its steps read the ledger.
     const later = setup();
     const resumed: (string | undefined)[] = [];
-    const only = steps([], { 'ssh-wait': async (context) => (resumed.push(context.handedOn.inventory?.().name), 'waited') });
+    const only = steps([], {
+      'ssh-wait': async (context) => (resumed.push(context.handedOn.inventory?.().name), 'waited'),
+    });
     await runChain(later.app, later.id, later.inputs, {
       holder: holder('a'),
       steps: { ...only, apply: async () => ({ detail: 'applied', handOn: { inventory } }) },
@@ -137,15 +180,29 @@ describe('chain runner', () => {
     const waited = async () => ({ detail: 'waited', handOn: { hostKeys: keysLookAhead() } });
 
     const alone = setup();
-    await runChain(alone.app, alone.id, alone.inputs, { holder: holder('a'), steps: steps([], { 'ssh-wait': waited }), only: 'apply' });
-    await runChain(alone.app, alone.id, alone.inputs, { holder: holder('a'), steps: steps([], { 'ssh-wait': waited }), only: 'ssh-wait' });
+    await runChain(alone.app, alone.id, alone.inputs, {
+      holder: holder('a'),
+      steps: steps([], { 'ssh-wait': waited }),
+      only: 'apply',
+    });
+    await runChain(alone.app, alone.id, alone.inputs, {
+      holder: holder('a'),
+      steps: steps([], { 'ssh-wait': waited }),
+      only: 'ssh-wait',
+    });
     expect(scans).toEqual(['scanning', 'stopped']);
 
     scans.length = 0;
     const whole = setup();
     const taken: number[] = [];
-    const onboard = async (context: StepContext) => (taken.push((await context.handedOn.hostKeys!.take({ info: () => undefined, warn: () => undefined })).size), 'onboarded');
-    await runChain(whole.app, whole.id, whole.inputs, { holder: holder('a'), steps: steps([], { 'ssh-wait': waited, onboard }) });
+    const onboard = async (context: StepContext) => (
+      taken.push((await context.handedOn.hostKeys!.take({ info: () => undefined, warn: () => undefined })).size),
+      'onboarded'
+    );
+    await runChain(whole.app, whole.id, whole.inputs, {
+      holder: holder('a'),
+      steps: steps([], { 'ssh-wait': waited, onboard }),
+    });
     expect(taken).toEqual([0]);
     expect(scans).toEqual(['scanning']);
   });
@@ -155,7 +212,8 @@ describe('chain runner', () => {
     const order: string[] = [];
     // Settles only once the ledger holds apply's success (bounded): the chain must not wait for it before writing.
     const closesAfterTheWrite = async () => {
-      for (let i = 0; i < 200 && store.history().length < 3; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+      for (let i = 0; i < 200 && store.history().length < 3; i++)
+        await new Promise((resolve) => setTimeout(resolve, 10));
       order.push(`closed with ${store.history().length} commits`);
     };
     const result = await runChain(app, id, inputs, {
@@ -163,13 +221,20 @@ describe('chain runner', () => {
       steps: steps([], {
         apply: async (context) => (context.deferClose(closesAfterTheWrite()), 'applied'),
         'ssh-wait': async () => (order.push('ssh-wait ran'), 'waited'),
-        configure: async (context) => (context.deferClose(Promise.reject(new Error('rm: busy; hunter2-secret-value'))), 'configured'),
+        configure: async (context) => (
+          context.deferClose(Promise.reject(new Error('rm: busy; hunter2-secret-value'))),
+          'configured'
+        ),
       }),
     });
     expect(order).toEqual(['closed with 3 commits', 'ssh-wait ran']);
     expect(result.ok).toBe(true);
     // Redacted like every line of the run.
-    expect(progress.events).toContainEqual({ type: 'warning', message: 'configure left something open: rm: busy; ***', step: 'configure' });
+    expect(progress.events).toContainEqual({
+      type: 'warning',
+      message: 'configure left something open: rm: busy; ***',
+      step: 'configure',
+    });
   });
 
   it('a per-step run records its success alone and starts nothing after it', async () => {
@@ -179,7 +244,11 @@ describe('chain runner', () => {
     expect(result.ok).toBe(true);
     expect(calls).toEqual(['apply']);
     expect(result.workflow.steps.map((s) => s.state)).toEqual(['succeeded', 'pending', 'pending', 'pending']);
-    expect(store.history().map((c) => c.message)).toEqual(['initial content', 'edge-1: apply running (a)', 'edge-1: apply succeeded']);
+    expect(store.history().map((c) => c.message)).toEqual([
+      'initial content',
+      'edge-1: apply running (a)',
+      'edge-1: apply succeeded',
+    ]);
   });
 
   it('interrupted as a step succeeds: the success is recorded alone, and the next step is neither started nor run', async () => {
@@ -192,7 +261,10 @@ describe('chain runner', () => {
         return 'applied';
       },
     });
-    const result = await runChain({ ...app, interrupt: interrupt.signal }, id, inputs, { holder: holder('a'), steps: interrupted });
+    const result = await runChain({ ...app, interrupt: interrupt.signal }, id, inputs, {
+      holder: holder('a'),
+      steps: interrupted,
+    });
     expect(result.ok).toBe(false);
     expect(calls).toEqual(['apply']);
     expect(result.workflow.steps.map((s) => s.state)).toEqual(['succeeded', 'pending', 'pending', 'pending']);
@@ -209,11 +281,18 @@ describe('chain runner', () => {
       },
     };
     const calls: string[] = [];
-    const result = await runChain({ ...app, progress: listener, interrupt: interrupt.signal }, id, inputs, { holder: holder('a'), steps: steps(calls) });
+    const result = await runChain({ ...app, progress: listener, interrupt: interrupt.signal }, id, inputs, {
+      holder: holder('a'),
+      steps: steps(calls),
+    });
     expect(result.ok).toBe(false);
     expect(calls).toEqual(['apply']);
     expect(result.workflow.steps.map((s) => s.state)).toEqual(['succeeded', 'failed', 'blocked', 'blocked']);
-    expect(result.workflow.failure).toMatchObject({ step: 'ssh-wait', kind: 'interrupted', summary: 'ssh-wait interrupted by SIGINT before it began' });
+    expect(result.workflow.failure).toMatchObject({
+      step: 'ssh-wait',
+      kind: 'interrupted',
+      summary: 'ssh-wait interrupted by SIGINT before it began',
+    });
     expect(stepOf(result.workflow, 'ssh-wait').lease).toBeUndefined();
   });
 
@@ -242,9 +321,15 @@ describe('chain runner', () => {
     const base = sampleWorkflow('edge-2');
     const crashed = startStep(base, 'apply', holder('dead').lease(t0), t0);
     const live = setup(crashed);
-    await expect(runChain(live.app, 'edge-2', live.inputs, { holder: holder('b'), steps: steps([]), probe: async () => false })).rejects.toBeInstanceOf(LeaseHeldError);
+    await expect(
+      runChain(live.app, 'edge-2', live.inputs, { holder: holder('b'), steps: steps([]), probe: async () => false }),
+    ).rejects.toBeInstanceOf(LeaseHeldError);
     const calls: string[] = [];
-    const result = await runChain(live.app, 'edge-2', live.inputs, { holder: holder('b'), steps: steps(calls), probe: async () => true });
+    const result = await runChain(live.app, 'edge-2', live.inputs, {
+      holder: holder('b'),
+      steps: steps(calls),
+      probe: async () => true,
+    });
     expect(result.ok).toBe(true);
     expect(calls[0]).toBe('apply');
     expect(stepOf(result.workflow, 'apply').attempts).toBe(2);
@@ -253,7 +338,9 @@ describe('chain runner', () => {
   it('reports progress per step', async () => {
     const { app, inputs, id, progress } = setup();
     await runChain(app, id, inputs, { holder: holder('a'), steps: steps([]) });
-    expect(progress.events.filter((e) => e.type === 'step-succeeded').map((e) => (e as { index: number }).index)).toEqual([1, 2, 3, 4]);
+    expect(
+      progress.events.filter((e) => e.type === 'step-succeeded').map((e) => (e as { index: number }).index),
+    ).toEqual([1, 2, 3, 4]);
   });
 
   it('stops a step whose lease another runner took, and records nothing for it', async () => {
@@ -264,8 +351,14 @@ describe('chain runner', () => {
       apply: async ({ signal }) => {
         // Runner b judged this one gone and re-armed the step.
         await store.update((snapshot) => {
-          const next = startStep(requireWorkflow(snapshot, id), 'apply', holder('b').lease(t0), t0, { holderGone: true });
-          return { writes: new Map([[LEDGER_PATHS.workflow(id), serializeRecord(next)]]), message: `${id}: apply running (b)`, result: undefined };
+          const next = startStep(requireWorkflow(snapshot, id), 'apply', holder('b').lease(t0), t0, {
+            holderGone: true,
+          });
+          return {
+            writes: new Map([[LEDGER_PATHS.workflow(id), serializeRecord(next)]]),
+            message: `${id}: apply running (b)`,
+            result: undefined,
+          };
         });
         await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
         seenBy = { aborted: signal.aborted, reason: signal.reason };
@@ -279,7 +372,9 @@ describe('chain runner', () => {
     );
     expect(error).toBeInstanceOf(ExocompError);
     expect(error).toMatchObject({ kind: 'lease-held' });
-    expect((error as Error).message).toBe(`lost the lease of step apply of ${id} to b: this runner stopped the step and records nothing`);
+    expect((error as Error).message).toBe(
+      `lost the lease of step apply of ${id} to b: this runner stopped the step and records nothing`,
+    );
     expect(seenBy).toEqual({ aborted: true, reason: error });
     expect(calls).toEqual(['apply']);
     const apply = stepOf(requireWorkflow(await store.read(), id), 'apply');
@@ -310,11 +405,19 @@ describe('chain runner', () => {
         new Promise((resolve) => setTimeout(() => resolve('done'), ms));
     const local = setup();
     // A moving clock, so that each heartbeat changes the record.
-    await runChain({ ...local.app, now: () => new Date() }, local.id, local.inputs, { holder: holder('a'), steps: { ...steps([]), apply: slow(300) }, heartbeatMs: 50 });
+    await runChain({ ...local.app, now: () => new Date() }, local.id, local.inputs, {
+      holder: holder('a'),
+      steps: { ...steps([]), apply: slow(300) },
+      heartbeatMs: 50,
+    });
     expect(local.store.history().filter((c) => c.message.endsWith('apply heartbeat')).length).toBeGreaterThan(0);
 
     const { app, inputs, id, store } = setup();
-    await runChain({ ...app, now: () => new Date() }, id, inputs, { holder: ci('github:o/r:7:1:job'), steps: { ...steps([]), apply: slow(300) }, heartbeatMs: 50 });
+    await runChain({ ...app, now: () => new Date() }, id, inputs, {
+      holder: ci('github:o/r:7:1:job'),
+      steps: { ...steps([]), apply: slow(300) },
+      heartbeatMs: 50,
+    });
     expect(store.history().filter((c) => c.message.includes('heartbeat'))).toEqual([]);
 
     const taken = setup();
@@ -325,8 +428,14 @@ describe('chain runner', () => {
         ...steps([]),
         apply: async ({ signal }) => {
           await taken.store.update((snapshot) => {
-            const next = startStep(requireWorkflow(snapshot, taken.id), 'apply', holder('b').lease(t0), t0, { holderGone: true });
-            return { writes: new Map([[LEDGER_PATHS.workflow(taken.id), serializeRecord(next)]]), message: 'taken over', result: undefined };
+            const next = startStep(requireWorkflow(snapshot, taken.id), 'apply', holder('b').lease(t0), t0, {
+              holderGone: true,
+            });
+            return {
+              writes: new Map([[LEDGER_PATHS.workflow(taken.id), serializeRecord(next)]]),
+              message: 'taken over',
+              result: undefined,
+            };
           });
           await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
           return 'applied anyway';

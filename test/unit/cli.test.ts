@@ -77,12 +77,15 @@ describe('exocomp CLI', () => {
     }
   });
 
-  it.each([[['nonsense']], [['provision', 'run']], [['provision', 'run', 'ws', 'pb.yml', '--ssh-wait', 'soon']], [['provision', 'status', '--no-such-flag']], [['provision']]])(
-    'bad usage %j exits 2 and says what is wrong',
-    async (argv) => {
-      const { io, err } = capture();
-      expect(await main(argv, io)).toBe(2);
-      expect(err.join('\n')).toMatch(/error|missing|unknown|usage/i);
-    },
-  );
+  it.each([
+    [['nonsense']],
+    [['provision', 'run']],
+    [['provision', 'run', 'ws', 'pb.yml', '--ssh-wait', 'soon']],
+    [['provision', 'status', '--no-such-flag']],
+    [['provision']],
+  ])('bad usage %j exits 2 and says what is wrong', async (argv) => {
+    const { io, err } = capture();
+    expect(await main(argv, io)).toBe(2);
+    expect(err.join('\n')).toMatch(/error|missing|unknown|usage/i);
+  });
 });

@@ -19,7 +19,15 @@ const started = (minutes: number, dispatches = 1, runId: number | undefined = 7)
 
 /** Approved at T0, judged 10 minutes later with a 30-minute grace, unless the case says otherwise. */
 function verdict(facts: Partial<ContinuationFacts>) {
-  return continuationVerdict({ continuation: undefined, movedAt: at(0), runEnded: undefined, now: new Date(at(10)), graceMs: 30 * MIN, firstAfterMs: 30 * MIN, ...facts });
+  return continuationVerdict({
+    continuation: undefined,
+    movedAt: at(0),
+    runEnded: undefined,
+    now: new Date(at(10)),
+    graceMs: 30 * MIN,
+    firstAfterMs: 30 * MIN,
+    ...facts,
+  });
 }
 
 describe('continuationVerdict', () => {
@@ -59,10 +67,19 @@ describe('continuationVerdict', () => {
 
   it('never starts one while the recorded run is live, whatever the times and counts', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 10_000 }), fc.integer({ min: 1, max: 10 }), fc.integer({ min: 0, max: 10_000 }), (startMin, dispatches, nowAfter) => {
-        const v = verdict({ continuation: started(startMin, dispatches), runEnded: false, now: new Date(at(startMin + nowAfter)) });
-        expect(v).toBe('continuing');
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 10_000 }),
+        fc.integer({ min: 1, max: 10 }),
+        fc.integer({ min: 0, max: 10_000 }),
+        (startMin, dispatches, nowAfter) => {
+          const v = verdict({
+            continuation: started(startMin, dispatches),
+            runEnded: false,
+            now: new Date(at(startMin + nowAfter)),
+          });
+          expect(v).toBe('continuing');
+        },
+      ),
     );
   });
 });
@@ -79,7 +96,15 @@ describe('recordContinuation', () => {
 
   it('counts from one again once a step was armed after the last start', () => {
     const first = recordContinuation(approved, { id: 11, url: 'u/11' }, new Date(at(1)));
-    const moved = startStep({ ...first, approval: { required: false, state: 'not-required' } }, 'apply', localLease('job'), new Date(at(2)));
-    expect(recordContinuation(moved, { id: 12, url: 'u/12' }, new Date(at(50))).continuation).toMatchObject({ dispatches: 1, runId: 12 });
+    const moved = startStep(
+      { ...first, approval: { required: false, state: 'not-required' } },
+      'apply',
+      localLease('job'),
+      new Date(at(2)),
+    );
+    expect(recordContinuation(moved, { id: 12, url: 'u/12' }, new Date(at(50))).continuation).toMatchObject({
+      dispatches: 1,
+      runId: 12,
+    });
   });
 });

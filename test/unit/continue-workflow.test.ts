@@ -3,15 +3,15 @@ import { createServer, type AddressInfo, type Server, type Socket } from 'node:n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { localGate } from '../../src/app/approval-gates/local.js';
-import { environmentGate } from '../../src/app/approval-gates/environment.js';
-import { dispatchGate } from '../../src/app/approval-gates/dispatch.js';
-import { decide, decideByDispatch } from '../../src/app/approvals.js';
-import { continueWorkflow, failureOf } from '../../src/app/continue-workflow.js';
-import type { AppContext } from '../../src/app/context.js';
+import { localGate } from '../../src/app/approval/gates/local.js';
+import { environmentGate } from '../../src/app/approval/gates/environment.js';
+import { dispatchGate } from '../../src/app/approval/gates/dispatch.js';
+import { decide, decideByDispatch } from '../../src/app/approval/approvals.js';
+import { continueWorkflow, failureOf } from '../../src/app/provision/continue-workflow.js';
+import type { AppContext } from '../../src/app/runtime/context.js';
 import type { ApprovalGate } from '../../src/app/ports/approval-gate.js';
-import { RecordingProgress } from '../../src/app/progress.js';
-import { SecretRegistry } from '../../src/app/secrets.js';
+import { RecordingProgress } from '../../src/app/runtime/progress.js';
+import { SecretRegistry } from '../../src/app/runtime/secrets.js';
 import { awaitApproval, decideApproval, type Workflow } from '../../src/domain/workflow.js';
 import { LEDGER_PATHS, requireWorkflow, serializeRecord } from '../../src/ledger/records.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
@@ -22,15 +22,29 @@ import { sampleWorkflow, T0 } from '../support/workflows.js';
 
 function setup(workflow: Workflow) {
   const store = new MemoryLedgerStore({ files: { [LEDGER_PATHS.workflow(workflow.id)]: serializeRecord(workflow) } });
-  const app: AppContext = { store, ledgerBranch: 'exocomp-ledger', now: () => T0, cwd: '/nonexistent', env: {}, progress: new RecordingProgress() };
+  const app: AppContext = {
+    store,
+    ledgerBranch: 'exocomp-ledger',
+    now: () => T0,
+    cwd: '/nonexistent',
+    env: {},
+    progress: new RecordingProgress(),
+  };
   const published: string[] = [];
   const publish = async (w: Workflow) => {
     published.push(`${w.id}:${w.state}`);
   };
-  return { store, app, published, publish, inputs: { runSecrets: {}, rotateHostKeys: [], secrets: new SecretRegistry() } };
+  return {
+    store,
+    app,
+    published,
+    publish,
+    inputs: { runSecrets: {}, rotateHostKeys: [], secrets: new SecretRegistry() },
+  };
 }
 
-const awaiting = () => awaitApproval(sampleWorkflow('edge-1', { requireApproval: true }), T0, { fingerprint: 'f1', summary: '+1 ~0 -0' });
+const awaiting = () =>
+  awaitApproval(sampleWorkflow('edge-1', { requireApproval: true }), T0, { fingerprint: 'f1', summary: '+1 ~0 -0' });
 
 /** A gate that records whether the core asked it. */
 function spyGate(): ApprovalGate & { asked: string[] } {
@@ -49,17 +63,31 @@ describe('continueWorkflow', () => {
     const rejected = decideApproval(awaiting(), { approve: false, by: 'carol', via: 'cli', now: T0 });
     const { app, store, published, publish, inputs } = setup(rejected);
     const before = store.history().length;
-    const outcome = await continueWorkflow(app, { workflowId: 'edge-1', inputs, gate: localGate({ wait: false }), publish });
+    const outcome = await continueWorkflow(app, {
+      workflowId: 'edge-1',
+      inputs,
+      gate: localGate({ wait: false }),
+      publish,
+    });
     expect(outcome.kind).toBe('rejected');
     expect(published).toEqual(['edge-1:rejected']);
     expect(store.history().length).toBe(before);
-    expect(failureOf(outcome)).toMatchObject({ kind: 'approval', message: 'workflow edge-1 was rejected by carol; nothing is applied' });
+    expect(failureOf(outcome)).toMatchObject({
+      kind: 'approval',
+      message: 'workflow edge-1 was rejected by carol; nothing is applied',
+    });
   });
 
   it('a pending approval in dispatch mode ends the apply job awaiting it, with nothing planned or applied', async () => {
     const { app, store, published, publish, inputs } = setup(awaiting());
     const before = store.history().length;
-    const outcome = await continueWorkflow(app, { workflowId: 'edge-1', inputs, gate: dispatchGate(), scope: 'apply', publish });
+    const outcome = await continueWorkflow(app, {
+      workflowId: 'edge-1',
+      inputs,
+      gate: dispatchGate(),
+      scope: 'apply',
+      publish,
+    });
     expect(outcome).toMatchObject({ kind: 'awaiting-approval', workflow: { state: 'awaiting-approval' } });
     expect(store.history().length).toBe(before);
     expect(published).toEqual(['edge-1:awaiting-approval']);
@@ -70,7 +98,15 @@ describe('continueWorkflow', () => {
     const { app, store, published, publish, inputs } = setup(awaiting());
     const platform = fakeCiPlatform();
     const before = store.history().length;
-    await expect(continueWorkflow(app, { workflowId: 'edge-1', inputs, gate: environmentGate(platform, 'production'), scope: 'apply', publish })).rejects.toMatchObject({
+    await expect(
+      continueWorkflow(app, {
+        workflowId: 'edge-1',
+        inputs,
+        gate: environmentGate(platform, 'production'),
+        scope: 'apply',
+        publish,
+      }),
+    ).rejects.toMatchObject({
       kind: 'approval',
       message: 'nobody approved production',
     });
@@ -81,9 +117,16 @@ describe('continueWorkflow', () => {
 
   it('the environment gate records who approved the gated job', async () => {
     const { app } = setup(awaiting());
-    const platform = fakeCiPlatform({ approval: { by: 'bob', via: 'environment production (run 9001)', comment: 'lgtm', selfReviewAllowed: false } });
+    const platform = fakeCiPlatform({
+      approval: { by: 'bob', via: 'environment production (run 9001)', comment: 'lgtm', selfReviewAllowed: false },
+    });
     const decided = await environmentGate(platform, 'production').decideNow(app, awaiting());
-    expect(decided?.approval).toMatchObject({ state: 'approved', by: 'bob', via: 'environment production (run 9001)', comment: 'lgtm' });
+    expect(decided?.approval).toMatchObject({
+      state: 'approved',
+      by: 'bob',
+      via: 'environment production (run 9001)',
+      comment: 'lgtm',
+    });
     expect(requireWorkflow(await app.store.read(), 'edge-1').approval.state).toBe('approved');
   });
 
@@ -91,9 +134,14 @@ describe('continueWorkflow', () => {
     const created = sampleWorkflow('edge-1', { requireApproval: true });
     const { app, store } = setup(created);
     const before = store.history().length;
-    const platform = fakeCiPlatform({ approval: { by: 'bob', via: 'environment production (run 9001)', comment: '', selfReviewAllowed: false } });
+    const platform = fakeCiPlatform({
+      approval: { by: 'bob', via: 'environment production (run 9001)', comment: '', selfReviewAllowed: false },
+    });
     const refusal = environmentGate(platform, 'production').decideNow(app, created);
-    await expect(refusal).rejects.toMatchObject({ kind: 'approval', message: expect.stringContaining('has no plan recorded by an earlier job') });
+    await expect(refusal).rejects.toMatchObject({
+      kind: 'approval',
+      message: expect.stringContaining('has no plan recorded by an earlier job'),
+    });
     await expect(environmentGate(platform, 'production').decideNow(app, created)).rejects.toMatchObject({
       help: expect.stringMatching(/plan:[\s\S]*needs: plan[\s\S]*environment: production/),
     });
@@ -103,27 +151,44 @@ describe('continueWorkflow', () => {
 
   it('the environment gate refuses the requester approving their own deployment where self-review is allowed, or warns when told to', async () => {
     const requester = awaiting().requester;
-    const selfApproved = { by: requester, via: 'environment production (run 9001)', comment: '', selfReviewAllowed: true };
+    const selfApproved = {
+      by: requester,
+      via: 'environment production (run 9001)',
+      comment: '',
+      selfReviewAllowed: true,
+    };
     const { app } = setup(awaiting());
-    await expect(environmentGate(fakeCiPlatform({ approval: selfApproved }), 'production').decideNow(app, awaiting())).rejects.toMatchObject({
+    await expect(
+      environmentGate(fakeCiPlatform({ approval: selfApproved }), 'production').decideNow(app, awaiting()),
+    ).rejects.toMatchObject({
       kind: 'approval',
       message: expect.stringContaining(`${requester} approved a deployment they requested`),
     });
     expect(requireWorkflow(await app.store.read(), 'edge-1').approval.state).toBe('pending');
     // Prevent self-review on: GitHub itself kept the requester from approving, so whoever approved is someone else.
-    const prevented = await environmentGate(fakeCiPlatform({ approval: { ...selfApproved, selfReviewAllowed: false } }), 'production').decideNow(app, awaiting());
+    const prevented = await environmentGate(
+      fakeCiPlatform({ approval: { ...selfApproved, selfReviewAllowed: false } }),
+      'production',
+    ).decideNow(app, awaiting());
     expect(prevented?.approval.state).toBe('approved');
 
     const second = setup(awaiting());
-    const warned = await environmentGate(fakeCiPlatform({ approval: selfApproved }), 'production', 'warn').decideNow(second.app, awaiting());
+    const warned = await environmentGate(fakeCiPlatform({ approval: selfApproved }), 'production', 'warn').decideNow(
+      second.app,
+      awaiting(),
+    );
     expect(warned?.approval).toMatchObject({ state: 'approved', by: requester });
-    expect((second.app.progress as RecordingProgress).events).toContainEqual(expect.objectContaining({ type: 'warning', message: expect.stringContaining('Prevent self-review') }));
+    expect((second.app.progress as RecordingProgress).events).toContainEqual(
+      expect.objectContaining({ type: 'warning', message: expect.stringContaining('Prevent self-review') }),
+    );
   });
 
   it('a later step’s job never asks the gate: the chain refuses it until apply succeeded', async () => {
     const { app, inputs } = setup(awaiting());
     const gate = spyGate();
-    await expect(continueWorkflow(app, { workflowId: 'edge-1', inputs, gate, scope: 'ssh-wait' })).rejects.toMatchObject({ kind: 'illegal-transition' });
+    await expect(
+      continueWorkflow(app, { workflowId: 'edge-1', inputs, gate, scope: 'ssh-wait' }),
+    ).rejects.toMatchObject({ kind: 'illegal-transition' });
     expect(gate.asked).toEqual([]);
   });
 
@@ -137,7 +202,10 @@ describe('continueWorkflow', () => {
 
   it('a workflow the ledger does not hold, with nothing to create it from, is an error', async () => {
     const { app, inputs } = setup(awaiting());
-    await expect(continueWorkflow(app, { workflowId: 'nope', inputs })).rejects.toMatchObject({ kind: 'usage', message: 'no workflow nope in the ledger' });
+    await expect(continueWorkflow(app, { workflowId: 'nope', inputs })).rejects.toMatchObject({
+      kind: 'usage',
+      message: 'no workflow nope in the ledger',
+    });
   });
 });
 
@@ -147,8 +215,17 @@ describe('decideByDispatch', () => {
     const platform = fakeCiPlatform({ mayDecide: false });
     const before = store.history().length;
     await expect(
-      decideByDispatch(app, platform, { workflowId: 'edge-1', approve: true, reason: undefined, allowSelfApproval: false, continueWith: undefined }),
-    ).rejects.toMatchObject({ kind: 'permission', message: 'bob has read access; deciding an approval needs write access or above' });
+      decideByDispatch(app, platform, {
+        workflowId: 'edge-1',
+        approve: true,
+        reason: undefined,
+        allowSelfApproval: false,
+        continueWith: undefined,
+      }),
+    ).rejects.toMatchObject({
+      kind: 'permission',
+      message: 'bob has read access; deciding an approval needs write access or above',
+    });
     expect(store.history().length).toBe(before);
     expect(platform.dispatched).toEqual([]);
   });
@@ -157,7 +234,13 @@ describe('decideByDispatch', () => {
     const { app } = setup(awaiting());
     const platform = fakeCiPlatform({ actor: 'alice' });
     await expect(
-      decideByDispatch(app, platform, { workflowId: 'edge-1', approve: true, reason: undefined, allowSelfApproval: false, continueWith: undefined }),
+      decideByDispatch(app, platform, {
+        workflowId: 'edge-1',
+        approve: true,
+        reason: undefined,
+        allowSelfApproval: false,
+        continueWith: undefined,
+      }),
     ).rejects.toMatchObject({ kind: 'approval' });
     expect(platform.dispatched).toEqual([]);
   });
@@ -165,8 +248,19 @@ describe('decideByDispatch', () => {
   it('records the approval with the run it was decided in, then dispatches the continuation', async () => {
     const { app } = setup(awaiting());
     const platform = fakeCiPlatform();
-    const outcome = await decideByDispatch(app, platform, { workflowId: 'edge-1', approve: true, reason: 'ok', allowSelfApproval: false, continueWith: 'chain.yml' });
-    expect(outcome.workflow.approval).toMatchObject({ state: 'approved', by: 'bob', via: 'fake run 9001', comment: 'ok' });
+    const outcome = await decideByDispatch(app, platform, {
+      workflowId: 'edge-1',
+      approve: true,
+      reason: 'ok',
+      allowSelfApproval: false,
+      continueWith: 'chain.yml',
+    });
+    expect(outcome.workflow.approval).toMatchObject({
+      state: 'approved',
+      by: 'bob',
+      via: 'fake run 9001',
+      comment: 'ok',
+    });
     expect(outcome.dispatched).toEqual({ target: 'chain.yml', ref: 'main' });
     expect(platform.dispatched).toEqual([{ workflow: 'edge-1', target: 'chain.yml' }]);
   });
@@ -174,14 +268,31 @@ describe('decideByDispatch', () => {
   it('records the continuation it started, with its run when the platform names it', async () => {
     const { app } = setup(awaiting());
     const run = { id: 9100, url: 'https://ci.example/runs/9100' };
-    await decideByDispatch(app, fakeCiPlatform({ startedRun: run }), { workflowId: 'edge-1', approve: true, reason: undefined, allowSelfApproval: false, continueWith: undefined });
-    expect(requireWorkflow(await app.store.read(), 'edge-1').continuation).toEqual({ at: expect.any(String), dispatches: 1, runId: 9100, runUrl: run.url });
+    await decideByDispatch(app, fakeCiPlatform({ startedRun: run }), {
+      workflowId: 'edge-1',
+      approve: true,
+      reason: undefined,
+      allowSelfApproval: false,
+      continueWith: undefined,
+    });
+    expect(requireWorkflow(await app.store.read(), 'edge-1').continuation).toEqual({
+      at: expect.any(String),
+      dispatches: 1,
+      runId: 9100,
+      runUrl: run.url,
+    });
   });
 
   it('a rejection is recorded and dispatches nothing', async () => {
     const { app } = setup(awaiting());
     const platform = fakeCiPlatform();
-    const outcome = await decideByDispatch(app, platform, { workflowId: 'edge-1', approve: false, reason: undefined, allowSelfApproval: false, continueWith: undefined });
+    const outcome = await decideByDispatch(app, platform, {
+      workflowId: 'edge-1',
+      approve: false,
+      reason: undefined,
+      allowSelfApproval: false,
+      continueWith: undefined,
+    });
     expect(outcome).toMatchObject({ workflow: { state: 'rejected' }, dispatched: undefined });
     expect(platform.dispatched).toEqual([]);
   });
@@ -197,12 +308,18 @@ describe('continueWorkflow: a new workflow no approval holds', () => {
    * The edge workspace naming `hosts` (none by default), the stand-in's log, and a ledger whose first write waits for
    * `holdFirstWrite`, and its second (apply's success) for `holdSecondWrite`.
    */
-  async function fresh(holdFirstWrite: (log: string) => Promise<void>, options: { hosts?: Record<string, unknown>; holdSecondWrite?: () => Promise<void> } = {}) {
+  async function fresh(
+    holdFirstWrite: (log: string) => Promise<void>,
+    options: { hosts?: Record<string, unknown>; holdSecondWrite?: () => Promise<void> } = {},
+  ) {
     const dir = await mkdtemp(join(tmpdir(), 'exocomp-lookahead-'));
     dirs.push(dir);
     const workspace = join(dir, 'ws');
     await cp(join(fixtureWorkspacesDir, 'edge'), workspace, { recursive: true });
-    await writeFile(join(workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: { all: { hosts: options.hosts ?? {} } } }));
+    await writeFile(
+      join(workspace, 'exocomp.auto.tfvars.json'),
+      JSON.stringify({ ansible_inventory: { all: { hosts: options.hosts ?? {} } } }),
+    );
     const log = join(dir, 'standin.log');
     const memory = new MemoryLedgerStore();
     let writes = 0;
@@ -218,7 +335,14 @@ describe('continueWorkflow: a new workflow no approval holds', () => {
       },
     };
     const progress = new RecordingProgress();
-    const app: AppContext = { store, ledgerBranch: 'exocomp-ledger', now: () => T0, cwd: dir, env: { ...process.env, EXOCOMP_TOFU_STANDIN_LOG: log }, progress };
+    const app: AppContext = {
+      store,
+      ledgerBranch: 'exocomp-ledger',
+      now: () => T0,
+      cwd: dir,
+      env: { ...process.env, EXOCOMP_TOFU_STANDIN_LOG: log },
+      progress,
+    };
     const request = {
       workflowId: 'edge-new1',
       newId: true,
@@ -237,13 +361,15 @@ describe('continueWorkflow: a new workflow no approval holds', () => {
   }
 
   /** Plan directories this process made and left behind (makePrivateDir names them exocomp-plan-<pid>-…). */
-  const planDirs = async () => (await readdir(tmpdir())).filter((name) => name.startsWith(`exocomp-plan-${process.pid}-`));
+  const planDirs = async () =>
+    (await readdir(tmpdir())).filter((name) => name.startsWith(`exocomp-plan-${process.pid}-`));
 
   it('plans while the write that records it with apply running is on its way, and applies only after that write', async () => {
     let planAtWrite = -1;
     const { app, memory, progress, log, request } = await fresh(async (file) => {
       // The write waits (bounded) until the plan has run: it can only finish if the plan did not wait for the write.
-      for (let i = 0; i < 600 && invocationsOf(await readStandinLog(file), 'plan').length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+      for (let i = 0; i < 600 && invocationsOf(await readStandinLog(file), 'plan').length === 0; i++)
+        await new Promise((resolve) => setTimeout(resolve, 50));
       const seen = await readStandinLog(file);
       planAtWrite = invocationsOf(seen, 'plan').length;
       expect(invocationsOf(seen, 'apply')).toEqual([]);
@@ -317,16 +443,25 @@ describe('continueWorkflow: a new workflow no approval holds', () => {
     const outcome = await continueWorkflow(app, { ...request, scope: 'chain' });
     expect(outcome).toMatchObject({ kind: 'ran', ok: false, workflow: { failure: { step: 'onboard' } } });
     expect(probedAtWrite).toBe(true);
-    expect(memory.history().map((commit) => commit.message)[1]).toMatch(/^edge-new1: apply succeeded; ssh-wait running \(local:.*; tf:edge: capture/);
+    expect(memory.history().map((commit) => commit.message)[1]).toMatch(
+      /^edge-new1: apply succeeded; ssh-wait running \(local:.*; tf:edge: capture/,
+    );
     const started = progress.events.findIndex((e) => e.type === 'step-started' && e.step === 'ssh-wait');
-    const waitLines = progress.events.flatMap((e, i) => (e.type === 'info' && e.step === 'ssh-wait' ? [{ i, message: e.message }] : []));
-    expect(waitLines.map((line) => line.message)).toEqual(['waiting up to 1.0s for 1 host(s): web1', expect.stringMatching(/^web1 answered after /)]);
+    const waitLines = progress.events.flatMap((e, i) =>
+      e.type === 'info' && e.step === 'ssh-wait' ? [{ i, message: e.message }] : [],
+    );
+    expect(waitLines.map((line) => line.message)).toEqual([
+      'waiting up to 1.0s for 1 host(s): web1',
+      expect.stringMatching(/^web1 answered after /),
+    ]);
     expect(Math.min(...waitLines.map((line) => line.i))).toBeGreaterThan(started);
   });
 
   it('a run that only applies (a per-step job) does not wait for the banners it will not use', async () => {
     const banner = await bannerServer();
-    const { app, request } = await fresh(async () => undefined, { hosts: { web1: { ansible_host: '127.0.0.1', ansible_port: banner.port } } });
+    const { app, request } = await fresh(async () => undefined, {
+      hosts: { web1: { ansible_host: '127.0.0.1', ansible_port: banner.port } },
+    });
     expect(await continueWorkflow(app, request)).toMatchObject({ kind: 'ran', ok: true });
     expect(banner.count).toBe(0);
   });

@@ -4,9 +4,9 @@
  * lease it holds, whether it writes the ledger, and the fold of a matrix.
  */
 import { describe, expect, it } from 'vitest';
-import { converge, convergeJob, foldJob, type ConvergeJobInputs } from '../../src/app/converge.js';
-import type { AppContext } from '../../src/app/context.js';
-import { RecordingProgress } from '../../src/app/progress.js';
+import { converge, convergeJob, foldJob, type ConvergeJobInputs } from '../../src/app/converge/converge.js';
+import type { AppContext } from '../../src/app/runtime/context.js';
+import { RecordingProgress } from '../../src/app/runtime/progress.js';
 import { SHARD_RESULT_SCHEMA_VERSION, type ShardResult } from '../../src/domain/converge-record.js';
 import { readConvergeHistory, readScheduleFires, readShardResults, RecordWrites } from '../../src/ledger/records.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
@@ -20,11 +20,20 @@ const job = (inputs: Partial<ConvergeJobInputs>) => convergeJob({ target: 'tf:ed
 
 describe('convergeJob', () => {
   it('a plain converge of tf:<name> only reads the ledger', () => {
-    expect(job({})).toEqual({ kind: 'play', target: { kind: 'standing', name: 'edge' }, targetText: 'tf:edge', writesLedger: false });
+    expect(job({})).toEqual({
+      kind: 'play',
+      target: { kind: 'standing', name: 'edge' },
+      targetText: 'tf:edge',
+      writesLedger: false,
+    });
   });
 
   it('a concurrency key makes it hold that lease, which is a ledger write', () => {
-    expect(job({ concurrencyKey: 'edge-nightly' })).toMatchObject({ kind: 'play', lockKey: 'edge-nightly', writesLedger: true });
+    expect(job({ concurrencyKey: 'edge-nightly' })).toMatchObject({
+      kind: 'play',
+      lockKey: 'edge-nightly',
+      writesLedger: true,
+    });
   });
 
   it('a shard records its result under the run id and holds its own lease <key>.<i>, so shards never wait on each other', () => {
@@ -37,18 +46,40 @@ describe('convergeJob', () => {
   });
 
   it('fold-shards is the fold of the run, which writes the converge record', () => {
-    expect(job({ foldShards: '3', runId: '4242' })).toEqual({ kind: 'fold', name: 'edge', runId: '4242', shards: 3, writesLedger: true });
+    expect(job({ foldShards: '3', runId: '4242' })).toEqual({
+      kind: 'fold',
+      name: 'edge',
+      runId: '4242',
+      shards: 3,
+      writesLedger: true,
+    });
   });
 
   it.each([
-    ['a file target where the face allows none', { target: 'hosts.yml' }, /target "hosts.yml" is not a standing inventory/],
-    ['a shard and a fold in one job', { shard: '1/3', foldShards: '3', runId: '1' }, /shard and fold-shards go in different jobs/],
+    [
+      'a file target where the face allows none',
+      { target: 'hosts.yml' },
+      /target "hosts.yml" is not a standing inventory/,
+    ],
+    [
+      'a shard and a fold in one job',
+      { shard: '1/3', foldShards: '3', runId: '1' },
+      /shard and fold-shards go in different jobs/,
+    ],
     ['a shard without the run id its siblings share', { shard: '1/3', names: CLI }, /--shard needs --run-id/],
-    ['a shard of a file inventory', { target: 'hosts.yml', allowFile: true, shard: '1/3', runId: '1', names: CLI }, /--shard splits a standing inventory/],
+    [
+      'a shard of a file inventory',
+      { target: 'hosts.yml', allowFile: true, shard: '1/3', runId: '1', names: CLI },
+      /--shard splits a standing inventory/,
+    ],
     ['a shard index past the count', { shard: '4/3', runId: '1' }, /shard index 4 is not a whole number from 1 to 3/],
     ['a run id that cannot name a record', { shard: '1/3', runId: '../x' }, /invalid converge run name/],
     ['a concurrency key with a slash', { concurrencyKey: 'a/b' }, /invalid concurrency key/],
-    ['a schedule on a shard (its fold records the fire)', { shard: '1/3', runId: '1', schedule: NIGHTLY }, /a shard does not record its schedule's fire/],
+    [
+      'a schedule on a shard (its fold records the fire)',
+      { shard: '1/3', runId: '1', schedule: NIGHTLY },
+      /a shard does not record its schedule's fire/,
+    ],
   ] as const)('refuses %s before the ledger is opened', (_what, inputs, message) => {
     const error = thrown(() => job(inputs));
     expect(error.kind).toBe('usage');
@@ -57,11 +88,18 @@ describe('convergeJob', () => {
 
   it('a scheduled converge records its fire, which is a ledger write; so does a scheduled fold', () => {
     expect(job({ schedule: NIGHTLY })).toMatchObject({ kind: 'play', schedule: NIGHTLY, writesLedger: true });
-    expect(job({ foldShards: '3', runId: '4242', schedule: NIGHTLY })).toMatchObject({ kind: 'fold', schedule: NIGHTLY });
+    expect(job({ foldShards: '3', runId: '4242', schedule: NIGHTLY })).toMatchObject({
+      kind: 'fold',
+      schedule: NIGHTLY,
+    });
   });
 
   it('lets the CLI play against an inventory file', () => {
-    expect(job({ target: 'hosts.yml', allowFile: true, names: CLI })).toMatchObject({ kind: 'play', target: { kind: 'file', path: 'hosts.yml' }, writesLedger: false });
+    expect(job({ target: 'hosts.yml', allowFile: true, names: CLI })).toMatchObject({
+      kind: 'play',
+      target: { kind: 'file', path: 'hosts.yml' },
+      writesLedger: false,
+    });
   });
 });
 
@@ -84,7 +122,14 @@ describe('converge: the fold', () => {
       message: 'shards',
       result: undefined,
     }));
-    const app: AppContext = { store, ledgerBranch: 'exocomp-ledger', now: () => T0, cwd: '/nonexistent', env: {}, progress: new RecordingProgress() };
+    const app: AppContext = {
+      store,
+      ledgerBranch: 'exocomp-ledger',
+      now: () => T0,
+      cwd: '/nonexistent',
+      env: {},
+      progress: new RecordingProgress(),
+    };
     const result = await converge(app, foldJob({ target: 'tf:edge', foldShards: '3', runId: '4242', names: CLI }));
     expect(result.kind).toBe('folded');
     expect(result.run).toMatchObject({ ok: false, shards: 3, missingShards: [3] });
@@ -100,7 +145,12 @@ describe('converge: the fold', () => {
 
   it("records the schedule's fire in the fold's commit, at the time the first shard reported, and says which ticks never ran", async () => {
     const store = new MemoryLedgerStore();
-    const earlier = { schemaVersion: 1 as const, name: 'nightly', cron: NIGHTLY.cron, fires: ['2026-11-27T03:18:00.000Z', '2026-11-29T03:18:00.000Z'] };
+    const earlier = {
+      schemaVersion: 1 as const,
+      name: 'nightly',
+      cron: NIGHTLY.cron,
+      fires: ['2026-11-27T03:18:00.000Z', '2026-11-29T03:18:00.000Z'],
+    };
     await store.update(() => ({
       writes: new RecordWrites()
         .scheduleFires(earlier)
@@ -111,9 +161,19 @@ describe('converge: the fold', () => {
       result: undefined,
     }));
     const now = new Date(T0.getTime() + 10 * 60_000);
-    const app: AppContext = { store, ledgerBranch: 'exocomp-ledger', now: () => now, cwd: '/nonexistent', env: {}, progress: new RecordingProgress() };
+    const app: AppContext = {
+      store,
+      ledgerBranch: 'exocomp-ledger',
+      now: () => now,
+      cwd: '/nonexistent',
+      env: {},
+      progress: new RecordingProgress(),
+    };
     const commitsBefore = store.history().length;
-    const result = await converge(app, foldJob({ target: 'tf:edge', foldShards: '3', runId: '4242', schedule: NIGHTLY, names: CLI }));
+    const result = await converge(
+      app,
+      foldJob({ target: 'tf:edge', foldShards: '3', runId: '4242', schedule: NIGHTLY, names: CLI }),
+    );
     expect(result.run.ok).toBe(true);
     expect(store.history()).toHaveLength(commitsBefore + 1);
     expect(readScheduleFires(await store.read(), 'nightly')?.fires.at(-1)).toBe(T0.toISOString());

@@ -11,7 +11,13 @@ import {
 } from '../../src/domain/converge-record.js';
 import { escapeMarkdown } from '../../src/domain/drift-render.js';
 
-const result = (index: number, hosts: string[], failed: ShardResult['failedHosts'] = [], code = failed.length > 0 ? 2 : 0, runId = 'r1'): ShardResult => ({
+const result = (
+  index: number,
+  hosts: string[],
+  failed: ShardResult['failedHosts'] = [],
+  code = failed.length > 0 ? 2 : 0,
+  runId = 'r1',
+): ShardResult => ({
   schemaVersion: SHARD_RESULT_SCHEMA_VERSION,
   name: 'web',
   runId,
@@ -41,7 +47,12 @@ describe('foldShardResults', () => {
   });
 
   it('fails naming failed hosts by shard, missing shards, and a shard whose play failed before any host did', () => {
-    const run = foldShardResults('r1', 3, [result(1, ['a', 'b'], [{ host: 'b', reason: 'unreachable' }]), result(3, ['c'], [], 4)], 'now');
+    const run = foldShardResults(
+      'r1',
+      3,
+      [result(1, ['a', 'b'], [{ host: 'b', reason: 'unreachable' }]), result(3, ['c'], [], 4)],
+      'now',
+    );
     expect(run.ok).toBe(false);
     expect(run.hosts.filter((h) => !h.ok)).toEqual([{ host: 'b', shard: 1, ok: false, reason: 'unreachable' }]);
     expect(run.missingShards).toEqual([2]);
@@ -56,7 +67,12 @@ describe('foldShardResults', () => {
   });
 
   it('ignores results of other runs or another shard count', () => {
-    const run = foldShardResults('r1', 3, [result(1, ['a'], [], 0, 'r0'), { ...result(2, ['b']), shard: { index: 2, total: 4 } }], 'now');
+    const run = foldShardResults(
+      'r1',
+      3,
+      [result(1, ['a'], [], 0, 'r0'), { ...result(2, ['b']), shard: { index: 2, total: 4 } }],
+      'now',
+    );
     expect(run.missingShards).toEqual([1, 2, 3]);
   });
 });
@@ -64,7 +80,8 @@ describe('foldShardResults', () => {
 describe('converge history', () => {
   it('keeps the latest runs, a re-folded run replacing its earlier record', () => {
     let history;
-    for (let i = 0; i < CONVERGE_HISTORY_LIMIT + 5; i += 1) history = appendConvergeRun(history, 'web', foldShardResults(`r${i}`, 1, [], 'now'));
+    for (let i = 0; i < CONVERGE_HISTORY_LIMIT + 5; i += 1)
+      history = appendConvergeRun(history, 'web', foldShardResults(`r${i}`, 1, [], 'now'));
     expect(history?.runs).toHaveLength(CONVERGE_HISTORY_LIMIT);
     const again = appendConvergeRun(history, 'web', foldShardResults(`r${CONVERGE_HISTORY_LIMIT + 4}`, 1, [], 'later'));
     expect(again.runs).toHaveLength(CONVERGE_HISTORY_LIMIT);
@@ -74,7 +91,9 @@ describe('converge history', () => {
 
 describe('failedHostsOf', () => {
   it('reads ansible stats: unreachable wins over failed', () => {
-    expect(failedHostsOf({ b: { ok: 1, failures: 1, unreachable: 0 }, a: { unreachable: 1, failures: 1 }, c: { ok: 3 } })).toEqual([
+    expect(
+      failedHostsOf({ b: { ok: 1, failures: 1, unreachable: 0 }, a: { unreachable: 1, failures: 1 }, c: { ok: 3 } }),
+    ).toEqual([
       { host: 'a', reason: 'unreachable' },
       { host: 'b', reason: 'failed' },
     ]);

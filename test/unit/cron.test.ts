@@ -4,7 +4,8 @@ import { convertCron, describeMinuteWarning } from '../../src/domain/cron.js';
 import { quoteValue } from '../../src/domain/names.js';
 import { thrown } from '../support/errors.js';
 
-const FORMAT_HELP = "write six fields, seconds first — second minute hour day-of-month month day-of-week — e.g. '0 0 3 * * *' (03:00 UTC daily)";
+const FORMAT_HELP =
+  "write six fields, seconds first — second minute hour day-of-month month day-of-week — e.g. '0 0 3 * * *' (03:00 UTC daily)";
 
 describe('convertCron', () => {
   it.each([
@@ -56,7 +57,9 @@ describe('convertCron', () => {
     ] as const)('refuses %j (every %d minute(s))', (six, gap) => {
       const error = thrown(() => convertCron(six));
       expect(error).toBeInstanceOf(UsageError);
-      expect(error.message).toBe(`invalid schedule ${quoteValue(six)}: it fires as often as every ${gap} minute(s), but CI schedules run at most every 5 minutes`);
+      expect(error.message).toBe(
+        `invalid schedule ${quoteValue(six)}: it fires as often as every ${gap} minute(s), but CI schedules run at most every 5 minutes`,
+      );
       expect(error.help).toBe('use minutes at least 5 apart, e.g. */5, */15 or 7,37');
     });
 
@@ -92,7 +95,9 @@ describe('convertCron', () => {
     const six = `${seconds} 0 3 * * *`;
     const error = thrown(() => convertCron(six));
     expect(error).toBeInstanceOf(UsageError);
-    expect(error.message).toBe(`invalid schedule ${quoteValue(six)}: the seconds field is ${quoteValue(seconds)}, but CI schedules have minute resolution`);
+    expect(error.message).toBe(
+      `invalid schedule ${quoteValue(six)}: the seconds field is ${quoteValue(seconds)}, but CI schedules have minute resolution`,
+    );
     expect(error.help).toBe("make the seconds field 0, e.g. '0 0 3 * * *'");
   });
 
@@ -105,7 +110,12 @@ describe('convertCron', () => {
     ['0 0 3 * 13 *', 'month', '13', '13 is out of range 1-12'],
     ['0 0 3 * * 7', 'day-of-week', '7', '7 is out of range 0-6'],
     ['0 0 3 * * 1-7', 'day-of-week', '1-7', '7 is out of range 0-6'],
-    ['0 0 3 * * 99999999999999999999', 'day-of-week', '99999999999999999999', '99999999999999999999 is out of range 0-6'],
+    [
+      '0 0 3 * * 99999999999999999999',
+      'day-of-week',
+      '99999999999999999999',
+      '99999999999999999999 is out of range 0-6',
+    ],
     ['0 0 3 * * FUN', 'day-of-week', 'FUN', '"FUN" is neither a number nor a name like MON'],
     ['0 0 3 * JANUARY *', 'month', 'JANUARY', '"JANUARY" is neither a number nor a name like FEB'],
     ['0 0 MON * * *', 'hour', 'MON', '"MON" is not a number'],

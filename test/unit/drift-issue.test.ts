@@ -7,12 +7,21 @@ const BOT = 'github-actions[bot]';
 const RUN = 'https://github.example/acme/infra/actions/runs/1';
 
 function report(kind: 'clean' | 'drift' | 'failed'): DriftReport {
-  const plan = planJsonSchema.parse({ format_version: '1.2', resource_changes: kind === 'drift' ? [{ address: 'r.a', change: { actions: ['update'] } }] : [] });
+  const plan = planJsonSchema.parse({
+    format_version: '1.2',
+    resource_changes: kind === 'drift' ? [{ address: 'r.a', change: { actions: ['update'] } }] : [],
+  });
   return {
     workspace: 'edge',
     checkedAt: '2026-11-30T23:00:00.000Z',
-    infrastructure: kind === 'failed' ? { ok: false, error: 'tofu plan failed' } : { ok: true, value: infrastructureDrift(plan, 'f', []) },
-    configuration: { ok: true, value: configurationDrift({ checkedHosts: ['web1'], results: [], keyMismatches: [], unreachableBeforePlay: [] }) },
+    infrastructure:
+      kind === 'failed'
+        ? { ok: false, error: 'tofu plan failed' }
+        : { ok: true, value: infrastructureDrift(plan, 'f', []) },
+    configuration: {
+      ok: true,
+      value: configurationDrift({ checkedHosts: ['web1'], results: [], keyMismatches: [], unreachableBeforePlay: [] }),
+    },
   };
 }
 

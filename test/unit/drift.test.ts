@@ -10,12 +10,20 @@ import {
   type DriftReport,
   type TaskResult,
 } from '../../src/domain/drift.js';
-import { escapeMarkdown, MAX_DIFF_LINES, MAX_MARKDOWN_LENGTH, renderDriftMarkdown, renderDriftText } from '../../src/domain/drift-render.js';
+import {
+  escapeMarkdown,
+  MAX_DIFF_LINES,
+  MAX_MARKDOWN_LENGTH,
+  renderDriftMarkdown,
+  renderDriftText,
+} from '../../src/domain/drift-render.js';
 import { planJsonSchema, type PlanJson } from '../../src/domain/plan.js';
 
 const plan = (extra: Partial<PlanJson>): PlanJson => planJsonSchema.parse({ format_version: '1.2', ...extra });
 const change = (actions: string[], more: Record<string, unknown> = {}) => ({ actions, ...more });
-const inventoryOf = (...hosts: string[]) => ({ all: { hosts: Object.fromEntries(hosts.map((h) => [h, { ansible_host: '127.0.0.2' }])) } });
+const inventoryOf = (...hosts: string[]) => ({
+  all: { hosts: Object.fromEntries(hosts.map((h) => [h, { ansible_host: '127.0.0.2' }])) },
+});
 
 describe('infrastructureDrift', () => {
   it('lists resources to add, change, destroy and replace by address, and skips no-ops and reads of nothing', () => {
@@ -48,7 +56,11 @@ describe('infrastructureDrift', () => {
     const infra = infrastructureDrift(
       plan({
         output_changes: {
-          ansible_inventory: change(['update'], { before: inventoryOf('web1', 'web2'), after: inventoryOf('web2', 'web3'), after_unknown: false }),
+          ansible_inventory: change(['update'], {
+            before: inventoryOf('web1', 'web2'),
+            after: inventoryOf('web2', 'web3'),
+            after_unknown: false,
+          }),
           db_password: change(['update'], { before: 'a', after: 'b', after_sensitive: true }),
           region: change(['no-op'], { before: 'eu', after: 'eu' }),
         },
@@ -65,12 +77,21 @@ describe('infrastructureDrift', () => {
 
   it('says the hosts are unknown when the inventory is known only after apply, and all leave when it is deleted', () => {
     const unknown = infrastructureDrift(
-      plan({ output_changes: { ansible_inventory: change(['update'], { after_unknown: { all: { hosts: { web3: { ansible_host: true } } } } }) } }),
+      plan({
+        output_changes: {
+          ansible_inventory: change(['update'], {
+            after_unknown: { all: { hosts: { web3: { ansible_host: true } } } },
+          }),
+        },
+      }),
       'f',
       ['web1'],
     );
     expect(unknown.hosts).toBeUndefined();
-    const deleted = infrastructureDrift(plan({ output_changes: { ansible_inventory: change(['delete']) } }), 'f', ['web2', 'web1']);
+    const deleted = infrastructureDrift(plan({ output_changes: { ansible_inventory: change(['delete']) } }), 'f', [
+      'web2',
+      'web1',
+    ]);
     expect(deleted.hosts).toEqual({ joining: [], leaving: ['web1', 'web2'] });
   });
 });
@@ -131,7 +152,9 @@ describe('configurationDrift', () => {
     expect(configurationFingerprint(facts([a, b, c, { host: 'web1', task: 'T3', status: 'ok' }]))).not.toBe(base);
     expect(configurationFingerprint(facts([{ ...a, diff: 'y' }, b, c]))).not.toBe(base);
     expect(configurationFingerprint(facts([a, { ...b, status: 'changed' }, c]))).not.toBe(base);
-    expect(configurationFingerprint(facts([a, b, c], { keyMismatches: [{ host: 'db1', detail: 'x' }] }))).not.toBe(base);
+    expect(configurationFingerprint(facts([a, b, c], { keyMismatches: [{ host: 'db1', detail: 'x' }] }))).not.toBe(
+      base,
+    );
     expect(base).toMatch(/^[0-9a-f]{64}$/);
     // ansible's temporary file in the header differs on every run; the hunks decide.
     const run = (tmp: string, line: string): TaskResult => ({
@@ -140,16 +163,26 @@ describe('configurationDrift', () => {
       status: 'changed',
       diff: `--- before: /etc/motd\n+++ after: ${tmp}\n@@ -1 +1 @@\n-a\n+${line}\n`,
     });
-    expect(configurationFingerprint(facts([run('/tmp/x/tmp1', 'b')]))).toBe(configurationFingerprint(facts([run('/tmp/y/tmp2', 'b')])));
-    expect(configurationFingerprint(facts([run('/tmp/x/tmp1', 'b')]))).not.toBe(configurationFingerprint(facts([run('/tmp/x/tmp1', 'c')])));
+    expect(configurationFingerprint(facts([run('/tmp/x/tmp1', 'b')]))).toBe(
+      configurationFingerprint(facts([run('/tmp/y/tmp2', 'b')])),
+    );
+    expect(configurationFingerprint(facts([run('/tmp/x/tmp1', 'b')]))).not.toBe(
+      configurationFingerprint(facts([run('/tmp/x/tmp1', 'c')])),
+    );
   });
 });
 
 function report(infra: DriftReport['infrastructure'], config: DriftReport['configuration']): DriftReport {
   return { workspace: 'web', checkedAt: '2026-11-30T22:00:00.000Z', infrastructure: infra, configuration: config };
 }
-const cleanInfra = () => ({ ok: true as const, value: infrastructureDrift(plan({}), 'a'.repeat(64), ['web1', 'web2']) });
-const cleanConfig = () => ({ ok: true as const, value: configurationDrift(facts([{ host: 'web1', task: 'T', status: 'ok' }])) });
+const cleanInfra = () => ({
+  ok: true as const,
+  value: infrastructureDrift(plan({}), 'a'.repeat(64), ['web1', 'web2']),
+});
+const cleanConfig = () => ({
+  ok: true as const,
+  value: configurationDrift(facts([{ host: 'web1', task: 'T', status: 'ok' }])),
+});
 
 describe('verdict and exit codes', () => {
   it('is clean (0) when neither half would change anything', () => {
@@ -160,12 +193,51 @@ describe('verdict and exit codes', () => {
   it.each([
     [
       'a resource change',
-      () => report({ ok: true, value: infrastructureDrift(plan({ resource_changes: [{ address: 'r.a', change: change(['update']) }] }), 'a', []) }, cleanConfig()),
+      () =>
+        report(
+          {
+            ok: true,
+            value: infrastructureDrift(
+              plan({ resource_changes: [{ address: 'r.a', change: change(['update']) }] }),
+              'a',
+              [],
+            ),
+          },
+          cleanConfig(),
+        ),
     ],
-    ['an output change', () => report({ ok: true, value: infrastructureDrift(plan({ output_changes: { x: change(['update']) } }), 'a', []) }, cleanConfig())],
-    ['a changed task', () => report(cleanInfra(), { ok: true, value: configurationDrift(facts([{ host: 'web1', task: 'T', status: 'changed' }])) })],
-    ['an unreachable host', () => report(cleanInfra(), { ok: true, value: configurationDrift(facts([{ host: 'web1', task: 'T', status: 'unreachable' }])) })],
-    ['a key mismatch', () => report(cleanInfra(), { ok: true, value: configurationDrift(facts([], { keyMismatches: [{ host: 'web1', detail: 'x' }] })) })],
+    [
+      'an output change',
+      () =>
+        report(
+          { ok: true, value: infrastructureDrift(plan({ output_changes: { x: change(['update']) } }), 'a', []) },
+          cleanConfig(),
+        ),
+    ],
+    [
+      'a changed task',
+      () =>
+        report(cleanInfra(), {
+          ok: true,
+          value: configurationDrift(facts([{ host: 'web1', task: 'T', status: 'changed' }])),
+        }),
+    ],
+    [
+      'an unreachable host',
+      () =>
+        report(cleanInfra(), {
+          ok: true,
+          value: configurationDrift(facts([{ host: 'web1', task: 'T', status: 'unreachable' }])),
+        }),
+    ],
+    [
+      'a key mismatch',
+      () =>
+        report(cleanInfra(), {
+          ok: true,
+          value: configurationDrift(facts([], { keyMismatches: [{ host: 'web1', detail: 'x' }] })),
+        }),
+    ],
   ])('is drift (3) for %s', (_, make) => {
     const r = make();
     expect([driftVerdict(r), driftExitCode(r)]).toEqual(['drift', 3]);
@@ -174,7 +246,14 @@ describe('verdict and exit codes', () => {
   it.each([
     ['the plan failed', () => report({ ok: false, error: 'tofu plan failed' }, cleanConfig())],
     ['the play could not run', () => report(cleanInfra(), { ok: false, error: 'ansible-playbook was not found' })],
-    ['a task failed in check mode', () => report(cleanInfra(), { ok: true, value: configurationDrift(facts([{ host: 'web1', task: 'T', status: 'failed' }])) })],
+    [
+      'a task failed in check mode',
+      () =>
+        report(cleanInfra(), {
+          ok: true,
+          value: configurationDrift(facts([{ host: 'web1', task: 'T', status: 'failed' }])),
+        }),
+    ],
   ])('is failed (1) when %s, even beside drift', (_, make) => {
     const r = make();
     expect([driftVerdict(r), driftExitCode(r)]).toEqual(['failed', 1]);
@@ -188,7 +267,9 @@ describe('renderers', () => {
       value: infrastructureDrift(
         plan({
           resource_changes: [{ address: 'terraform_data.web', change: change(['update']) }],
-          output_changes: { ansible_inventory: change(['update'], { before: inventoryOf('web1'), after: inventoryOf('web1', 'web2') }) },
+          output_changes: {
+            ansible_inventory: change(['update'], { before: inventoryOf('web1'), after: inventoryOf('web1', 'web2') }),
+          },
         }),
         'b'.repeat(64),
         ['web1'],
@@ -199,7 +280,12 @@ describe('renderers', () => {
       value: configurationDrift(
         facts(
           [
-            { host: 'web1', task: 'Write /etc/motd', status: 'changed', diff: '--- before: /etc/motd\n+++ after: /etc/motd\n@@ -1 +1 @@\n-tampered\n+managed by exocomp\n' },
+            {
+              host: 'web1',
+              task: 'Write /etc/motd',
+              status: 'changed',
+              diff: '--- before: /etc/motd\n+++ after: /etc/motd\n@@ -1 +1 @@\n-tampered\n+managed by exocomp\n',
+            },
             { host: 'web<b>2', task: 'Evil ``` `task`', status: 'changed', diff: '```\n+``` not a fence end\n' },
           ],
           { keyMismatches: [{ host: 'db1', detail: '[127.0.0.9]:2222' }] },
@@ -210,7 +296,9 @@ describe('renderers', () => {
 
   it('says a clean run in one line, in text and markdown', () => {
     const r = report(cleanInfra(), cleanConfig());
-    expect(renderDriftText(r)).toBe('no drift in tf:web: the plan has no changes and the play would change nothing on 2 host(s)\n');
+    expect(renderDriftText(r)).toBe(
+      'no drift in tf:web: the plan has no changes and the play would change nothing on 2 host(s)\n',
+    );
     expect(renderDriftMarkdown(r).trimEnd().split('\n')).toHaveLength(1);
   });
 
@@ -236,7 +324,12 @@ describe('renderers', () => {
 
   it('bounds long diffs and the markdown size', () => {
     const longDiff = Array.from({ length: 500 }, (_, i) => `+line ${i} ${'x'.repeat(100)}`).join('\n');
-    const hosts = Array.from({ length: 40 }, (_, i) => ({ host: `h${i}`, task: 'Big', status: 'changed' as const, diff: longDiff }));
+    const hosts = Array.from({ length: 40 }, (_, i) => ({
+      host: `h${i}`,
+      task: 'Big',
+      status: 'changed' as const,
+      diff: longDiff,
+    }));
     const big = report(cleanInfra(), { ok: true, value: configurationDrift(facts(hosts)) });
     expect(renderDriftText(big)).toContain(`… ${500 - MAX_DIFF_LINES} more line(s)`);
     const md = renderDriftMarkdown(big);

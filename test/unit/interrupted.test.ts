@@ -1,11 +1,11 @@
 /**
- * Which steps and workflows CI jobs left behind (src/app/interrupted.ts):
+ * Which steps and workflows CI jobs left behind (src/app/provision/interrupted.ts):
  * here, recording a step its job was killed in (issue 10 item 1, the post step).
  */
 import { describe, expect, it } from 'vitest';
-import { recordAbandonedStep } from '../../src/app/interrupted.js';
-import type { AppContext } from '../../src/app/context.js';
-import { RecordingProgress } from '../../src/app/progress.js';
+import { recordAbandonedStep } from '../../src/app/provision/interrupted.js';
+import type { AppContext } from '../../src/app/runtime/context.js';
+import { RecordingProgress } from '../../src/app/runtime/progress.js';
 import { startStep, stepOf, succeedStep, type Workflow } from '../../src/domain/workflow.js';
 import { LEDGER_PATHS, requireWorkflow, serializeRecord } from '../../src/ledger/records.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
@@ -15,7 +15,14 @@ const later = new Date(T0.getTime() + 5_000);
 
 function ledgerWith(workflow: Workflow) {
   const store = new MemoryLedgerStore({ files: { [LEDGER_PATHS.workflow(workflow.id)]: serializeRecord(workflow) } });
-  const app: AppContext = { store, ledgerBranch: 'exocomp-ledger', now: () => later, cwd: '/nonexistent', env: {}, progress: new RecordingProgress() };
+  const app: AppContext = {
+    store,
+    ledgerBranch: 'exocomp-ledger',
+    now: () => later,
+    cwd: '/nonexistent',
+    env: {},
+    progress: new RecordingProgress(),
+  };
   return { store, app };
 }
 
@@ -25,7 +32,12 @@ describe('recordAbandonedStep', () => {
     const { store, app } = ledgerWith(running);
     const recorded = await recordAbandonedStep(app, 'edge-1', 'apply', 'job-a', 'the job was killed');
     expect(recorded?.state).toBe('provision-failed');
-    expect(recorded?.failure).toMatchObject({ step: 'apply', kind: 'interrupted', summary: 'apply interrupted: the job was killed', at: later.toISOString() });
+    expect(recorded?.failure).toMatchObject({
+      step: 'apply',
+      kind: 'interrupted',
+      summary: 'apply interrupted: the job was killed',
+      at: later.toISOString(),
+    });
     const saved = requireWorkflow(await store.read(), 'edge-1');
     expect(stepOf(saved, 'apply')).toMatchObject({ state: 'failed' });
     expect(stepOf(saved, 'apply').lease).toBeUndefined();
@@ -33,7 +45,10 @@ describe('recordAbandonedStep', () => {
   });
 
   it.each([
-    ['recorded by its holder', (w: Workflow) => succeedStep(startStep(w, 'apply', localLease('job-a'), T0), 'apply', 'job-a', T0, 'applied')],
+    [
+      'recorded by its holder',
+      (w: Workflow) => succeedStep(startStep(w, 'apply', localLease('job-a'), T0), 'apply', 'job-a', T0, 'applied'),
+    ],
     ['taken over by another holder', (w: Workflow) => startStep(w, 'apply', localLease('job-b'), T0)],
     ['never started', (w: Workflow) => w],
   ])('writes nothing for a step %s', async (_case, shape) => {

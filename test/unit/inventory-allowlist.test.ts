@@ -1,8 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { ALLOWED_CONNECTION_VARIABLES, captureInventory, deriveHosts, MAX_GROUP_DEPTH, parseInventory, renderAnsibleInventory } from '../../src/domain/inventory.js';
+import {
+  ALLOWED_CONNECTION_VARIABLES,
+  captureInventory,
+  deriveHosts,
+  MAX_GROUP_DEPTH,
+  parseInventory,
+  renderAnsibleInventory,
+} from '../../src/domain/inventory.js';
 import { thrown } from '../support/errors.js';
 
-const hostWith = (vars: Record<string, unknown>) => ({ all: { hosts: { web1: { ansible_host: '10.0.0.1', ...vars } } } });
+const hostWith = (vars: Record<string, unknown>) => ({
+  all: { hosts: { web1: { ansible_host: '10.0.0.1', ...vars } } },
+});
 const refusal = (inv: unknown) => {
   const error = thrown(() => deriveHosts(parseInventory(inv)));
   expect(error.kind).toBe('inventory');
@@ -35,7 +44,9 @@ describe('connection variables from an inventory', () => {
   });
 
   it('refuses them as group vars too, naming the group', () => {
-    const error = refusal({ all: { children: { web: { vars: { ansible_ssh_executable: '/x' }, hosts: { h: null } } } } });
+    const error = refusal({
+      all: { children: { web: { vars: { ansible_ssh_executable: '/x' }, hosts: { h: null } } } },
+    });
     expect(error.message).toMatch(/^group "web": sets ansible_ssh_executable, which is not allowed/);
   });
 
@@ -71,14 +82,22 @@ describe('connection variables from an inventory', () => {
       ansible_become_method: 'sudo',
       app_motd: "{{ lookup('pipe', 'id') }}",
     });
-    expect(deriveHosts(parseInventory(inv))).toEqual([{ name: 'web1', address: '10.0.0.1', port: 2222, user: 'admin', local: false }]);
+    expect(deriveHosts(parseInventory(inv))).toEqual([
+      { name: 'web1', address: '10.0.0.1', port: 2222, user: 'admin', local: false },
+    ]);
   });
 
   it.each([
     [{ ansible_connection: 'paramiko' }, 'ansible_connection "paramiko" is not allowed: only ssh and local are'],
     [{ ansible_connection: 'docker' }, 'ansible_connection "docker" is not allowed: only ssh and local are'],
-    [{ ansible_connection: 'local', ansible_python_interpreter: '/tmp/evil' }, 'ansible_python_interpreter "/tmp/evil" is not allowed for a local host'],
-    [{ ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/env' }, 'ansible_python_interpreter "/usr/bin/env" is not allowed for a local host'],
+    [
+      { ansible_connection: 'local', ansible_python_interpreter: '/tmp/evil' },
+      'ansible_python_interpreter "/tmp/evil" is not allowed for a local host',
+    ],
+    [
+      { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/env' },
+      'ansible_python_interpreter "/usr/bin/env" is not allowed for a local host',
+    ],
     [{ ansible_python_interpreter: 'python3; id' }, 'ansible_python_interpreter "python3; id" is not an absolute path'],
     [{ ansible_python_interpreter: "{{ lookup('pipe','id') }}" }, 'is not an absolute path'],
     [{ ansible_become: 'maybe' }, 'ansible_become must be true or false'],
@@ -90,7 +109,11 @@ describe('connection variables from an inventory', () => {
 
   it('accepts a system python or auto for a local host', () => {
     for (const interpreter of ['/usr/bin/python3', '/usr/local/bin/python3.11', 'auto_silent']) {
-      expect(deriveHosts(parseInventory(hostWith({ ansible_connection: 'local', ansible_python_interpreter: interpreter })))[0]?.local).toBe(true);
+      expect(
+        deriveHosts(
+          parseInventory(hostWith({ ansible_connection: 'local', ansible_python_interpreter: interpreter })),
+        )[0]?.local,
+      ).toBe(true);
     }
   });
 });
@@ -119,8 +142,12 @@ describe('names and nesting', () => {
 
   it(`accepts ${MAX_GROUP_DEPTH} levels of children and refuses one more, naming the inventory`, () => {
     expect(deriveHosts(parseInventory(nested(MAX_GROUP_DEPTH - 1)))).toHaveLength(1);
-    const error = thrown(() => captureInventory({ ansible_inventory: { value: nested(MAX_GROUP_DEPTH), sensitive: false } }));
-    expect(error.message).toBe(`the ansible_inventory output nests groups (children within children) more than ${MAX_GROUP_DEPTH} levels deep`);
+    const error = thrown(() =>
+      captureInventory({ ansible_inventory: { value: nested(MAX_GROUP_DEPTH), sensitive: false } }),
+    );
+    expect(error.message).toBe(
+      `the ansible_inventory output nests groups (children within children) more than ${MAX_GROUP_DEPTH} levels deep`,
+    );
   });
 
   it('refuses 1,000 and 100,000 levels without exhausting the stack', () => {
@@ -132,14 +159,20 @@ describe('names and nesting', () => {
   it('refuses a variable nested beyond the limit', () => {
     let value: unknown = 'x';
     for (let i = 0; i < 10_000; i += 1) value = [value];
-    expect(thrown(() => parseInventory({ all: { vars: { deep: value } } })).message).toBe('group "all": variable "deep" nests values more than 32 levels deep');
+    expect(thrown(() => parseInventory({ all: { vars: { deep: value } } })).message).toBe(
+      'group "all": variable "deep" nests values more than 32 levels deep',
+    );
   });
 });
 
 describe('renderAnsibleInventory', () => {
   it('tags every string, at any depth, !unsafe and keeps other types', () => {
     const text = renderAnsibleInventory({
-      all: { hosts: { web1: { ansible_host: '10.0.0.1', ansible_port: 22, b: true, z: null, l: ['{{ x }}', 1], m: { k: 'v' } } } },
+      all: {
+        hosts: {
+          web1: { ansible_host: '10.0.0.1', ansible_port: 22, b: true, z: null, l: ['{{ x }}', 1], m: { k: 'v' } },
+        },
+      },
     });
     expect(text).toBe(
       '{\n  "all": {"hosts": {"web1": {"ansible_host": !unsafe "10.0.0.1", "ansible_port": 22, "b": true, "z": null, "l": [!unsafe "{{ x }}", 1], "m": {"k": !unsafe "v"}}}}\n}\n',

@@ -21,14 +21,23 @@ const INVENTORY_HELP_START = 'shape the ansible_inventory output as a static inv
 
 describe('parseInventory', () => {
   it.each([
-    ['the seed example', { all: { children: { web: { hosts: { web1: { ansible_host: '203.0.113.7', ansible_user: 'root' } } } } } }],
+    [
+      'the seed example',
+      { all: { children: { web: { hosts: { web1: { ansible_host: '203.0.113.7', ansible_user: 'root' } } } } } },
+    ],
     ['an empty inventory', {}],
     ['a null group', { all: null }],
     ['null sections', { all: { hosts: null, vars: null, children: null } }],
     ['a host without vars', { all: { hosts: { web1: null } } }],
     ['an empty child group', { all: { children: { web: null } } }],
-    ['host vars of every JSON type', { all: { hosts: { h: { s: 'x', n: 1, b: true, z: null, l: [1, 'a'], m: { k: [{}] } } } } }],
-    ['numeric-looking and dotted host names', { all: { hosts: { '10.0.0.1': {}, '42': {}, 'web-1.example.com': {} } } }],
+    [
+      'host vars of every JSON type',
+      { all: { hosts: { h: { s: 'x', n: 1, b: true, z: null, l: [1, 'a'], m: { k: [{}] } } } } },
+    ],
+    [
+      'numeric-looking and dotted host names',
+      { all: { hosts: { '10.0.0.1': {}, '42': {}, 'web-1.example.com': {} } } },
+    ],
     ['several top-level groups', { web: { hosts: { a: null } }, db: { vars: { x: 1 } } }],
     ['deep children', { all: { children: { a: { children: { b: { children: { c: { hosts: { h: null } } } } } } } } }],
   ])('accepts %s', (_label, value) => {
@@ -41,26 +50,66 @@ describe('parseInventory', () => {
     ['a string at the top', 'all', 'inventory: expected a mapping, got a string'],
     ['a list as a group', { all: [] }, 'all: expected a mapping, got a list'],
     ['a number as a group', { all: 3 }, 'all: expected a mapping, got a number'],
-    ['a list of hosts', { all: { children: { web: { hosts: ['web1'] } } } }, 'all.children.web.hosts: expected a mapping, got a list'],
+    [
+      'a list of hosts',
+      { all: { children: { web: { hosts: ['web1'] } } } },
+      'all.children.web.hosts: expected a mapping, got a list',
+    ],
     ['a string of hosts', { all: { hosts: 'web1' } }, 'all.hosts: expected a mapping, got a string'],
     ['list-valued children', { all: { children: ['web'] } }, 'all.children: expected a mapping, got a list'],
     ['a list as vars', { all: { vars: [1] } }, 'all.vars: expected a mapping, got a list'],
     ['a boolean as host vars', { all: { hosts: { web1: true } } }, 'all.hosts.web1: expected a mapping, got a boolean'],
-    ['a list as host vars', { all: { hosts: { '10.0.0.1': [] } } }, 'all.hosts["10.0.0.1"]: expected a mapping, got a list'],
-    ['a list as a child group', { all: { children: { web: ['h'] } } }, 'all.children.web: expected a mapping, got a list'],
-    ['a typo in a section', { all: { host: {} } }, 'all: unexpected key(s) "host" — a group has only hosts, vars and children'],
+    [
+      'a list as host vars',
+      { all: { hosts: { '10.0.0.1': [] } } },
+      'all.hosts["10.0.0.1"]: expected a mapping, got a list',
+    ],
+    [
+      'a list as a child group',
+      { all: { children: { web: ['h'] } } },
+      'all.children.web: expected a mapping, got a list',
+    ],
+    [
+      'a typo in a section',
+      { all: { host: {} } },
+      'all: unexpected key(s) "host" — a group has only hosts, vars and children',
+    ],
     [
       'unknown keys',
       { all: { children: { web: { hostvars: {}, groups: {} } } } },
       'all.children.web: unexpected key(s) "hostvars", "groups" — a group has only hosts, vars and children',
     ],
     ['an empty host name', { all: { hosts: { '': {} } } }, 'all.hosts[""]: a host name is empty'],
-    ['a host name with a space', { all: { hosts: { 'web 1': {} } } }, "all.hosts[\"web 1\"]: host name \"web 1\" contains whitespace, '[', ']', ':' or ','"],
-    ['a host range', { all: { hosts: { 'web[1:3]': {} } } }, "all.hosts[\"web[1:3]\"]: host name \"web[1:3]\" contains whitespace, '[', ']', ':' or ','"],
-    ['a host:port name', { all: { hosts: { 'web:2222': {} } } }, "all.hosts[\"web:2222\"]: host name \"web:2222\" contains whitespace, '[', ']', ':' or ','"],
-    ['a host list name', { all: { hosts: { 'a,b': {} } } }, "all.hosts[\"a,b\"]: host name \"a,b\" contains whitespace, '[', ']', ':' or ','"],
-    ['a group name with a space', { 'my group': {} }, "[\"my group\"]: group name \"my group\" contains whitespace, '[', ']', ':' or ','"],
-    ['a child group name with a tab', { all: { children: { 'a\tb': {} } } }, "all.children[\"a\\tb\"]: group name \"a\\tb\" contains whitespace, '[', ']', ':' or ','"],
+    [
+      'a host name with a space',
+      { all: { hosts: { 'web 1': {} } } },
+      "all.hosts[\"web 1\"]: host name \"web 1\" contains whitespace, '[', ']', ':' or ','",
+    ],
+    [
+      'a host range',
+      { all: { hosts: { 'web[1:3]': {} } } },
+      "all.hosts[\"web[1:3]\"]: host name \"web[1:3]\" contains whitespace, '[', ']', ':' or ','",
+    ],
+    [
+      'a host:port name',
+      { all: { hosts: { 'web:2222': {} } } },
+      "all.hosts[\"web:2222\"]: host name \"web:2222\" contains whitespace, '[', ']', ':' or ','",
+    ],
+    [
+      'a host list name',
+      { all: { hosts: { 'a,b': {} } } },
+      "all.hosts[\"a,b\"]: host name \"a,b\" contains whitespace, '[', ']', ':' or ','",
+    ],
+    [
+      'a group name with a space',
+      { 'my group': {} },
+      "[\"my group\"]: group name \"my group\" contains whitespace, '[', ']', ':' or ','",
+    ],
+    [
+      'a child group name with a tab',
+      { all: { children: { 'a\tb': {} } } },
+      "all.children[\"a\\tb\"]: group name \"a\\tb\" contains whitespace, '[', ']', ':' or ','",
+    ],
     ['an empty group name', { '': {} }, '[""]: a group name is empty'],
   ])('refuses %s', (_label, value, problem) => {
     const error = thrown(() => parseInventory(value));
@@ -72,8 +121,16 @@ describe('parseInventory', () => {
   it.each([
     ['a host', '{"all":{"hosts":{"__proto__":{}}}}', 'all.hosts.__proto__: "__proto__" is not allowed as a host name'],
     ['a group', '{"__proto__":{}}', '__proto__: "__proto__" is not allowed as a group name'],
-    ['a variable', '{"all":{"vars":{"__proto__":1}}}', 'all.vars.__proto__: "__proto__" is not allowed as a variable name'],
-    ['a host variable', '{"all":{"hosts":{"h":{"__proto__":{"x":1}}}}}', 'all.hosts.h.__proto__: "__proto__" is not allowed as a variable name'],
+    [
+      'a variable',
+      '{"all":{"vars":{"__proto__":1}}}',
+      'all.vars.__proto__: "__proto__" is not allowed as a variable name',
+    ],
+    [
+      'a host variable',
+      '{"all":{"hosts":{"h":{"__proto__":{"x":1}}}}}',
+      'all.hosts.h.__proto__: "__proto__" is not allowed as a variable name',
+    ],
   ])('refuses __proto__ as %s instead of dropping it', (_label, json, problem) => {
     const error = thrown(() => parseInventory(JSON.parse(json)));
     expect(error.message).toBe(`the inventory is not a valid static inventory: ${problem}`);
@@ -81,13 +138,17 @@ describe('parseInventory', () => {
 
   it('names every bad path at once', () => {
     const error = thrown(() => parseInventory({ all: { hosts: [], children: { web: { vars: 'x' } } } }));
-    expect(error.message).toBe('the inventory is not a valid static inventory: all.hosts: expected a mapping, got a list; all.children.web.vars: expected a mapping, got a string');
+    expect(error.message).toBe(
+      'the inventory is not a valid static inventory: all.hosts: expected a mapping, got a list; all.children.web.vars: expected a mapping, got a string',
+    );
   });
 
   it('recognises the ansible-inventory --list format', () => {
     const error = thrown(() => parseInventory({ _meta: { hostvars: {} }, all: { children: ['ungrouped'] } }));
     expect(error.kind).toBe('inventory');
-    expect(error.message).toBe('the inventory is in the `ansible-inventory --list` format (it has `_meta`), not a static inventory');
+    expect(error.message).toBe(
+      'the inventory is in the `ansible-inventory --list` format (it has `_meta`), not a static inventory',
+    );
     expect(error.help).toMatch(new RegExp(`^${INVENTORY_HELP_START}`));
   });
 });
@@ -122,8 +183,16 @@ const PRECEDENCE_CASES: [string, StaticInventory, DerivedHost[]][] = [
     [host('web1', { address: '203.0.113.7', user: 'root' })],
   ],
   ['defaults', { all: { hosts: { 'web1.example.com': null } } }, [host('web1.example.com')]],
-  ['a port as digits in a string', { all: { hosts: { a: { ansible_port: '2222' }, b: { ansible_port: 2200 } } } }, [host('a', { port: 2222 }), host('b', { port: 2200 })]],
-  ['a local connection', { all: { hosts: { localhost: { ansible_connection: 'local' }, box: { ansible_connection: 'ssh' } } } }, [host('box'), host('localhost', { local: true })]],
+  [
+    'a port as digits in a string',
+    { all: { hosts: { a: { ansible_port: '2222' }, b: { ansible_port: 2200 } } } },
+    [host('a', { port: 2222 }), host('b', { port: 2200 })],
+  ],
+  [
+    'a local connection',
+    { all: { hosts: { localhost: { ansible_connection: 'local' }, box: { ansible_connection: 'ssh' } } } },
+    [host('box'), host('localhost', { local: true })],
+  ],
   [
     'host vars override group vars',
     { all: { vars: { ansible_user: 'admin', ansible_port: 2222 }, hosts: { a: { ansible_user: 'root' }, b: null } } },
@@ -144,7 +213,11 @@ const PRECEDENCE_CASES: [string, StaticInventory, DerivedHost[]][] = [
         hosts: { top: null },
       },
     },
-    [host('e1', { user: 'web-user', port: 2203 }), host('top', { user: 'all-user', port: 2201, local: true }), host('w1', { user: 'web-user', port: 2201 })],
+    [
+      host('e1', { user: 'web-user', port: 2203 }),
+      host('top', { user: 'all-user', port: 2201, local: true }),
+      host('w1', { user: 'web-user', port: 2201 }),
+    ],
   ],
   [
     'a host in several groups appears once; the deeper group wins',
@@ -227,7 +300,11 @@ const PRECEDENCE_CASES: [string, StaticInventory, DerivedHost[]][] = [
   ],
   [
     'IPv6 and mixed-case addresses',
-    { all: { hosts: { v6: { ansible_host: '2001:db8::1', ansible_port: 2222 }, up: { ansible_host: 'Web1.Example.COM' } } } },
+    {
+      all: {
+        hosts: { v6: { ansible_host: '2001:db8::1', ansible_port: 2222 }, up: { ansible_host: 'Web1.Example.COM' } },
+      },
+    },
     [host('up', { address: 'Web1.Example.COM' }), host('v6', { address: '2001:db8::1', port: 2222 })],
   ],
 ];
@@ -243,18 +320,66 @@ describe('deriveHosts', () => {
   });
 
   it.each([
-    [{ all: { hosts: { h: { ansible_port: 'ssh' } } } }, 'host "h": ansible_port "ssh" is not a port number', 'set ansible_port to a whole number from 1 to 65535'],
-    [{ all: { hosts: { h: { ansible_port: 0 } } } }, 'host "h": ansible_port 0 is not a port number', 'set ansible_port to a whole number from 1 to 65535'],
-    [{ all: { hosts: { h: { ansible_port: 65536 } } } }, 'host "h": ansible_port 65536 is not a port number', 'set ansible_port to a whole number from 1 to 65535'],
-    [{ all: { hosts: { h: { ansible_port: 22.5 } } } }, 'host "h": ansible_port 22.5 is not a port number', 'set ansible_port to a whole number from 1 to 65535'],
-    [{ all: { hosts: { h: { ansible_port: '-22' } } } }, 'host "h": ansible_port "-22" is not a port number', 'set ansible_port to a whole number from 1 to 65535'],
-    [{ all: { hosts: { h: { ansible_port: ' 22' } } } }, 'host "h": ansible_port " 22" is not a port number', 'set ansible_port to a whole number from 1 to 65535'],
-    [{ all: { hosts: { h: { ansible_port: null } } } }, 'host "h": ansible_port null is not a port number', 'set ansible_port to a whole number from 1 to 65535'],
-    [{ all: { vars: { ansible_port: [22] }, hosts: { h: null } } }, 'host "h": ansible_port a list is not a port number', 'set ansible_port to a whole number from 1 to 65535'],
-    [{ all: { hosts: { h: { ansible_host: null } } } }, 'host "h": ansible_host must be a non-empty string, got null', 'set ansible_host to a string, or leave it out'],
-    [{ all: { hosts: { h: { ansible_host: '' } } } }, 'host "h": ansible_host must be a non-empty string, got a string', 'set ansible_host to a string, or leave it out'],
-    [{ all: { hosts: { h: { ansible_host: 10 } } } }, 'host "h": ansible_host must be a non-empty string, got a number', 'set ansible_host to a string, or leave it out'],
-    [{ all: { hosts: { h: { ansible_user: 0 } } } }, 'host "h": ansible_user must be a non-empty string, got a number', 'set ansible_user to a string, or leave it out'],
+    [
+      { all: { hosts: { h: { ansible_port: 'ssh' } } } },
+      'host "h": ansible_port "ssh" is not a port number',
+      'set ansible_port to a whole number from 1 to 65535',
+    ],
+    [
+      { all: { hosts: { h: { ansible_port: 0 } } } },
+      'host "h": ansible_port 0 is not a port number',
+      'set ansible_port to a whole number from 1 to 65535',
+    ],
+    [
+      { all: { hosts: { h: { ansible_port: 65536 } } } },
+      'host "h": ansible_port 65536 is not a port number',
+      'set ansible_port to a whole number from 1 to 65535',
+    ],
+    [
+      { all: { hosts: { h: { ansible_port: 22.5 } } } },
+      'host "h": ansible_port 22.5 is not a port number',
+      'set ansible_port to a whole number from 1 to 65535',
+    ],
+    [
+      { all: { hosts: { h: { ansible_port: '-22' } } } },
+      'host "h": ansible_port "-22" is not a port number',
+      'set ansible_port to a whole number from 1 to 65535',
+    ],
+    [
+      { all: { hosts: { h: { ansible_port: ' 22' } } } },
+      'host "h": ansible_port " 22" is not a port number',
+      'set ansible_port to a whole number from 1 to 65535',
+    ],
+    [
+      { all: { hosts: { h: { ansible_port: null } } } },
+      'host "h": ansible_port null is not a port number',
+      'set ansible_port to a whole number from 1 to 65535',
+    ],
+    [
+      { all: { vars: { ansible_port: [22] }, hosts: { h: null } } },
+      'host "h": ansible_port a list is not a port number',
+      'set ansible_port to a whole number from 1 to 65535',
+    ],
+    [
+      { all: { hosts: { h: { ansible_host: null } } } },
+      'host "h": ansible_host must be a non-empty string, got null',
+      'set ansible_host to a string, or leave it out',
+    ],
+    [
+      { all: { hosts: { h: { ansible_host: '' } } } },
+      'host "h": ansible_host must be a non-empty string, got a string',
+      'set ansible_host to a string, or leave it out',
+    ],
+    [
+      { all: { hosts: { h: { ansible_host: 10 } } } },
+      'host "h": ansible_host must be a non-empty string, got a number',
+      'set ansible_host to a string, or leave it out',
+    ],
+    [
+      { all: { hosts: { h: { ansible_user: 0 } } } },
+      'host "h": ansible_user must be a non-empty string, got a number',
+      'set ansible_user to a string, or leave it out',
+    ],
     [
       { all: { hosts: { h: { ansible_connection: true } } } },
       'host "h": ansible_connection must be a non-empty string, got a boolean',
@@ -285,11 +410,31 @@ describe('deriveHosts', () => {
       'host "-h": address "-h" is not a host name or IP address',
       'set ansible_host to a DNS name or an IPv4/IPv6 address (no brackets, no port, no templates)',
     ],
-    [{ all: { hosts: { h: { ansible_user: '-oX' } } } }, 'host "h": ansible_user "-oX" is not a user name', "set ansible_user to letters, digits, '.', '_' and '-'"],
-    [{ all: { hosts: { h: { ansible_user: 'ro ot' } } } }, 'host "h": ansible_user "ro ot" is not a user name', "set ansible_user to letters, digits, '.', '_' and '-'"],
-    [{ all: { hosts: { h: { ansible_ssh_host: '10.0.0.1' } } } }, 'host "h": uses ansible_ssh_host', 'write ansible_host instead of ansible_ssh_host'],
-    [{ all: { vars: { ansible_ssh_port: 2222 }, hosts: { h: null } } }, 'group "all": uses ansible_ssh_port', 'write ansible_port instead of ansible_ssh_port'],
-    [{ all: { hosts: { h: { ansible_ssh_user: 'root' } } } }, 'host "h": uses ansible_ssh_user', 'write ansible_user instead of ansible_ssh_user'],
+    [
+      { all: { hosts: { h: { ansible_user: '-oX' } } } },
+      'host "h": ansible_user "-oX" is not a user name',
+      "set ansible_user to letters, digits, '.', '_' and '-'",
+    ],
+    [
+      { all: { hosts: { h: { ansible_user: 'ro ot' } } } },
+      'host "h": ansible_user "ro ot" is not a user name',
+      "set ansible_user to letters, digits, '.', '_' and '-'",
+    ],
+    [
+      { all: { hosts: { h: { ansible_ssh_host: '10.0.0.1' } } } },
+      'host "h": uses ansible_ssh_host',
+      'write ansible_host instead of ansible_ssh_host',
+    ],
+    [
+      { all: { vars: { ansible_ssh_port: 2222 }, hosts: { h: null } } },
+      'group "all": uses ansible_ssh_port',
+      'write ansible_port instead of ansible_ssh_port',
+    ],
+    [
+      { all: { hosts: { h: { ansible_ssh_user: 'root' } } } },
+      'host "h": uses ansible_ssh_user',
+      'write ansible_user instead of ansible_ssh_user',
+    ],
     [
       { all: { children: { g: { vars: { ansible_group_priority: 'high' }, hosts: { h: null } } } } },
       'group "g": ansible_group_priority must be a whole number',
@@ -300,7 +445,11 @@ describe('deriveHosts', () => {
       'group "a" is its own ancestor (a children loop)',
       'remove one of the children entries that form the loop',
     ],
-    [{ web: { children: { all: { hosts: { h: null } } } } }, 'group "web" is its own ancestor (a children loop)', 'remove one of the children entries that form the loop'],
+    [
+      { web: { children: { all: { hosts: { h: null } } } } },
+      'group "web" is its own ancestor (a children loop)',
+      'remove one of the children entries that form the loop',
+    ],
   ])('refuses %j', (inv, message, help) => {
     const error = thrown(() => deriveHosts(parseInventory(inv)));
     expect(error.kind).toBe('inventory');
@@ -334,49 +483,53 @@ describe('deriveHosts agrees with ansible-inventory', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it.each(PRECEDENCE_CASES.map(([label, inv], index) => [label, inv, index] as const))('%s', async (_label, inv, index) => {
-    // The file ansible reads: YAML with every string !unsafe.
-    const file = join(dir, `case-${index}.yml`);
-    await writeFile(file, renderAnsibleInventory(parseInventory(inv)));
-    const result = await runProcess('ansible-inventory', ['-i', file, '--list'], {
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        HOME: dir,
-        ANSIBLE_LOCAL_TEMP: join(dir, 'tmp'),
-        ANSIBLE_INVENTORY_UNPARSED_FAILED: 'true',
-        ANSIBLE_INVENTORY_ENABLED: 'yaml',
-        ANSIBLE_NOCOLOR: '1',
-      },
-    });
-    expect(result.stderr).not.toMatch(/ERROR/);
-    expect(result.code).toBe(0);
-    const { _meta: meta, ...groups } = JSON.parse(result.stdout) as {
-      _meta: { hostvars: Record<string, Record<string, unknown>> };
-    } & Record<string, { hosts?: string[] }>;
-    // Hosts without vars are listed in their groups only, not in hostvars.
-    const names = new Set(Object.values(groups).flatMap((group) => group.hosts ?? []));
-    const fromAnsible = [...names]
-      .map((name) => {
-        // ansible-inventory shows an unsafe string as {"__ansible_unsafe": text}: every string must be one.
-        const vars = Object.fromEntries(
-          Object.entries(meta.hostvars[name] ?? {}).map(([key, value]) => {
-            if (typeof value === 'string') throw new Error(`${name}.${key} reached ansible as a plain (templatable) string`);
-            const unsafe = (value as { __ansible_unsafe?: unknown } | null)?.__ansible_unsafe;
-            return [key, unsafe ?? value];
-          }),
-        );
-        const user = vars.ansible_user as string | undefined;
-        return {
-          name,
-          address: (vars.ansible_host as string | undefined) ?? name,
-          port: Number(vars.ansible_port ?? 22),
-          ...(user === undefined ? {} : { user }),
-          local: vars.ansible_connection === 'local',
-        };
-      })
-      .sort((a, b) => (a.name < b.name ? -1 : 1));
-    expect(deriveHosts(parseInventory(inv))).toEqual(fromAnsible);
-  });
+  it.each(PRECEDENCE_CASES.map(([label, inv], index) => [label, inv, index] as const))(
+    '%s',
+    async (_label, inv, index) => {
+      // The file ansible reads: YAML with every string !unsafe.
+      const file = join(dir, `case-${index}.yml`);
+      await writeFile(file, renderAnsibleInventory(parseInventory(inv)));
+      const result = await runProcess('ansible-inventory', ['-i', file, '--list'], {
+        env: {
+          PATH: process.env.PATH ?? '/usr/bin:/bin',
+          HOME: dir,
+          ANSIBLE_LOCAL_TEMP: join(dir, 'tmp'),
+          ANSIBLE_INVENTORY_UNPARSED_FAILED: 'true',
+          ANSIBLE_INVENTORY_ENABLED: 'yaml',
+          ANSIBLE_NOCOLOR: '1',
+        },
+      });
+      expect(result.stderr).not.toMatch(/ERROR/);
+      expect(result.code).toBe(0);
+      const { _meta: meta, ...groups } = JSON.parse(result.stdout) as {
+        _meta: { hostvars: Record<string, Record<string, unknown>> };
+      } & Record<string, { hosts?: string[] }>;
+      // Hosts without vars are listed in their groups only, not in hostvars.
+      const names = new Set(Object.values(groups).flatMap((group) => group.hosts ?? []));
+      const fromAnsible = [...names]
+        .map((name) => {
+          // ansible-inventory shows an unsafe string as {"__ansible_unsafe": text}: every string must be one.
+          const vars = Object.fromEntries(
+            Object.entries(meta.hostvars[name] ?? {}).map(([key, value]) => {
+              if (typeof value === 'string')
+                throw new Error(`${name}.${key} reached ansible as a plain (templatable) string`);
+              const unsafe = (value as { __ansible_unsafe?: unknown } | null)?.__ansible_unsafe;
+              return [key, unsafe ?? value];
+            }),
+          );
+          const user = vars.ansible_user as string | undefined;
+          return {
+            name,
+            address: (vars.ansible_host as string | undefined) ?? name,
+            port: Number(vars.ansible_port ?? 22),
+            ...(user === undefined ? {} : { user }),
+            local: vars.ansible_connection === 'local',
+          };
+        })
+        .sort((a, b) => (a.name < b.name ? -1 : 1));
+      expect(deriveHosts(parseInventory(inv))).toEqual(fromAnsible);
+    },
+  );
 });
 
 describe('knownHostsName', () => {
@@ -418,7 +571,9 @@ describe('fallbackInventory', () => {
 
 describe('captureInventory', () => {
   const seedInventory = {
-    all: { children: { web: { hosts: { web1: { ansible_host: '203.0.113.7' }, web2: { ansible_host: '203.0.113.8' } } } } },
+    all: {
+      children: { web: { hosts: { web1: { ansible_host: '203.0.113.7' }, web2: { ansible_host: '203.0.113.8' } } } },
+    },
   };
 
   it('uses the ansible_inventory output', () => {
@@ -444,37 +599,62 @@ describe('captureInventory', () => {
   });
 
   it('falls back for no outputs at all', () => {
-    expect(captureInventory({})).toEqual({ inventory: { all: { vars: {} } }, source: 'fallback', outputCount: 0, hostCount: 0 });
+    expect(captureInventory({})).toEqual({
+      inventory: { all: { vars: {} } },
+      source: 'fallback',
+      outputCount: 0,
+      hostCount: 0,
+    });
   });
 
   it('refuses a sensitive ansible_inventory, without echoing it', () => {
-    const error = thrown(() => captureInventory({ ansible_inventory: { value: { all: { vars: { token: 'hunter2' } } }, sensitive: true } }));
+    const error = thrown(() =>
+      captureInventory({ ansible_inventory: { value: { all: { vars: { token: 'hunter2' } } }, sensitive: true } }),
+    );
     expect(error.kind).toBe('inventory');
-    expect(error.message).toBe('the ansible_inventory output is marked sensitive, but the inventory is stored in clear');
+    expect(error.message).toBe(
+      'the ansible_inventory output is marked sensitive, but the inventory is stored in clear',
+    );
     expect(error.help).toContain('drop sensitive = true');
     expect(`${error.message} ${error.help}`).not.toContain('hunter2');
   });
 
   it('refuses a malformed ansible_inventory rather than falling back', () => {
-    const error = thrown(() => captureInventory({ ansible_inventory: { value: { all: { hosts: ['web1'] } }, sensitive: false } }));
+    const error = thrown(() =>
+      captureInventory({ ansible_inventory: { value: { all: { hosts: ['web1'] } }, sensitive: false } }),
+    );
     expect(error.kind).toBe('inventory');
-    expect(error.message).toBe('the ansible_inventory output is not a valid static inventory: all.hosts: expected a mapping, got a list');
+    expect(error.message).toBe(
+      'the ansible_inventory output is not a valid static inventory: all.hosts: expected a mapping, got a list',
+    );
   });
 
   it('refuses an ansible_inventory whose hosts cannot be derived', () => {
-    const error = thrown(() => captureInventory({ ansible_inventory: { value: { all: { hosts: { h: { ansible_port: 'x' } } } }, sensitive: false } }));
+    const error = thrown(() =>
+      captureInventory({
+        ansible_inventory: { value: { all: { hosts: { h: { ansible_port: 'x' } } } }, sensitive: false },
+      }),
+    );
     expect(error.message).toBe('host "h": ansible_port "x" is not a port number');
   });
 
   it('does not read ansible_inventory from the prototype', () => {
-    const outputs = Object.create({ ansible_inventory: { value: seedInventory, sensitive: false } }) as Record<string, never>;
+    const outputs = Object.create({ ansible_inventory: { value: seedInventory, sensitive: false } }) as Record<
+      string,
+      never
+    >;
     expect(captureInventory(outputs).source).toBe('fallback');
   });
 });
 
 describe('captureEventLine', () => {
   it.each([
-    [2, '/data/inventories/edge.json', 0, 'captured 2 output(s) to inventory /data/inventories/edge.json naming 0 host(s)'],
+    [
+      2,
+      '/data/inventories/edge.json',
+      0,
+      'captured 2 output(s) to inventory /data/inventories/edge.json naming 0 host(s)',
+    ],
     [1, 'inventories/edge.json', 3, 'captured 1 output(s) to inventory inventories/edge.json naming 3 host(s)'],
     [0, 'x.json', 0, 'captured 0 output(s) to inventory x.json naming 0 host(s)'],
   ])('%d outputs, %s, %d hosts', (outputs, path, hosts, line) => {

@@ -13,7 +13,14 @@ const keygen = (name: string, passphrase = '') => {
 };
 const clear = keygen('clear');
 const locked = keygen('locked', 'a passphrase');
-const facts = (over: Partial<Parameters<typeof judgeKeyFile>[0]> = {}) => ({ role: '--fleet-key', path: 'keys/fleet', isFile: true, mode: 0o600, text: clear.priv, ...over });
+const facts = (over: Partial<Parameters<typeof judgeKeyFile>[0]> = {}) => ({
+  role: '--fleet-key',
+  path: 'keys/fleet',
+  isFile: true,
+  mode: 0o600,
+  text: clear.priv,
+  ...over,
+});
 
 describe('judgeKeyFile', () => {
   it('accepts an unencrypted private key only readable by its owner', () => {
@@ -31,12 +38,16 @@ describe('judgeKeyFile', () => {
 
   it('names a public key, a passphrase, a directory and a file that is no key', () => {
     expect(judgeKeyFile(facts({ text: clear.pub }))?.message).toBe('--fleet-key keys/fleet is a public key');
-    expect(judgeKeyFile(facts({ text: locked.priv }))?.help).toBe('remove the passphrase: ssh-keygen -p -N "" -f keys/fleet (keep the file 0600, or store it only as a CI secret)');
+    expect(judgeKeyFile(facts({ text: locked.priv }))?.help).toBe(
+      'remove the passphrase: ssh-keygen -p -N "" -f keys/fleet (keep the file 0600, or store it only as a CI secret)',
+    );
     expect(judgeKeyFile(facts({ isFile: false }))?.message).toBe('--fleet-key keys/fleet is not a file');
     expect(judgeKeyFile(facts({ text: 'hello' }))?.message).toBe('--fleet-key keys/fleet is not an SSH private key');
   });
 
   it('speaks of an input, not a path, when the key came as a secret value', () => {
-    expect(judgeKeyFile(facts({ role: 'the fleet-private-key input', path: '', text: clear.pub }))?.message).toBe('the fleet-private-key input is a public key');
+    expect(judgeKeyFile(facts({ role: 'the fleet-private-key input', path: '', text: clear.pub }))?.message).toBe(
+      'the fleet-private-key input is a public key',
+    );
   });
 });

@@ -6,11 +6,19 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
 import { knownHostsName } from '../../src/domain/inventory.js';
-import { parseKeyscanOutput, parseKnownHosts, reconcilePins, renderKnownHosts, type Pin, type ReconcileInput } from '../../src/domain/known-hosts.js';
+import {
+  parseKeyscanOutput,
+  parseKnownHosts,
+  reconcilePins,
+  renderKnownHosts,
+  type Pin,
+  type ReconcileInput,
+} from '../../src/domain/known-hosts.js';
 import { thrown } from '../support/errors.js';
 import { scaled } from '../support/time.js';
 
-const STORE_HELP = 'the pinned store holds unhashed `name keytype key` lines only; fix or remove the line (the ledger branch history has earlier versions)';
+const STORE_HELP =
+  'the pinned store holds unhashed `name keytype key` lines only; fix or remove the line (the ledger branch history has earlier versions)';
 
 let dir: string;
 /** Real public keys from ssh-keygen: [keyType, base64] by label. */
@@ -26,7 +34,13 @@ async function generateKey(label: keyof typeof keys, type: string): Promise<void
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'exocomp-known-hosts-'));
-  await Promise.all([generateKey('ed1', 'ed25519'), generateKey('ed2', 'ed25519'), generateKey('ec1', 'ecdsa'), generateKey('ec2', 'ecdsa'), generateKey('rsa1', 'rsa')]);
+  await Promise.all([
+    generateKey('ed1', 'ed25519'),
+    generateKey('ed2', 'ed25519'),
+    generateKey('ec1', 'ecdsa'),
+    generateKey('ec2', 'ecdsa'),
+    generateKey('rsa1', 'rsa'),
+  ]);
 });
 
 afterAll(async () => {
@@ -48,7 +62,12 @@ describe('parseKnownHosts', () => {
       line('10.0.0.4', 'ed2'),
       '\t# indented comment',
     ].join('\r\n');
-    expect(parseKnownHosts(text)).toEqual([pin('10.0.0.4', 'ed2'), pin('10.0.0.4', 'rsa1'), pin('[10.0.0.5]:2222', 'ec1'), pin('web1.example.com', 'ed1')]);
+    expect(parseKnownHosts(text)).toEqual([
+      pin('10.0.0.4', 'ed2'),
+      pin('10.0.0.4', 'rsa1'),
+      pin('[10.0.0.5]:2222', 'ec1'),
+      pin('web1.example.com', 'ed1'),
+    ]);
   });
 
   it('reads an empty store', () => {
@@ -57,7 +76,10 @@ describe('parseKnownHosts', () => {
   });
 
   it('reads IPv6 names, plain and bracketed', () => {
-    expect(parseKnownHosts(`${line('2001:db8::1', 'ed1')}\n${line('[2001:db8::1]:2222', 'ed1')}\n`)).toEqual([pin('2001:db8::1', 'ed1'), pin('[2001:db8::1]:2222', 'ed1')]);
+    expect(parseKnownHosts(`${line('2001:db8::1', 'ed1')}\n${line('[2001:db8::1]:2222', 'ed1')}\n`)).toEqual([
+      pin('2001:db8::1', 'ed1'),
+      pin('[2001:db8::1]:2222', 'ed1'),
+    ]);
   });
 
   it.each<[string, () => string, string]>([
@@ -71,24 +93,84 @@ describe('parseKnownHosts', () => {
       () => `@cert-authority *.example.com ${keys.ed1.keyType} ${keys.ed1.key}`,
       'known_hosts line 2: markers such as @cert-authority and @revoked are not pins',
     ],
-    ['a @revoked marker', () => `@revoked h ${keys.ed1.keyType} ${keys.ed1.key}`, 'known_hosts line 2: markers such as @cert-authority and @revoked are not pins'],
+    [
+      'a @revoked marker',
+      () => `@revoked h ${keys.ed1.keyType} ${keys.ed1.key}`,
+      'known_hosts line 2: markers such as @cert-authority and @revoked are not pins',
+    ],
     ['a line without a key', () => `h ${keys.ed1.keyType}`, 'known_hosts line 2: expected `name keytype key`'],
     ['a name alone', () => 'h', 'known_hosts line 2: expected `name keytype key`'],
-    ['a wildcard pattern', () => line('*.example.com', 'ed1'), 'known_hosts line 2: "*.example.com" is not an exact host name (patterns, lists and markers are not pins)'],
-    ['a negated pattern', () => line('!h', 'ed1'), 'known_hosts line 2: "!h" is not an exact host name (patterns, lists and markers are not pins)'],
-    ['a name list', () => line('h,10.0.0.1', 'ed1'), 'known_hosts line 2: "h,10.0.0.1" is not an exact host name (patterns, lists and markers are not pins)'],
-    ['a bracketed name on port 22', () => line('[h]:22', 'ed1'), 'known_hosts line 2: "[h]:22" has port 22 (1-65535, and port 22 is written without brackets)'],
-    ['a bracketed name on port 0', () => line('[h]:0', 'ed1'), 'known_hosts line 2: "[h]:0" has port 0 (1-65535, and port 22 is written without brackets)'],
-    ['a bracketed name on port 70000', () => line('[h]:70000', 'ed1'), 'known_hosts line 2: "[h]:70000" has port 70000 (1-65535, and port 22 is written without brackets)'],
+    [
+      'a wildcard pattern',
+      () => line('*.example.com', 'ed1'),
+      'known_hosts line 2: "*.example.com" is not an exact host name (patterns, lists and markers are not pins)',
+    ],
+    [
+      'a negated pattern',
+      () => line('!h', 'ed1'),
+      'known_hosts line 2: "!h" is not an exact host name (patterns, lists and markers are not pins)',
+    ],
+    [
+      'a name list',
+      () => line('h,10.0.0.1', 'ed1'),
+      'known_hosts line 2: "h,10.0.0.1" is not an exact host name (patterns, lists and markers are not pins)',
+    ],
+    [
+      'a bracketed name on port 22',
+      () => line('[h]:22', 'ed1'),
+      'known_hosts line 2: "[h]:22" has port 22 (1-65535, and port 22 is written without brackets)',
+    ],
+    [
+      'a bracketed name on port 0',
+      () => line('[h]:0', 'ed1'),
+      'known_hosts line 2: "[h]:0" has port 0 (1-65535, and port 22 is written without brackets)',
+    ],
+    [
+      'a bracketed name on port 70000',
+      () => line('[h]:70000', 'ed1'),
+      'known_hosts line 2: "[h]:70000" has port 70000 (1-65535, and port 22 is written without brackets)',
+    ],
     ['a bracketed pattern', () => line('[h*]:2222', 'ed1'), 'known_hosts line 2: "[h*]:2222" does not name a host'],
-    ['a bracketed name without a port', () => line('[h]', 'ed1'), 'known_hosts line 2: "[h]" is not an exact host name (patterns, lists and markers are not pins)'],
-    ['an upper-case key type', () => `h SSH-ED25519 ${keys.ed1.key}`, 'known_hosts line 2: key type "SSH-ED25519" is not a key type'],
-    ['a key that is not base64', () => `h ${keys.ed1.keyType} not*base64`, 'known_hosts line 2: the ssh-ed25519 key is not base64'],
-    ['a truncated key', () => `h ${keys.ed1.keyType} ${keys.ed1.key.slice(0, -1)}`, 'known_hosts line 2: the ssh-ed25519 key is not base64'],
-    ['a key cut short of its type', () => `h ${keys.ed1.keyType} AAAAC3Nz`, 'known_hosts line 2: the key blob is not a ssh-ed25519 key'],
-    ['a key of another type', () => `h ssh-rsa ${keys.ed1.key}`, 'known_hosts line 2: the key blob is not a ssh-rsa key'],
-    ['a second key of one type for one name', () => `${line('h', 'ed1')}\n${line('h', 'ed2')}`, 'known_hosts line 3: a second ssh-ed25519 key for "h"'],
-    ['the same line twice', () => `${line('h', 'ed1')}\n${line('h', 'ed1')}`, 'known_hosts line 3: a second ssh-ed25519 key for "h"'],
+    [
+      'a bracketed name without a port',
+      () => line('[h]', 'ed1'),
+      'known_hosts line 2: "[h]" is not an exact host name (patterns, lists and markers are not pins)',
+    ],
+    [
+      'an upper-case key type',
+      () => `h SSH-ED25519 ${keys.ed1.key}`,
+      'known_hosts line 2: key type "SSH-ED25519" is not a key type',
+    ],
+    [
+      'a key that is not base64',
+      () => `h ${keys.ed1.keyType} not*base64`,
+      'known_hosts line 2: the ssh-ed25519 key is not base64',
+    ],
+    [
+      'a truncated key',
+      () => `h ${keys.ed1.keyType} ${keys.ed1.key.slice(0, -1)}`,
+      'known_hosts line 2: the ssh-ed25519 key is not base64',
+    ],
+    [
+      'a key cut short of its type',
+      () => `h ${keys.ed1.keyType} AAAAC3Nz`,
+      'known_hosts line 2: the key blob is not a ssh-ed25519 key',
+    ],
+    [
+      'a key of another type',
+      () => `h ssh-rsa ${keys.ed1.key}`,
+      'known_hosts line 2: the key blob is not a ssh-rsa key',
+    ],
+    [
+      'a second key of one type for one name',
+      () => `${line('h', 'ed1')}\n${line('h', 'ed2')}`,
+      'known_hosts line 3: a second ssh-ed25519 key for "h"',
+    ],
+    [
+      'the same line twice',
+      () => `${line('h', 'ed1')}\n${line('h', 'ed1')}`,
+      'known_hosts line 3: a second ssh-ed25519 key for "h"',
+    ],
   ])('refuses %s', (_label, text, message) => {
     const error = thrown(() => parseKnownHosts(`# header\n${text()}\n`));
     expect(error.kind).toBe('host-key');
@@ -101,7 +183,9 @@ describe('renderKnownHosts', () => {
   it('writes one sorted line per pin, and reads back what it wrote', () => {
     const pins = [pin('web1', 'ed1'), pin('[10.0.0.5]:2222', 'ec1'), pin('10.0.0.4', 'ed2'), pin('10.0.0.4', 'rsa1')];
     const text = renderKnownHosts(pins);
-    expect(text).toBe(`${line('10.0.0.4', 'ed2')}\n${line('10.0.0.4', 'rsa1')}\n${line('[10.0.0.5]:2222', 'ec1')}\n${line('web1', 'ed1')}\n`);
+    expect(text).toBe(
+      `${line('10.0.0.4', 'ed2')}\n${line('10.0.0.4', 'rsa1')}\n${line('[10.0.0.5]:2222', 'ec1')}\n${line('web1', 'ed1')}\n`,
+    );
     expect(renderKnownHosts(parseKnownHosts(text))).toBe(text);
   });
 
@@ -110,11 +194,31 @@ describe('renderKnownHosts', () => {
   });
 
   it.each<[string, () => Pin[], string]>([
-    ['a name with a space', () => [{ ...pin('a', 'ed1'), name: 'a b' }], 'refusing to write a pin: "a b" is not an exact host name (patterns, lists and markers are not pins)'],
-    ['a hashed name', () => [{ ...pin('a', 'ed1'), name: '|1|abc' }], 'refusing to write a pin: "|1|abc" is not an exact host name (patterns, lists and markers are not pins)'],
-    ['a key with a newline', () => [{ ...pin('a', 'ed1'), key: `${keys.ed1.key}\nevil ssh-rsa AAAA` }], 'refusing to write a pin: the ssh-ed25519 key is not base64'],
-    ['a key type with a space', () => [{ ...pin('a', 'ed1'), keyType: 'ssh-ed25519 x' }], 'refusing to write a pin: key type "ssh-ed25519 x" is not a key type'],
-    ['two keys of one type for one name', () => [pin('a', 'ed1'), pin('a', 'ed2')], 'refusing to write two ssh-ed25519 pins for "a"'],
+    [
+      'a name with a space',
+      () => [{ ...pin('a', 'ed1'), name: 'a b' }],
+      'refusing to write a pin: "a b" is not an exact host name (patterns, lists and markers are not pins)',
+    ],
+    [
+      'a hashed name',
+      () => [{ ...pin('a', 'ed1'), name: '|1|abc' }],
+      'refusing to write a pin: "|1|abc" is not an exact host name (patterns, lists and markers are not pins)',
+    ],
+    [
+      'a key with a newline',
+      () => [{ ...pin('a', 'ed1'), key: `${keys.ed1.key}\nevil ssh-rsa AAAA` }],
+      'refusing to write a pin: the ssh-ed25519 key is not base64',
+    ],
+    [
+      'a key type with a space',
+      () => [{ ...pin('a', 'ed1'), keyType: 'ssh-ed25519 x' }],
+      'refusing to write a pin: key type "ssh-ed25519 x" is not a key type',
+    ],
+    [
+      'two keys of one type for one name',
+      () => [pin('a', 'ed1'), pin('a', 'ed2')],
+      'refusing to write two ssh-ed25519 pins for "a"',
+    ],
   ])('refuses %s', (_label, pins, message) => {
     const error = thrown(() => renderKnownHosts(pins()));
     expect(error.kind).toBe('internal');
@@ -123,7 +227,14 @@ describe('renderKnownHosts', () => {
 
   it('writes a store OpenSSH looks names up in (ssh-keygen -F)', async () => {
     const store = join(dir, 'pinned_known_hosts');
-    await writeFile(store, renderKnownHosts([pin('[127.0.0.1]:2222', 'ed1'), pin('web1.example.com', 'ec1'), pin('web1.example.com', 'ed2')]));
+    await writeFile(
+      store,
+      renderKnownHosts([
+        pin('[127.0.0.1]:2222', 'ed1'),
+        pin('web1.example.com', 'ec1'),
+        pin('web1.example.com', 'ed2'),
+      ]),
+    );
     const found = await runProcess('ssh-keygen', ['-F', '[127.0.0.1]:2222', '-f', store]);
     expect(found.code).toBe(0);
     expect(found.stdout).toContain(line('[127.0.0.1]:2222', 'ed1'));
@@ -153,7 +264,9 @@ describe('parseKeyscanOutput', () => {
   });
 
   it('compares names case-insensitively and returns the asked name', () => {
-    expect(parseKeyscanOutput(line('Web1.Example.com', 'ed1'), 'web1.example.com')).toEqual([pin('web1.example.com', 'ed1')]);
+    expect(parseKeyscanOutput(line('Web1.Example.com', 'ed1'), 'web1.example.com')).toEqual([
+      pin('web1.example.com', 'ed1'),
+    ]);
   });
 
   it('keeps one pin for a key printed twice', () => {
@@ -212,15 +325,35 @@ describe('parseKeyscanOutput reads real ssh-keyscan output', () => {
     port = await freePort();
     await writeFile(
       join(hostDir, 'sshd_config'),
-      [`ListenAddress 127.0.0.1:${port}`, `HostKey ${join(hostDir, 'host_ed25519')}`, `HostKey ${join(hostDir, 'host_ecdsa')}`, 'PidFile none', 'UsePAM no', ''].join('\n'),
+      [
+        `ListenAddress 127.0.0.1:${port}`,
+        `HostKey ${join(hostDir, 'host_ed25519')}`,
+        `HostKey ${join(hostDir, 'host_ecdsa')}`,
+        'PidFile none',
+        'UsePAM no',
+        '',
+      ].join('\n'),
     );
     // sshd run as root needs /run/sshd; as nobody it needs nothing outside its own directory.
     for (const file of ['', 'host_ed25519', 'host_ed25519.pub', 'host_ecdsa', 'host_ecdsa.pub', 'sshd_config']) {
       await chown(join(hostDir, file), 65534, 65534);
     }
-    const child = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '/usr/sbin/sshd', '-D', '-e', '-f', join(hostDir, 'sshd_config')], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawn(
+      'setpriv',
+      [
+        '--reuid=65534',
+        '--regid=65534',
+        '--clear-groups',
+        '/usr/sbin/sshd',
+        '-D',
+        '-e',
+        '-f',
+        join(hostDir, 'sshd_config'),
+      ],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     sshd = child;
     await new Promise<void>((resolve, reject) => {
       let log = '';
@@ -244,7 +377,9 @@ describe('parseKeyscanOutput reads real ssh-keyscan output', () => {
   it('pins the keys a real sshd on a non-standard port presents', async () => {
     const name = knownHostsName('127.0.0.1', port);
     expect(name).toBe(`[127.0.0.1]:${port}`);
-    const scan = await runProcess('ssh-keyscan', ['-T', '5', '-p', String(port), '127.0.0.1'], { timeoutMs: scaled(30_000) });
+    const scan = await runProcess('ssh-keyscan', ['-T', '5', '-p', String(port), '127.0.0.1'], {
+      timeoutMs: scaled(30_000),
+    });
     expect(scan.code).toBe(0);
     expect(scan.stderr).toContain(`# 127.0.0.1:${port} SSH-2.0-OpenSSH`);
     const pins = parseKeyscanOutput(`${scan.stdout}\n${scan.stderr}`, name);
@@ -265,7 +400,8 @@ describe('parseKeyscanOutput reads real ssh-keyscan output', () => {
 });
 
 describe('reconcilePins', () => {
-  const reconcile = (input: Partial<ReconcileInput> & Pick<ReconcileInput, 'current'>) => reconcilePins({ scanned: new Map(), rotate: new Set(), ...input });
+  const reconcile = (input: Partial<ReconcileInput> & Pick<ReconcileInput, 'current'>) =>
+    reconcilePins({ scanned: new Map(), rotate: new Set(), ...input });
 
   it('pins every scanned key of a name never pinned (trust on first use)', () => {
     const result = reconcile({ current: [], scanned: new Map([['h', [pin('h', 'ed1'), pin('h', 'ec1')]]]) });

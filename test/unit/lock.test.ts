@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { parseEgressPorts } from '../../src/domain/egress.js';
-import { decideAcquire, describeHolder, holdsLock, LockHeldError, parseConcurrencyKey, renewLock, type LockRecord } from '../../src/domain/lock.js';
+import {
+  decideAcquire,
+  describeHolder,
+  holdsLock,
+  LockHeldError,
+  parseConcurrencyKey,
+  renewLock,
+  type LockRecord,
+} from '../../src/domain/lock.js';
 import type { Lease } from '../../src/domain/workflow.js';
 
 const t0 = new Date('2030-01-01T00:00:00.000Z');
@@ -16,16 +24,27 @@ function lease(holder: string, at: Date, ttlMs = 60_000): Lease {
   };
 }
 
-const held = (holder: string, at = t0): LockRecord => ({ schemaVersion: 1, key: 'k', lease: lease(holder, at), purpose: 'playbook run a.yml --inventory tf:edge' });
+const held = (holder: string, at = t0): LockRecord => ({
+  schemaVersion: 1,
+  key: 'k',
+  lease: lease(holder, at),
+  purpose: 'playbook run a.yml --inventory tf:edge',
+});
 
 describe('decideAcquire', () => {
   it('takes a free lock', () => {
     const decision = decideAcquire('k', undefined, lease('me', t0), 'p', t0);
-    expect(decision).toEqual({ kind: 'acquire', record: { schemaVersion: 1, key: 'k', lease: lease('me', t0), purpose: 'p' } });
+    expect(decision).toEqual({
+      kind: 'acquire',
+      record: { schemaVersion: 1, key: 'k', lease: lease('me', t0), purpose: 'p' },
+    });
   });
 
   it('refuses a live lease of another holder', () => {
-    expect(decideAcquire('k', held('other'), lease('me', later(1000)), 'p', later(1000))).toEqual({ kind: 'held', record: held('other') });
+    expect(decideAcquire('k', held('other'), lease('me', later(1000)), 'p', later(1000))).toEqual({
+      kind: 'held',
+      record: held('other'),
+    });
   });
 
   it('takes over a lease whose heartbeat expired', () => {
@@ -58,7 +77,9 @@ describe('renewLock / holdsLock', () => {
 describe('LockHeldError', () => {
   it('names the holder, where it runs and what it does', () => {
     const error = new LockHeldError(held('local:box:4242:ab'), '10m 00s');
-    expect(error.message).toBe(`concurrency key k is held by ${describeHolder(held('local:box:4242:ab'))}; gave up after waiting 10m 00s`);
+    expect(error.message).toBe(
+      `concurrency key k is held by ${describeHolder(held('local:box:4242:ab'))}; gave up after waiting 10m 00s`,
+    );
     expect(error.message).toContain('pid 4242 on box');
     expect(error.message).toContain('playbook run a.yml --inventory tf:edge');
     expect(error.exitCode).toBe(1);
@@ -66,7 +87,9 @@ describe('LockHeldError', () => {
 });
 
 describe('parseConcurrencyKey', () => {
-  it.each(['fleet-converge', 'a', 'edge.converge_1'])('accepts %s', (key) => expect(parseConcurrencyKey(key)).toBe(key));
+  it.each(['fleet-converge', 'a', 'edge.converge_1'])('accepts %s', (key) =>
+    expect(parseConcurrencyKey(key)).toBe(key),
+  );
   it.each(['', 'Fleet', '-a', 'a/b', 'a..b', 'a b', 'x'.repeat(65)])('refuses %j', (key) => {
     expect(() => parseConcurrencyKey(key)).toThrow(/invalid concurrency key/);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LookAhead, type Say } from '../../src/app/look-ahead.js';
+import { LookAhead, type Say } from '../../src/app/provision/look-ahead.js';
 
 function listener(): Say & { said: string[] } {
   const said: string[] = [];
@@ -121,7 +121,9 @@ describe('LookAhead', () => {
     const ahead = new LookAhead(
       (_say, signal) =>
         new Promise<string>((_resolve, reject) => {
-          signal.addEventListener('abort', () => reject(signal.reason instanceof Error ? signal.reason : new Error('aborted')));
+          signal.addEventListener('abort', () =>
+            reject(signal.reason instanceof Error ? signal.reason : new Error('aborted')),
+          );
         }),
       async () => undefined,
       interrupt.signal,

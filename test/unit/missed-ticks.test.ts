@@ -9,7 +9,12 @@ const iso = (dates: Date[]) => dates.map((d) => d.toISOString().slice(0, 16));
 
 describe('cronFireTimes', () => {
   it.each([
-    ['17 3 * * *', '2026-11-01T00:00Z', '2026-11-03T23:59Z', ['2026-11-01T03:17', '2026-11-02T03:17', '2026-11-03T03:17']],
+    [
+      '17 3 * * *',
+      '2026-11-01T00:00Z',
+      '2026-11-03T23:59Z',
+      ['2026-11-01T03:17', '2026-11-02T03:17', '2026-11-03T03:17'],
+    ],
     ['*/20 10 * * *', '2026-11-01T10:00Z', '2026-11-01T11:00Z', ['2026-11-01T10:20', '2026-11-01T10:40']],
     // 2026-11-02 is a Monday.
     ['0 9 * * 1-5', '2026-10-31T00:00Z', '2026-11-03T23:00Z', ['2026-11-02T09:00', '2026-11-03T09:00']],
@@ -22,7 +27,10 @@ describe('cronFireTimes', () => {
   });
 
   it('excludes the start and includes the end', () => {
-    expect(iso(cronFireTimes('*/5 * * * *', at('2026-11-01T00:00Z'), at('2026-11-01T00:10Z')))).toEqual(['2026-11-01T00:05', '2026-11-01T00:10']);
+    expect(iso(cronFireTimes('*/5 * * * *', at('2026-11-01T00:00Z'), at('2026-11-01T00:10Z')))).toEqual([
+      '2026-11-01T00:05',
+      '2026-11-01T00:10',
+    ]);
   });
 
   it('stops at MAX_TICKS', () => {
@@ -30,7 +38,9 @@ describe('cronFireTimes', () => {
   });
 
   it('refuses what is not a five-field cron', () => {
-    expect(thrown(() => cronFireTimes('0 0 3 * * *', at('2026-01-01T00:00Z'), at('2026-01-02T00:00Z')))).toBeInstanceOf(UsageError);
+    expect(thrown(() => cronFireTimes('0 0 3 * * *', at('2026-01-01T00:00Z'), at('2026-01-02T00:00Z')))).toBeInstanceOf(
+      UsageError,
+    );
   });
 });
 
@@ -57,7 +67,12 @@ describe('missedTicks', () => {
   it('does not let one run answer two ticks, nor a run too late answer any', () => {
     const fires = [at('2026-11-01T00:17Z'), at('2026-11-01T03:30Z')];
     // The 03:30 run answers 03:17, not 01:17 or 02:17 (too long ago).
-    expect(iso(missedTicks(cron, fires, now))).toEqual(['2026-11-01T01:17', '2026-11-01T02:17', '2026-11-01T04:17', '2026-11-01T05:17']);
+    expect(iso(missedTicks(cron, fires, now))).toEqual([
+      '2026-11-01T01:17',
+      '2026-11-01T02:17',
+      '2026-11-01T04:17',
+      '2026-11-01T05:17',
+    ]);
   });
 
   it('says nothing without any recorded run', () => {
@@ -71,7 +86,9 @@ describe('schedule fires', () => {
     expect(parseScheduleTick('nightly', '17 3 * * *', names)).toEqual({ name: 'nightly', cron: '17 3 * * *' });
     expect(parseScheduleTick('nightly', '0 17 3 * * *', names)).toEqual({ name: 'nightly', cron: '17 3 * * *' });
     expect(parseScheduleTick(undefined, undefined, names)).toBeUndefined();
-    expect(() => parseScheduleTick('nightly', undefined, names)).toThrow(/--schedule-name and --schedule-cron go together/);
+    expect(() => parseScheduleTick('nightly', undefined, names)).toThrow(
+      /--schedule-name and --schedule-cron go together/,
+    );
     expect(() => parseScheduleTick('Nightly!', '17 3 * * *', names)).toThrow(/invalid schedule name/);
     expect(() => parseScheduleTick('nightly', '@daily', names)).toThrow(/@daily are not supported/);
   });
@@ -80,14 +97,23 @@ describe('schedule fires', () => {
     const first = recordFire(undefined, 'nightly', '17 3 * * *', at('2026-11-01T03:18Z'));
     const second = recordFire(first, 'nightly', '17 3 * * *', at('2026-11-02T03:19Z'));
     expect(second.fires).toEqual(['2026-11-01T03:18:00.000Z', '2026-11-02T03:19:00.000Z']);
-    expect(recordFire(second, 'nightly', '17 4 * * *', at('2026-11-03T04:17Z')).fires).toEqual(['2026-11-03T04:17:00.000Z']);
+    expect(recordFire(second, 'nightly', '17 4 * * *', at('2026-11-03T04:17Z')).fires).toEqual([
+      '2026-11-03T04:17:00.000Z',
+    ]);
   });
 
   it('says which ticks never ran, in one line, and nothing when none was missed', () => {
-    const fires = recordFire(recordFire(undefined, 'nightly', '17 3 * * *', at('2026-11-01T03:18Z')), 'nightly', '17 3 * * *', at('2026-11-03T03:20Z'));
+    const fires = recordFire(
+      recordFire(undefined, 'nightly', '17 3 * * *', at('2026-11-01T03:18Z')),
+      'nightly',
+      '17 3 * * *',
+      at('2026-11-03T03:20Z'),
+    );
     const missed = missedTicksOf(fires, at('2026-11-03T12:00Z'));
     expect(iso(missed)).toEqual(['2026-11-02T03:17']);
-    expect(describeMissedTicks(fires, missed)).toBe("schedule nightly ('17 3 * * *' UTC): 1 tick(s) never ran: 2026-11-02T03:17:00.000Z");
+    expect(describeMissedTicks(fires, missed)).toBe(
+      "schedule nightly ('17 3 * * *' UTC): 1 tick(s) never ran: 2026-11-02T03:17:00.000Z",
+    );
     expect(describeMissedTicks(fires, [])).toBeUndefined();
   });
 });

@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/domain/errors.js';
-import { defaultWorkspaceName, envNameForOutput, parseInventoryRef, parseUserName, parseWorkflowId, parseWorkspaceName, quoteValue } from '../../src/domain/names.js';
+import {
+  defaultWorkspaceName,
+  envNameForOutput,
+  parseInventoryRef,
+  parseUserName,
+  parseWorkflowId,
+  parseWorkspaceName,
+  quoteValue,
+} from '../../src/domain/names.js';
 import { thrown } from '../support/errors.js';
 
 describe('quoteValue', () => {
@@ -84,7 +92,9 @@ describe('defaultWorkspaceName', () => {
   ])('refuses %j without transforming it', (path, shownBase, problem) => {
     const error = thrown(() => defaultWorkspaceName(path));
     expect(error).toBeInstanceOf(UsageError);
-    expect(error.message).toBe(`cannot use the basename ${shownBase} of workspace path ${quoteValue(path)} as the workspace name: ${problem}`);
+    expect(error.message).toBe(
+      `cannot use the basename ${shownBase} of workspace path ${quoteValue(path)} as the workspace name: ${problem}`,
+    );
     expect(error.help).toMatch(/^pass --workspace-name <name>; a workspace name is/);
   });
 });
@@ -145,7 +155,9 @@ describe('envNameForOutput', () => {
   ])('refuses %j', (output, shownEnv) => {
     const error = thrown(() => envNameForOutput(output));
     expect(error.kind).toBe('seal');
-    expect(error.message).toBe(`output ${quoteValue(output)} cannot be bound to an environment variable: ${shownEnv} is not of the form [A-Z_][A-Z0-9_]*`);
+    expect(error.message).toBe(
+      `output ${quoteValue(output)} cannot be bound to an environment variable: ${shownEnv} is not of the form [A-Z_][A-Z0-9_]*`,
+    );
     expect(error.help).toContain('rename the output');
   });
 
@@ -161,7 +173,9 @@ describe('envNameForOutput', () => {
   ])('refuses %j, which would replace %s', (output, env) => {
     const error = thrown(() => envNameForOutput(output));
     expect(error.kind).toBe('seal');
-    expect(error.message).toBe(`output ${quoteValue(output)} would be bound to ${env}, which the play's runtime itself uses`);
+    expect(error.message).toBe(
+      `output ${quoteValue(output)} would be bound to ${env}, which the play's runtime itself uses`,
+    );
     expect(error.help).toContain('are reserved');
   });
 });

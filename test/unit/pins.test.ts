@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { pinHostKeys, type ScannedHostKeys } from '../../src/app/pins.js';
-import type { AppContext } from '../../src/app/context.js';
-import { RecordingProgress } from '../../src/app/progress.js';
+import { pinHostKeys, type ScannedHostKeys } from '../../src/app/hosts/pins.js';
+import type { AppContext } from '../../src/app/runtime/context.js';
+import { RecordingProgress } from '../../src/app/runtime/progress.js';
 import { readPins } from '../../src/ledger/records.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 
@@ -19,7 +19,14 @@ function key(name: string) {
 }
 
 function app(): AppContext {
-  return { store: new MemoryLedgerStore(), ledgerBranch: 'exocomp-ledger', now: () => new Date(0), cwd: '/nonexistent', env: {}, progress: new RecordingProgress() };
+  return {
+    store: new MemoryLedgerStore(),
+    ledgerBranch: 'exocomp-ledger',
+    now: () => new Date(0),
+    cwd: '/nonexistent',
+    env: {},
+    progress: new RecordingProgress(),
+  };
 }
 
 describe('pinHostKeys with keys scanned beforehand', () => {

@@ -19,7 +19,15 @@ function resource(address: string, actions: string[], extra: Partial<ResourceCha
     type: 'terraform_data',
     name: address.split('.').pop(),
     provider_name: 'terraform.io/builtin/terraform',
-    change: { actions, before: null, after: null, after_unknown: {}, before_sensitive: false, after_sensitive: false, ...extra },
+    change: {
+      actions,
+      before: null,
+      after: null,
+      after_unknown: {},
+      before_sensitive: false,
+      after_sensitive: false,
+      ...extra,
+    },
   };
 }
 
@@ -43,7 +51,14 @@ function samplePlan(overrides: { webIp?: string; password?: string; dbOutput?: s
       resource('terraform_data.unchanged', ['no-op'], { before: { id: 'x' }, after: { id: 'x' } }),
     ],
     output_changes: {
-      web_ip: { actions: ['create'], before: null, after: overrides.webIp ?? '127.0.0.2', after_unknown: false, before_sensitive: false, after_sensitive: false },
+      web_ip: {
+        actions: ['create'],
+        before: null,
+        after: overrides.webIp ?? '127.0.0.2',
+        after_unknown: false,
+        before_sensitive: false,
+        after_sensitive: false,
+      },
       db_password: {
         actions: ['update'],
         before: 'old-secret-value',
@@ -166,7 +181,10 @@ describe('planFingerprint', () => {
         format_version: '1.2',
         resource_changes: [
           resource('a.whole', ['create'], { after: { secret: whole }, after_sensitive: true }),
-          resource('a.list', ['create'], { after: { keys: [listSecret, listPublic] }, after_sensitive: { keys: [true, false] } }),
+          resource('a.list', ['create'], {
+            after: { keys: [listSecret, listPublic] },
+            after_sensitive: { keys: [true, false] },
+          }),
         ],
       });
     const base = planFingerprint(plan('one', 'k1', 'public'));

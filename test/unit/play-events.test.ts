@@ -1,7 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { AnsibleEventStream } from '../../src/adapters/ansible-events.js';
-import { keyRefusedHelp } from '../../src/app/play.js';
-import { failureDetail, failureSummary, formatFailure, formatHostResult, type AnsibleEvent, type HostResult } from '../../src/domain/play-events.js';
+import { keyRefusedHelp } from '../../src/app/plays/play.js';
+import {
+  failureDetail,
+  failureSummary,
+  formatFailure,
+  formatHostResult,
+  type AnsibleEvent,
+  type HostResult,
+} from '../../src/domain/play-events.js';
 
 const result = (over: Partial<HostResult> = {}): HostResult => ({
   event: 'result',
@@ -37,7 +44,9 @@ describe('rendering', () => {
     expect(formatHostResult(result())).toBe('web1 · Create the fleet user ✓ (2/7)');
     expect(formatHostResult(result({ status: 'changed' }))).toBe('web1 · Create the fleet user ✓ changed (2/7)');
     expect(formatHostResult(result({ status: 'failed', total: 0 }))).toBe('web1 · Create the fleet user ✗');
-    expect(formatHostResult(result({ status: 'failed', ignored: true }))).toBe('web1 · Create the fleet user ✗ ignored (2/7)');
+    expect(formatHostResult(result({ status: 'failed', ignored: true }))).toBe(
+      'web1 · Create the fleet user ✗ ignored (2/7)',
+    );
     expect(formatHostResult(result({ task: 'evil\nname\u001b[31m' }))).toBe('web1 · evil name [31m ✓ (2/7)');
   });
 
@@ -53,29 +62,52 @@ describe('rendering', () => {
       '    e',
       '    … 2 more line(s)',
     ]);
-    expect(formatFailure(result({ status: 'unreachable', msg: 'Failed to connect to the host via ssh: Permission denied (publickey).' }))).toEqual([
-      'web1 · Create the fleet user: Failed to connect to the host via ssh: Permission denied (publickey).',
-    ]);
+    expect(
+      formatFailure(
+        result({ status: 'unreachable', msg: 'Failed to connect to the host via ssh: Permission denied (publickey).' }),
+      ),
+    ).toEqual(['web1 · Create the fleet user: Failed to connect to the host via ssh: Permission denied (publickey).']);
     expect(formatFailure(result({ status: 'failed', stdout: 'only stdout' }))[1]).toBe('  stdout:');
   });
 
   it('a summary on one line for tables; everything for the ledger', () => {
-    const failures = [result({ status: 'failed', msg: 'boom\nsecond line', rc: 1 }), result({ host: 'web2', status: 'unreachable', msg: 'gone' })];
+    const failures = [
+      result({ status: 'failed', msg: 'boom\nsecond line', rc: 1 }),
+      result({ host: 'web2', status: 'unreachable', msg: 'gone' }),
+    ];
     expect(failureSummary(failures)).toBe('web1 · Create the fleet user: boom (rc 1) (+1 more host failure)');
     expect(failureSummary([])).toBe('');
-    expect(failureDetail(failures)).toBe('web1 · Create the fleet user: failed (rc 1)\nmsg: boom\nsecond line\n\nweb2 · Create the fleet user: unreachable\nmsg: gone');
+    expect(failureDetail(failures)).toBe(
+      'web1 · Create the fleet user: failed (rc 1)\nmsg: boom\nsecond line\n\nweb2 · Create the fleet user: unreachable\nmsg: gone',
+    );
   });
 });
 
 describe('keyRefusedHelp', () => {
-  const refused = result({ host: 'web2', status: 'unreachable', msg: 'Failed to connect to the host via ssh: exocomp@127.0.0.2: Permission denied (publickey).' });
+  const refused = result({
+    host: 'web2',
+    status: 'unreachable',
+    msg: 'Failed to connect to the host via ssh: exocomp@127.0.0.2: Permission denied (publickey).',
+  });
   it('names the hosts, the key offered and how to pass the right one', () => {
     expect(keyRefusedHelp({ failures: [refused] }, { user: 'exocomp' })).toMatch(
       /^web2 refused the key: no key was given, so ssh offered only its defaults \(~\/\.ssh\/id_\*, an agent\) as user exocomp\. Pass the fleet key that onboarding installed: --fleet-key <private key file>/,
     );
-    expect(keyRefusedHelp({ failures: [refused] }, { key: 'the fleet key keys/old', user: 'exocomp' })).toContain('it offered the fleet key keys/old as user exocomp');
+    expect(keyRefusedHelp({ failures: [refused] }, { key: 'the fleet key keys/old', user: 'exocomp' })).toContain(
+      'it offered the fleet key keys/old as user exocomp',
+    );
   });
   it('says nothing for other failures', () => {
-    expect(keyRefusedHelp({ failures: [result({ status: 'failed', msg: 'boom' }), result({ status: 'unreachable', msg: 'Connection refused' })] }, { user: 'u' })).toBeUndefined();
+    expect(
+      keyRefusedHelp(
+        {
+          failures: [
+            result({ status: 'failed', msg: 'boom' }),
+            result({ status: 'unreachable', msg: 'Connection refused' }),
+          ],
+        },
+        { user: 'u' },
+      ),
+    ).toBeUndefined();
   });
 });

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { checkPlaybookFile } from '../../src/app/input-checks.js';
+import { checkPlaybookFile } from '../../src/app/provision/input-checks.js';
 import { playbookTextProblem } from '../../src/domain/playbook.js';
 import { thrown } from '../support/errors.js';
 
@@ -25,8 +25,14 @@ describe('playbooks', () => {
   it('refuses a missing playbook, a directory and a file that is not YAML', () => {
     mkdirSync(join(dir, 'plays'));
     writeFileSync(join(dir, 'bad.yml'), '\t- {{ nope');
-    expect(thrown(() => checkPlaybookFile(join(dir, 'nope.yml'), 'playbook')).message).toBe(`playbook "${join(dir, 'nope.yml')}" does not exist`);
-    expect(thrown(() => checkPlaybookFile(join(dir, 'plays'), 'playbook')).message).toBe(`playbook "${join(dir, 'plays')}" is a directory, not a playbook file`);
-    expect(thrown(() => checkPlaybookFile(join(dir, 'bad.yml'), 'playbook')).message).toMatch(/^playbook ".*bad.yml": it is not valid YAML/);
+    expect(thrown(() => checkPlaybookFile(join(dir, 'nope.yml'), 'playbook')).message).toBe(
+      `playbook "${join(dir, 'nope.yml')}" does not exist`,
+    );
+    expect(thrown(() => checkPlaybookFile(join(dir, 'plays'), 'playbook')).message).toBe(
+      `playbook "${join(dir, 'plays')}" is a directory, not a playbook file`,
+    );
+    expect(thrown(() => checkPlaybookFile(join(dir, 'bad.yml'), 'playbook')).message).toMatch(
+      /^playbook ".*bad.yml": it is not valid YAML/,
+    );
   });
 });

@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { SecretGuardedStore } from '../../src/app/secret-guarded-store.js';
-import { SecretRegistry } from '../../src/app/secrets.js';
+import { SecretGuardedStore } from '../../src/app/runtime/secret-guarded-store.js';
+import { SecretRegistry } from '../../src/app/runtime/secrets.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 
 const SECRETS = {
@@ -74,7 +74,8 @@ describe('redaction in every encoding', () => {
   });
 
   it('leaves text without secrets alone, and PEM armour lines visible', () => {
-    const pem = '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----';
+    const pem =
+      '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ\n-----END OPENSSH PRIVATE KEY-----';
     const keys = new SecretRegistry();
     keys.add(pem);
     expect(keys.redact('TASK [ping] ok=1 changed=0')).toBe('TASK [ping] ok=1 changed=0');
@@ -111,7 +112,9 @@ describe('SecretGuardedStore', () => {
     expect(secrets.exposes(written)).toBe(false);
     expect(JSON.parse(written)).toEqual({ schemaVersion: 1, summary: 'play failed: ***' });
     expect(snapshot.read('notes.txt')).toBe('clean');
-    expect(warnings).toEqual(['a secret was about to be written to the ledger in workflows/w-1.json, the commit message; the redacted text was stored instead']);
+    expect(warnings).toEqual([
+      'a secret was about to be written to the ledger in workflows/w-1.json, the commit message; the redacted text was stored instead',
+    ]);
     expect(secrets.exposes(warnings.join('\n'))).toBe(false);
   });
 

@@ -49,7 +49,10 @@ describe('the workflow view', () => {
   });
 
   it('shows the plan waiting for a decision', () => {
-    const waiting = awaitApproval(sampleWorkflow('edge-3', { requireApproval: true }), t0, { fingerprint: 'f', summary: '+2 ~0 -1' });
+    const waiting = awaitApproval(sampleWorkflow('edge-3', { requireApproval: true }), t0, {
+      fingerprint: 'f',
+      summary: '+2 ~0 -1',
+    });
     expect(renderText(viewWorkflow(waiting, t0))).toContain('approval  pending — plan +2 ~0 -1');
   });
 

@@ -20,7 +20,12 @@ const workflow = (state: Workflow['state'] = 'provision-failed'): Workflow => ({
 
 describe('overrideWorkflow', () => {
   it('changes what differs and notes each change', () => {
-    const { workflow: next, changes } = overrideWorkflow(workflow(), { sshWaitMs: 600_000, playbook: 'ops/site.yml' }, t1, formatDuration);
+    const { workflow: next, changes } = overrideWorkflow(
+      workflow(),
+      { sshWaitMs: 600_000, playbook: 'ops/site.yml' },
+      t1,
+      formatDuration,
+    );
     expect(changes).toEqual(['ssh-wait 5m 00s → 10m 00s', 'playbook site.yml → ops/site.yml']);
     expect(next.options.sshWaitMs).toBe(600_000);
     expect(next.playbook).toBe('ops/site.yml');
@@ -33,13 +38,18 @@ describe('overrideWorkflow', () => {
 
   it('leaves the record alone when nothing differs', () => {
     const before = workflow();
-    expect(overrideWorkflow(before, { sshWaitMs: 300_000, playbook: 'site.yml' }, t1, formatDuration)).toEqual({ workflow: before, changes: [] });
+    expect(overrideWorkflow(before, { sshWaitMs: 300_000, playbook: 'site.yml' }, t1, formatDuration)).toEqual({
+      workflow: before,
+      changes: [],
+    });
     expect(overrideWorkflow(before, {}, t1, formatDuration).changes).toEqual([]);
   });
 
   it('keeps earlier overrides and refuses to change a finished workflow', () => {
     const once = overrideWorkflow(workflow(), { sshWaitMs: 600_000 }, t1, formatDuration).workflow;
     expect(overrideWorkflow(once, { sshWaitMs: 900_000 }, t1, formatDuration).workflow.overrides).toHaveLength(2);
-    expect(() => overrideWorkflow(workflow('provisioned'), { sshWaitMs: 1 }, t1, formatDuration)).toThrow(/provisioned; its settings cannot change/);
+    expect(() => overrideWorkflow(workflow('provisioned'), { sshWaitMs: 1 }, t1, formatDuration)).toThrow(
+      /provisioned; its settings cannot change/,
+    );
   });
 });

@@ -51,20 +51,47 @@ describe('scrubEnvironment', () => {
   const scrubbed = scrubEnvironment(runnerEnvironment, {});
 
   it('keeps exactly the allowlisted names and harmless ANSIBLE_* settings', () => {
-    expect(Object.keys(scrubbed).sort()).toEqual(['ANSIBLE_ROLES_PATH', 'HOME', 'LANG', 'LC_ALL', 'LOGNAME', 'PATH', 'SHELL', 'TERM', 'TMPDIR', 'TZ', 'USER'].sort());
+    expect(Object.keys(scrubbed).sort()).toEqual(
+      [
+        'ANSIBLE_ROLES_PATH',
+        'HOME',
+        'LANG',
+        'LC_ALL',
+        'LOGNAME',
+        'PATH',
+        'SHELL',
+        'TERM',
+        'TMPDIR',
+        'TZ',
+        'USER',
+      ].sort(),
+    );
     expect(scrubbed.PATH).toBe('/usr/bin:/bin');
     expect(scrubbed.ANSIBLE_ROLES_PATH).toBe('/repo/roles');
   });
 
   it('never lets a credential-looking ANSIBLE_* name or ANSIBLE_CONFIG through', () => {
-    for (const name of ['ANSIBLE_CONFIG', 'ANSIBLE_VAULT_PASSWORD_FILE', 'ANSIBLE_BECOME_PASSWORD_FILE', 'ANSIBLE_GALAXY_TOKEN']) {
+    for (const name of [
+      'ANSIBLE_CONFIG',
+      'ANSIBLE_VAULT_PASSWORD_FILE',
+      'ANSIBLE_BECOME_PASSWORD_FILE',
+      'ANSIBLE_GALAXY_TOKEN',
+    ]) {
       expect(scrubbed).not.toHaveProperty(name);
     }
   });
 
   it('leaves out no secret value of the parent anywhere', () => {
     const values = Object.values(scrubbed).join('\n');
-    for (const secret of ['seal-key-value', 'ghs_token', 'aws-secret', 'tfvar', 'user:pass', 'openstack', 'runner-agent']) {
+    for (const secret of [
+      'seal-key-value',
+      'ghs_token',
+      'aws-secret',
+      'tfvar',
+      'user:pass',
+      'openstack',
+      'runner-agent',
+    ]) {
       expect(values).not.toContain(secret);
     }
   });
@@ -101,17 +128,24 @@ describe('validateEnvName', () => {
     expect(() => validateEnvName(name)).toThrow(/not a valid environment variable name/);
   });
 
-  it.each(['PATH', 'HOME', 'path', 'SSH_AUTH_SOCK', 'ANSIBLE_CONFIG', 'ansible_ssh_args', 'EXOCOMP_SEAL_KEY', 'LD_PRELOAD', 'PYTHONPATH'])(
-    'rejects the reserved name %s with help',
-    (name) => {
-      try {
-        validateEnvName(name);
-        expect.unreachable();
-      } catch (error) {
-        expect(error).toBeInstanceOf(UsageError);
-        expect((error as UsageError).message).toMatch(/reserved/);
-        expect((error as UsageError).help).toMatch(/rename/);
-      }
-    },
-  );
+  it.each([
+    'PATH',
+    'HOME',
+    'path',
+    'SSH_AUTH_SOCK',
+    'ANSIBLE_CONFIG',
+    'ansible_ssh_args',
+    'EXOCOMP_SEAL_KEY',
+    'LD_PRELOAD',
+    'PYTHONPATH',
+  ])('rejects the reserved name %s with help', (name) => {
+    try {
+      validateEnvName(name);
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(UsageError);
+      expect((error as UsageError).message).toMatch(/reserved/);
+      expect((error as UsageError).help).toMatch(/rename/);
+    }
+  });
 });

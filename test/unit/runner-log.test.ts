@@ -47,7 +47,14 @@ const text = fc.array(piece, { maxLength: 30 }).map((pieces) => pieces.join(''))
 
 describe('inertLines', () => {
   it('turns the spoofed lines of a host into text the runner shows as they read', () => {
-    const spoofed = ['::error::spoofed', '  ::set-output name=state::provisioned', '::add-mask::converged', 'legacy ##[warning]spoofed too', '::stop-commands::t', '::t::'];
+    const spoofed = [
+      '::error::spoofed',
+      '  ::set-output name=state::provisioned',
+      '::add-mask::converged',
+      'legacy ##[warning]spoofed too',
+      '::stop-commands::t',
+      '::t::',
+    ];
     const runner = asRunner(inertLines(spoofed.join('\n')));
     expect(runner.annotations).toEqual([]);
     expect(runner.masks).toEqual([]);
@@ -56,7 +63,8 @@ describe('inertLines', () => {
   });
 
   it('leaves text that holds no command as it is', () => {
-    for (const line of ['[2/4] ssh-wait … 3s ✓', 'a::b', '# heading', 'x ## [y]', '']) expect(inertLines(line)).toBe(line);
+    for (const line of ['[2/4] ssh-wait … 3s ✓', 'a::b', '# heading', 'x ## [y]', ''])
+      expect(inertLines(line)).toBe(line);
   });
 
   it('never lets a line run as a command, and changes only by zero-width spaces', () => {

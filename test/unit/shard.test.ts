@@ -15,7 +15,8 @@ import {
 } from '../../src/domain/shard.js';
 import { thrown } from '../support/errors.js';
 
-const hostNames = (count: number, prefix = 'web') => Array.from({ length: count }, (_, i) => `${prefix}${i + 1}.example.net`);
+const hostNames = (count: number, prefix = 'web') =>
+  Array.from({ length: count }, (_, i) => `${prefix}${i + 1}.example.net`);
 const SHARD_COUNTS = Array.from({ length: 16 }, (_, i) => i + 1);
 
 describe('splitIntoShards', () => {
@@ -41,14 +42,17 @@ describe('splitIntoShards', () => {
     expect(moved).toEqual([]);
   });
 
-  it.each(SHARD_COUNTS.slice(0, 15))('going from %i shards to one more moves only hosts into the new shard, about 1/(N+1)', (total) => {
-    const hosts = hostNames(1000);
-    const moved = hosts.filter((host) => shardOf(host, total) !== shardOf(host, total + 1));
-    for (const host of moved) expect(shardOf(host, total + 1)).toBe(total + 1);
-    const expected = 1000 / (total + 1);
-    // Binomial spread: far inside 4 standard deviations for these fixed names.
-    expect(Math.abs(moved.length - expected)).toBeLessThan(4 * Math.sqrt(expected) + 5);
-  });
+  it.each(SHARD_COUNTS.slice(0, 15))(
+    'going from %i shards to one more moves only hosts into the new shard, about 1/(N+1)',
+    (total) => {
+      const hosts = hostNames(1000);
+      const moved = hosts.filter((host) => shardOf(host, total) !== shardOf(host, total + 1));
+      for (const host of moved) expect(shardOf(host, total + 1)).toBe(total + 1);
+      const expected = 1000 / (total + 1);
+      // Binomial spread: far inside 4 standard deviations for these fixed names.
+      expect(Math.abs(moved.length - expected)).toBeLessThan(4 * Math.sqrt(expected) + 5);
+    },
+  );
 
   it('spreads 1,000 hosts over 8 shards roughly evenly', () => {
     const sizes = splitIntoShards(hostNames(1000), 8).map((s) => s.length);
@@ -58,12 +62,17 @@ describe('splitIntoShards', () => {
 
   it('is a partition for any host set and shard count (property)', () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.string({ minLength: 1, maxLength: 20 }), { maxLength: 40 }), fc.integer({ min: 1, max: 16 }), (hosts, total) => {
-        const shards = splitIntoShards(hosts, total);
-        expect(shards.flat().sort()).toEqual([...hosts].sort());
-        // A host's shard does not depend on which other hosts exist.
-        for (const host of hosts) expect(hostsOfShard([host], { index: shardOf(host, total), total })).toEqual([host]);
-      }),
+      fc.property(
+        fc.uniqueArray(fc.string({ minLength: 1, maxLength: 20 }), { maxLength: 40 }),
+        fc.integer({ min: 1, max: 16 }),
+        (hosts, total) => {
+          const shards = splitIntoShards(hosts, total);
+          expect(shards.flat().sort()).toEqual([...hosts].sort());
+          // A host's shard does not depend on which other hosts exist.
+          for (const host of hosts)
+            expect(hostsOfShard([host], { index: shardOf(host, total), total })).toEqual([host]);
+        },
+      ),
     );
   });
 
@@ -97,11 +106,14 @@ describe('shard specs', () => {
     expect(formatShard(spec)).toBe(`${spec.index}/${spec.total}`);
   });
 
-  it.each(['0/3', '4/3', '1/0', '1/257', 'a/b', '1', '1/2/3', '-1/2', '1.5/2', '', '01/2x'])('refuses %j as bad usage', (raw) => {
-    const error = thrown(() => parseShardSpec(raw));
-    expect(error).toBeInstanceOf(UsageError);
-    expect(error.help).toContain('i/N');
-  });
+  it.each(['0/3', '4/3', '1/0', '1/257', 'a/b', '1', '1/2/3', '-1/2', '1.5/2', '', '01/2x'])(
+    'refuses %j as bad usage',
+    (raw) => {
+      const error = thrown(() => parseShardSpec(raw));
+      expect(error).toBeInstanceOf(UsageError);
+      expect(error.help).toContain('i/N');
+    },
+  );
 
   it('reads counts and indexes from CI variables', () => {
     expect(parseShardNumber('3', 'CI_NODE_TOTAL')).toBe(3);

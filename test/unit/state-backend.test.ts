@@ -6,7 +6,12 @@ const file = (name: string, text: string) => ({ name, text });
 describe('stateBackendOf', () => {
   it('is the implicit local backend when nothing declares one', () => {
     expect(stateBackendOf([])).toEqual({ type: 'local' });
-    expect(stateBackendOf([file('main.tf.json', JSON.stringify({ resource: { terraform_data: { a: {} } } })), file('README.md', 'backend "s3" {')])).toEqual({ type: 'local' });
+    expect(
+      stateBackendOf([
+        file('main.tf.json', JSON.stringify({ resource: { terraform_data: { a: {} } } })),
+        file('README.md', 'backend "s3" {'),
+      ]),
+    ).toEqual({ type: 'local' });
   });
 
   it('reads native syntax, comments and strings aside', () => {
@@ -22,8 +27,13 @@ describe('stateBackendOf', () => {
         }
       }`;
     expect(stateBackendOf([file('backend.tf', hcl)])).toEqual({ type: 's3', file: 'backend.tf' });
-    expect(stateBackendOf([file('main.tofu', 'terraform {\n  cloud {\n    organization = "acme"\n  }\n}\n')])).toEqual({ type: 'cloud', file: 'main.tofu' });
-    expect(stateBackendOf([file('main.tf', 'terraform {\n  backend "local" {\n    path = "x.tfstate"\n  }\n}')])).toEqual({ type: 'local', file: 'main.tf' });
+    expect(stateBackendOf([file('main.tofu', 'terraform {\n  cloud {\n    organization = "acme"\n  }\n}\n')])).toEqual({
+      type: 'cloud',
+      file: 'main.tofu',
+    });
+    expect(
+      stateBackendOf([file('main.tf', 'terraform {\n  backend "local" {\n    path = "x.tfstate"\n  }\n}')]),
+    ).toEqual({ type: 'local', file: 'main.tf' });
   });
 
   it('does not take a remote-state data source for the workspace backend', () => {
@@ -32,8 +42,14 @@ describe('stateBackendOf', () => {
   });
 
   it('reads JSON syntax, objects and lists alike', () => {
-    expect(stateBackendOf([file('backend.tf.json', JSON.stringify({ terraform: { backend: { gcs: { bucket: 'b' } } } }))])).toEqual({ type: 'gcs', file: 'backend.tf.json' });
-    expect(stateBackendOf([file('b.tf.json', JSON.stringify({ terraform: [{ required_version: '>= 1' }, { backend: [{ http: {} }] }] }))])).toEqual({
+    expect(
+      stateBackendOf([file('backend.tf.json', JSON.stringify({ terraform: { backend: { gcs: { bucket: 'b' } } } }))]),
+    ).toEqual({ type: 'gcs', file: 'backend.tf.json' });
+    expect(
+      stateBackendOf([
+        file('b.tf.json', JSON.stringify({ terraform: [{ required_version: '>= 1' }, { backend: [{ http: {} }] }] })),
+      ]),
+    ).toEqual({
       type: 'http',
       file: 'b.tf.json',
     });
@@ -41,9 +57,17 @@ describe('stateBackendOf', () => {
   });
 
   it('lets override files win', () => {
-    const files = [file('override.tf', 'terraform {\n backend "local" {}\n}'), file('backend.tf', 'terraform {\n backend "s3" {}\n}')];
+    const files = [
+      file('override.tf', 'terraform {\n backend "local" {}\n}'),
+      file('backend.tf', 'terraform {\n backend "s3" {}\n}'),
+    ];
     expect(stateBackendOf(files)).toEqual({ type: 'local', file: 'override.tf' });
-    expect(stateBackendOf([file('a.tf', 'terraform {\n backend "local" {}\n}'), file('ci_override.tf.json', JSON.stringify({ terraform: { backend: { s3: {} } } }))])).toEqual({
+    expect(
+      stateBackendOf([
+        file('a.tf', 'terraform {\n backend "local" {}\n}'),
+        file('ci_override.tf.json', JSON.stringify({ terraform: { backend: { s3: {} } } })),
+      ]),
+    ).toEqual({
       type: 's3',
       file: 'ci_override.tf.json',
     });
@@ -64,12 +88,16 @@ describe('judgeStateBackend', () => {
   });
 
   it('warns when local state is allowed in CI; says nothing locally or with a remote backend', () => {
-    expect(judgeStateBackend({ type: 'local', file: 'main.tf' }, 'ws', { ci: true, allowLocalState: true })).toMatchObject({
+    expect(
+      judgeStateBackend({ type: 'local', file: 'main.tf' }, 'ws', { ci: true, allowLocalState: true }),
+    ).toMatchObject({
       verdict: 'warn',
       message: expect.stringContaining('backend "local" in main.tf'),
     });
     expect(judgeStateBackend(local, 'ws', { ci: false, allowLocalState: false })).toEqual({ verdict: 'ok' });
-    expect(judgeStateBackend({ type: 's3', file: 'b.tf' }, 'ws', { ci: true, allowLocalState: false })).toEqual({ verdict: 'ok' });
+    expect(judgeStateBackend({ type: 's3', file: 'b.tf' }, 'ws', { ci: true, allowLocalState: false })).toEqual({
+      verdict: 'ok',
+    });
   });
 
   it('knows CI by GitHub Actions and GitLab CI', () => {

@@ -18,14 +18,20 @@ describe('the test time factor', () => {
 describe('waitFor', () => {
   it('returns the first value the probe yields', async () => {
     let calls = 0;
-    await expect(waitFor('the third probe', () => (++calls === 3 ? 'ready' : undefined), { intervalMs: 1 })).resolves.toBe('ready');
+    await expect(
+      waitFor('the third probe', () => (++calls === 3 ? 'ready' : undefined), { intervalMs: 1 }),
+    ).resolves.toBe('ready');
   });
 
   it('gives up as soon as the watched event says so, naming both', async () => {
-    await expect(waitFor('a file', () => false, { gaveUp: () => 'the CLI exited 1' })).rejects.toThrow('gave up waiting for a file: the CLI exited 1');
+    await expect(waitFor('a file', () => false, { gaveUp: () => 'the CLI exited 1' })).rejects.toThrow(
+      'gave up waiting for a file: the CLI exited 1',
+    );
   });
 
   it('fails naming what it waited for when the bound passes', async () => {
-    await expect(waitFor('a banner', () => false, { timeoutMs: 20, intervalMs: 5 })).rejects.toThrow(/timed out after \d+ ms waiting for a banner/);
+    await expect(waitFor('a banner', () => false, { timeoutMs: 20, intervalMs: 5 })).rejects.toThrow(
+      /timed out after \d+ ms waiting for a banner/,
+    );
   });
 });

@@ -98,7 +98,12 @@ describe('step transitions', () => {
     w = failStep(w, 'ssh-wait', 'a', at(7), { kind: 'ssh-wait', summary: 'web2 (127.0.0.9:22) never answered' });
     expect(w.state).toBe('provision-failed');
     expect(w.steps.map((s) => s.state)).toEqual(['succeeded', 'failed', 'blocked', 'blocked']);
-    expect(w.failure).toEqual({ step: 'ssh-wait', kind: 'ssh-wait', summary: 'web2 (127.0.0.9:22) never answered', at: at(7).toISOString() });
+    expect(w.failure).toEqual({
+      step: 'ssh-wait',
+      kind: 'ssh-wait',
+      summary: 'web2 (127.0.0.9:22) never answered',
+      at: at(7).toISOString(),
+    });
     expect(() => startStep(w, 'ssh-wait', lease('b'), at(8))).toThrow(/must be resumed/);
     expect(() => startStep(w, 'onboard', lease('b'), at(8))).toThrow(IllegalTransitionError);
   });
@@ -130,7 +135,9 @@ describe('step transitions', () => {
     const applying = startStep(fresh(), 'apply', lease('a'), t0);
     const both = succeedAndStartNext(applying, 'apply', 'a', at(1), 'applied', lease('a'));
     expect(both.started).toBe('ssh-wait');
-    expect(both.workflow).toEqual(startStep(succeedStep(applying, 'apply', 'a', at(1), 'applied'), 'ssh-wait', lease('a'), at(1)));
+    expect(both.workflow).toEqual(
+      startStep(succeedStep(applying, 'apply', 'a', at(1), 'applied'), 'ssh-wait', lease('a'), at(1)),
+    );
     // Each step of the chain that way, then the last one's success alone.
     let w = both.workflow;
     for (const [name, next] of [
@@ -149,7 +156,10 @@ describe('step transitions', () => {
     const applying = startStep(fresh(), 'apply', lease('a'), t0);
     expect(() => succeedAndStartNext(applying, 'apply', 'b', at(1), undefined, lease('b'))).toThrow(/held by a, not b/);
     // A next step someone holds is left as it is (a record written by hand, or a future layout).
-    const odd: Workflow = { ...applying, steps: applying.steps.map((s) => (s.name === 'ssh-wait' ? { ...s, state: 'running', lease: lease('z') } : s)) };
+    const odd: Workflow = {
+      ...applying,
+      steps: applying.steps.map((s) => (s.name === 'ssh-wait' ? { ...s, state: 'running', lease: lease('z') } : s)),
+    };
     const alone = succeedAndStartNext(odd, 'apply', 'a', at(1), undefined, lease('a'));
     expect(alone.started).toBeUndefined();
     expect(stepOf(alone.workflow, 'apply').state).toBe('succeeded');
@@ -181,7 +191,9 @@ describe('leases', () => {
 
   it('the same holder cannot arm a step twice', () => {
     const w = startStep(fresh(), 'apply', lease('a'), t0);
-    expect(() => startStep(w, 'apply', lease('a'), at(1), { holderGone: true })).toThrow(/already running under this holder/);
+    expect(() => startStep(w, 'apply', lease('a'), at(1), { holderGone: true })).toThrow(
+      /already running under this holder/,
+    );
   });
 
   it('judges a lease by heartbeat age and holder facts', () => {
@@ -210,7 +222,9 @@ describe('leases', () => {
     expect(judgeLease(ci, new Date(t0.getTime() + CI_LEASE_MAX_MS + 1000))).toBe('dead');
     const w = startStep(fresh(), 'apply', ci, t0);
     expect(() => startStep(w, 'apply', lease('b', at(3600)), at(3600))).toThrow(LeaseHeldError);
-    expect(stepOf(startStep(w, 'apply', lease('b', at(3600)), at(3600), { holderGone: true }), 'apply').lease?.holder).toBe('b');
+    expect(
+      stepOf(startStep(w, 'apply', lease('b', at(3600)), at(3600), { holderGone: true }), 'apply').lease?.holder,
+    ).toBe('b');
   });
 
   it('the old holder cannot finish a step another runner took over', () => {
@@ -232,7 +246,13 @@ describe('approval', () => {
     let w = awaitApproval(fresh(true), t0);
     w = decideApproval(w, { approve: true, by: 'bob', via: 'cli', comment: 'ship it', now: at(5) });
     expect(w.state).toBe('created');
-    expect(w.approval).toMatchObject({ state: 'approved', by: 'bob', via: 'cli', comment: 'ship it', at: at(5).toISOString() });
+    expect(w.approval).toMatchObject({
+      state: 'approved',
+      by: 'bob',
+      via: 'cli',
+      comment: 'ship it',
+      at: at(5).toISOString(),
+    });
     expect(runTo(w, 4).state).toBe('provisioned');
   });
 
@@ -241,11 +261,15 @@ describe('approval', () => {
     w = decideApproval(w, { approve: false, by: 'bob', via: 'cli', now: at(5) });
     expect(w.state).toBe('rejected');
     expect(() => startStep(w, 'apply', lease('a'), t0)).toThrow(/rejected/);
-    expect(() => decideApproval(w, { approve: true, by: 'carol', via: 'cli', now: at(6) })).toThrow(/already rejected by bob/);
+    expect(() => decideApproval(w, { approve: true, by: 'carol', via: 'cli', now: at(6) })).toThrow(
+      /already rejected by bob/,
+    );
   });
 
   it('refuses decisions and waits where no approval is required', () => {
-    expect(() => decideApproval(fresh(false), { approve: true, by: 'b', via: 'cli', now: t0 })).toThrow(/does not require approval/);
+    expect(() => decideApproval(fresh(false), { approve: true, by: 'b', via: 'cli', now: t0 })).toThrow(
+      /does not require approval/,
+    );
     expect(() => awaitApproval(fresh(false), t0)).toThrow(IllegalTransitionError);
   });
 });

@@ -4,7 +4,7 @@
  * continuation follows) when a seal key lets it travel, else a re-plan that
  * must match the approved fingerprint.
  */
-import { continueWorkflow } from '../../app/continue-workflow.js';
+import { continueWorkflow } from '../../app/provision/continue-workflow.js';
 import { actionsArtifacts } from '../../platform/github/artifacts.js';
 import { approvalGate, jobRequest, renderOutcome } from '../../platform/github/chain-job.js';
 import { providerCache } from '../../platform/github/provider-cache.js';

@@ -4,7 +4,7 @@
  * decision is recorded, and an approval dispatches the chain's continuation
  * with the workflow id.
  */
-import { decideByDispatch } from '../../app/approvals.js';
+import { decideByDispatch } from '../../app/approval/approvals.js';
 import { openLedger, publishWorkflow, runAction } from '../../platform/github/session.js';
 
 await runAction('approve', async (session) => {
@@ -18,7 +18,10 @@ await runAction('approve', async (session) => {
     continueWith: s['continue-workflow'],
   });
   const actor = session.platform.run.actor;
-  if (dispatched) session.platform.log.info(`${workflow.id} approved by ${actor}; dispatched ${dispatched.target} on ${dispatched.ref} to continue it`);
+  if (dispatched)
+    session.platform.log.info(
+      `${workflow.id} approved by ${actor}; dispatched ${dispatched.target} on ${dispatched.ref} to continue it`,
+    );
   else session.platform.log.info(`${workflow.id} rejected by ${actor}`);
   session.platform.setOutput('dispatched', dispatched ? dispatched.target : '');
   await publishWorkflow(session, app, workflow, { comment: s.comment });

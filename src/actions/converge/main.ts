@@ -6,8 +6,8 @@
  * one converge record and summary; with `concurrency-key` it holds that ledger
  * lease; with `schedule-name` it records the schedule's fire (missed ticks).
  */
-import { converge, convergeJob } from '../../app/converge.js';
-import { playInputs } from '../../app/run-inputs.js';
+import { converge, convergeJob } from '../../app/converge/converge.js';
+import { playInputs } from '../../app/plays/run-inputs.js';
 import { publishConverge } from '../../platform/github/converge-report.js';
 import { scheduleTick } from '../../platform/github/run-context.js';
 import { githubRunInputs, openLedger, playReporting, runAction } from '../../platform/github/session.js';

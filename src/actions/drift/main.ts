@@ -3,9 +3,9 @@
  * in one report (job summary, outputs), recorded in the ledger, and the sticky
  * "drift" issue of the workspace opened, updated or closed.
  */
-import { driftTarget, runDriftCheck } from '../../app/drift-job.js';
-import { parseMapping } from '../../app/mappings.js';
-import { playInputs } from '../../app/run-inputs.js';
+import { driftTarget, runDriftCheck } from '../../app/drift/drift-job.js';
+import { parseMapping } from '../../app/plays/mappings.js';
+import { playInputs } from '../../app/plays/run-inputs.js';
 import { githubDriftIssueTarget, publishDrift } from '../../platform/github/drift-issue.js';
 import { scheduleTick } from '../../platform/github/run-context.js';
 import { githubRunInputs, openLedger, playReporting, runAction } from '../../platform/github/session.js';
@@ -31,7 +31,9 @@ await runAction('drift', async (session) => {
     remoteUser: s['remote-user'],
     runUrl: session.run.runUrl,
     failOnDrift: s['fail-on-drift'],
-    issue: s.issue ? githubDriftIssueTarget(session.github, session.run.repository, s['issue-author'], session.run.runUrl) : undefined,
+    issue: s.issue
+      ? githubDriftIssueTarget(session.github, session.run.repository, s['issue-author'], session.run.runUrl)
+      : undefined,
     ...playReporting(session),
   });
   await publishDrift(session, result);

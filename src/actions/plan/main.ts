@@ -3,9 +3,16 @@
  * saved plan goes to the apply job as an artifact. With `plan-only`, a preview
  * that touches no ledger (pull requests, forks included).
  */
-import { planJob } from '../../app/plan-job.js';
+import { planJob } from '../../app/provision/plan-job.js';
 import { actionsArtifacts } from '../../platform/github/artifacts.js';
-import { defaultWorkflowId, jobRequest, newWorkflowRequest, planPreview, publishPlan, workspaceNameOf } from '../../platform/github/chain-job.js';
+import {
+  defaultWorkflowId,
+  jobRequest,
+  newWorkflowRequest,
+  planPreview,
+  publishPlan,
+  workspaceNameOf,
+} from '../../platform/github/chain-job.js';
 import { githubRunInputs, openLedger, runAction } from '../../platform/github/session.js';
 
 await runAction(
@@ -20,7 +27,11 @@ await runAction(
       create: newWorkflowRequest(session, s, true),
       preview: planPreview(s),
       inputs,
-      ...jobRequest(session, app, { comment: s.comment, approveWorkflow: s['approve-workflow'], approvalMode: 'environment' }),
+      ...jobRequest(session, app, {
+        comment: s.comment,
+        approveWorkflow: s['approve-workflow'],
+        approvalMode: 'environment',
+      }),
     });
     await publishPlan(session, outcome);
   },

@@ -1,7 +1,14 @@
 /** The root action: the whole chain in one job — find or create the workflow, pass its approval gate, run the chain, publish. */
-import { continueWorkflow } from '../../app/continue-workflow.js';
+import { continueWorkflow } from '../../app/provision/continue-workflow.js';
 import { actionsArtifacts } from '../../platform/github/artifacts.js';
-import { approvalGate, defaultWorkflowId, jobRequest, newWorkflowRequest, renderOutcome, workspaceNameOf } from '../../platform/github/chain-job.js';
+import {
+  approvalGate,
+  defaultWorkflowId,
+  jobRequest,
+  newWorkflowRequest,
+  renderOutcome,
+  workspaceNameOf,
+} from '../../platform/github/chain-job.js';
 import { providerCache } from '../../platform/github/provider-cache.js';
 import { githubRunInputs, openLedger, runAction } from '../../platform/github/session.js';
 
@@ -17,7 +24,11 @@ await runAction(
       inputs,
       gate: approvalGate(session, s['approval-mode'], s.environment, s['self-review']),
       toolCache: providerCache(session, app),
-      ...jobRequest(session, app, { comment: s.comment, approvalMode: s['approval-mode'], approveWorkflow: s['approve-workflow'] }),
+      ...jobRequest(session, app, {
+        comment: s.comment,
+        approvalMode: s['approval-mode'],
+        approveWorkflow: s['approve-workflow'],
+      }),
     });
     renderOutcome(session, outcome);
   },

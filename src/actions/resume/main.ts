@@ -1,5 +1,5 @@
 /** The resume sweeper on a cron: dispatches the continuation of every interrupted workflow. */
-import { sweepInterrupted } from '../../app/interrupted.js';
+import { sweepInterrupted } from '../../app/provision/interrupted.js';
 import { publishSweep } from '../../platform/github/status.js';
 import { openLedger, runAction } from '../../platform/github/session.js';
 

@@ -12,9 +12,25 @@ await runAction('status', async (session) => {
     return;
   }
   const { workflows, errors } = listWorkflows(snapshot);
-  const rows = workflows.map((w) => `| \`${w.id}\` | ${w.state} | ${w.workspace.name} | ${w.playbook} | ${w.updatedAt} |`);
-  const table = ['### exocomp workflows', '', '| id | state | workspace | playbook | updated |', '| -- | ----- | --------- | -------- | ------- |', ...rows];
-  await core.summary.addRaw(workflows.length === 0 ? `### exocomp workflows\n\nnone in ${app.store.description}` : table.join('\n'), true).write();
-  core.setOutput('workflows', JSON.stringify(workflows.map((w) => ({ id: w.id, state: w.state, workspace: w.workspace.name }))));
+  const rows = workflows.map(
+    (w) => `| \`${w.id}\` | ${w.state} | ${w.workspace.name} | ${w.playbook} | ${w.updatedAt} |`,
+  );
+  const table = [
+    '### exocomp workflows',
+    '',
+    '| id | state | workspace | playbook | updated |',
+    '| -- | ----- | --------- | -------- | ------- |',
+    ...rows,
+  ];
+  await core.summary
+    .addRaw(
+      workflows.length === 0 ? `### exocomp workflows\n\nnone in ${app.store.description}` : table.join('\n'),
+      true,
+    )
+    .write();
+  core.setOutput(
+    'workflows',
+    JSON.stringify(workflows.map((w) => ({ id: w.id, state: w.state, workspace: w.workspace.name }))),
+  );
   for (const error of errors) core.warning(error.message);
 });

@@ -3,10 +3,10 @@
  * decision. The core (continueWorkflow) owns when the gate is asked, planning
  * for approval, and refusing a rejected workflow; a gate only says whether the
  * decision can be had now. A new mode is a new implementation in
- * src/app/approval-gates/ (or in a platform folder), never an edit of the core.
+ * src/app/approval/gates/ (or in a platform folder), never an edit of the core.
  */
 import type { Workflow } from '../../domain/workflow.js';
-import type { AppContext } from '../context.js';
+import type { AppContext } from '../runtime/context.js';
 
 export interface ApprovalGate {
   /** The mode's name (`local`, `environment`, `dispatch`, …), for messages. */

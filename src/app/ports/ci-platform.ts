@@ -5,7 +5,7 @@
  * chain runs) stays in the core. See docs/architecture.md.
  */
 import type { Trigger, Workflow } from '../../domain/workflow.js';
-import type { Holder, HolderProbe } from '../lease.js';
+import type { Holder, HolderProbe } from '../runtime/lease.js';
 
 /** The run (GitHub workflow run / GitLab pipeline job) this process executes in. */
 export interface CiRun {

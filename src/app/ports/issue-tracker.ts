@@ -2,7 +2,7 @@
  * The issue tracker of the project a CI run belongs to (GitHub issues, GitLab
  * issues): only what the sticky drift issue needs. A face adapts its API to it
  * once; what to open, update or close is decided in src/domain/drift-issue.ts
- * and carried out in src/app/drift-issue.ts, the same on every platform.
+ * and carried out in src/app/drift/drift-issue.ts, the same on every platform.
  */
 import type { OpenIssue } from '../../domain/drift-issue.js';
 

@@ -19,7 +19,12 @@ export interface PipelineSchedules {
   readonly project: string;
   list(): Promise<PipelineSchedule[]>;
   /** Creates schedule `name`; with `replace`, removing the ones of that name first, else refusing when one exists. */
-  create(request: { name: string; cron: string; ref: string; replace: boolean }): Promise<{ id: number; replaced: number }>;
+  create(request: {
+    name: string;
+    cron: string;
+    ref: string;
+    replace: boolean;
+  }): Promise<{ id: number; replaced: number }>;
   /** Removes the schedules named `name`; how many there were. */
   remove(name: string): Promise<number>;
 }

@@ -4,18 +4,25 @@ import { z } from 'zod';
 import { UsageError } from '../../domain/errors.js';
 import { parseWorkflowId } from '../../domain/names.js';
 import { renderText, viewWorkflow } from '../../domain/render.js';
-import { decide, pendingApprovals } from '../../app/approvals.js';
+import { decide, pendingApprovals } from '../../app/approval/approvals.js';
 import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
 
 const decideOptions = z
-  .object({ approve: z.boolean().optional(), reject: z.boolean().optional(), comment: z.string().optional(), by: z.string().optional() })
+  .object({
+    approve: z.boolean().optional(),
+    reject: z.boolean().optional(),
+    comment: z.string().optional(),
+    by: z.string().optional(),
+  })
   .transform(({ approve, reject, ...rest }) => {
     if ((approve === true) === (reject === true)) throw new UsageError('say exactly one of --approve or --reject');
     return { ...rest, approve: approve === true };
   });
 
 export function registerApproval(program: Command, io: Io): void {
-  const approval = program.command('approval').description('decide and list approvals of workflows run with --require-approval');
+  const approval = program
+    .command('approval')
+    .description('decide and list approvals of workflows run with --require-approval');
 
   addLedgerOptions(
     approval
@@ -31,35 +38,48 @@ export function registerApproval(program: Command, io: Io): void {
     parseWorkflowId(id);
     const settings = globalSettings(options);
     const context = await buildContext(settings, io);
-    const workflow = await decide(context, id, { approve: o.approve, by: o.by ?? userInfo().username, via: 'cli', ...(o.comment !== undefined ? { comment: o.comment } : {}) });
+    const workflow = await decide(context, id, {
+      approve: o.approve,
+      by: o.by ?? userInfo().username,
+      via: 'cli',
+      ...(o.comment !== undefined ? { comment: o.comment } : {}),
+    });
     const view = viewWorkflow(workflow, context.now());
     if (settings.json) io.out(JSON.stringify({ result: view }));
     else {
       io.out(renderText(view));
-      if (workflow.approval.state === 'approved') io.out(`\ncontinue with: exocomp provision resume ${id}  (a waiting \`provision run --wait\` continues by itself)`);
+      if (workflow.approval.state === 'approved')
+        io.out(
+          `\ncontinue with: exocomp provision resume ${id}  (a waiting \`provision run --wait\` continues by itself)`,
+        );
     }
   });
 
-  addLedgerOptions(approval.command('list').description('workflows waiting for a decision')).action(async (options: Record<string, unknown>) => {
-    const settings = globalSettings(options);
-    const context = await buildContext(settings, io);
-    const pending = await pendingApprovals(context);
-    if (settings.json) {
-      io.out(
-        JSON.stringify({
-          pending: pending.map((w) => ({
-            id: w.id,
-            workspace: w.workspace.name,
-            playbook: w.playbook,
-            requester: w.requester,
-            plan: w.approval.planSummary ?? null,
-            createdAt: w.createdAt,
-          })),
-        }),
-      );
-      return;
-    }
-    if (pending.length === 0) io.out('no workflow is waiting for approval');
-    for (const w of pending) io.out(`${w.id}  ${w.workspace.name}  plan ${w.approval.planSummary ?? '?'}  requested by ${w.requester} at ${w.createdAt}`);
-  });
+  addLedgerOptions(approval.command('list').description('workflows waiting for a decision')).action(
+    async (options: Record<string, unknown>) => {
+      const settings = globalSettings(options);
+      const context = await buildContext(settings, io);
+      const pending = await pendingApprovals(context);
+      if (settings.json) {
+        io.out(
+          JSON.stringify({
+            pending: pending.map((w) => ({
+              id: w.id,
+              workspace: w.workspace.name,
+              playbook: w.playbook,
+              requester: w.requester,
+              plan: w.approval.planSummary ?? null,
+              createdAt: w.createdAt,
+            })),
+          }),
+        );
+        return;
+      }
+      if (pending.length === 0) io.out('no workflow is waiting for approval');
+      for (const w of pending)
+        io.out(
+          `${w.id}  ${w.workspace.name}  plan ${w.approval.planSummary ?? '?'}  requested by ${w.requester} at ${w.createdAt}`,
+        );
+    },
+  );
 }

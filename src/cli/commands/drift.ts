@@ -3,11 +3,19 @@ import { Option, type Command } from 'commander';
 import { z } from 'zod';
 import { DRIFT_EXIT_CODES } from '../../domain/drift.js';
 import { renderDriftMarkdown, renderDriftText } from '../../domain/drift-render.js';
-import { driftTarget, runDriftCheck } from '../../app/drift-job.js';
-import { playInputs } from '../../app/run-inputs.js';
+import { driftTarget, runDriftCheck } from '../../app/drift/drift-job.js';
+import { playInputs } from '../../app/plays/run-inputs.js';
 import { gitlabJobDriftIssue } from '../../platform/gitlab/drift-issue.js';
 import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
-import { addKeyOptions, addScheduleOptions, addTofuOptions, playReporting, readVars, runInputs, scheduleTickOf } from '../run-options.js';
+import {
+  addKeyOptions,
+  addScheduleOptions,
+  addTofuOptions,
+  playReporting,
+  readVars,
+  runInputs,
+  scheduleTickOf,
+} from '../run-options.js';
 
 const EXIT_HELP = `exit status: ${DRIFT_EXIT_CODES.clean} no drift, ${DRIFT_EXIT_CODES.failed} the check itself failed, 2 bad usage, ${DRIFT_EXIT_CODES.drift} drift found`;
 
@@ -28,13 +36,22 @@ export function registerDrift(program: Command, io: Io): void {
     addKeyOptions(
       addTofuOptions(
         addScheduleOptions(program.command('drift'))
-          .description(`report what a plan would change in the workspace and what the configure play would change on its hosts (nothing is applied or pinned); ${EXIT_HELP}`)
+          .description(
+            `report what a plan would change in the workspace and what the configure play would change on its hosts (nothing is applied or pinned); ${EXIT_HELP}`,
+          )
           .argument('<workspace>', 'directory of the OpenTofu/Terraform workspace')
           .requiredOption('--playbook <file>', 'the configure playbook, run with --check --diff')
           .addOption(new Option('--inventory <ref>', 'the standing inventory to check (default: tf:<workspace name>)'))
           .addOption(new Option('--remote-user <name>', 'user the check-mode play connects as').default('exocomp'))
-          .addOption(new Option('--summary-file <file>', 'append the markdown report to this file (e.g. $GITHUB_STEP_SUMMARY)'))
-          .addOption(new Option('--gitlab-issue', "inside a GitLab job: open, update or close the project's sticky drift issue (EXOCOMP_GITLAB_TOKEN, api scope)").default(false)),
+          .addOption(
+            new Option('--summary-file <file>', 'append the markdown report to this file (e.g. $GITHUB_STEP_SUMMARY)'),
+          )
+          .addOption(
+            new Option(
+              '--gitlab-issue',
+              "inside a GitLab job: open, update or close the project's sticky drift issue (EXOCOMP_GITLAB_TOKEN, api scope)",
+            ).default(false),
+          ),
       ),
     ),
   ).action(async (workspace: string, raw: Record<string, unknown>) => {
@@ -68,7 +85,12 @@ export function registerDrift(program: Command, io: Io): void {
     if (o.summaryFile !== undefined) appendFileSync(o.summaryFile, redact(renderDriftMarkdown(result.report)));
     const issueLine = result.issue?.kind === 'refused' ? `notice: ${result.issue.reason}` : result.issue?.line;
     if (issueLine) io.err(redact(issueLine));
-    if (settings.json) io.out(redact(JSON.stringify({ result: { verdict: result.verdict, exitCode: result.exitCode, report: result.report } })));
+    if (settings.json)
+      io.out(
+        redact(
+          JSON.stringify({ result: { verdict: result.verdict, exitCode: result.exitCode, report: result.report } }),
+        ),
+      );
     else io.out(redact(renderDriftText(result.report).trimEnd()));
     process.exitCode = result.exitCode;
   });

@@ -2,7 +2,7 @@ import { Option, type Command } from 'commander';
 import { z } from 'zod';
 import { UsageError } from '../../domain/errors.js';
 import { parseInventoryRef } from '../../domain/names.js';
-import { onboardHost, pinnedHosts, type HostToPin } from '../../app/pins.js';
+import { onboardHost, pinnedHosts, type HostToPin } from '../../app/hosts/pins.js';
 import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
 
 /** `address`, `address:port` or `[address]:port`. */
@@ -12,7 +12,10 @@ function parseHostArgument(raw: string): { address: string; port: number } {
   const address = bracketed?.[1] ?? plain?.[1];
   const port = Number(bracketed?.[2] ?? plain?.[2] ?? 22);
   if (!address || !Number.isInteger(port) || port < 1 || port > 65535) {
-    throw new UsageError(`cannot read host ${JSON.stringify(raw)}`, 'give address, address:port, [address]:port, or a host name with --inventory tf:<name>');
+    throw new UsageError(
+      `cannot read host ${JSON.stringify(raw)}`,
+      'give address, address:port, [address]:port, or a host name with --inventory tf:<name>',
+    );
   }
   return { address, port };
 }
@@ -36,17 +39,33 @@ export function registerHost(program: Command, io: Io): void {
   addLedgerOptions(
     host
       .command('onboard')
-      .description('pin a host key in the ledger (trust on first use); --rotate replaces a changed key you confirmed out of band')
+      .description(
+        'pin a host key in the ledger (trust on first use); --rotate replaces a changed key you confirmed out of band',
+      )
       .argument('<host>', 'address, address:port, [address]:port, or a host name of --inventory')
       .addOption(new Option('--rotate', 'accept a changed key for this host').default(false))
-      .addOption(new Option('--inventory <ref>', 'resolve <host> as a host name of this standing inventory (tf:<name>)'))
-      .addOption(new Option('--fleet-key <file>', 'also print the fleet public key as the JSON extra-vars the onboarding play takes')),
+      .addOption(
+        new Option('--inventory <ref>', 'resolve <host> as a host name of this standing inventory (tf:<name>)'),
+      )
+      .addOption(
+        new Option(
+          '--fleet-key <file>',
+          'also print the fleet public key as the JSON extra-vars the onboarding play takes',
+        ),
+      ),
   ).action(async (raw: string, options: Record<string, unknown>) => {
     const settings = globalSettings(options);
     const o = parseOptions(onboardOptions, options);
-    const target: HostToPin = o.inventory !== undefined ? { kind: 'inventory', inventory: o.inventory, host: raw } : { kind: 'address', name: raw, ...parseHostArgument(raw) };
+    const target: HostToPin =
+      o.inventory !== undefined
+        ? { kind: 'inventory', inventory: o.inventory, host: raw }
+        : { kind: 'address', name: raw, ...parseHostArgument(raw) };
     const context = await buildContext(settings, io);
-    const { host: name, state, extraVars } = await onboardHost(context, { host: target, rotate: o.rotate, fleetKeyFile: o.fleetKey });
+    const {
+      host: name,
+      state,
+      extraVars,
+    } = await onboardHost(context, { host: target, rotate: o.rotate, fleetKeyFile: o.fleetKey });
     if (settings.json) io.out(JSON.stringify({ host: name, state, ...(extraVars ? { extraVars } : {}) }));
     else {
       io.out(`${name}: ${state}`);
@@ -54,12 +73,14 @@ export function registerHost(program: Command, io: Io): void {
     }
   });
 
-  addLedgerOptions(host.command('known-hosts').description('print the pinned known_hosts store (unhashed, usable as UserKnownHostsFile)')).action(
-    async (options: Record<string, unknown>) => {
-      const settings = globalSettings(options);
-      const { pins, knownHosts } = await pinnedHosts(await buildContext(settings, io));
-      if (settings.json) io.out(JSON.stringify({ pins }));
-      else io.out(knownHosts.trimEnd() || '# no host key pinned yet');
-    },
-  );
+  addLedgerOptions(
+    host
+      .command('known-hosts')
+      .description('print the pinned known_hosts store (unhashed, usable as UserKnownHostsFile)'),
+  ).action(async (options: Record<string, unknown>) => {
+    const settings = globalSettings(options);
+    const { pins, knownHosts } = await pinnedHosts(await buildContext(settings, io));
+    if (settings.json) io.out(JSON.stringify({ pins }));
+    else io.out(knownHosts.trimEnd() || '# no host key pinned yet');
+  });
 }

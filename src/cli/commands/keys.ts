@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import { z } from 'zod';
-import { initKeys } from '../../app/keys.js';
+import { initKeys } from '../../app/keys/keys.js';
 import { parseOptions, type Io } from '../common.js';
 
 const initOptions = z.object({ dir: z.string(), force: z.boolean(), json: z.boolean() });
@@ -9,7 +9,9 @@ export function registerKeys(program: Command, io: Io): void {
   const keys = program.command('keys').description('make the keys a deployment needs (docs/keys.md)');
   keys
     .command('init')
-    .description('write the fleet key, the bootstrap key (0600, public halves beside) and a seal key, and print the CI secrets to store them in')
+    .description(
+      'write the fleet key, the bootstrap key (0600, public halves beside) and a seal key, and print the CI secrets to store them in',
+    )
     .addOption(new Option('--dir <dir>', 'directory to write them to').default('keys'))
     .addOption(new Option('--force', 'replace keys that already exist there').default(false))
     .addOption(new Option('--json', 'machine-readable output').default(false))
@@ -20,11 +22,18 @@ export function registerKeys(program: Command, io: Io): void {
         io.out(JSON.stringify({ result: { keys: made } }));
         return;
       }
-      for (const key of made) io.out(`wrote ${key.path}${key.publicPath ? ` and ${key.publicPath}` : ''} (0600) — ${key.purpose}`);
-      io.out('\nstore each private file as a CI secret (GitHub) or File variable (GitLab), then delete or lock away the local copies:');
+      for (const key of made)
+        io.out(`wrote ${key.path}${key.publicPath ? ` and ${key.publicPath}` : ''} (0600) — ${key.purpose}`);
+      io.out(
+        '\nstore each private file as a CI secret (GitHub) or File variable (GitLab), then delete or lock away the local copies:',
+      );
       for (const key of made) io.out(`  gh secret set ${key.secret} < ${key.path}`);
       io.out('\nlocally, pass them as:');
-      io.out(`  exocomp provision run <workspace> <playbook> --fleet-key ${made[0]!.path} --bootstrap-key ${made[1]!.path} --seal-key "$(cat ${made[2]!.path})"`);
-      io.out(`\nthe bootstrap public key (${made[1]!.publicPath}) goes into new hosts: the provider's ssh_keys or cloud-init (docs/keys.md)`);
+      io.out(
+        `  exocomp provision run <workspace> <playbook> --fleet-key ${made[0]!.path} --bootstrap-key ${made[1]!.path} --seal-key "$(cat ${made[2]!.path})"`,
+      );
+      io.out(
+        `\nthe bootstrap public key (${made[1]!.publicPath}) goes into new hosts: the provider's ssh_keys or cloud-init (docs/keys.md)`,
+      );
     });
 }

@@ -4,13 +4,20 @@ import { parseDuration } from '../../domain/duration.js';
 import { parseEgressPorts } from '../../domain/egress.js';
 import { parseUserName } from '../../domain/names.js';
 import { describeMissedTicks } from '../../domain/schedule-fires.js';
-import { converge, convergeJob, type ConvergeResult } from '../../app/converge.js';
-import { checkPlaybookFile } from '../../app/input-checks.js';
-import { keyRefusedHelp, playFailureSummary } from '../../app/play.js';
-import { vendorCollections } from '../../app/vendor.js';
-import { playInputs } from '../../app/run-inputs.js';
+import { converge, convergeJob, type ConvergeResult } from '../../app/converge/converge.js';
+import { checkPlaybookFile } from '../../app/provision/input-checks.js';
+import { keyRefusedHelp, playFailureSummary } from '../../app/plays/play.js';
+import { vendorCollections } from '../../app/plays/vendor.js';
+import { playInputs } from '../../app/plays/run-inputs.js';
 import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
-import { addKeyOptions, addPlayOptions, addScheduleOptions, playReporting, runInputs, scheduleTickOf } from '../run-options.js';
+import {
+  addKeyOptions,
+  addPlayOptions,
+  addScheduleOptions,
+  playReporting,
+  runInputs,
+  scheduleTickOf,
+} from '../run-options.js';
 
 const runOptions = z.object({
   inventory: z.string(),
@@ -31,12 +38,26 @@ const runOptions = z.object({
 const vendorOptions = z.object({ requirements: z.string(), json: z.boolean() });
 
 /** A play's result: `--json` lines (a shard's recorded result first), or the failure with what to try about a refused key. */
-function renderPlay(io: Io, json: boolean, result: ConvergeResult, offered: { key: string | undefined; user: string }): void {
+function renderPlay(
+  io: Io,
+  json: boolean,
+  result: ConvergeResult,
+  offered: { key: string | undefined; user: string },
+): void {
   if (result.kind !== 'played') return;
   const { outcome } = result;
   if (json && result.shard) io.out(JSON.stringify({ shard: result.shard }));
   const missed = result.ticks && describeMissedTicks(result.ticks.schedule, result.ticks.missed);
-  if (json) io.out(JSON.stringify({ result: { code: outcome.code, ok: outcome.code === 0, ...(result.ticks ? { missedTicks: result.ticks.missed } : {}) } }));
+  if (json)
+    io.out(
+      JSON.stringify({
+        result: {
+          code: outcome.code,
+          ok: outcome.code === 0,
+          ...(result.ticks ? { missedTicks: result.ticks.missed } : {}),
+        },
+      }),
+    );
   else if (missed) io.out(missed);
   if (outcome.code === 0) return;
   io.err(`error: play failed: ${playFailureSummary(outcome)}`);
@@ -46,24 +67,53 @@ function renderPlay(io: Io, json: boolean, result: ConvergeResult, offered: { ke
 }
 
 export function registerPlaybook(program: Command, io: Io): void {
-  const playbook = program.command('playbook').description('run plays against standing inventories; vendor collections');
+  const playbook = program
+    .command('playbook')
+    .description('run plays against standing inventories; vendor collections');
 
   addLedgerOptions(
     addPlayOptions(
       addKeyOptions(
         addScheduleOptions(playbook.command('run'))
-          .description('run a playbook against tf:<name> (fails closed) or an inventory file; arguments after -- go to ansible-playbook')
+          .description(
+            'run a playbook against tf:<name> (fails closed) or an inventory file; arguments after -- go to ansible-playbook',
+          )
           .argument('<playbook>', 'the playbook')
           .argument('[passthrough...]', 'extra ansible-playbook arguments (after --)')
           .requiredOption('--inventory <ref>', 'tf:<name> or an inventory file')
           .addOption(new Option('--remote-user <name>', 'user the play connects as').default('exocomp'))
-          .addOption(new Option('--ssh-identity <file>', 'a key file granted to this run as its identity (a 0600 copy)'))
-          .addOption(new Option('--concurrency-key <key>', 'hold this lease in the ledger while the play runs: runs sharing a key never overlap'))
-          .addOption(new Option('--concurrency-wait <duration>', 'how long to wait for the holder of --concurrency-key before refusing').default('10m'))
-          .addOption(new Option('--shard <i/N>', 'converge only shard i of N of tf:<name> (GitLab: "$CI_NODE_INDEX/$CI_NODE_TOTAL"); records the shard for `converge fold`'))
-          .addOption(new Option('--run-id <id>', 'with --shard: the id the shards of one converge share (GitHub run id, GitLab pipeline id)'))
           .addOption(
-            new Option('--egress <port>', 'a port the play needs besides 22 (repeatable); declared and passed as exocomp_egress_ports, not enforced')
+            new Option('--ssh-identity <file>', 'a key file granted to this run as its identity (a 0600 copy)'),
+          )
+          .addOption(
+            new Option(
+              '--concurrency-key <key>',
+              'hold this lease in the ledger while the play runs: runs sharing a key never overlap',
+            ),
+          )
+          .addOption(
+            new Option(
+              '--concurrency-wait <duration>',
+              'how long to wait for the holder of --concurrency-key before refusing',
+            ).default('10m'),
+          )
+          .addOption(
+            new Option(
+              '--shard <i/N>',
+              'converge only shard i of N of tf:<name> (GitLab: "$CI_NODE_INDEX/$CI_NODE_TOTAL"); records the shard for `converge fold`',
+            ),
+          )
+          .addOption(
+            new Option(
+              '--run-id <id>',
+              'with --shard: the id the shards of one converge share (GitHub run id, GitLab pipeline id)',
+            ),
+          )
+          .addOption(
+            new Option(
+              '--egress <port>',
+              'a port the play needs besides 22 (repeatable); declared and passed as exocomp_egress_ports, not enforced',
+            )
               .argParser((value: string, previous: string[]) => [...previous, value])
               .default([]),
           ),
@@ -99,20 +149,25 @@ export function registerPlaybook(program: Command, io: Io): void {
       ...playReporting(context, inputs.secrets, settings.json, io),
     });
     renderPlay(io, settings.json, result, {
-      key: inputs.fleetKeyPath ? `the fleet key ${inputs.fleetKeyPath}` : o.sshIdentity && `the identity ${o.sshIdentity}`,
+      key: inputs.fleetKeyPath
+        ? `the fleet key ${inputs.fleetKeyPath}`
+        : o.sshIdentity && `the identity ${o.sshIdentity}`,
       user: o.remoteUser,
     });
   });
 
   playbook
     .command('vendor')
-    .description('install the collections of a requirements file into .exocomp/collections, which later runs use (no Galaxy at run time)')
+    .description(
+      'install the collections of a requirements file into .exocomp/collections, which later runs use (no Galaxy at run time)',
+    )
     .requiredOption('--requirements <file>', 'an ansible-galaxy requirements.yml')
     .addOption(new Option('--json', 'machine-readable output').default(false))
     .action(async (raw: Record<string, unknown>) => {
       const options = parseOptions(vendorOptions, raw);
       const result = await vendorCollections(process.cwd(), options.requirements);
       if (options.json) io.out(JSON.stringify({ result }));
-      else io.out(`vendored into ${result.path}:\n${result.collections.map((c) => `  ${c}`).join('\n') || '  (nothing)'}`);
+      else
+        io.out(`vendored into ${result.path}:\n${result.collections.map((c) => `  ${c}`).join('\n') || '  (nothing)'}`);
     });
 }

@@ -5,15 +5,23 @@ import { parseUserName, parseWorkflowId } from '../../domain/names.js';
 import { renderDriftHistory } from '../../domain/drift-history.js';
 import { describeMissedTicks } from '../../domain/schedule-fires.js';
 import { renderText, viewWorkflow } from '../../domain/render.js';
-import { checkPlaybookFile } from '../../app/input-checks.js';
-import { localGate } from '../../app/approval-gates/local.js';
-import { continueWorkflow, type ContinueOutcome } from '../../app/continue-workflow.js';
-import { newWorkflowId } from '../../app/provision.js';
-import type { AppContext } from '../../app/context.js';
-import { resumeWorkflow } from '../../app/resume-overrides.js';
-import { ledgerStatus, workflowStatus, type LedgerStatus } from '../../app/status.js';
+import { checkPlaybookFile } from '../../app/provision/input-checks.js';
+import { localGate } from '../../app/approval/gates/local.js';
+import { continueWorkflow, type ContinueOutcome } from '../../app/provision/continue-workflow.js';
+import { newWorkflowId } from '../../app/provision/provision.js';
+import type { AppContext } from '../../app/runtime/context.js';
+import { resumeWorkflow } from '../../app/provision/resume-overrides.js';
+import { ledgerStatus, workflowStatus, type LedgerStatus } from '../../app/status/status.js';
 import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
-import { addApplyOptions, addKeyOptions, addPlayOptions, allowLocalStateOption, readVars, runInputs, workspaceNameFor } from '../run-options.js';
+import {
+  addApplyOptions,
+  addKeyOptions,
+  addPlayOptions,
+  allowLocalStateOption,
+  readVars,
+  runInputs,
+  workspaceNameFor,
+} from '../run-options.js';
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
@@ -53,7 +61,9 @@ function report(io: Io, json: boolean, context: AppContext, outcome: ContinueOut
   else {
     io.out(renderText(view));
     if (outcome.kind === 'awaiting-approval') {
-      io.out(`\nawaiting approval — decide with:\n  exocomp approval decide ${workflow.id} --approve\n  exocomp approval decide ${workflow.id} --reject`);
+      io.out(
+        `\nawaiting approval — decide with:\n  exocomp approval decide ${workflow.id} --approve\n  exocomp approval decide ${workflow.id} --reject`,
+      );
     }
   }
   if (outcome.kind === 'awaiting-approval') return 0;
@@ -75,7 +85,8 @@ function renderStatus(io: Io, json: boolean, status: LedgerStatus): void {
     );
   } else {
     if (workflows.length === 0) io.out(`no workflows in ${status.where}`);
-    for (const w of workflows) io.out(`${w.id}  ${w.state.padEnd(17)} ${w.workspace.name}  ${w.playbook}  ${w.createdAt}`);
+    for (const w of workflows)
+      io.out(`${w.id}  ${w.state.padEnd(17)} ${w.workspace.name}  ${w.playbook}  ${w.createdAt}`);
     for (const history of drift) io.out(`\n${renderDriftHistory(history)}`);
     for (const schedule of schedules) {
       const line = describeMissedTicks(schedule, schedule.missedTicks);
@@ -98,13 +109,27 @@ export function registerProvision(program: Command, io: Io): void {
             .description('apply → bounded SSH wait → onboard with pinned host keys → configure')
             .argument('<workspace>', 'directory of the OpenTofu/Terraform workspace')
             .argument('<playbook>', 'the configure playbook')
-            .addOption(new Option('--ssh-wait <duration>', 'how long to wait for SSH banners (90s, 5m, 1h)').default('5m'))
+            .addOption(
+              new Option('--ssh-wait <duration>', 'how long to wait for SSH banners (90s, 5m, 1h)').default('5m'),
+            )
             .addOption(new Option('--onboard-playbook <file>', 'replaces the seeded onboarding playbook'))
             .addOption(new Option('--onboard-user <name>', 'the fleet user onboarding creates').default('exocomp'))
-            .addOption(new Option('--remote-user <name>', 'user the configure play connects as (default: the onboard user)'))
-            .addOption(new Option('--rotate-host-key <host>', 'accept a changed host key for this host (repeatable)').argParser(collect).default([]))
-            .addOption(new Option('--require-approval', 'plan, then wait for `exocomp approval decide` before applying').default(false))
-            .addOption(new Option('--wait', 'with --require-approval: block until the decision, then continue').default(false))
+            .addOption(
+              new Option('--remote-user <name>', 'user the configure play connects as (default: the onboard user)'),
+            )
+            .addOption(
+              new Option('--rotate-host-key <host>', 'accept a changed host key for this host (repeatable)')
+                .argParser(collect)
+                .default([]),
+            )
+            .addOption(
+              new Option('--require-approval', 'plan, then wait for `exocomp approval decide` before applying').default(
+                false,
+              ),
+            )
+            .addOption(
+              new Option('--wait', 'with --require-approval: block until the decision, then continue').default(false),
+            )
             .addOption(new Option('--id <workflow-id>', 'continue this workflow instead of starting a new one')),
         ),
       ),
@@ -147,13 +172,26 @@ export function registerProvision(program: Command, io: Io): void {
     addKeyOptions(
       provision
         .command('resume')
-        .description('continue a workflow from the ledger: succeeded steps are skipped, the failed or interrupted step runs again')
+        .description(
+          'continue a workflow from the ledger: succeeded steps are skipped, the failed or interrupted step runs again',
+        )
         .argument('<id>', 'workflow id')
         .addOption(new Option('--tofu-binary <path>', 'OpenTofu/Terraform binary'))
         .addOption(allowLocalStateOption())
-        .addOption(new Option('--ssh-wait <duration>', 'wait this long for SSH banners from now on (recorded in the ledger)'))
-        .addOption(new Option('--playbook <file>', 'the configure playbook from now on, e.g. when the recorded one moved (recorded in the ledger)'))
-        .addOption(new Option('--rotate-host-key <host>', 'accept a changed host key for this host (repeatable)').argParser(collect).default([]))
+        .addOption(
+          new Option('--ssh-wait <duration>', 'wait this long for SSH banners from now on (recorded in the ledger)'),
+        )
+        .addOption(
+          new Option(
+            '--playbook <file>',
+            'the configure playbook from now on, e.g. when the recorded one moved (recorded in the ledger)',
+          ),
+        )
+        .addOption(
+          new Option('--rotate-host-key <host>', 'accept a changed host key for this host (repeatable)')
+            .argParser(collect)
+            .default([]),
+        )
         .addOption(new Option('--wait', 'block until a pending approval is decided').default(false)),
     ),
   ).action(async (id: string, raw: Record<string, unknown>) => {
@@ -164,21 +202,27 @@ export function registerProvision(program: Command, io: Io): void {
     const context = await buildContext(settings, io);
     const outcome = await resumeWorkflow(context, {
       workflowId: id,
-      overrides: { ...(o.sshWait !== undefined ? { sshWaitMs: o.sshWait } : {}), ...(o.playbook !== undefined ? { playbook: o.playbook } : {}) },
+      overrides: {
+        ...(o.sshWait !== undefined ? { sshWaitMs: o.sshWait } : {}),
+        ...(o.playbook !== undefined ? { playbook: o.playbook } : {}),
+      },
       inputs,
       gate: localGate({ wait: o.wait }),
     });
     process.exitCode = report(io, settings.json, context, outcome);
   });
 
-  addLedgerOptions(provision.command('status').description('show a workflow from the ledger (all workflows when no id is given)').argument('[id]', 'workflow id')).action(
-    async (id: string | undefined, raw: Record<string, unknown>) => {
-      if (id !== undefined) parseWorkflowId(id);
-      const settings = globalSettings(raw);
-      const context = await buildContext(settings, io);
-      if (id === undefined) return renderStatus(io, settings.json, await ledgerStatus(context));
-      const view = await workflowStatus(context, id);
-      io.out(settings.json ? JSON.stringify(view) : renderText(view));
-    },
-  );
+  addLedgerOptions(
+    provision
+      .command('status')
+      .description('show a workflow from the ledger (all workflows when no id is given)')
+      .argument('[id]', 'workflow id'),
+  ).action(async (id: string | undefined, raw: Record<string, unknown>) => {
+    if (id !== undefined) parseWorkflowId(id);
+    const settings = globalSettings(raw);
+    const context = await buildContext(settings, io);
+    if (id === undefined) return renderStatus(io, settings.json, await ledgerStatus(context));
+    const view = await workflowStatus(context, id);
+    io.out(settings.json ? JSON.stringify(view) : renderText(view));
+  });
 }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { applyWorkspace } from '../../app/apply-workspace.js';
+import { applyWorkspace } from '../../app/provision/apply-workspace.js';
 import { Option } from 'commander';
 import { z } from 'zod';
 import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
@@ -13,7 +13,9 @@ export function registerWorkspace(program: Command, io: Io): void {
     addApplyOptions(
       workspace
         .command('apply')
-        .description('plan and apply a workspace, then refresh its standing inventory tf:<name> and seal its sensitive outputs')
+        .description(
+          'plan and apply a workspace, then refresh its standing inventory tf:<name> and seal its sensitive outputs',
+        )
         .argument('<workspace>', 'directory of the OpenTofu/Terraform workspace')
         .addOption(new Option('--seal-key <value>', 'key that seals sensitive outputs (default: $EXOCOMP_SEAL_KEY)')),
     ),

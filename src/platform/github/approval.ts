@@ -16,7 +16,11 @@ const CONFIGURE_HELP = (env: string, slug: string) =>
   '(on Free, Pro and Team they are public-only); where they are unavailable, use `approval-mode: dispatch`';
 
 /** The approval of this run for `environment`, or a refusal saying how to configure one. */
-export async function requireEnvironmentApproval(github: GitHubPort, run: RunContext, environment: string | undefined): Promise<GateApproval> {
+export async function requireEnvironmentApproval(
+  github: GitHubPort,
+  run: RunContext,
+  environment: string | undefined,
+): Promise<GateApproval> {
   if (!environment) {
     throw new UsageError(
       'approval-mode environment needs the `environment` input: GitHub exposes no variable naming the job’s environment',
@@ -25,50 +29,88 @@ export async function requireEnvironmentApproval(github: GitHubPort, run: RunCon
   }
   const protection = await github.environmentProtection(run.repository, environment);
   if (protection === undefined) {
-    throw new ExocompError('approval', `environment "${environment}" does not exist in ${run.slug}, so nobody can have approved this apply`, {
-      help: CONFIGURE_HELP(environment, run.slug),
-    });
+    throw new ExocompError(
+      'approval',
+      `environment "${environment}" does not exist in ${run.slug}, so nobody can have approved this apply`,
+      {
+        help: CONFIGURE_HELP(environment, run.slug),
+      },
+    );
   }
   if (!protection.requiredReviewers) {
-    throw new ExocompError('approval', `environment "${environment}" has no required reviewers, so its deployments are not approved by anyone; refusing to apply`, {
-      help: CONFIGURE_HELP(environment, run.slug),
-    });
+    throw new ExocompError(
+      'approval',
+      `environment "${environment}" has no required reviewers, so its deployments are not approved by anyone; refusing to apply`,
+      {
+        help: CONFIGURE_HELP(environment, run.slug),
+      },
+    );
   }
-  const reviews = (await github.listRunApprovals(run.repository, run.runId)).filter((review) => review.environments.includes(environment));
+  const reviews = (await github.listRunApprovals(run.repository, run.runId)).filter((review) =>
+    review.environments.includes(environment),
+  );
   const rejected = reviews.find((review) => review.state === 'rejected');
   if (rejected) {
-    throw new ExocompError('approval', `${rejected.user} rejected the deployment to "${environment}"`, { help: 'nothing was applied' });
+    throw new ExocompError('approval', `${rejected.user} rejected the deployment to "${environment}"`, {
+      help: 'nothing was applied',
+    });
   }
   const approved = reviews.find((review) => review.state === 'approved');
   if (!approved) {
-    throw new ExocompError('approval', `run ${run.runId} has no approval for environment "${environment}"; refusing to apply`, {
-      help: `the apply job must declare \`environment: ${environment}\` so GitHub holds it for a reviewer; ${CONFIGURE_HELP(environment, run.slug)}`,
-    });
+    throw new ExocompError(
+      'approval',
+      `run ${run.runId} has no approval for environment "${environment}"; refusing to apply`,
+      {
+        help: `the apply job must declare \`environment: ${environment}\` so GitHub holds it for a reviewer; ${CONFIGURE_HELP(environment, run.slug)}`,
+      },
+    );
   }
-  return { by: approved.user, via: `environment ${environment} (run ${run.runId})`, comment: approved.comment, selfReviewAllowed: !protection.preventSelfReview };
+  return {
+    by: approved.user,
+    via: `environment ${environment} (run ${run.runId})`,
+    comment: approved.comment,
+    selfReviewAllowed: !protection.preventSelfReview,
+  };
 }
 
 const RANK: Record<RepoPermission, number> = { none: 0, read: 1, triage: 2, write: 3, maintain: 4, admin: 5 };
 
 /** Deciding an approval needs write access or above. */
-export async function mayDecide(github: GitHubPort, run: RunContext, actor: string): Promise<{ allowed: boolean; reason: string }> {
+export async function mayDecide(
+  github: GitHubPort,
+  run: RunContext,
+  actor: string,
+): Promise<{ allowed: boolean; reason: string }> {
   const permission = await github.collaboratorPermission(run.repository, actor);
   return { allowed: RANK[permission] >= RANK.write, reason: `${actor} has ${permission} access to ${run.slug}` };
 }
 
 /** The workflow file a continuation runs (`target`, else the file that started the chain) and the branch it runs on. */
-export function continuationTarget(run: RunContext, workflow: Workflow, target: string | undefined): { target: string; ref: string } | undefined {
+export function continuationTarget(
+  run: RunContext,
+  workflow: Workflow,
+  target: string | undefined,
+): { target: string; ref: string } | undefined {
   const file = target ?? workflowFileOf(workflow.trigger.workflowRef);
   return file ? { target: file, ref: continuationRef(workflow, run) } : undefined;
 }
 
 /** Dispatches the continuation's workflow file on the chain's branch with the workflow id; the run it started when GitHub names it. */
-export async function dispatchContinuation(github: GitHubPort, run: RunContext, workflow: Workflow, target: string | undefined): Promise<StartedContinuation> {
+export async function dispatchContinuation(
+  github: GitHubPort,
+  run: RunContext,
+  workflow: Workflow,
+  target: string | undefined,
+): Promise<StartedContinuation> {
   const next = continuationTarget(run, workflow, target);
   if (!next) {
-    throw new ExocompError('usage', `workflow ${workflow.id} does not record which workflow started it, so its continuation cannot be dispatched`, {
-      help: 'pass `continue-workflow:` naming the workflow file that runs the chain (it must declare workflow_dispatch with a workflow-id input)',
-    });
+    throw new ExocompError(
+      'usage',
+      `workflow ${workflow.id} does not record which workflow started it, so its continuation cannot be dispatched`,
+      {
+        help: 'pass `continue-workflow:` naming the workflow file that runs the chain (it must declare workflow_dispatch with a workflow-id input)',
+      },
+    );
   }
   const started = await github.dispatchWorkflow(run.repository, next.target, next.ref, { 'workflow-id': workflow.id });
   return { ...next, ...(started ? { run: { id: started.runId, url: started.htmlUrl } } : {}) };

@@ -17,10 +17,17 @@ export function actionsArtifacts(run: RunContext, token: string, retentionDays: 
   const client = async () => new (await import('@actions/artifact')).DefaultArtifactClient();
   return {
     async upload(file) {
-      await (await client()).uploadArtifact(basename(file), [file], dirname(file), { skipArchive: true, retentionDays });
+      await (
+        await client()
+      ).uploadArtifact(basename(file), [file], dirname(file), { skipArchive: true, retentionDays });
     },
     async download(name, runId, dir) {
-      const findBy = { token, workflowRunId: runId, repositoryOwner: run.repository.owner, repositoryName: run.repository.repo };
+      const findBy = {
+        token,
+        workflowRunId: runId,
+        repositoryOwner: run.repository.owner,
+        repositoryName: run.repository.repo,
+      };
       const artifacts = await client();
       let id: number;
       try {
@@ -28,9 +35,13 @@ export function actionsArtifacts(run: RunContext, token: string, retentionDays: 
       } catch (error) {
         if ((error as Error).name === 'ArtifactNotFoundError' || statusOf(error) === 404) return undefined;
         if (statusOf(error) === 403 || statusOf(error) === 401) {
-          throw new ExocompError('permission', `GitHub refused to list the artifacts of run ${runId} (${statusOf(error)}), where the approved plan was made`, {
-            help: 'grant the job’s token `actions: read` in `permissions:` (naming any permission sets the others to none); nothing was applied',
-          });
+          throw new ExocompError(
+            'permission',
+            `GitHub refused to list the artifacts of run ${runId} (${statusOf(error)}), where the approved plan was made`,
+            {
+              help: 'grant the job’s token `actions: read` in `permissions:` (naming any permission sets the others to none); nothing was applied',
+            },
+          );
         }
         throw error;
       }

@@ -7,11 +7,15 @@ import { escapeMarkdown } from '../../domain/drift-render.js';
 import { ExocompError } from '../../domain/errors.js';
 import { describeMissedTicks } from '../../domain/schedule-fires.js';
 import { formatShard } from '../../domain/shard.js';
-import type { ConvergeJob, ConvergeResult } from '../../app/converge.js';
-import { playFailureSummary } from '../../app/play.js';
+import type { ConvergeJob, ConvergeResult } from '../../app/converge/converge.js';
+import { playFailureSummary } from '../../app/plays/play.js';
 import type { Session } from './session.js';
 
-export async function publishConverge(session: Session<'converge'>, job: ConvergeJob, result: ConvergeResult): Promise<void> {
+export async function publishConverge(
+  session: Session<'converge'>,
+  job: ConvergeJob,
+  result: ConvergeResult,
+): Promise<void> {
   const { platform, secrets } = session;
   // Ticks of the schedule that never ran: an annotation, and a line under the summary.
   const missed = result.ticks && describeMissedTicks(result.ticks.schedule, result.ticks.missed);
@@ -35,6 +39,11 @@ export async function publishConverge(session: Session<'converge'>, job: Converg
   platform.setOutput('hosts', String(hostCount));
   platform.setOutput('state', ok ? 'converged' : 'failed');
   const verdict = ok ? '✓ converged' : `✗ ${secrets.redact(playFailureSummary(result.outcome))}`;
-  await platform.writeSummary(`### exocomp converge \`${playbook}\` on \`${target}\`${where}\n\n${verdict} · ${hostCount} host(s)${footer}`);
-  if (!ok) throw new ExocompError('play-failed', `the play failed: ${playFailureSummary(result.outcome)}`, { help: 'the play’s output is in the log above' });
+  await platform.writeSummary(
+    `### exocomp converge \`${playbook}\` on \`${target}\`${where}\n\n${verdict} · ${hostCount} host(s)${footer}`,
+  );
+  if (!ok)
+    throw new ExocompError('play-failed', `the play failed: ${playFailureSummary(result.outcome)}`, {
+      help: 'the play’s output is in the log above',
+    });
 }

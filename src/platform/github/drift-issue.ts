@@ -1,6 +1,6 @@
-/** A drift job's report on GitHub, and GitHub issues as the issue tracker of the sticky drift issue (src/app/drift-issue.ts). */
-import type { DriftIssueTarget } from '../../app/drift-issue.js';
-import type { DriftJobResult } from '../../app/drift-job.js';
+/** A drift job's report on GitHub, and GitHub issues as the issue tracker of the sticky drift issue (src/app/drift/drift-issue.ts). */
+import type { DriftIssueTarget } from '../../app/drift/drift-issue.js';
+import type { DriftJobResult } from '../../app/drift/drift-job.js';
 import type { IssueTracker } from '../../app/ports/issue-tracker.js';
 import { renderDriftMarkdown, renderDriftText } from '../../domain/drift-render.js';
 import type { GitHubPort, RepoRef } from './port.js';
@@ -9,7 +9,8 @@ import type { Session } from './session.js';
 export function githubIssueTracker(github: GitHubPort, repo: RepoRef): IssueTracker {
   const ref = (issue: { number: number; htmlUrl: string }) => ({ number: issue.number, url: issue.htmlUrl });
   return {
-    openIssues: async (label) => (await github.listOpenIssues(repo, label)).map((i) => ({ number: i.number, body: i.body, author: i.author })),
+    openIssues: async (label) =>
+      (await github.listOpenIssues(repo, label)).map((i) => ({ number: i.number, body: i.body, author: i.author })),
     open: async ({ title, body, label }) => ref(await github.createIssue(repo, { title, body, labels: [label] })),
     edit: async (number, body) => ref(await github.updateIssue(repo, number, { body })),
     close: async (number, comment) => {
@@ -20,7 +21,12 @@ export function githubIssueTracker(github: GitHubPort, repo: RepoRef): IssueTrac
 }
 
 /** The repository's issues as the place of the sticky drift issue; ours are those `author` (the issue-author input) wrote. */
-export function githubDriftIssueTarget(github: GitHubPort, repo: RepoRef, author: string, runUrl: string): DriftIssueTarget {
+export function githubDriftIssueTarget(
+  github: GitHubPort,
+  repo: RepoRef,
+  author: string,
+  runUrl: string,
+): DriftIssueTarget {
   return { tracker: githubIssueTracker(github, repo), author: () => Promise.resolve(author), runUrl };
 }
 
@@ -41,7 +47,8 @@ export async function publishDrift(session: Session<'drift'>, result: DriftJobRe
   platform.setOutput('headline', result.headline);
   await platform.writeSummary(redact(renderDriftMarkdown(result.report)));
   // The report is in the summary; a token without `issues: write` loses only the issue.
-  if (result.issue?.kind === 'refused') platform.log.warning(redact(`the drift issue was not updated: ${result.issue.reason}`));
+  if (result.issue?.kind === 'refused')
+    platform.log.warning(redact(`the drift issue was not updated: ${result.issue.reason}`));
   if (result.issue?.kind === 'published') {
     if (result.issue.number !== undefined) platform.setOutput('issue', String(result.issue.number));
     if (result.issue.line) info(result.issue.line);

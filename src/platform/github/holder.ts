@@ -3,7 +3,7 @@
  * that run attempt; it is gone once GitHub says the run completed, or once a
  * newer attempt of the same run exists (a re-run replaces the old attempt).
  */
-import { LEASE_TTL_MS, probeLocalHolder, type Holder, type HolderProbe } from '../../app/lease.js';
+import { LEASE_TTL_MS, probeLocalHolder, type Holder, type HolderProbe } from '../../app/runtime/lease.js';
 import type { GitHubPort } from './port.js';
 import type { RunContext } from './run-context.js';
 

@@ -82,7 +82,8 @@ const secretText = z.string().transform((value) => (value.trim() === '' ? undefi
 const checkedText = (problem: (value: string) => string | undefined) =>
   optionalText.superRefine((value, ctx) => {
     const why = value === undefined ? undefined : problem(value);
-    if (why !== undefined) ctx.addIssue({ code: 'custom', message: `${quoteValue(value as string)} is refused: ${why}` });
+    if (why !== undefined)
+      ctx.addIssue({ code: 'custom', message: `${quoteValue(value as string)} is refused: ${why}` });
   });
 
 const text = (): InputSpec<string | undefined> => ({ schema: optionalText });
@@ -125,7 +126,9 @@ const KEYS = {
 
 const APPROVAL = {
   'require-approval': flag(false),
-  'approval-mode': { schema: enumText(['environment', 'dispatch'], 'environment') } as InputSpec<'environment' | 'dispatch'>,
+  'approval-mode': { schema: enumText(['environment', 'dispatch'], 'environment') } as InputSpec<
+    'environment' | 'dispatch'
+  >,
   environment: text(),
   'self-review': { schema: enumText(['refuse', 'warn'], 'refuse') } as InputSpec<'refuse' | 'warn'>,
   'approve-workflow': { schema: optionalText.transform((v) => v ?? 'exocomp-approve.yml') } as InputSpec<string>,
@@ -137,7 +140,10 @@ const retentionDays = {
     const text = value.trim() === '' ? '7' : value.trim();
     const days = Number(text);
     if (!/^\d+$/.test(text) || days < 1 || days > 90) {
-      ctx.addIssue({ code: 'custom', message: `must be a whole number of days from 1 to 90, not ${JSON.stringify(text)}` });
+      ctx.addIssue({
+        code: 'custom',
+        message: `must be a whole number of days from 1 to 90, not ${JSON.stringify(text)}`,
+      });
       return z.NEVER;
     }
     return days;
@@ -155,7 +161,16 @@ const NEW_WORKFLOW = {
 };
 
 export const ACTION_INPUTS = {
-  provision: { ...NEW_WORKFLOW, ...APPROVAL, ...TOFU, ...KEYS, ...LEDGER, ...COMMENT, 'workflow-id': workflowId(), 'artifact-retention-days': retentionDays },
+  provision: {
+    ...NEW_WORKFLOW,
+    ...APPROVAL,
+    ...TOFU,
+    ...KEYS,
+    ...LEDGER,
+    ...COMMENT,
+    'workflow-id': workflowId(),
+    'artifact-retention-days': retentionDays,
+  },
   plan: {
     ...NEW_WORKFLOW,
     ...TOFU,
@@ -237,7 +252,12 @@ export const ACTION_INPUTS = {
     ...COMMENT,
   },
   status: { 'workflow-id': workflowId(), ...LEDGER, ...COMMENT },
-  resume: { 'continue-workflow': text(), 'dry-run': flag(false), 'unstarted-after': { schema: durationText('30m') }, ...LEDGER },
+  resume: {
+    'continue-workflow': text(),
+    'dry-run': flag(false),
+    'unstarted-after': { schema: durationText('30m') },
+    ...LEDGER,
+  },
 } as const satisfies Record<string, InputSpecs>;
 
 export type ActionName = keyof typeof ACTION_INPUTS;
@@ -247,7 +267,11 @@ export type ActionName = keyof typeof ACTION_INPUTS;
  * `onSecret` (the runner's masking) as soon as they are read, before any
  * parsing problem could be reported.
  */
-export function readSettings<S extends InputSpecs>(specs: S, getInput: (name: string) => string, onSecret: (value: string) => void): Settings<S> {
+export function readSettings<S extends InputSpecs>(
+  specs: S,
+  getInput: (name: string) => string,
+  onSecret: (value: string) => void,
+): Settings<S> {
   const raw: Record<string, string> = {};
   for (const [name, spec] of Object.entries(specs)) {
     raw[name] = getInput(name);
@@ -264,6 +288,7 @@ export function readSettings<S extends InputSpecs>(specs: S, getInput: (name: st
     // The messages are ours; the only ones that quote a value belong to non-secret inputs (enums, booleans).
     else problems.push(`${name}: ${parsed.error.issues.map((issue) => issue.message).join('; ')}`);
   }
-  if (problems.length > 0) throw new UsageError(`invalid action inputs — ${problems.join('; ')}`, 'fix the `with:` block of this step');
+  if (problems.length > 0)
+    throw new UsageError(`invalid action inputs — ${problems.join('; ')}`, 'fix the `with:` block of this step');
   return out as Settings<S>;
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { ExocompError, UsageError } from '../../domain/errors.js';
 import { httpAuthConfig, probePushAccess, type GitConfigEntry } from '../../adapters/git.js';
 import { GitLedgerStore } from '../../ledger/git-store.js';
-import type { SecretRegistry } from '../../app/secrets.js';
+import type { SecretRegistry } from '../../app/runtime/secrets.js';
 import type { RunContext } from './run-context.js';
 
 export interface GitHubLedgerOptions {
@@ -30,7 +30,10 @@ export interface GitHubLedger {
 export function openGitHubLedger(options: GitHubLedgerOptions): GitHubLedger {
   const slug = options.ledgerRepository ?? options.run.slug;
   if (!/^[^/\s]+\/[^/\s]+$/.test(slug)) {
-    throw new UsageError(`ledger-repository ${JSON.stringify(slug)} is not of the form owner/repo`, 'name the repository that holds the ledger branch, e.g. my-org/infra-ledger');
+    throw new UsageError(
+      `ledger-repository ${JSON.stringify(slug)} is not of the form owner/repo`,
+      'name the repository that holds the ledger branch, e.g. my-org/infra-ledger',
+    );
   }
   const remote = `${options.run.serverUrl}/${slug}.git`;
   const auth = httpAuthConfig(options.token, `${options.run.serverUrl}/`);
@@ -44,11 +47,20 @@ export function openGitHubLedger(options: GitHubLedgerOptions): GitHubLedger {
     gitConfig: auth.config,
     secrets: options.secrets.list(),
   });
-  return { store, preflight: () => checkPushAccess(remote, slug, options.run.runnerTemp, auth.config, options.secrets) };
+  return {
+    store,
+    preflight: () => checkPushAccess(remote, slug, options.run.runnerTemp, auth.config, options.secrets),
+  };
 }
 
 /** Fails, naming what to change, when the token may not push to the ledger repository. */
-async function checkPushAccess(remote: string, slug: string, scratchRoot: string, config: readonly GitConfigEntry[], secrets: SecretRegistry): Promise<void> {
+async function checkPushAccess(
+  remote: string,
+  slug: string,
+  scratchRoot: string,
+  config: readonly GitConfigEntry[],
+  secrets: SecretRegistry,
+): Promise<void> {
   const probe = await probePushAccess({ remote, scratchRoot, config, secrets: secrets.list() });
   if (probe.ok) return;
   const said = probe.said;
@@ -58,11 +70,19 @@ async function checkPushAccess(remote: string, slug: string, scratchRoot: string
     });
   }
   if (/\b404\b|not found/i.test(said)) {
-    throw new ExocompError('ledger-unreachable', `the ledger repository ${slug} was not found, or the token may not see it`, {
-      help: 'check ledger-repository; a token for another repository needs `contents: write` there (the workflow’s GITHUB_TOKEN only reaches its own repository)',
-    });
+    throw new ExocompError(
+      'ledger-unreachable',
+      `the ledger repository ${slug} was not found, or the token may not see it`,
+      {
+        help: 'check ledger-repository; a token for another repository needs `contents: write` there (the workflow’s GITHUB_TOKEN only reaches its own repository)',
+      },
+    );
   }
-  throw new ExocompError('ledger-unreachable', `cannot reach the ledger repository ${slug}: ${said.trim().split('\n').slice(-3).join(' | ')}`, {
-    help: 'check the network and the token, then re-run the job',
-  });
+  throw new ExocompError(
+    'ledger-unreachable',
+    `cannot reach the ledger repository ${slug}: ${said.trim().split('\n').slice(-3).join(' | ')}`,
+    {
+      help: 'check the network and the token, then re-run the job',
+    },
+  );
 }

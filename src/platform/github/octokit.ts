@@ -30,7 +30,8 @@ export interface GitHubOptions {
 const MAX_RATE_LIMIT_RETRIES = 2;
 const MAX_RATE_LIMIT_WAIT_SECONDS = 60;
 
-const PERMISSIONS_HELP = 'Naming any permission in `permissions:` sets every other one to none, so list all the job needs.';
+const PERMISSIONS_HELP =
+  'Naming any permission in `permissions:` sets every other one to none, so list all the job needs.';
 
 /** What each area of the API needs from the GITHUB_TOKEN, for the help line of a refusal. */
 const NEEDS = {
@@ -51,9 +52,16 @@ type Client = InstanceType<typeof ThrottledOctokit>;
 export function createGitHub(options: GitHubOptions): GitHubPort {
   const baseUrl = (options.baseUrl ?? process.env.GITHUB_API_URL ?? DEFAULT_GITHUB_API_URL).replace(/\/+$/, '');
   const warn = options.onWarning ?? ((message: string) => console.warn(message));
-  const onLimit = (retryAfter: number, request: { method: string; url: string }, _octokit: unknown, retryCount: number): boolean => {
+  const onLimit = (
+    retryAfter: number,
+    request: { method: string; url: string },
+    _octokit: unknown,
+    retryCount: number,
+  ): boolean => {
     const again = retryCount < MAX_RATE_LIMIT_RETRIES && retryAfter <= MAX_RATE_LIMIT_WAIT_SECONDS;
-    warn(`GitHub rate limit on ${request.method} ${request.url}: ${again ? `retrying in ${retryAfter}s` : 'giving up'}`);
+    warn(
+      `GitHub rate limit on ${request.method} ${request.url}: ${again ? `retrying in ${retryAfter}s` : 'giving up'}`,
+    );
     return again;
   };
   const octokit: Client = new ThrottledOctokit({
@@ -77,7 +85,9 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
               {
                 state: review.state,
                 user: review.user.login,
-                environments: review.environments.flatMap((environment) => (environment.name === undefined ? [] : [environment.name])),
+                environments: review.environments.flatMap((environment) =>
+                  environment.name === undefined ? [] : [environment.name],
+                ),
                 comment: review.comment,
               },
             ],
@@ -101,7 +111,10 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
       );
       if (response === undefined) return undefined;
       const rule = (response.data.protection_rules ?? []).find((r) => r.type === 'required_reviewers');
-      return { requiredReviewers: rule !== undefined, preventSelfReview: rule !== undefined && 'prevent_self_review' in rule && rule.prevent_self_review === true };
+      return {
+        requiredReviewers: rule !== undefined,
+        preventSelfReview: rule !== undefined && 'prevent_self_review' in rule && rule.prevent_self_review === true,
+      };
     },
 
     async collaboratorPermission(repo, username) {
@@ -162,11 +175,18 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
     async dispatchWorkflow(repo, workflow, ref, inputs) {
       const what = `dispatch workflow ${workflow} on ${ref} in ${slug(repo)}`;
       const dispatch = (details: boolean) =>
-        octokit.rest.actions.createWorkflowDispatch({ ...repo, workflow_id: workflow, ref, inputs, ...(details ? { return_run_details: true } : {}) });
+        octokit.rest.actions.createWorkflowDispatch({
+          ...repo,
+          workflow_id: workflow,
+          ref,
+          inputs,
+          ...(details ? { return_run_details: true } : {}),
+        });
       // 200 with the run when asked (github.com since February 2026); 204 from a server that ignores the parameter.
       const response = await call('dispatch', what, baseUrl, () => dispatch(true), {
         // A server that refuses the parameter refused the whole request, so nothing was dispatched yet: once more without it.
-        refused: (error) => (isRunDetailsRefusal(error) ? call('dispatch', what, baseUrl, () => dispatch(false)) : undefined),
+        refused: (error) =>
+          isRunDetailsRefusal(error) ? call('dispatch', what, baseUrl, () => dispatch(false)) : undefined,
       });
       // @octokit/rest's types know only the 204; the 200 body is checked here.
       const details = runDetailsSchema.safeParse(response.data);
@@ -174,9 +194,15 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
     },
 
     async getWorkflowRun(repo, runId) {
-      const response = await call('runs', `read run ${runId} of ${slug(repo)}`, baseUrl, () => octokit.rest.actions.getWorkflowRun({ ...repo, run_id: runId }), {
-        notFound: () => undefined,
-      });
+      const response = await call(
+        'runs',
+        `read run ${runId} of ${slug(repo)}`,
+        baseUrl,
+        () => octokit.rest.actions.getWorkflowRun({ ...repo, run_id: runId }),
+        {
+          notFound: () => undefined,
+        },
+      );
       if (response === undefined) return undefined;
       const run = response.data;
       const info: WorkflowRunInfo = {
@@ -267,13 +293,15 @@ async function call<T, F = never>(
   } catch (error) {
     if (!isHttpFailure(error) || (error.status === 500 && error.response === undefined)) {
       // @octokit/request reports a failed fetch as status 500 without a response.
-      const reason = error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
+      const reason =
+        error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
       throw new ExocompError('tool-failed', `Could not reach the GitHub API at ${baseUrl} to ${what}: ${reason}`, {
         help: 'Check GITHUB_API_URL and the network; re-run the job if GitHub was unavailable.',
       });
     }
     if (error.status === 404 && handlers.notFound) return handlers.notFound();
-    const instead = (error.status === 400 || error.status === 422) && handlers.refused ? handlers.refused(error) : undefined;
+    const instead =
+      (error.status === 400 || error.status === 422) && handlers.refused ? handlers.refused(error) : undefined;
     if (instead) return instead;
     throw mapFailure(area, what, error);
   }
@@ -284,7 +312,10 @@ const runDetailsSchema = z.object({ workflow_run_id: z.number().int().positive()
 
 /** A validation failure that names `return_run_details`: a server that predates it (GitHub Enterprise Server). */
 function isRunDetailsRefusal(error: HttpFailure): boolean {
-  return githubMessage(error).includes('return_run_details') || JSON.stringify(error.response?.data ?? '').includes('return_run_details');
+  return (
+    githubMessage(error).includes('return_run_details') ||
+    JSON.stringify(error.response?.data ?? '').includes('return_run_details')
+  );
 }
 
 function mapFailure(area: Area, what: string, error: HttpFailure): ExocompError {

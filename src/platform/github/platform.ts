@@ -6,13 +6,24 @@
  */
 import * as core from '@actions/core';
 import type { ArtifactPort, CiPlatform } from '../../app/ports/ci-platform.js';
-import { continuationTarget, dispatchContinuation, mayDecide, requireEnvironmentApproval, runCompleted } from './approval.js';
+import {
+  continuationTarget,
+  dispatchContinuation,
+  mayDecide,
+  requireEnvironmentApproval,
+  runCompleted,
+} from './approval.js';
 import { upsertStickyComment } from './comment.js';
 import { ciHolder, ciHolderProbe } from './holder.js';
 import type { GitHubPort } from './port.js';
 import { githubTrigger, type RunContext } from './run-context.js';
 
-export function githubPlatform(options: { run: RunContext; github: GitHubPort; commentAuthor?: string; artifacts?: ArtifactPort }): CiPlatform {
+export function githubPlatform(options: {
+  run: RunContext;
+  github: GitHubPort;
+  commentAuthor?: string;
+  artifacts?: ArtifactPort;
+}): CiPlatform {
   const { run, github } = options;
   return {
     name: 'github',
@@ -39,7 +50,13 @@ export function githubPlatform(options: { run: RunContext; github: GitHubPort; c
       await core.summary.addRaw(markdown, true).write();
     },
     upsertStatusComment: (changeRequest, key, body) =>
-      upsertStickyComment(github, { repo: run.repository, issue: changeRequest, workflowId: key, author: options.commentAuthor ?? 'github-actions[bot]', body }),
+      upsertStickyComment(github, {
+        repo: run.repository,
+        issue: changeRequest,
+        workflowId: key,
+        author: options.commentAuthor ?? 'github-actions[bot]',
+        body,
+      }),
     ...(options.artifacts ? { artifacts: options.artifacts } : {}),
     gatedJobApproval: (environment) => requireEnvironmentApproval(github, run, environment),
     mayDecide: (actor) => mayDecide(github, run, actor),

@@ -52,7 +52,10 @@ export interface GitHubPort {
    * required reviewers, and whether they may approve a run they started
    * (`prevent_self_review` off); undefined when the environment does not exist.
    */
-  environmentProtection(repo: RepoRef, environment: string): Promise<{ requiredReviewers: boolean; preventSelfReview: boolean } | undefined>;
+  environmentProtection(
+    repo: RepoRef,
+    environment: string,
+  ): Promise<{ requiredReviewers: boolean; preventSelfReview: boolean } | undefined>;
   /** GET …/collaborators/{username}/permission */
   collaboratorPermission(repo: RepoRef, username: string): Promise<RepoPermission>;
   listIssueComments(repo: RepoRef, issueNumber: number): Promise<IssueComment[]>;
@@ -62,13 +65,22 @@ export interface GitHubPort {
   listOpenIssues(repo: RepoRef, label: string): Promise<Issue[]>;
   createIssue(repo: RepoRef, issue: { title: string; body: string; labels: string[] }): Promise<Issue>;
   /** PATCH …/issues/{issue_number}: a new body and title, or a state change. */
-  updateIssue(repo: RepoRef, issueNumber: number, change: { title?: string; body?: string; state?: 'open' | 'closed' }): Promise<Issue>;
+  updateIssue(
+    repo: RepoRef,
+    issueNumber: number,
+    change: { title?: string; body?: string; state?: 'open' | 'closed' },
+  ): Promise<Issue>;
   /**
    * POST …/actions/workflows/{workflow_id}/dispatches, asking for the run it
    * starts (`return_run_details`): that run, or undefined where GitHub does
    * not say (GitHub Enterprise Server versions without the parameter).
    */
-  dispatchWorkflow(repo: RepoRef, workflow: string, ref: string, inputs: Record<string, string>): Promise<{ runId: number; htmlUrl: string } | undefined>;
+  dispatchWorkflow(
+    repo: RepoRef,
+    workflow: string,
+    ref: string,
+    inputs: Record<string, string>,
+  ): Promise<{ runId: number; htmlUrl: string } | undefined>;
   /** GET …/actions/runs/{run_id} */
   getWorkflowRun(repo: RepoRef, runId: number): Promise<WorkflowRunInfo | undefined>;
 }

@@ -13,7 +13,7 @@
  * every step it started) it returns before reading an input, the ledger or
  * the API, and it never fails a clean job.
  */
-import { recordAbandonedStep } from '../../app/interrupted.js';
+import { recordAbandonedStep } from '../../app/provision/interrupted.js';
 import { rememberedStep } from './running-step.js';
 import { openLedger, publishWorkflow, runAction } from './session.js';
 
@@ -27,7 +27,9 @@ export async function runPostStep(): Promise<void> {
     const reason = `the action was stopped before it could record the step (run ${runId} attempt ${runAttempt} cancelled, timed out or its process killed); its post step released the lease`;
     const workflow = await recordAbandonedStep(app, running.workflow, running.step, running.holder, reason);
     if (!workflow) {
-      session.platform.log.info(`${running.workflow}: ${running.step} is no longer held by this job; nothing to record`);
+      session.platform.log.info(
+        `${running.workflow}: ${running.step} is no longer held by this job; nothing to record`,
+      );
       return;
     }
     session.platform.log.error(

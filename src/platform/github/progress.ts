@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { EOL } from 'node:os';
 import { formatDuration } from '../../domain/duration.js';
 import { failureReason, formatFailure, formatHostResult, isFailure } from '../../domain/play-events.js';
-import type { ProgressEvent, ProgressListener } from '../../app/progress.js';
+import type { ProgressEvent, ProgressListener } from '../../app/runtime/progress.js';
 
 export class GitHubProgress implements ProgressListener {
   private open = false;
@@ -48,7 +48,9 @@ export class GitHubProgress implements ProgressListener {
         return;
       case 'step-started':
         this.close();
-        core.startGroup(`${event.index}/${event.total} ${event.step}${event.attempt > 1 ? ` (attempt ${event.attempt})` : ''}`);
+        core.startGroup(
+          `${event.index}/${event.total} ${event.step}${event.attempt > 1 ? ` (attempt ${event.attempt})` : ''}`,
+        );
         this.open = true;
         return;
       case 'step-skipped':
@@ -56,7 +58,9 @@ export class GitHubProgress implements ProgressListener {
         return;
       case 'step-succeeded':
         // The detail names hosts from tofu outputs: text, like tool output.
-        this.text.write(`✓ ${event.step} succeeded in ${formatDuration(event.durationMs)}${event.detail ? `: ${event.detail}` : ''}`);
+        this.text.write(
+          `✓ ${event.step} succeeded in ${formatDuration(event.durationMs)}${event.detail ? `: ${event.detail}` : ''}`,
+        );
         this.text.flush();
         this.close();
         return;

@@ -8,14 +8,18 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { Workflow } from '../../domain/workflow.js';
-import type { AppContext } from '../../app/context.js';
-import type { ToolCache } from '../../app/continue-workflow.js';
+import type { AppContext } from '../../app/runtime/context.js';
+import type { ToolCache } from '../../app/provision/continue-workflow.js';
 import type { ActionName } from './inputs.js';
 import type { Session } from './session.js';
 
 export const LOCK_FILE = '.terraform.lock.hcl';
 
-export function providerCacheKey(lockFileText: string, platform: string = process.platform, arch: string = process.arch): string {
+export function providerCacheKey(
+  lockFileText: string,
+  platform: string = process.platform,
+  arch: string = process.arch,
+): string {
   return `exocomp-tofu-providers-${platform}-${arch}-${createHash('sha256').update(lockFileText).digest('hex')}`;
 }
 
@@ -31,7 +35,8 @@ export function actionsCache(): CachePort {
   const load = () => import('@actions/cache');
   return {
     // Only the runner's cache service variables make it available; without them the module is never loaded.
-    available: async () => Boolean(process.env.ACTIONS_CACHE_URL || process.env.ACTIONS_RESULTS_URL) && (await load()).isFeatureAvailable(),
+    available: async () =>
+      Boolean(process.env.ACTIONS_CACHE_URL || process.env.ACTIONS_RESULTS_URL) && (await load()).isFeatureAvailable(),
     async restore(dir, key) {
       return (await (await load()).restoreCache([dir], key)) !== undefined;
     },
@@ -50,7 +55,12 @@ export interface ProviderCache {
 }
 
 /** Restores the plugin cache for a workspace; undefined when the workspace has no lock file or no cache service. */
-export async function restoreProviderCache(port: CachePort, workspaceDir: string, cacheDir: string, info: (message: string) => void): Promise<ProviderCache | undefined> {
+export async function restoreProviderCache(
+  port: CachePort,
+  workspaceDir: string,
+  cacheDir: string,
+  info: (message: string) => void,
+): Promise<ProviderCache | undefined> {
   if (!(await port.available())) return undefined;
   const lock = await readFile(join(workspaceDir, LOCK_FILE), 'utf8').catch(() => undefined);
   if (lock === undefined) return undefined;
@@ -72,10 +82,18 @@ export async function restoreProviderCache(port: CachePort, workspaceDir: string
 }
 
 /** The provider plugin cache around the apply (@actions/cache), keyed by the workspace's lock file. */
-export function providerCache(session: Session<ActionName>, app: AppContext): (workflow: Workflow) => Promise<ToolCache | undefined> {
+export function providerCache(
+  session: Session<ActionName>,
+  app: AppContext,
+): (workflow: Workflow) => Promise<ToolCache | undefined> {
   return async (workflow) => {
     const workspaceDir = resolve(app.cwd, workflow.workspace.path);
-    const cache = await restoreProviderCache(actionsCache(), workspaceDir, join(session.run.runnerTemp, 'exocomp-tofu-plugins'), (message) => session.platform.log.info(message));
+    const cache = await restoreProviderCache(
+      actionsCache(),
+      workspaceDir,
+      join(session.run.runnerTemp, 'exocomp-tofu-plugins'),
+      (message) => session.platform.log.info(message),
+    );
     return cache && { env: { TF_PLUGIN_CACHE_DIR: cache.dir }, save: () => cache.save() };
   };
 }

@@ -105,7 +105,9 @@ function readPayload(path: string | undefined): z.infer<typeof payloadSchema> {
   try {
     data = JSON.parse(readFileSync(path, 'utf8'));
   } catch {
-    throw new ExocompError('usage', `cannot read the event payload ${path}`, { help: 'GITHUB_EVENT_PATH must name the runner’s event JSON file' });
+    throw new ExocompError('usage', `cannot read the event payload ${path}`, {
+      help: 'GITHUB_EVENT_PATH must name the runner’s event JSON file',
+    });
   }
   const parsed = payloadSchema.safeParse(data);
   return parsed.success ? parsed.data : {};

@@ -7,11 +7,17 @@
 import * as core from '@actions/core';
 import { z } from 'zod';
 import { STEP_NAMES } from '../../domain/workflow.js';
-import type { ProgressEvent } from '../../app/progress.js';
+import type { ProgressEvent } from '../../app/runtime/progress.js';
 import type { ActionName } from './inputs.js';
 
 /** The actions whose `action.yml` declares this post step: the ones that run chain steps. */
-export const CHAIN_ACTIONS = ['provision', 'apply', 'ssh-wait', 'onboard', 'configure'] as const satisfies readonly ActionName[];
+export const CHAIN_ACTIONS = [
+  'provision',
+  'apply',
+  'ssh-wait',
+  'onboard',
+  'configure',
+] as const satisfies readonly ActionName[];
 export type ChainAction = (typeof CHAIN_ACTIONS)[number];
 
 export function isChainAction(name: ActionName): name is ChainAction {
@@ -47,7 +53,12 @@ export class RunningStepMemo {
 
   observe(event: ProgressEvent): void {
     if (event.type === 'step-started' && this.holder !== undefined) {
-      const running: RunningStep = { action: this.action, workflow: event.workflow, step: event.step, holder: this.holder };
+      const running: RunningStep = {
+        action: this.action,
+        workflow: event.workflow,
+        step: event.step,
+        holder: this.holder,
+      };
       core.saveState(STATE_KEY, JSON.stringify(running));
     }
     if (event.type === 'step-succeeded' || event.type === 'step-failed') core.saveState(STATE_KEY, '');
@@ -66,7 +77,9 @@ export function rememberedStep(): RunningStep | undefined {
   }
   const parsed = runningStepSchema.safeParse(value);
   if (!parsed.success) {
-    core.warning(`the main step left unreadable state (${STATE_KEY}); nothing was recorded — the resume sweeper continues the workflow once this run is over`);
+    core.warning(
+      `the main step left unreadable state (${STATE_KEY}); nothing was recorded — the resume sweeper continues the workflow once this run is over`,
+    );
     return undefined;
   }
   return parsed.data;

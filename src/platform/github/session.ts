@@ -13,13 +13,13 @@ import { interruptOnSignals } from '../../adapters/signals.js';
 import { parseSealKey } from '../../domain/seal.js';
 import { viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
-import type { AppContext } from '../../app/context.js';
-import { parseRunSecrets } from '../../app/mappings.js';
-import { loadStandingInventory } from '../../app/inventories.js';
-import type { RunInputs } from '../../app/run-inputs.js';
-import { SecretRegistry } from '../../app/secrets.js';
+import type { AppContext } from '../../app/runtime/context.js';
+import { parseRunSecrets } from '../../app/plays/mappings.js';
+import { loadStandingInventory } from '../../app/hosts/inventories.js';
+import type { RunInputs } from '../../app/plays/run-inputs.js';
+import { SecretRegistry } from '../../app/runtime/secrets.js';
 import type { ArtifactPort, CiPlatform } from '../../app/ports/ci-platform.js';
-import { SecretGuardedStore } from '../../app/secret-guarded-store.js';
+import { SecretGuardedStore } from '../../app/runtime/secret-guarded-store.js';
 import type { LedgerStore } from '../../ledger/store.js';
 import { ACTION_INPUTS, readSettings, type ActionName, type Settings } from './inputs.js';
 import { openGitHubLedger } from './ledger.js';
@@ -68,7 +68,11 @@ export async function runAction<N extends ActionName>(
   // The runner signals only this process, so the running tool gets the SIGINT forwarded.
   const interrupt = interruptOnSignals(
     () => 'SIGINT',
-    (error) => progress.emit({ type: 'warning', message: `${error.message} (the run was cancelled): stopping the running step` }),
+    (error) =>
+      progress.emit({
+        type: 'warning',
+        message: `${error.message} (the run was cancelled): stopping the running step`,
+      }),
   );
   let scratch: string | undefined;
   try {
@@ -86,7 +90,12 @@ export async function runAction<N extends ActionName>(
     } = settings as { token?: string; 'comment-author'?: string; 'artifact-retention-days'?: number };
     const github = createGitHub({ token, baseUrl: run.apiUrl, userAgent: USER_AGENT });
     const artifacts = options.artifacts?.(run, token, retentionDays ?? DEFAULT_RETENTION_DAYS);
-    const platform = githubPlatform({ run, github, ...(commentAuthor ? { commentAuthor } : {}), ...(artifacts ? { artifacts } : {}) });
+    const platform = githubPlatform({
+      run,
+      github,
+      ...(commentAuthor ? { commentAuthor } : {}),
+      ...(artifacts ? { artifacts } : {}),
+    });
     scratch = await mkdtemp(join(run.runnerTemp, 'exocomp-'));
     await body({ settings, run, secrets, github, platform, progress, scratch, now: () => new Date(), interrupt });
   } catch (error) {
@@ -107,7 +116,12 @@ export async function runAction<N extends ActionName>(
  */
 export async function openLedger(
   session: Session<ActionName>,
-  settings: { token: string; 'ledger-branch': string; 'ledger-repository': string | undefined; 'ledger-retry-for'?: number },
+  settings: {
+    token: string;
+    'ledger-branch': string;
+    'ledger-repository': string | undefined;
+    'ledger-retry-for'?: number;
+  },
   options: { provePushAccess: boolean },
 ): Promise<AppContext> {
   const ledger = openGitHubLedger({
@@ -136,7 +150,12 @@ function contextFor(session: Session<ActionName>, store: LedgerStore, ledgerBran
 }
 
 /** The runner's own credentials for its artifact and cache services; no child process needs them. */
-const RUNNER_SERVICE_VARIABLES = new Set(['ACTIONS_RUNTIME_TOKEN', 'ACTIONS_RESULTS_URL', 'ACTIONS_CACHE_URL', 'ACTIONS_RUNTIME_URL']);
+const RUNNER_SERVICE_VARIABLES = new Set([
+  'ACTIONS_RUNTIME_TOKEN',
+  'ACTIONS_RESULTS_URL',
+  'ACTIONS_CACHE_URL',
+  'ACTIONS_RUNTIME_URL',
+]);
 
 /**
  * Inputs (secrets among them) reach the action as INPUT_* variables; no child
@@ -144,7 +163,9 @@ const RUNNER_SERVICE_VARIABLES = new Set(['ACTIONS_RUNTIME_TOKEN', 'ACTIONS_RESU
  * providers use them to authenticate tofu.
  */
 export function childEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(env).filter(([name]) => !name.startsWith('INPUT_') && !RUNNER_SERVICE_VARIABLES.has(name)));
+  return Object.fromEntries(
+    Object.entries(env).filter(([name]) => !name.startsWith('INPUT_') && !RUNNER_SERVICE_VARIABLES.has(name)),
+  );
 }
 
 export interface RunInputSettings {
@@ -158,13 +179,22 @@ export interface RunInputSettings {
 }
 
 /** The run's secrets as files and values: key files are 0600 in the scratch directory, removed at the end. */
-export async function githubRunInputs(session: Session<ActionName>, settings: RunInputSettings & { token: string }): Promise<RunInputs> {
+export async function githubRunInputs(
+  session: Session<ActionName>,
+  settings: RunInputSettings & { token: string },
+): Promise<RunInputs> {
   const sealKey = settings['seal-key'] === undefined ? undefined : parseSealKey(settings['seal-key']);
   session.secrets.add(sealKey);
-  const runSecrets = settings['run-secrets'] === undefined ? {} : parseRunSecrets(settings['run-secrets'], 'the run-secrets input');
+  const runSecrets =
+    settings['run-secrets'] === undefined ? {} : parseRunSecrets(settings['run-secrets'], 'the run-secrets input');
   session.secrets.add(...Object.values(runSecrets));
   const fleetKeyPath = await writeKey(session.scratch, 'fleet-key', settings['fleet-private-key'], 'fleet-private-key');
-  const bootstrapKeyPath = await writeKey(session.scratch, 'bootstrap-key', settings['bootstrap-private-key'], 'bootstrap-private-key');
+  const bootstrapKeyPath = await writeKey(
+    session.scratch,
+    'bootstrap-key',
+    settings['bootstrap-private-key'],
+    'bootstrap-private-key',
+  );
   return {
     ...(settings['tofu-binary'] ? { tofuBinary: settings['tofu-binary'] } : {}),
     ...(settings['allow-local-state'] ? { allowLocalState: true } : {}),
@@ -177,7 +207,12 @@ export async function githubRunInputs(session: Session<ActionName>, settings: Ru
   };
 }
 
-async function writeKey(dir: string, name: string, contents: string | undefined, input: string): Promise<string | undefined> {
+async function writeKey(
+  dir: string,
+  name: string,
+  contents: string | undefined,
+  input: string,
+): Promise<string | undefined> {
   if (contents === undefined) return undefined;
   const path = join(dir, name);
   // OpenSSH refuses a private key file without its final newline.
@@ -215,7 +250,12 @@ export type PublishOptions = Omit<StatusOptions, 'run' | 'now'> & { comment: boo
  * Sets the workflow outputs and writes its status to the job summary and the
  * sticky comment of its pull request. Commenting never fails the job.
  */
-export async function publishWorkflow(session: Session<ActionName>, app: AppContext, workflow: Workflow, options: PublishOptions): Promise<void> {
+export async function publishWorkflow(
+  session: Session<ActionName>,
+  app: AppContext,
+  workflow: Workflow,
+  options: PublishOptions,
+): Promise<void> {
   const { platform } = session;
   const view = viewWorkflow(workflow, session.now());
   platform.setOutput('workflow-id', workflow.id);
@@ -225,7 +265,9 @@ export async function publishWorkflow(session: Session<ActionName>, app: AppCont
   platform.setOutput('hosts', JSON.stringify(await hostsOf(app, workflow.workspace.name)));
   const body = session.secrets.redact(statusMarkdown(workflow, { ...options, run: session.run, now: session.now() }));
   await platform.writeSummary(body);
-  const issue = options.comment ? (session.run.pullRequest ?? workflow.trigger.pullRequest ?? (await pullRequestOfPush(session))) : undefined;
+  const issue = options.comment
+    ? (session.run.pullRequest ?? workflow.trigger.pullRequest ?? (await pullRequestOfPush(session)))
+    : undefined;
   await postStatusComment(session, issue, workflow.id, body, 'status');
 }
 
@@ -244,10 +286,15 @@ function pullRequestOfPush(session: Session<ActionName>): Promise<number | undef
       try {
         const pulls = await session.github.pullRequestsOfCommit(session.run.repository, session.run.sha);
         const pull = pulls.find((p) => p.open) ?? pulls[0];
-        if (!pull) core.notice(`commit ${session.run.sha.slice(0, 12)} belongs to no pull request: the status is in the job summary only`);
+        if (!pull)
+          core.notice(
+            `commit ${session.run.sha.slice(0, 12)} belongs to no pull request: the status is in the job summary only`,
+          );
         return pull?.number;
       } catch (error) {
-        core.warning(`could not find the pull request of commit ${session.run.sha.slice(0, 12)}: ${session.secrets.redact(describeError(error))}`);
+        core.warning(
+          `could not find the pull request of commit ${session.run.sha.slice(0, 12)}: ${session.secrets.redact(describeError(error))}`,
+        );
         return undefined;
       }
     })();
@@ -257,12 +304,20 @@ function pullRequestOfPush(session: Session<ActionName>): Promise<number | undef
 }
 
 /** Creates or updates the sticky comment `key` on `issue`; a refusal or an API failure is only reported. */
-export async function postStatusComment(session: Session<ActionName>, issue: number | undefined, key: string, body: string, what: 'status' | 'plan'): Promise<void> {
+export async function postStatusComment(
+  session: Session<ActionName>,
+  issue: number | undefined,
+  key: string,
+  body: string,
+  what: 'status' | 'plan',
+): Promise<void> {
   if (issue === undefined) return;
   try {
     const outcome = await session.platform.upsertStatusComment(issue, key, body);
     if (outcome.kind === 'refused') {
-      core.notice(`${session.secrets.redact(outcome.reason)} — the ${what} is in the job summary instead (pull requests from forks get a read-only token)`);
+      core.notice(
+        `${session.secrets.redact(outcome.reason)} — the ${what} is in the job summary instead (pull requests from forks get a read-only token)`,
+      );
     } else core.info(`${outcome.kind} the ${what} comment on #${issue}`);
   } catch (error) {
     core.warning(`could not update the ${what} comment on #${issue}: ${session.secrets.redact(describeError(error))}`);
@@ -272,7 +327,11 @@ export async function postStatusComment(session: Session<ActionName>, issue: num
 /** The hosts tf:<name> names now (empty when it is not materialized yet). */
 async function hostsOf(app: AppContext, name: string): Promise<Array<{ name: string; address: string; port: number }>> {
   try {
-    return loadStandingInventory(await app.store.read(), name).hosts.map((host) => ({ name: host.name, address: host.address, port: host.port }));
+    return loadStandingInventory(await app.store.read(), name).hosts.map((host) => ({
+      name: host.name,
+      address: host.address,
+      port: host.port,
+    }));
   } catch {
     return [];
   }

@@ -5,8 +5,8 @@
  */
 import { configurationPreviewMarkdown, renderMarkdown, viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
-import type { SweepEntry } from '../../app/interrupted.js';
-import type { PlanJobOutcome } from '../../app/plan-job.js';
+import type { SweepEntry } from '../../app/provision/interrupted.js';
+import type { PlanJobOutcome } from '../../app/provision/plan-job.js';
 import type { CiPlatform } from '../../app/ports/ci-platform.js';
 import type { RunContext } from './run-context.js';
 
@@ -37,7 +37,10 @@ export function describePlanSummary(summary: string): string {
 function approvalLines(workflow: Workflow, options: StatusOptions): string[] {
   if (workflow.state !== 'awaiting-approval') return [];
   if (options.approvalMode === 'environment') {
-    return ['', `**Awaiting approval.** A required reviewer of the job’s environment approves or rejects the deployment on the run page: ${options.run.runUrl}`];
+    return [
+      '',
+      `**Awaiting approval.** A required reviewer of the job’s environment approves or rejects the deployment on the run page: ${options.run.runUrl}`,
+    ];
   }
   const file = options.approveWorkflow ?? 'exocomp-approve.yml';
   const id = workflow.id;
@@ -59,7 +62,10 @@ function render(workflow: Workflow, options: StatusOptions, maxDetail: number): 
   if (workflow.approval.planSummary) lines.push('', `Plan: ${describePlanSummary(workflow.approval.planSummary)}`);
   lines.push(...approvalLines(workflow, options));
   if (options.note) lines.push('', options.note);
-  lines.push('', `<sub>Updated by [run ${options.run.runId} attempt ${options.run.runAttempt}](${options.run.runUrl}) at ${options.now.toISOString()}</sub>`);
+  lines.push(
+    '',
+    `<sub>Updated by [run ${options.run.runId} attempt ${options.run.runAttempt}](${options.run.runUrl}) at ${options.now.toISOString()}</sub>`,
+  );
   return lines.join('\n');
 }
 
@@ -82,7 +88,9 @@ export function planPreviewMarkdown(preview: Extract<PlanJobOutcome, { kind: 'pr
     '',
     `Plan: ${describePlanSummary(preview.planSummary)} · fingerprint \`${preview.planFingerprint.slice(0, 16)}\``,
     '',
-    ...(configuration.kind === 'previewed' ? configurationPreviewMarkdown(configuration.fingerprint, configuration.preview) : [`_Configuration: ${configuration.reason}._`]),
+    ...(configuration.kind === 'previewed'
+      ? configurationPreviewMarkdown(configuration.fingerprint, configuration.preview)
+      : [`_Configuration: ${configuration.reason}._`]),
     '',
     `<sub>[run ${run.runId}](${run.runUrl}) · plan only, nothing recorded or applied</sub>`,
   ].join('\n');
@@ -98,5 +106,9 @@ export async function publishSweep(platform: CiPlatform, entries: SweepEntry[]):
   const resumed = entries.filter((e) => e.action === 'dispatched' || e.action === 'would-dispatch').map((e) => e.id);
   platform.setOutput('resumed', JSON.stringify(resumed));
   const rows = entries.map((e) => `| \`${e.id}\` | ${e.step} | ${e.action} |`);
-  await platform.writeSummary(['### exocomp resume sweep', '', '| workflow | step | action |', '| -------- | ---- | ------ |', ...rows].join('\n'));
+  await platform.writeSummary(
+    ['### exocomp resume sweep', '', '| workflow | step | action |', '| -------- | ---- | ------ |', ...rows].join(
+      '\n',
+    ),
+  );
 }

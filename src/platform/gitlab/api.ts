@@ -18,7 +18,7 @@ import type {
   Users,
 } from '@gitbeaker/rest';
 import { ExocompError } from '../../domain/errors.js';
-import type { SecretRegistry } from '../../app/secrets.js';
+import type { SecretRegistry } from '../../app/runtime/secrets.js';
 
 export const GITLAB_TOKEN_VARIABLE = 'EXOCOMP_GITLAB_TOKEN';
 
@@ -87,8 +87,18 @@ type Auth = { host: string; token: string } | { host: string; jobToken: string }
 let gitbeaker: Promise<typeof import('@gitbeaker/rest')> | undefined;
 
 async function clients(auth: Auth): Promise<Clients> {
-  const { Commits, Deployments, IssueNotes, Issues, Jobs, MergeRequestNotes, PipelineSchedules, PipelineScheduleVariables, PipelineTriggerTokens, Users } = await (gitbeaker ??=
-    import('@gitbeaker/rest'));
+  const {
+    Commits,
+    Deployments,
+    IssueNotes,
+    Issues,
+    Jobs,
+    MergeRequestNotes,
+    PipelineSchedules,
+    PipelineScheduleVariables,
+    PipelineTriggerTokens,
+    Users,
+  } = await (gitbeaker ??= import('@gitbeaker/rest'));
   const make = <T>(C: Client<T>) => new C({ ...auth, queryTimeout: 60_000 });
   return {
     notes: make(MergeRequestNotes as unknown as Client<MergeRequestNotes>),
@@ -169,8 +179,15 @@ export class GitLabApi {
   }
 
   async notes(project: number | string, mergeRequestIid: number): Promise<Note[]> {
-    const notes = await (await this.reader('reading merge request notes')).notes.all(project, mergeRequestIid, { sort: 'asc', orderBy: 'created_at' });
-    return notes.map((n) => ({ id: Number(n.id), body: String(n.body), author: username(n.author), system: n.system === true }));
+    const notes = await (
+      await this.reader('reading merge request notes')
+    ).notes.all(project, mergeRequestIid, { sort: 'asc', orderBy: 'created_at' });
+    return notes.map((n) => ({
+      id: Number(n.id),
+      body: String(n.body),
+      author: username(n.author),
+      system: n.system === true,
+    }));
   }
 
   async createNote(project: number | string, mergeRequestIid: number, body: string): Promise<number> {
@@ -188,7 +205,9 @@ export class GitLabApi {
 
   /** Open merge requests whose head is `sha`, newest first. */
   async mergeRequestsOfCommit(project: number | string, sha: string): Promise<number[]> {
-    const mrs = await (await this.reader('finding the merge request of a commit')).commits.allMergeRequests(project, sha);
+    const mrs = await (
+      await this.reader('finding the merge request of a commit')
+    ).commits.allMergeRequests(project, sha);
     return mrs
       .filter((m) => m.state === 'opened')
       .map((m) => Number(m.iid))
@@ -210,10 +229,14 @@ export class GitLabApi {
 
   /** The deployment the job `jobId` makes to `environment`, if it makes one. */
   async deploymentOfJob(project: number | string, environment: string, jobId: number): Promise<Deployment | undefined> {
-    const all = await (await this.reader('reading deployments')).deployments.all(project, { environment, orderBy: 'id', sort: 'desc' } as never);
+    const all = await (
+      await this.reader('reading deployments')
+    ).deployments.all(project, { environment, orderBy: 'id', sort: 'desc' } as never);
     const found = all.find((d) => Number((d.deployable as { id?: unknown } | null)?.id) === jobId);
     if (!found) return undefined;
-    const approvals = Array.isArray(found.approvals) ? (found.approvals as Array<{ user?: { username?: unknown }; status?: unknown; comment?: unknown }>) : [];
+    const approvals = Array.isArray(found.approvals)
+      ? (found.approvals as Array<{ user?: { username?: unknown }; status?: unknown; comment?: unknown }>)
+      : [];
     return {
       id: Number(found.id),
       status: String(found.status),
@@ -230,7 +253,12 @@ export class GitLabApi {
   }
 
   /** Starts a pipeline on `ref` with `variables`, as a downstream pipeline of this job (job token). */
-  async triggerPipeline(project: number | string, ref: string, variables: Record<string, string>, token: string): Promise<{ id: number; webUrl: string }> {
+  async triggerPipeline(
+    project: number | string,
+    ref: string,
+    variables: Record<string, string>,
+    token: string,
+  ): Promise<{ id: number; webUrl: string }> {
     const clientsToUse = await (this.viaJob() ?? this.token('triggering a pipeline'));
     const pipeline = await clientsToUse.triggers.trigger(project, ref, token, { variables });
     return { id: Number(pipeline.id), webUrl: String(pipeline.web_url) };
@@ -245,25 +273,47 @@ export class GitLabApi {
     return toSchedule(await (await this.token('reading a pipeline schedule')).schedules.show(project, id));
   }
 
-  async createSchedule(project: number | string, spec: { description: string; ref: string; cron: string; variables: Record<string, string> }): Promise<Schedule> {
+  async createSchedule(
+    project: number | string,
+    spec: { description: string; ref: string; cron: string; variables: Record<string, string> },
+  ): Promise<Schedule> {
     const api = await this.token('creating a pipeline schedule');
-    const created = toSchedule(await api.schedules.create(project, spec.description, spec.ref, spec.cron, { cronTimezone: 'UTC', active: true }));
-    for (const [key, value] of Object.entries(spec.variables)) await api.scheduleVariables.create(project, created.id, key, value);
+    const created = toSchedule(
+      await api.schedules.create(project, spec.description, spec.ref, spec.cron, { cronTimezone: 'UTC', active: true }),
+    );
+    for (const [key, value] of Object.entries(spec.variables))
+      await api.scheduleVariables.create(project, created.id, key, value);
     return { ...created, variables: Object.entries(spec.variables).map(([key, value]) => ({ key, value })) };
   }
 
   /** Open issues carrying `label`. GitLab's job token cannot read issues: this needs the access token. */
   async openIssues(project: number | string, label: string): Promise<ProjectIssue[]> {
-    const all = await (await this.token('reading issues')).issues.all({ projectId: project, labels: label, state: 'opened' });
+    const all = await (
+      await this.token('reading issues')
+    ).issues.all({ projectId: project, labels: label, state: 'opened' });
     return all.map((i) => toIssue(i));
   }
 
-  async createIssue(project: number | string, spec: { title: string; description: string; labels: string[] }): Promise<ProjectIssue> {
-    return toIssue(await (await this.token('opening an issue')).issues.create(project, spec.title, { description: spec.description, labels: spec.labels.join(',') }));
+  async createIssue(
+    project: number | string,
+    spec: { title: string; description: string; labels: string[] },
+  ): Promise<ProjectIssue> {
+    return toIssue(
+      await (
+        await this.token('opening an issue')
+      ).issues.create(project, spec.title, { description: spec.description, labels: spec.labels.join(',') }),
+    );
   }
 
-  async editIssue(project: number | string, iid: number, change: { description?: string; close?: boolean }): Promise<ProjectIssue> {
-    const options = { ...(change.description !== undefined ? { description: change.description } : {}), ...(change.close ? { stateEvent: 'close' as const } : {}) };
+  async editIssue(
+    project: number | string,
+    iid: number,
+    change: { description?: string; close?: boolean },
+  ): Promise<ProjectIssue> {
+    const options = {
+      ...(change.description !== undefined ? { description: change.description } : {}),
+      ...(change.close ? { stateEvent: 'close' as const } : {}),
+    };
     return toIssue(await (await this.token('editing an issue')).issues.edit(project, iid, options));
   }
 
@@ -277,11 +327,22 @@ export class GitLabApi {
 }
 
 function toIssue(i: Record<string, unknown>): ProjectIssue {
-  return { iid: Number(i.iid), description: text(i.description), author: username(i.author), state: text(i.state), webUrl: text(i.web_url) };
+  return {
+    iid: Number(i.iid),
+    description: text(i.description),
+    author: username(i.author),
+    state: text(i.state),
+    webUrl: text(i.web_url),
+  };
 }
 
 function toSchedule(s: Record<string, unknown>): Schedule {
-  const variables = Array.isArray(s.variables) ? (s.variables as Array<{ key?: unknown; value?: unknown }>).map((v) => ({ key: text(v.key), value: text(v.value) })) : undefined;
+  const variables = Array.isArray(s.variables)
+    ? (s.variables as Array<{ key?: unknown; value?: unknown }>).map((v) => ({
+        key: text(v.key),
+        value: text(v.value),
+      }))
+    : undefined;
   return {
     id: Number(s.id),
     description: text(s.description),

@@ -1,14 +1,14 @@
 /**
  * GitLab project issues as the issue tracker of the sticky drift issue
- * (src/app/drift-issue.ts). The issue is ours when the access token's own user
+ * (src/app/drift/drift-issue.ts). The issue is ours when the access token's own user
  * wrote it, as with the status note. GitLab's job token cannot read or write
  * issues: without EXOCOMP_GITLAB_TOKEN this is a `refused` outcome (the report
  * stays in the job log and its artifact), never a failure: the refusals are
- * `permission` errors, which publishDriftIssueTo (src/app/drift-issue.ts) reports.
+ * `permission` errors, which publishDriftIssueTo (src/app/drift/drift-issue.ts) reports.
  */
-import type { DriftIssueTarget } from '../../app/drift-issue.js';
+import type { DriftIssueTarget } from '../../app/drift/drift-issue.js';
 import type { IssueTracker } from '../../app/ports/issue-tracker.js';
-import type { SecretRegistry } from '../../app/secrets.js';
+import type { SecretRegistry } from '../../app/runtime/secrets.js';
 import { ExocompError } from '../../domain/errors.js';
 import { apiStatus, GitLabApi, GITLAB_TOKEN_VARIABLE } from './api.js';
 import { readGitLabJob } from './job.js';
@@ -16,8 +16,10 @@ import { readGitLabJob } from './job.js';
 export function gitlabIssueTracker(api: GitLabApi, project: number | string): IssueTracker {
   const ref = (issue: { iid: number; webUrl: string }) => ({ number: issue.iid, url: issue.webUrl });
   return {
-    openIssues: async (label) => (await api.openIssues(project, label)).map((i) => ({ number: i.iid, body: i.description, author: i.author })),
-    open: async ({ title, body, label }) => ref(await api.createIssue(project, { title, description: body, labels: [label] })),
+    openIssues: async (label) =>
+      (await api.openIssues(project, label)).map((i) => ({ number: i.iid, body: i.description, author: i.author })),
+    open: async ({ title, body, label }) =>
+      ref(await api.createIssue(project, { title, description: body, labels: [label] })),
     edit: async (number, body) => ref(await api.editIssue(project, number, { description: body })),
     close: async (number, comment) => {
       await api.createIssueNote(project, number, comment);
@@ -54,7 +56,10 @@ export function gitlabDriftIssueTarget(api: GitLabApi, project: number | string,
     },
     author: async () => {
       if (!api.hasAccessToken) {
-        throw new ExocompError('permission', `no drift issue: GitLab's job token cannot write issues; set ${GITLAB_TOKEN_VARIABLE} (api scope) to get one`);
+        throw new ExocompError(
+          'permission',
+          `no drift issue: GitLab's job token cannot write issues; set ${GITLAB_TOKEN_VARIABLE} (api scope) to get one`,
+        );
       }
       return orRefused(() => api.currentUser());
     },
@@ -65,6 +70,10 @@ export function gitlabDriftIssueTarget(api: GitLabApi, project: number | string,
 /** The sticky drift issue of the GitLab project a `drift --gitlab-issue` job runs in (the job is read, and checked, before anything else happens). */
 export function gitlabJobDriftIssue(env: NodeJS.ProcessEnv, secrets: SecretRegistry): DriftIssueTarget {
   const job = readGitLabJob(env);
-  const api = new GitLabApi(job.serverUrl, { jobToken: job.jobToken, accessToken: env[GITLAB_TOKEN_VARIABLE] || undefined }, secrets);
+  const api = new GitLabApi(
+    job.serverUrl,
+    { jobToken: job.jobToken, accessToken: env[GITLAB_TOKEN_VARIABLE] || undefined },
+    secrets,
+  );
   return gitlabDriftIssueTarget(api, job.projectId, job.jobUrl);
 }

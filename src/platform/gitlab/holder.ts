@@ -5,11 +5,20 @@
  * job cannot be looked up (the job token reaches only its own job), and the lease
  * is judged by its heartbeat alone.
  */
-import { LEASE_TTL_MS, probeLocalHolder, type Holder, type HolderProbe } from '../../app/lease.js';
+import { LEASE_TTL_MS, probeLocalHolder, type Holder, type HolderProbe } from '../../app/runtime/lease.js';
 import type { GitLabApi } from './api.js';
 import { gitlabHolderId, type GitLabJob } from './job.js';
 
-const UNFINISHED = new Set(['created', 'waiting_for_resource', 'preparing', 'pending', 'running', 'manual', 'scheduled', 'waiting_for_callback']);
+const UNFINISHED = new Set([
+  'created',
+  'waiting_for_resource',
+  'preparing',
+  'pending',
+  'running',
+  'manual',
+  'scheduled',
+  'waiting_for_callback',
+]);
 
 export function gitlabHolder(job: GitLabJob): Holder {
   const id = gitlabHolderId(job);

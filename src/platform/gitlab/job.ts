@@ -57,9 +57,13 @@ export function readGitLabJob(env: NodeJS.ProcessEnv = process.env): GitLabJob {
   const parsed = envSchema.safeParse(Object.fromEntries(Object.entries(env).filter(([, v]) => v !== '')));
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new ExocompError('usage', `the GitLab CI variable ${String(issue?.path[0] ?? '?')} is missing or malformed (${issue?.message ?? 'invalid'})`, {
-      help: 'run this inside a GitLab CI job (the runner sets CI_SERVER_URL, CI_PROJECT_ID, CI_PIPELINE_ID, CI_JOB_ID, CI_JOB_TOKEN, GITLAB_USER_LOGIN)',
-    });
+    throw new ExocompError(
+      'usage',
+      `the GitLab CI variable ${String(issue?.path[0] ?? '?')} is missing or malformed (${issue?.message ?? 'invalid'})`,
+      {
+        help: 'run this inside a GitLab CI job (the runner sets CI_SERVER_URL, CI_PROJECT_ID, CI_PIPELINE_ID, CI_JOB_ID, CI_JOB_TOKEN, GITLAB_USER_LOGIN)',
+      },
+    );
   }
   const v = parsed.data;
   const projectUrl = `${v.CI_SERVER_URL.replace(/\/+$/, '')}/${v.CI_PROJECT_PATH}`;
@@ -92,7 +96,9 @@ export function gitlabHolderId(job: Pick<GitLabJob, 'projectPath' | 'pipelineId'
 }
 
 /** Parses a holder id written by gitlabHolderId; undefined for any other holder. */
-export function parseGitLabHolderId(id: string): { projectPath: string; pipelineId: number; jobId: number } | undefined {
+export function parseGitLabHolderId(
+  id: string,
+): { projectPath: string; pipelineId: number; jobId: number } | undefined {
   const match = /^gitlab:([^:\s]+):(\d+):(\d+)$/.exec(id);
   if (!match) return undefined;
   return { projectPath: match[1] as string, pipelineId: Number(match[2]), jobId: Number(match[3]) };

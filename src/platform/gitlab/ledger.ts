@@ -12,12 +12,13 @@ import { httpAuthConfig, probePushAccess, type GitConfigEntry } from '../../adap
 import { ExocompError, UsageError } from '../../domain/errors.js';
 import { quoteValue } from '../../domain/names.js';
 import { GitLedgerStore } from '../../ledger/git-store.js';
-import type { SecretRegistry } from '../../app/secrets.js';
+import type { SecretRegistry } from '../../app/runtime/secrets.js';
 import type { GitLabJob } from './job.js';
 
 export const LEDGER_TOKEN_VARIABLE = 'EXOCOMP_LEDGER_TOKEN';
 export const LEDGER_DEPLOY_KEY_VARIABLE = 'EXOCOMP_LEDGER_DEPLOY_KEY';
-const JOB_TOKEN_PUSH_SETTING = 'Settings → CI/CD → Job token permissions → "Allow Git push requests to the repository" (GitLab 17.2 or later)';
+const JOB_TOKEN_PUSH_SETTING =
+  'Settings → CI/CD → Job token permissions → "Allow Git push requests to the repository" (GitLab 17.2 or later)';
 
 export type LedgerCredential = 'deploy-key' | 'access-token' | 'job-token';
 
@@ -46,7 +47,10 @@ export function openGitLabLedger(options: GitLabLedgerOptions): GitLabLedger {
   const { job, env, secrets } = options;
   const project = options.ledgerProject ?? job.projectPath;
   if (!PROJECT_PATH.test(project)) {
-    throw new UsageError(`ledger-project ${quoteValue(project)} is not a GitLab project path`, 'name the project that holds the ledger branch, e.g. my-group/infra-ledger');
+    throw new UsageError(
+      `ledger-project ${quoteValue(project)} is not a GitLab project path`,
+      'name the project that holds the ledger branch, e.g. my-group/infra-ledger',
+    );
   }
   const deployKey = env[LEDGER_DEPLOY_KEY_VARIABLE] || undefined;
   const accessToken = env[LEDGER_TOKEN_VARIABLE] || undefined;
@@ -59,18 +63,26 @@ export function openGitLabLedger(options: GitLabLedgerOptions): GitLabLedger {
     const host = new URL(job.serverUrl).hostname;
     remote = `git@${host}:${project}.git`;
     // A File variable is a path; the key never leaves that file. The host key comes from the runner's known_hosts.
-    extraEnv = { GIT_SSH_COMMAND: `ssh -o BatchMode=yes -o IdentitiesOnly=yes -i '${deployKey.replace(/'/g, `'\\''`)}'` };
+    extraEnv = {
+      GIT_SSH_COMMAND: `ssh -o BatchMode=yes -o IdentitiesOnly=yes -i '${deployKey.replace(/'/g, `'\\''`)}'`,
+    };
   } else {
     credential = accessToken ? 'access-token' : 'job-token';
     remote = `${job.serverUrl}/${project}.git`;
-    const auth = accessToken ? httpAuthConfig(accessToken, `${job.serverUrl}/`, 'oauth2') : httpAuthConfig(job.jobToken, `${job.serverUrl}/`, 'gitlab-ci-token');
+    const auth = accessToken
+      ? httpAuthConfig(accessToken, `${job.serverUrl}/`, 'oauth2')
+      : httpAuthConfig(job.jobToken, `${job.serverUrl}/`, 'gitlab-ci-token');
     secrets.add(...auth.secrets);
     config = auth.config;
   }
   if (credential === 'job-token' && project !== job.projectPath) {
-    throw new ExocompError('permission', `the job token cannot push to ${project}: GitLab lets a job token push only to the job's own project`, {
-      help: `set ${LEDGER_TOKEN_VARIABLE} to a project access token of ${project} with the write_repository scope, or ${LEDGER_DEPLOY_KEY_VARIABLE} (a File variable) to a deploy key with write access`,
-    });
+    throw new ExocompError(
+      'permission',
+      `the job token cannot push to ${project}: GitLab lets a job token push only to the job's own project`,
+      {
+        help: `set ${LEDGER_TOKEN_VARIABLE} to a project access token of ${project} with the write_repository scope, or ${LEDGER_DEPLOY_KEY_VARIABLE} (a File variable) to a deploy key with write access`,
+      },
+    );
   }
   const store = new GitLedgerStore({
     remote,
@@ -81,7 +93,13 @@ export function openGitLabLedger(options: GitLabLedgerOptions): GitLabLedger {
     secrets: secrets.list(),
   });
   const preflight = async () => {
-    const probe = await probePushAccess({ remote, scratchRoot: job.tempDir, config, extraEnv, secrets: secrets.list() });
+    const probe = await probePushAccess({
+      remote,
+      scratchRoot: job.tempDir,
+      config,
+      extraEnv,
+      secrets: secrets.list(),
+    });
     if (!probe.ok) throw pushRefused(credential, project, probe.said);
   };
   return { store, credential, project, access: { remote, gitConfig: config, extraEnv }, preflight };
@@ -94,14 +112,26 @@ function pushRefused(credential: LedgerCredential, project: string, said: string
       'access-token': `give the token in ${LEDGER_TOKEN_VARIABLE} the write_repository scope and at least the Developer role in ${project} (and let that role push to the ledger branch if it is protected)`,
       'deploy-key': `add the deploy key to ${project} with "Grant write permissions to this key" checked`,
     };
-    return new ExocompError('permission', `the ${credential.replace('-', ' ')} may not push to ${project}, where the ledger branch lives`, { help: fix[credential] });
+    return new ExocompError(
+      'permission',
+      `the ${credential.replace('-', ' ')} may not push to ${project}, where the ledger branch lives`,
+      { help: fix[credential] },
+    );
   }
   if (/\b404\b|not found|could not be found/i.test(said)) {
-    return new ExocompError('ledger-unreachable', `the ledger project ${project} was not found, or the ${credential.replace('-', ' ')} may not see it`, {
-      help: 'check ledger-project and that the credential belongs to that project',
-    });
+    return new ExocompError(
+      'ledger-unreachable',
+      `the ledger project ${project} was not found, or the ${credential.replace('-', ' ')} may not see it`,
+      {
+        help: 'check ledger-project and that the credential belongs to that project',
+      },
+    );
   }
-  return new ExocompError('ledger-unreachable', `cannot reach the ledger project ${project}: ${said.trim().split('\n').slice(-3).join(' | ')}`, {
-    help: 'check the network and the credential, then re-run the job',
-  });
+  return new ExocompError(
+    'ledger-unreachable',
+    `cannot reach the ledger project ${project}: ${said.trim().split('\n').slice(-3).join(' | ')}`,
+    {
+      help: 'check the network and the credential, then re-run the job',
+    },
+  );
 }

@@ -5,7 +5,7 @@
  * tool itself before it is written, and a line from a child process can never
  * forge a section marker (the escape character is replaced).
  */
-import type { SecretRegistry } from '../../app/secrets.js';
+import type { SecretRegistry } from '../../app/runtime/secrets.js';
 
 const ESC = '\u001b';
 
@@ -29,7 +29,11 @@ export function sectionName(title: string, index: number): string {
   return `exocomp_${index}_${base}`;
 }
 
-export function createGitLabLog(secrets: SecretRegistry, write: (text: string) => void = (t) => process.stdout.write(t), now: () => number = () => Date.now()): GitLabLog {
+export function createGitLabLog(
+  secrets: SecretRegistry,
+  write: (text: string) => void = (t) => process.stdout.write(t),
+  now: () => number = () => Date.now(),
+): GitLabLog {
   const open: string[] = [];
   let count = 0;
   // Redact first, then neutralise escapes: a secret must not be split by the replacement.
@@ -47,7 +51,9 @@ export function createGitLabLog(secrets: SecretRegistry, write: (text: string) =
       count += 1;
       const name = sectionName(title, count);
       open.push(name);
-      write(`${ESC}[0Ksection_start:${stamp()}:${name}[collapsed=true]\r${ESC}[0K${clean(title).split(/\r?\n/)[0] ?? ''}\n`);
+      write(
+        `${ESC}[0Ksection_start:${stamp()}:${name}[collapsed=true]\r${ESC}[0K${clean(title).split(/\r?\n/)[0] ?? ''}\n`,
+      );
     },
     endGroup() {
       const name = open.pop();

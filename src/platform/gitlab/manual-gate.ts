@@ -6,20 +6,27 @@
  * job, so the approver saw it.
  */
 import { ExocompError } from '../../domain/errors.js';
-import { decide } from '../../app/approvals.js';
-import { judgeSelfApproval, requireRightToDecide } from '../../app/approval-gates/approver.js';
+import { decide } from '../../app/approval/approvals.js';
+import { judgeSelfApproval, requireRightToDecide } from '../../app/approval/gates/approver.js';
 import type { ApprovalGate } from '../../app/ports/approval-gate.js';
 import type { CiPlatform } from '../../app/ports/ci-platform.js';
 
-export function manualJobGate(platform: CiPlatform, options: { startedByPerson: boolean; allowSelfApproval: boolean; jobName: string }): ApprovalGate {
+export function manualJobGate(
+  platform: CiPlatform,
+  options: { startedByPerson: boolean; allowSelfApproval: boolean; jobName: string },
+): ApprovalGate {
   return {
     mode: 'manual',
     async decideNow(app, workflow) {
       const approver = platform.run.actor;
       if (!options.startedByPerson) {
-        throw new ExocompError('approval', `job ${options.jobName} was not started by hand, so nobody approved workflow ${workflow.id}`, {
-          help: 'the apply job must be `when: manual` (the template makes it so with approval: manual)',
-        });
+        throw new ExocompError(
+          'approval',
+          `job ${options.jobName} was not started by hand, so nobody approved workflow ${workflow.id}`,
+          {
+            help: 'the apply job must be `when: manual` (the template makes it so with approval: manual)',
+          },
+        );
       }
       await requireRightToDecide(platform, approver, {
         kind: 'approval',
@@ -30,10 +37,14 @@ export function manualJobGate(platform: CiPlatform, options: { startedByPerson: 
         refused: `${approver} requested workflow ${workflow.id} and may not approve it by running ${options.jobName}; nothing was applied`,
         help: 'someone else runs the manual job; set allow-self-approval only where one person runs everything',
       });
-      app.progress.emit({ type: 'info', message: `approved by ${approver}, who ran the manual job ${options.jobName}` });
+      app.progress.emit({
+        type: 'info',
+        message: `approved by ${approver}, who ran the manual job ${options.jobName}`,
+      });
       return decide(app, workflow.id, { approve: true, by: approver, via: platform.run.decisionVia });
     },
     awaitDecision: async () => undefined,
-    howToDecide: (workflow) => `awaiting approval: someone other than ${workflow.requester} runs the manual job ${options.jobName} of pipeline ${platform.run.url}`,
+    howToDecide: (workflow) =>
+      `awaiting approval: someone other than ${workflow.requester} runs the manual job ${options.jobName} of pipeline ${platform.run.url}`,
   };
 }

@@ -10,8 +10,8 @@ import { appendFileSync, existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { ExocompError } from '../../domain/errors.js';
 import type { Workflow } from '../../domain/workflow.js';
-import type { SecretRegistry } from '../../app/secrets.js';
-import { isSelfApproval } from '../../app/approval-gates/approver.js';
+import type { SecretRegistry } from '../../app/runtime/secrets.js';
+import { isSelfApproval } from '../../app/approval/gates/approver.js';
 import type { ArtifactPort, CiPlatform, GateApproval } from '../../app/ports/ci-platform.js';
 import type { GitLabApi } from './api.js';
 import { gitlabHolder, gitlabHolderProbe } from './holder.js';
@@ -66,13 +66,17 @@ export function gitlabPlatform(options: GitLabPlatformOptions): CiPlatform {
       return outcome.kind === 'refused' ? outcome : { kind: outcome.kind, id: outcome.id };
     },
     artifacts: pipelineArtifacts(job),
-    gatedJobApproval: (environment) => deploymentApproval(api, job, environment ?? job.environment, options.allowSelfApproval),
+    gatedJobApproval: (environment) =>
+      deploymentApproval(api, job, environment ?? job.environment, options.allowSelfApproval),
     mayDecide: async (actor) => {
       // Who may run a manual job on a protected branch is GitLab's own rule (merge/push access to the branch).
       const protectedRef = options.env.CI_COMMIT_REF_PROTECTED === 'true';
       return protectedRef
         ? { allowed: true, reason: `${actor} ran a job on the protected branch ${job.refName}` }
-        : { allowed: false, reason: `${job.refName} is not a protected branch, so anyone with the Developer role could run this job` };
+        : {
+            allowed: false,
+            reason: `${job.refName} is not a protected branch, so anyone with the Developer role could run this job`,
+          };
     },
     // A continuation is a new pipeline of this project on this job's ref: there is always one to start.
     continuationTarget: () => ({ target: 'a new pipeline', ref: job.refName }),
@@ -111,7 +115,12 @@ function pipelineArtifacts(job: GitLabJob): ArtifactPort {
  * are read back from the Deployments API; none, or only the triggerer's own,
  * is a refusal naming what to configure.
  */
-async function deploymentApproval(api: GitLabApi, job: GitLabJob, environment: string | undefined, allowSelfApproval: boolean): Promise<GateApproval> {
+async function deploymentApproval(
+  api: GitLabApi,
+  job: GitLabJob,
+  environment: string | undefined,
+  allowSelfApproval: boolean,
+): Promise<GateApproval> {
   if (!environment) {
     throw new ExocompError('approval', 'environment approval mode, but this job deploys to no environment', {
       help: 'give the apply job `environment: <name>` (the template sets it from the environment input) and protect that environment with deployment approvals',
@@ -123,13 +132,17 @@ async function deploymentApproval(api: GitLabApi, job: GitLabJob, environment: s
       help: `protect environment ${environment} (Settings → CI/CD → Protected environments) with required approvals; the apply job must deploy to it`,
     });
   }
-  // The self-approval rule (src/app/approval-gates/approver.ts), applied to the deployment's triggerer.
-  const approved = deployment.approvals.filter((a) => a.status === 'approved' && (allowSelfApproval || !isSelfApproval(a.user, deployment.user)));
+  // The self-approval rule (src/app/approval/gates/approver.ts), applied to the deployment's triggerer.
+  const approved = deployment.approvals.filter(
+    (a) => a.status === 'approved' && (allowSelfApproval || !isSelfApproval(a.user, deployment.user)),
+  );
   if (approved.length === 0) {
     const self = deployment.approvals.some((a) => a.status === 'approved' && isSelfApproval(a.user, deployment.user));
     throw new ExocompError(
       'approval',
-      self ? `the only approval of deployment ${deployment.id} is by ${deployment.user}, who triggered it` : `deployment ${deployment.id} to ${environment} has no approval`,
+      self
+        ? `the only approval of deployment ${deployment.id} is by ${deployment.user}, who triggered it`
+        : `deployment ${deployment.id} to ${environment} has no approval`,
       {
         help: self
           ? 'another approver decides; set allow-self-approval only where one person runs everything'

@@ -1,6 +1,6 @@
 /** The progress port in a GitLab job log: one collapsible section per step; every line redacted by the log. */
 import { formatDuration } from '../../domain/duration.js';
-import type { ProgressEvent, ProgressListener } from '../../app/progress.js';
+import type { ProgressEvent, ProgressListener } from '../../app/runtime/progress.js';
 import type { GitLabLog } from './log.js';
 
 export class GitLabProgress implements ProgressListener {
@@ -21,14 +21,18 @@ export class GitLabProgress implements ProgressListener {
         return;
       case 'step-started':
         this.close();
-        this.log.startGroup(`${event.index}/${event.total} ${event.step}${event.attempt > 1 ? ` (attempt ${event.attempt})` : ''}`);
+        this.log.startGroup(
+          `${event.index}/${event.total} ${event.step}${event.attempt > 1 ? ` (attempt ${event.attempt})` : ''}`,
+        );
         this.open = true;
         return;
       case 'step-skipped':
         this.log.info(`${event.index}/${event.total} ${event.step}: skipped (${event.reason})`);
         return;
       case 'step-succeeded':
-        this.log.info(`✓ ${event.step} succeeded in ${formatDuration(event.durationMs)}${event.detail ? `: ${event.detail}` : ''}`);
+        this.log.info(
+          `✓ ${event.step} succeeded in ${formatDuration(event.durationMs)}${event.detail ? `: ${event.detail}` : ''}`,
+        );
         this.close();
         return;
       case 'step-failed':

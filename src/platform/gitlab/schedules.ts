@@ -5,9 +5,13 @@
  * EXOCOMP_SCHEDULE=<name> that the generated job's rule matches.
  */
 import { ExocompError } from '../../domain/errors.js';
-import { GITLAB_SCHEDULE_VARIABLE, gitlabScheduleDescription, scheduleNameOfDescription } from '../../domain/schedule.js';
+import {
+  GITLAB_SCHEDULE_VARIABLE,
+  gitlabScheduleDescription,
+  scheduleNameOfDescription,
+} from '../../domain/schedule.js';
 import type { PipelineSchedules } from '../../app/ports/pipeline-schedules.js';
-import { SecretRegistry } from '../../app/secrets.js';
+import { SecretRegistry } from '../../app/runtime/secrets.js';
 import { GITLAB_TOKEN_VARIABLE, GitLabApi, type Schedule } from './api.js';
 
 export interface GitLabProjectRef {

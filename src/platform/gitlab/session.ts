@@ -15,14 +15,19 @@ import { defaultWorkspaceName, parseWorkspaceName, workflowIdProblem } from '../
 import { renderMarkdown, viewWorkflow } from '../../domain/render.js';
 import { parseSealKey } from '../../domain/seal.js';
 import type { Workflow } from '../../domain/workflow.js';
-import { continueWorkflow, failureOf, type ContinueOutcome, type ContinueRequest } from '../../app/continue-workflow.js';
-import type { AppContext } from '../../app/context.js';
+import {
+  continueWorkflow,
+  failureOf,
+  type ContinueOutcome,
+  type ContinueRequest,
+} from '../../app/provision/continue-workflow.js';
+import type { AppContext } from '../../app/runtime/context.js';
 import type { ApprovalGate } from '../../app/ports/approval-gate.js';
 import type { CiPlatform } from '../../app/ports/ci-platform.js';
-import { sweepInterrupted } from '../../app/interrupted.js';
-import { environmentGate } from '../../app/approval-gates/environment.js';
-import type { RunInputs } from '../../app/run-inputs.js';
-import { SecretRegistry } from '../../app/secrets.js';
+import { sweepInterrupted } from '../../app/provision/interrupted.js';
+import { environmentGate } from '../../app/approval/gates/environment.js';
+import type { RunInputs } from '../../app/plays/run-inputs.js';
+import { SecretRegistry } from '../../app/runtime/secrets.js';
 import { DEFAULT_LEDGER_BRANCH } from '../../ledger/git-store.js';
 import { GitLabApi, GITLAB_TOKEN_VARIABLE } from './api.js';
 import { readGitLabJob } from './job.js';
@@ -74,13 +79,19 @@ export type GitLabSettings = z.infer<typeof settingsSchema>;
 
 /** Reads the settings; an empty variable is an unset one (templates pass empty inputs as ''). */
 export function readGitLabSettings(env: NodeJS.ProcessEnv): GitLabSettings {
-  const given = Object.fromEntries(Object.entries(env).filter(([k, v]) => (k.startsWith('EXOCOMP_') || k === 'CI_JOB_MANUAL') && v !== ''));
+  const given = Object.fromEntries(
+    Object.entries(env).filter(([k, v]) => (k.startsWith('EXOCOMP_') || k === 'CI_JOB_MANUAL') && v !== ''),
+  );
   const parsed = settingsSchema.safeParse(given);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new ExocompError('usage', `the CI/CD variable ${String(issue?.path[0] ?? '?')} is not valid: ${issue?.message ?? 'bad value'}`, {
-      help: 'check the template inputs that set it',
-    });
+    throw new ExocompError(
+      'usage',
+      `the CI/CD variable ${String(issue?.path[0] ?? '?')} is not valid: ${issue?.message ?? 'bad value'}`,
+      {
+        help: 'check the template inputs that set it',
+      },
+    );
   }
   return parsed.data;
 }
@@ -93,10 +104,28 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
   try {
     const settings = readGitLabSettings(env);
     const job = readGitLabJob(env);
-    const api = new GitLabApi(job.serverUrl, { jobToken: job.jobToken, accessToken: env[GITLAB_TOKEN_VARIABLE] || undefined }, secrets);
+    const api = new GitLabApi(
+      job.serverUrl,
+      { jobToken: job.jobToken, accessToken: env[GITLAB_TOKEN_VARIABLE] || undefined },
+      secrets,
+    );
     const mergeRequestIid = settings.EXOCOMP_MR_NOTE ? await findMergeRequest(api, job.projectId, job) : undefined;
-    const platform = gitlabPlatform({ job, api, log, secrets, env, mergeRequestIid, allowSelfApproval: settings.EXOCOMP_ALLOW_SELF_APPROVAL });
-    const ledger = openGitLabLedger({ job, branch: settings.EXOCOMP_LEDGER_BRANCH, ledgerProject: settings.EXOCOMP_LEDGER_PROJECT, env, secrets });
+    const platform = gitlabPlatform({
+      job,
+      api,
+      log,
+      secrets,
+      env,
+      mergeRequestIid,
+      allowSelfApproval: settings.EXOCOMP_ALLOW_SELF_APPROVAL,
+    });
+    const ledger = openGitLabLedger({
+      job,
+      branch: settings.EXOCOMP_LEDGER_BRANCH,
+      ledgerProject: settings.EXOCOMP_LEDGER_PROJECT,
+      env,
+      secrets,
+    });
     // The sweeper only reads the ledger (and starts pipelines).
     if (kind !== 'sweep') await ledger.preflight();
     const workspaceName = settings.EXOCOMP_WORKSPACE_NAME
@@ -118,16 +147,22 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
       return 0;
     }
     const inputs = runInputs(settings, secrets);
-    const workflowId = settings.EXOCOMP_WORKFLOW_ID ?? (workspaceName ? `${workspaceName}-${job.pipelineId}` : undefined);
+    const workflowId =
+      settings.EXOCOMP_WORKFLOW_ID ?? (workspaceName ? `${workspaceName}-${job.pipelineId}` : undefined);
     if (!workflowId)
-      throw new ExocompError('usage', 'no workflow: EXOCOMP_WORKFLOW_ID is not set and there is no workspace to start one', {
-        help: 'set the workspace input, or run with EXOCOMP_WORKFLOW_ID',
-      });
+      throw new ExocompError(
+        'usage',
+        'no workflow: EXOCOMP_WORKFLOW_ID is not set and there is no workspace to start one',
+        {
+          help: 'set the workspace input, or run with EXOCOMP_WORKFLOW_ID',
+        },
+      );
     const publish = async (workflow: Workflow) => {
       platform.setOutput('workflow-id', workflow.id);
       platform.setOutput('workflow-state', workflow.state);
       const report = terraformReport(workflow.approval.planSummary);
-      if (kind === 'plan' && report) writeFileSync(join(job.projectDir, TERRAFORM_REPORT_FILE), `${JSON.stringify(report)}\n`);
+      if (kind === 'plan' && report)
+        writeFileSync(join(job.projectDir, TERRAFORM_REPORT_FILE), `${JSON.stringify(report)}\n`);
       const body = secrets.redact(renderMarkdown(viewWorkflow(workflow, app.now())));
       if (mergeRequestIid === undefined) return;
       try {
@@ -151,7 +186,11 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
           requireApproval: settings.EXOCOMP_APPROVAL !== 'none',
           trigger: platform.run.trigger,
           requester: platform.run.actor,
-          options: { sshWaitMs: parseDuration(settings.EXOCOMP_SSH_WAIT), onboardUser: settings.EXOCOMP_ONBOARD_USER, check: false },
+          options: {
+            sshWaitMs: parseDuration(settings.EXOCOMP_SSH_WAIT),
+            onboardUser: settings.EXOCOMP_ONBOARD_USER,
+            check: false,
+          },
         };
       };
     };
@@ -159,7 +198,11 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
       settings.EXOCOMP_APPROVAL === 'environment'
         ? environmentGate(platform, settings.EXOCOMP_ENVIRONMENT ?? job.environment)
         : settings.EXOCOMP_APPROVAL === 'manual'
-          ? manualJobGate(platform, { startedByPerson: settings.CI_JOB_MANUAL, allowSelfApproval: settings.EXOCOMP_ALLOW_SELF_APPROVAL, jobName: job.jobName })
+          ? manualJobGate(platform, {
+              startedByPerson: settings.CI_JOB_MANUAL,
+              allowSelfApproval: settings.EXOCOMP_ALLOW_SELF_APPROVAL,
+              jobName: job.jobName,
+            })
           : undefined;
     const createRequest = create();
     const outcome: ContinueOutcome = await continueWorkflow(app, {
@@ -172,7 +215,9 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
       publish,
     });
     if (outcome.workflow.state === 'awaiting-approval') {
-      log.notice(`workflow ${outcome.workflow.id} is awaiting approval; nothing was applied. ${gate ? gate.howToDecide(outcome.workflow) : ''}`.trim());
+      log.notice(
+        `workflow ${outcome.workflow.id} is awaiting approval; nothing was applied. ${gate ? gate.howToDecide(outcome.workflow) : ''}`.trim(),
+      );
     }
     const failure = failureOf(outcome);
     if (failure) throw failure;
@@ -202,7 +247,9 @@ async function sweep(app: AppContext, platform: CiPlatform, log: GitLabLog): Pro
 export const TERRAFORM_REPORT_FILE = 'exocomp-plan.json';
 
 /** `+1 ~0 -2` (the recorded plan summary) as GitLab's terraform report: { create, update, delete }. */
-export function terraformReport(summary: string | undefined): { create: number; update: number; delete: number } | undefined {
+export function terraformReport(
+  summary: string | undefined,
+): { create: number; update: number; delete: number } | undefined {
   const match = /^\+(\d+) ~(\d+) -(\d+)$/.exec(summary ?? '');
   return match ? { create: Number(match[1]), update: Number(match[2]), delete: Number(match[3]) } : undefined;
 }
@@ -225,6 +272,13 @@ function runInputs(settings: GitLabSettings, secrets: SecretRegistry): RunInputs
 
 /** No child process (tofu, ansible) inherits the job's API and ledger tokens. */
 function withoutTokens(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const drop = new Set(['CI_JOB_TOKEN', GITLAB_TOKEN_VARIABLE, LEDGER_TOKEN_VARIABLE, 'EXOCOMP_SEAL_KEY', 'CI_REGISTRY_PASSWORD', 'CI_DEPENDENCY_PROXY_PASSWORD']);
+  const drop = new Set([
+    'CI_JOB_TOKEN',
+    GITLAB_TOKEN_VARIABLE,
+    LEDGER_TOKEN_VARIABLE,
+    'EXOCOMP_SEAL_KEY',
+    'CI_REGISTRY_PASSWORD',
+    'CI_DEPENDENCY_PROXY_PASSWORD',
+  ]);
   return Object.fromEntries(Object.entries(env).filter(([name]) => !drop.has(name)));
 }

@@ -7,21 +7,33 @@
  */
 import { apiStatus, GITLAB_TOKEN_VARIABLE, type GitLabApi } from './api.js';
 
-export type NoteOutcome = { kind: 'created' | 'updated'; id: number; removedDuplicates: number } | { kind: 'refused'; reason: string };
+export type NoteOutcome =
+  { kind: 'created' | 'updated'; id: number; removedDuplicates: number } | { kind: 'refused'; reason: string };
 
 export function statusMarker(key: string): string {
   return `<!-- exocomp:status:${key} -->`;
 }
 
-export async function upsertStatusNote(api: GitLabApi, project: number | string, mergeRequestIid: number, key: string, body: string): Promise<NoteOutcome> {
+export async function upsertStatusNote(
+  api: GitLabApi,
+  project: number | string,
+  mergeRequestIid: number,
+  key: string,
+  body: string,
+): Promise<NoteOutcome> {
   if (!api.hasAccessToken) {
-    return { kind: 'refused', reason: `no merge request note: GitLab's job token cannot write notes; set ${GITLAB_TOKEN_VARIABLE} (api scope) to get one` };
+    return {
+      kind: 'refused',
+      reason: `no merge request note: GitLab's job token cannot write notes; set ${GITLAB_TOKEN_VARIABLE} (api scope) to get one`,
+    };
   }
   const marker = statusMarker(key);
   const text = `${marker}\n${body}`;
   try {
     const me = await api.currentUser();
-    const mine = (await api.notes(project, mergeRequestIid)).filter((n) => !n.system && n.author === me && n.body.includes(marker));
+    const mine = (await api.notes(project, mergeRequestIid)).filter(
+      (n) => !n.system && n.author === me && n.body.includes(marker),
+    );
     const [first, ...duplicates] = mine;
     let id: number;
     let kind: 'created' | 'updated';
@@ -43,13 +55,18 @@ export async function upsertStatusNote(api: GitLabApi, project: number | string,
         reason: `no merge request note: GitLab refused the token (HTTP ${status}); ${GITLAB_TOKEN_VARIABLE} needs the api scope and at least the Reporter role`,
       };
     }
-    if (status === 404) return { kind: 'refused', reason: `no merge request note: merge request !${mergeRequestIid} was not found` };
+    if (status === 404)
+      return { kind: 'refused', reason: `no merge request note: merge request !${mergeRequestIid} was not found` };
     throw error;
   }
 }
 
 /** The merge request a job reports to: its own (merge request pipelines), else the newest open one whose head is the commit. */
-export async function findMergeRequest(api: GitLabApi, project: number | string, job: { mergeRequestIid: number | undefined; sha: string }): Promise<number | undefined> {
+export async function findMergeRequest(
+  api: GitLabApi,
+  project: number | string,
+  job: { mergeRequestIid: number | undefined; sha: string },
+): Promise<number | undefined> {
   if (job.mergeRequestIid !== undefined) return job.mergeRequestIid;
   if (!job.sha) return undefined;
   try {

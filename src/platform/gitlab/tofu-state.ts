@@ -11,9 +11,15 @@ import type { GitLabJob } from './job.js';
 
 const STATE_NAME = /^[A-Za-z0-9._-]{1,255}$/;
 
-export function gitlabStateEnv(job: Pick<GitLabJob, 'apiUrl' | 'projectId' | 'jobToken'>, stateName: string): Record<string, string> {
+export function gitlabStateEnv(
+  job: Pick<GitLabJob, 'apiUrl' | 'projectId' | 'jobToken'>,
+  stateName: string,
+): Record<string, string> {
   if (!STATE_NAME.test(stateName)) {
-    throw new UsageError(`state name ${quoteValue(stateName)} is not valid`, 'use letters, digits, ".", "_" and "-" (GitLab\'s component defaults to the workspace name)');
+    throw new UsageError(
+      `state name ${quoteValue(stateName)} is not valid`,
+      'use letters, digits, ".", "_" and "-" (GitLab\'s component defaults to the workspace name)',
+    );
   }
   const address = `${job.apiUrl}/projects/${job.projectId}/terraform/state/${encodeURIComponent(stateName)}`;
   return {

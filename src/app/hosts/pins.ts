@@ -1,0 +1,172 @@
+/**
+ * Pins host keys in the ledger's known_hosts store before anything is pushed to
+ * a host (docs/architecture.md, "The chain"; ADR 0003). Trust on first use is one-way: a changed key
+ * fails and is not re-pinned unless rotation was asked for that host.
+ */
+import { ExocompError, UsageError } from '../../domain/errors.js';
+import { knownHostsName, type DerivedHost } from '../../domain/inventory.js';
+import { parseKeyscanOutput, reconcilePins, renderKnownHosts, type Pin } from '../../domain/known-hosts.js';
+import { keyscan } from '../../adapters/ssh.js';
+import { publicKeyOf } from '../../adapters/ssh-keys.js';
+import { readKnownHostsText, readPins, RecordWrites } from '../../ledger/records.js';
+import type { AppContext } from '../runtime/context.js';
+import { LookAhead } from '../provision/look-ahead.js';
+import { loadStandingInventory } from './inventories.js';
+
+export interface PinOutcome {
+  added: string[];
+  unchanged: string[];
+  rotated: string[];
+  /** The whole store after pinning, for UserKnownHostsFile. */
+  knownHosts: string;
+}
+
+/** Rotation may be asked by inventory name, address or known_hosts name. */
+function rotationNames(
+  hosts: readonly Pick<DerivedHost, 'name' | 'address' | 'port'>[],
+  asked: readonly string[],
+): Set<string> {
+  const wanted = new Set(asked);
+  return new Set(
+    hosts
+      .filter((h) => wanted.has(h.name) || wanted.has(h.address) || wanted.has(knownHostsName(h.address, h.port)))
+      .map((h) => knownHostsName(h.address, h.port)),
+  );
+}
+
+type HostAddress = Pick<DerivedHost, 'name' | 'address' | 'port'>;
+
+/** The keys each host presents (by known_hosts name), as ssh-keyscan saw them: no authentication, nothing written. */
+export type ScannedHostKeys = ReadonlyMap<string, Pin[]>;
+
+/** Scans every host's keys; a host that presents none fails the scan, named. */
+export async function scanHostKeys(
+  hosts: readonly HostAddress[],
+  options: { signal?: AbortSignal | undefined } = {},
+): Promise<ScannedHostKeys> {
+  const scans = await keyscan(
+    hosts.map((h) => ({ address: h.address, port: h.port })),
+    { signal: options.signal },
+  );
+  const scanned = new Map<string, Pin[]>();
+  const silent: string[] = [];
+  for (const host of hosts) {
+    const name = knownHostsName(host.address, host.port);
+    const pins = parseKeyscanOutput(scans.get(name) ?? '', name);
+    if (pins.length === 0) silent.push(`${host.name} (${name})`);
+    scanned.set(name, pins);
+  }
+  if (silent.length > 0) {
+    throw new ExocompError('host-key', `no host key could be scanned from ${silent.join(', ')}`, {
+      help: 'the host answered the SSH wait but not ssh-keyscan; check it is still up and resume',
+    });
+  }
+  return scanned;
+}
+
+/**
+ * scanHostKeys started now, for an onboarding that takes it later (ssh-wait
+ * starts it once every banner answered, so the scan runs while the ledger
+ * records the hand-over).
+ */
+export function lookAheadToHostKeys(
+  hosts: readonly HostAddress[],
+  interrupt?: AbortSignal,
+): LookAhead<ScannedHostKeys> {
+  return new LookAhead(
+    (_say, signal) => scanHostKeys(hosts, { signal }),
+    async () => undefined,
+    interrupt,
+  );
+}
+
+/** The keys scanned beforehand, for exactly these hosts; undefined when one of them was not scanned then. */
+function scannedFor(hosts: readonly HostAddress[], given: ScannedHostKeys | undefined): ScannedHostKeys | undefined {
+  const names = hosts.map((h) => knownHostsName(h.address, h.port));
+  if (given === undefined || !names.every((name) => given.has(name))) return undefined;
+  return new Map(names.map((name) => [name, given.get(name)!]));
+}
+
+/**
+ * Pins the keys the hosts present (scanned here, or `scanned` beforehand for
+ * exactly these hosts), reconciled with the store: a new host is pinned, a
+ * changed key refused unless rotation was asked for that host.
+ */
+export async function pinHostKeys(
+  app: AppContext,
+  hosts: readonly HostAddress[],
+  rotate: readonly string[],
+  options: { signal?: AbortSignal; scanned?: ScannedHostKeys } = {},
+): Promise<PinOutcome> {
+  const { signal } = options;
+  const scanned = scannedFor(hosts, options.scanned) ?? (await scanHostKeys(hosts, { signal }));
+  const rotateSet = rotationNames(hosts, rotate);
+  // Reads and writes the pins only: may be tried on the ledger as last seen (ADR 0016).
+  return app.store.update(
+    (snapshot) => {
+      // A runner that lost its step pins nothing.
+      signal?.throwIfAborted();
+      const current = readPins(snapshot);
+      const result = reconcilePins({ current, scanned, rotate: rotateSet });
+      if (result.changed.length > 0) {
+        const names = result.changed.map((c) => c.name).join(', ');
+        throw new ExocompError(
+          'host-key',
+          `host key changed for ${names}: the pinned key no longer matches what the host presents`,
+          {
+            help: `either the host was rekeyed — confirm out of band, then rotate it (exocomp host onboard ${result.changed[0]!.name} --rotate, or the rotate-host-keys input) — or someone is in the middle; nothing was pushed to it`,
+          },
+        );
+      }
+      const knownHosts = renderKnownHosts(result.next);
+      const parts = [
+        result.added.length > 0 ? `pin ${result.added.join(', ')}` : '',
+        result.rotated.length > 0 ? `rotate ${result.rotated.join(', ')}` : '',
+      ].filter(Boolean);
+      const changedStore = knownHosts !== readKnownHostsText(snapshot);
+      return {
+        writes: changedStore ? new RecordWrites().knownHosts(knownHosts) : new RecordWrites(),
+        message: `known_hosts: ${parts.join('; ') || 'unchanged'}`,
+        result: { added: result.added, unchanged: result.unchanged, rotated: result.rotated, knownHosts },
+      };
+    },
+    { readsOnlyItsWrites: true },
+  );
+}
+
+/** The host `host onboard` pins: an address as given, or a host name of a standing inventory. */
+export type HostToPin =
+  | { kind: 'address'; name: string; address: string; port: number }
+  | { kind: 'inventory'; inventory: string; host: string };
+
+/**
+ * `host onboard`: pins one host's key (trust on first use; `rotate` replaces a
+ * changed key confirmed out of band). With `fleetKeyFile`, also the extra-vars
+ * the onboarding play takes (the fleet public key).
+ */
+export async function onboardHost(
+  app: AppContext,
+  request: { host: HostToPin; rotate: boolean; fleetKeyFile?: string | undefined },
+): Promise<{ host: string; state: 'pinned' | 'rotated' | 'unchanged'; extraVars?: { exocomp_fleet_pubkey: string } }> {
+  const target = await resolveHost(app, request.host);
+  const outcome = await pinHostKeys(app, [target], request.rotate ? [target.name] : []);
+  const host = knownHostsName(target.address, target.port);
+  const state = outcome.added.includes(host) ? 'pinned' : outcome.rotated.includes(host) ? 'rotated' : 'unchanged';
+  if (request.fleetKeyFile === undefined) return { host, state };
+  return { host, state, extraVars: { exocomp_fleet_pubkey: await publicKeyOf(request.fleetKeyFile) } };
+}
+
+async function resolveHost(app: AppContext, host: HostToPin): Promise<Pick<DerivedHost, 'name' | 'address' | 'port'>> {
+  if (host.kind === 'address') return host;
+  const found = loadStandingInventory(await app.store.read(), host.inventory).hosts.find(
+    (h) => h.name === host.host && !h.local,
+  );
+  if (!found) throw new UsageError(`tf:${host.inventory} names no SSH host ${host.host}`);
+  return found;
+}
+
+/** `host known-hosts`: the pinned store, as records and as a known_hosts file. */
+export async function pinnedHosts(app: AppContext): Promise<{ pins: Pin[]; knownHosts: string }> {
+  const snapshot = await app.store.read();
+  return { pins: readPins(snapshot), knownHosts: readKnownHostsText(snapshot) };
+}

@@ -1,0 +1,76 @@
+/**
+ * `exocomp keys init`: the three keys a deployment needs, made once on a
+ * trusted machine and then stored as CI secrets (docs/keys.md).
+ */
+import { randomBytes } from 'node:crypto';
+import { chmod, lstat, mkdir, rm, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { UsageError } from '../../domain/errors.js';
+import { generateKeyPair } from '../../adapters/ssh-keys.js';
+
+export interface KeyFile {
+  /** What it is for. */
+  purpose: string;
+  path: string;
+  publicPath?: string;
+  /** The CI secret (GitHub) or File variable (GitLab) to store it in. */
+  secret: string;
+  /** The CLI option that takes it. */
+  option: string;
+}
+
+export const KEY_FILES = {
+  fleet: {
+    name: 'fleet_ed25519',
+    secret: 'EXOCOMP_FLEET_PRIVATE_KEY',
+    option: '--fleet-key',
+    purpose: 'the fleet key: onboarding installs its public half; plays connect with it',
+  },
+  bootstrap: {
+    name: 'bootstrap_ed25519',
+    secret: 'EXOCOMP_BOOTSTRAP_PRIVATE_KEY',
+    option: '--bootstrap-key',
+    purpose: "the bootstrap key: a new host's image or cloud-init authorizes its public half; only onboarding uses it",
+  },
+  seal: {
+    name: 'seal.key',
+    secret: 'EXOCOMP_SEAL_KEY',
+    option: '--seal-key "$(cat …)" or EXOCOMP_SEAL_KEY',
+    purpose: "the seal key: encrypts the workspace's sensitive outputs in the ledger",
+  },
+} as const;
+
+export async function initKeys(dir: string, cwd: string, options: { force: boolean }): Promise<KeyFile[]> {
+  const target = resolve(cwd, dir);
+  await mkdir(target, { recursive: true, mode: 0o700 });
+  const paths = Object.values(KEY_FILES).flatMap((k) => [
+    join(target, k.name),
+    ...(k.name.endsWith('.key') ? [] : [join(target, `${k.name}.pub`)]),
+  ]);
+  if (!options.force) {
+    const existing = (
+      await Promise.all(paths.map(async (p) => ((await lstat(p).catch(() => undefined)) ? p : undefined)))
+    ).filter((p) => p !== undefined);
+    if (existing.length > 0) {
+      throw new UsageError(
+        `${existing.join(', ')} already exist${existing.length === 1 ? 's' : ''}; keys are never overwritten silently`,
+        'choose another --dir, or pass --force to replace them (hosts onboarded with the old fleet key keep it until re-onboarded: see docs/keys.md)',
+      );
+    }
+  }
+  const made: KeyFile[] = [];
+  for (const kind of ['fleet', 'bootstrap'] as const) {
+    const { name, secret, option, purpose } = KEY_FILES[kind];
+    const path = join(target, name);
+    if (options.force) await Promise.all([path, `${path}.pub`].map((p) => rm(p, { force: true })));
+    await generateKeyPair(path, `exocomp ${kind}`);
+    await chmod(path, 0o600);
+    made.push({ purpose, path, publicPath: `${path}.pub`, secret, option });
+  }
+  const seal = KEY_FILES.seal;
+  const sealPath = join(target, seal.name);
+  await writeFile(sealPath, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+  await chmod(sealPath, 0o600);
+  made.push({ purpose: seal.purpose, path: sealPath, secret: seal.secret, option: seal.option });
+  return made;
+}

@@ -1,0 +1,40 @@
+/**
+ * What a run needs that is never persisted: key files, the seal key and
+ * run-secrets. Given again on resume.
+ */
+import type { PlannedApply } from '../provision/apply-workspace.js';
+import type { LookAhead } from '../provision/look-ahead.js';
+import type { SecretRegistry } from '../runtime/secrets.js';
+
+export interface RunInputs {
+  tofuBinary?: string | undefined;
+  /** Private key of the fleet user: its public half is onboarded, the key itself drives configure. */
+  fleetKeyPath?: string;
+  /** Private key the onboarding play connects with (the inventory's user). */
+  bootstrapKeyPath?: string;
+  sealKey?: string | undefined;
+  /** Environment name → value, handed to the configure play. */
+  runSecrets: Record<string, string>;
+  /** Hosts (inventory name, address or [address]:port) whose changed key may be re-pinned. */
+  rotateHostKeys: string[];
+  /** In CI, apply a workspace whose state stays on the runner (see domain/state-backend.ts). */
+  allowLocalState?: boolean;
+  /** The approved plan carried from the plan job: the apply step applies exactly it. */
+  savedPlanFile?: string;
+  /** The apply's plan, made while this run recorded the new workflow with apply running (continue-workflow.ts). */
+  plannedApply?: LookAhead<PlannedApply>;
+  secrets: SecretRegistry;
+}
+
+/** What a play against tf:<name> takes from the run inputs: the fleet key it connects with, the seal key that unseals the workspace's outputs, and the run-secrets. */
+export function playInputs(inputs: RunInputs): {
+  fleetKeyPath?: string;
+  sealKey?: string;
+  runSecrets: Record<string, string>;
+} {
+  return {
+    ...(inputs.fleetKeyPath ? { fleetKeyPath: inputs.fleetKeyPath } : {}),
+    ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}),
+    runSecrets: inputs.runSecrets,
+  };
+}

@@ -1,0 +1,73 @@
+/**
+ * Step 1: plan (or take the saved plan carried from the plan job), check it is
+ * the approved plan, apply it, capture tf:<name>, seal sensitive outputs (the
+ * capture is recorded with the step's success).
+ */
+import { ExocompError } from '../../../domain/errors.js';
+import type { HandedOn, StepContext, StepResult } from './step.js';
+import type { ResolvedInventory } from '../../../domain/standing-inventory.js';
+import { lookAheadToSshWait } from './ssh-wait.js';
+import { applyWorkspace } from '../apply-workspace.js';
+import { checkApprovedConfiguration } from '../../approval/config-preview.js';
+
+export async function applyStep({
+  app,
+  workflow,
+  inputs,
+  info,
+  warn,
+  signal,
+  nextRunsHere,
+}: StepContext): Promise<StepResult> {
+  if (inputs.savedPlanFile !== undefined && workflow.approval.planFingerprint === undefined) {
+    throw new ExocompError(
+      'approval',
+      `workflow ${workflow.id} recorded no approved plan to compare the saved plan with`,
+      {
+        help: 'nothing was applied; run the plan job for this workflow first',
+      },
+    );
+  }
+  // The approval binds the configuration preview too: a changed playbook (or host) voids it.
+  if (workflow.approval.state === 'approved') await checkApprovedConfiguration(app, workflow, inputs, { info, signal });
+  const outcome = await applyWorkspace(app, {
+    workspacePath: workflow.workspace.path,
+    name: workflow.workspace.name,
+    ...(workflow.options.vars ? { vars: workflow.options.vars } : {}),
+    ...(inputs.tofuBinary ? { tofuBinary: inputs.tofuBinary } : {}),
+    ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}),
+    ...(workflow.approval.planFingerprint ? { approvedFingerprint: workflow.approval.planFingerprint } : {}),
+    ...(inputs.savedPlanFile ? { savedPlanFile: inputs.savedPlanFile } : {}),
+    planned: inputs.plannedApply,
+    ...(inputs.allowLocalState ? { allowLocalState: true } : {}),
+    ...(workflow.trigger.runUrl ? { runUrl: workflow.trigger.runUrl } : {}),
+    workflowId: workflow.id,
+    secrets: inputs.secrets,
+    info,
+    warn,
+    signal,
+    // The capture is written with the step's success: one commit, and none at all for a runner that lost the step.
+    deferCapture: true,
+  });
+  return {
+    detail: outcome.eventLine,
+    ...(outcome.capture ? { records: outcome.capture } : {}),
+    ...(outcome.inventory ? { handOn: handOn(outcome.inventory) } : {}),
+  };
+
+  /** The capture, and the wait for its hosts' banners started now, while the success is written (ssh-wait takes both). */
+  function handOn(inventory: () => ResolvedInventory): HandedOn {
+    if (!nextRunsHere) return { inventory };
+    let resolved: ResolvedInventory;
+    try {
+      resolved = inventory();
+    } catch {
+      // An inventory that does not resolve fails ssh-wait, which resolves it again.
+      return { inventory };
+    }
+    return {
+      inventory,
+      sshWait: lookAheadToSshWait(resolved, workflow.options.sshWaitMs, { scanKeys: true, interrupt: app.interrupt }),
+    };
+  }
+}

@@ -1,0 +1,44 @@
+/** Step 4: the user's playbook against tf:<name>, as the fleet user, inside the run boundary. */
+import { UsageError } from '../../../domain/errors.js';
+import type { StepContext } from './step.js';
+import { playFailedError } from '../../plays/play.js';
+import { playProgress } from '../../runtime/progress.js';
+import { runStandingPlay } from '../../plays/standing-play.js';
+
+export async function configureStep({
+  app,
+  workflow,
+  inputs,
+  info,
+  signal,
+  handedOn,
+  deferClose,
+}: StepContext): Promise<string> {
+  if (!inputs.fleetKeyPath)
+    throw new UsageError('configure needs the fleet key', 'pass --fleet-key <private key file>');
+  const { outcome, hostCount } = await runStandingPlay(app, {
+    name: workflow.workspace.name,
+    playbook: workflow.playbook,
+    remoteUser: workflow.options.remoteUser ?? workflow.options.onboardUser,
+    fleetKeyPath: inputs.fleetKeyPath,
+    fleetAgent: handedOn.fleetAgent,
+    sealKey: inputs.sealKey,
+    runSecrets: inputs.runSecrets,
+    check: workflow.options.check,
+    limit: workflow.options.limit,
+    tags: workflow.options.tags,
+    secrets: inputs.secrets,
+    info,
+    onEvent: playProgress(app.progress, 'configure'),
+    signal,
+    deferClose,
+  });
+  if (outcome.code !== 0) {
+    throw playFailedError(
+      'configure play',
+      outcome,
+      'fix the playbook or the host, then exocomp provision resume <id>',
+    );
+  }
+  return `${workflow.playbook} converged ${hostCount} host(s)`;
+}

@@ -1,0 +1,99 @@
+/**
+ * Step 3: pin every SSH host's key first, then run the onboarding play with the
+ * bootstrap credentials, verifying host keys against the pins.
+ */
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { ExocompError, UsageError } from '../../../domain/errors.js';
+import { publicKeyOf } from '../../../adapters/ssh-keys.js';
+import type { StepContext, StepResult } from './step.js';
+import { loadStandingInventory } from '../../hosts/inventories.js';
+import type { ResolvedInventory } from '../../../domain/standing-inventory.js';
+import { pinHostKeys } from '../../hosts/pins.js';
+import { lookAheadToAgent, playFailedError, runPlay } from '../../plays/play.js';
+import { playProgress } from '../../runtime/progress.js';
+
+/** The seeded playbook sits at the repository root, above dist/cli.js, dist/<action>/ and src/app/provision/steps/. */
+export function seededOnboardPlaybook(): string {
+  const here = dirname(fileURLToPath(import.meta.url));
+  for (const up of [['..'], ['..', '..'], ['..', '..', '..'], ['..', '..', '..', '..']]) {
+    const candidate = join(here, ...up, 'playbooks', 'onboard.yml');
+    if (existsSync(candidate)) return candidate;
+  }
+  throw new ExocompError(
+    'internal',
+    'the seeded onboarding playbook (playbooks/onboard.yml) is missing from this installation',
+    {
+      help: 'reinstall exocomp, or pass --onboard-playbook',
+    },
+  );
+}
+
+export async function onboardStep(context: StepContext): Promise<string | StepResult> {
+  const { app, workflow, inputs, handedOn, nextRunsHere } = context;
+  if (!inputs.fleetKeyPath)
+    throw new UsageError('onboarding needs the fleet key', 'pass --fleet-key <private key file>');
+  if (!inputs.bootstrapKeyPath)
+    throw new UsageError('onboarding needs the bootstrap key', 'pass --bootstrap-key <private key file>');
+  const inventory = handedOn.inventory?.() ?? loadStandingInventory(await app.store.read(), workflow.workspace.name);
+  const hosts = inventory.hosts.filter((h) => !h.local);
+  if (hosts.length === 0) return 'no SSH hosts to onboard';
+
+  // Configure's agent, holding the fleet key, starts while the keys are pinned and the play runs; no host sees it.
+  const fleetAgent = nextRunsHere ? lookAheadToAgent(inputs.fleetKeyPath, app.interrupt) : undefined;
+  try {
+    const detail = await pinAndPlay(context, inventory, hosts, {
+      fleetKeyPath: inputs.fleetKeyPath,
+      bootstrapKeyPath: inputs.bootstrapKeyPath,
+    });
+    return fleetAgent ? { detail, handOn: { fleetAgent } } : detail;
+  } catch (error) {
+    await fleetAgent?.discard();
+    throw error;
+  }
+}
+
+/** Pins the hosts' keys, then runs the onboarding play against them with the bootstrap key; returns the detail line. */
+async function pinAndPlay(
+  { app, workflow, inputs, info, warn, signal, handedOn, deferClose }: StepContext,
+  inventory: ResolvedInventory,
+  hosts: ResolvedInventory['hosts'],
+  keys: { fleetKeyPath: string; bootstrapKeyPath: string },
+): Promise<string> {
+  // The fleet key's public half is derived while the keys are pinned: neither waits for the other.
+  const pinning = async () => {
+    const scanned = handedOn.hostKeys ? await handedOn.hostKeys.take({ info, warn }) : undefined;
+    signal.throwIfAborted();
+    return pinHostKeys(app, hosts, inputs.rotateHostKeys, { signal, ...(scanned ? { scanned } : {}) });
+  };
+  const [pins, fleetPublicKey] = await Promise.all([pinning(), publicKeyOf(keys.fleetKeyPath)]);
+  info(
+    `pinned host keys: ${pins.added.length} new, ${pins.unchanged.length} unchanged, ${pins.rotated.length} rotated`,
+  );
+
+  const playbook = workflow.options.onboardPlaybook ?? seededOnboardPlaybook();
+  info(`onboarding play ${workflow.options.onboardPlaybook ?? 'playbooks/onboard.yml (seeded)'} started`);
+  const outcome = await runPlay({
+    playbook,
+    cwd: app.cwd,
+    parentEnv: app.env,
+    inventoryText: inventory.ansibleText,
+    knownHosts: pins.knownHosts,
+    identityFile: keys.bootstrapKeyPath,
+    extraVars: { exocomp_fleet_pubkey: fleetPublicKey, exocomp_onboard_user: workflow.options.onboardUser },
+    limit: hosts.map((h) => h.name).join(','),
+    secrets: inputs.secrets,
+    onEvent: playProgress(app.progress, 'onboard'),
+    signal,
+    deferClose,
+  });
+  if (outcome.code !== 0) {
+    throw playFailedError(
+      'onboarding play',
+      outcome,
+      'fix the cause, then exocomp provision resume <id>; a host-key mismatch is never re-pinned silently',
+    );
+  }
+  return `${hosts.length} host(s) onboarded as ${workflow.options.onboardUser}; ${pins.added.length} key(s) pinned`;
+}
