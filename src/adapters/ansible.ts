@@ -6,6 +6,7 @@ import { ExocompError, UsageError } from '../domain/errors.js';
 import { redact, runProcess } from './process.js';
 import { makePrivateDir } from './private-dir.js';
 import { isFailure, type TaskResultEvent } from '../domain/play-events.js';
+import { CONNECTION_ID_LENGTH, CONNECTION_ID_TEMPLATE } from '../domain/connection-identity.js';
 import {
   AnsibleEventStream,
   EVENTS_CALLBACK_NAME,
@@ -82,7 +83,7 @@ const INSTALL_HELP = 'apt-get install ansible-core (or pipx install ansible-core
 const TAIL_LINES = 40;
 // sun_path holds 107 characters and a NUL; ssh appends ".<16 random chars>" while it creates the socket.
 const MAX_CONTROL_SOCKET_PATH = 107;
-const CONTROL_SOCKET_NAME_LENGTH = '/'.length + 40 /* %C */ + '.'.length + 16;
+const CONTROL_SOCKET_NAME_LENGTH = '/'.length + CONNECTION_ID_LENGTH + '.'.length + 16;
 
 export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
   run.signal?.throwIfAborted();
@@ -102,22 +103,29 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
     const callbackDir = join(workDir, 'callbacks');
     await mkdir(callbackDir, { mode: 0o700 });
     await writeFile(join(callbackDir, `${EVENTS_CALLBACK_NAME}.py`), EVENTS_CALLBACK_SOURCE, { mode: 0o600 });
-    const sshArgs = [
-      '-C',
-      '-o ControlMaster=auto',
-      '-o ControlPersist=60s',
-      // Explicit, so no ControlPath in an inventory's ssh_common_args can point elsewhere (ssh keeps the first value).
-      `-o ControlPath=${controlDir}/%C`,
+    const verifyArgs = [
       `-o UserKnownHostsFile=${knownHostsFile}`,
       '-o GlobalKnownHostsFile=/dev/null',
       '-o StrictHostKeyChecking=yes',
       '-o HashKnownHosts=no',
+    ];
+    const sshArgs = [
+      '-C',
+      '-o ControlMaster=auto',
+      '-o ControlPersist=60s',
+      // One socket per host, port and user, named by ansible per task (connection-identity.ts): never %C, whose
+      // unseparated concatenation lets two hosts share a socket. Explicit, so no ControlPath in an inventory's
+      // ssh_common_args can point elsewhere (ssh keeps the first value).
+      `-o ControlPath=${controlDir}/${CONNECTION_ID_TEMPLATE}`,
+      ...verifyArgs,
     ].join(' ');
 
     const env: NodeJS.ProcessEnv = {
       ...run.env,
       ANSIBLE_HOST_KEY_CHECKING: 'True',
-      ANSIBLE_SSH_ARGS: sshArgs,
+      // The extra var below (templated per host) is what ansible uses; the environment is never templated, so
+      // anything reading only this connects without multiplexing rather than on a shared socket.
+      ANSIBLE_SSH_ARGS: ['-C', '-o ControlMaster=no', '-o ControlPath=none', ...verifyArgs].join(' '),
       ANSIBLE_SSH_CONTROL_PATH_DIR: controlDir,
       ANSIBLE_INVENTORY_UNPARSED_FAILED: 'true',
       ANSIBLE_INVENTORY_ENABLED: 'yaml',

@@ -552,3 +552,61 @@ export class SshAgent {
     }
   }
 }
+
+// ---------------------------------------------------------------------------
+// Login check (the end of step 3): a real login, never a multiplexed one.
+// ---------------------------------------------------------------------------
+
+export interface LoginCheckOptions {
+  user: string;
+  /** A 0600 private key file: the only identity offered (no agent, no defaults). */
+  identityFile: string;
+  /** The pinned store: the only file the host's key is checked against. */
+  knownHostsFile: string;
+  /** ssh clients at once (each costs a key exchange of CPU on this machine). */
+  concurrency: number;
+  timeoutSec?: number;
+  signal?: AbortSignal | undefined;
+}
+
+export type LoginCheck = { name: string; ok: true } | { name: string; ok: false; reason: string };
+
+/**
+ * Logs in to each target as `user` with only `identityFile`, checking the
+ * host's key against `knownHostsFile`, and runs `true`. ControlPath=none: the
+ * login is the host's own key exchange and authentication, never a ride on
+ * another connection's master. Never throws for a host: a refusal is a result.
+ */
+export async function checkLogins(targets: readonly SshTarget[], options: LoginCheckOptions): Promise<LoginCheck[]> {
+  const { user, identityFile, knownHostsFile, timeoutSec = 30, signal } = options;
+  const slots = new Slots(Math.max(1, Math.floor(options.concurrency)));
+  const check = async (target: SshTarget): Promise<LoginCheck> => {
+    await slots.acquire();
+    try {
+      signal?.throwIfAborted();
+      const result = await runProcess(
+        'ssh',
+        [
+          ...['-o', 'BatchMode=yes', '-o', 'ControlMaster=no', '-o', 'ControlPath=none'],
+          ...['-o', 'IdentitiesOnly=yes', '-o', 'IdentityAgent=none', '-o', `IdentityFile=${identityFile}`],
+          ...['-o', 'PreferredAuthentications=publickey', '-o', 'StrictHostKeyChecking=yes'],
+          ...['-o', `UserKnownHostsFile=${knownHostsFile}`, '-o', 'GlobalKnownHostsFile=/dev/null'],
+          ...['-o', 'UpdateHostKeys=no', '-o', `ConnectTimeout=${timeoutSec}`],
+          ...['-p', String(target.port), '-l', user, '--', target.address, 'true'],
+        ],
+        { timeoutMs: (timeoutSec + 10) * 1_000, signal },
+      );
+      if (result.code === 0) return { name: target.name, ok: true };
+      const said = result.stderr
+        .split('\n')
+        .map((line) => line.trim())
+        .filter((line) => line !== '' && !line.startsWith('@'));
+      return { name: target.name, ok: false, reason: printable(said.at(-1) ?? `ssh exited ${result.code}`, 200) };
+    } finally {
+      slots.release();
+    }
+  };
+  const results = await Promise.all(targets.map(check));
+  signal?.throwIfAborted();
+  return results;
+}

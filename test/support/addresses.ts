@@ -65,3 +65,17 @@ export function readSshBanner(address: string, port: number, timeoutMs = 5_000):
     socket.once('close', () => done(undefined));
   });
 }
+
+/**
+ * Two loopback endpoints whose address and port, written one after the other,
+ * read the same: 127.A.B.1 port 2222 and 127.A.B.12 port 222 both read
+ * "127.A.B.12222". OpenSSH's %C hashes that concatenation (with the user), so
+ * they collide by construction.
+ */
+export function collidingLoopbackPair(): [{ address: string; port: number }, { address: string; port: number }] {
+  const prefix = `127.${randomInt(100, 200)}.${randomInt(0, 256)}`;
+  return [
+    { address: `${prefix}.1`, port: 2222 },
+    { address: `${prefix}.12`, port: 222 },
+  ];
+}

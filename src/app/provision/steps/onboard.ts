@@ -13,6 +13,7 @@ import type { ResolvedInventory } from '../../../domain/standing-inventory.js';
 import { pinHostKeys } from '../../hosts/pins.js';
 import { lookAheadToAgent, playFailedError, runPlay } from '../../plays/play.js';
 import { playProgress } from '../../runtime/progress.js';
+import { proveFleetLogins } from '../../hosts/fleet-login.js';
 
 /** The seeded playbook sits at the repository root, above dist/cli.js, dist/<action>/ and src/app/provision/steps/. */
 export function seededOnboardPlaybook(): string {
@@ -95,5 +96,12 @@ async function pinAndPlay(
       'fix the cause, then exocomp provision resume <id>; a host-key mismatch is never re-pinned silently',
     );
   }
+  // Counted as onboarded only once each host let the fleet user in on a login of its own, checked against its pin.
+  await proveFleetLogins(hosts, {
+    user: workflow.options.onboardUser,
+    fleetKeyPath: keys.fleetKeyPath,
+    knownHosts: pins.knownHosts,
+    signal,
+  });
   return `${hosts.length} host(s) onboarded as ${workflow.options.onboardUser}; ${pins.added.length} key(s) pinned`;
 }

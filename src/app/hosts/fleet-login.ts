@@ -1,0 +1,56 @@
+/**
+ * The proof that ends onboarding: each host lets the fleet user in with the
+ * fleet key, its host key checked against its pin, on a login of its own. A
+ * host that does not is a failed host, never counted as onboarded (a play that
+ * reported success for it may have run elsewhere, or changed nothing).
+ */
+import { availableParallelism } from 'node:os';
+import { copyFile, chmod, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ExocompError } from '../../domain/errors.js';
+import { countedNames } from '../../domain/host-list.js';
+import type { DerivedHost } from '../../domain/inventory.js';
+import { checkLogins } from '../../adapters/ssh.js';
+import { makePrivateDir } from '../../adapters/private-dir.js';
+
+export interface FleetLoginRequest {
+  user: string;
+  fleetKeyPath: string;
+  /** The pinned store as the play used it. */
+  knownHosts: string;
+  signal?: AbortSignal | undefined;
+}
+
+/** Logs every host in as the fleet user; throws naming every host that refused or could not be reached. */
+export async function proveFleetLogins(hosts: readonly DerivedHost[], request: FleetLoginRequest): Promise<void> {
+  const dir = await makePrivateDir('login');
+  try {
+    const identityFile = join(dir, 'identity');
+    await copyFile(request.fleetKeyPath, identityFile);
+    await chmod(identityFile, 0o600);
+    const knownHostsFile = join(dir, 'known_hosts');
+    await writeFile(knownHostsFile, request.knownHosts, { mode: 0o600 });
+    const results = await checkLogins(hosts, {
+      user: request.user,
+      identityFile,
+      knownHostsFile,
+      // Each login is one key exchange of CPU here: more clients than cores only queue.
+      concurrency: availableParallelism(),
+      signal: request.signal,
+    });
+    const refused = results.flatMap((r) => (r.ok ? [] : [r]));
+    if (refused.length === 0) return;
+    throw new ExocompError(
+      refused.some((r) => /host key verification failed|host identification has changed/i.test(r.reason))
+        ? 'host-key'
+        : 'play-failed',
+      `the fleet user ${request.user} could not log in with the fleet key on ${countedNames(refused.map((r) => r.name))} (${refused[0]!.name}: ${refused[0]!.reason})`,
+      {
+        help: 'those hosts are not onboarded, whatever the play reported; check each one (its sshd log, the fleet user, its host key against the pin), then exocomp provision resume <id>',
+        detail: refused.map((r) => `${r.name}: ${r.reason}`).join('\n'),
+      },
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
