@@ -7,6 +7,7 @@ import { ExocompError } from '../domain/errors.js';
 import { knownHostsName } from '../domain/inventory.js';
 import { runProcess } from './process.js';
 import { makePrivateDir } from './private-dir.js';
+import { fanOutSignal } from './signals.js';
 
 // ---------------------------------------------------------------------------
 // Banner probe (step 2). Plain TCP: it reads what the server says first and
@@ -207,6 +208,15 @@ const MIN_PROBE_BUDGET_MS = 10;
  * the signal's reason), after every socket it opened is closed.
  */
 export async function waitForSsh(hosts: readonly SshTarget[], options: WaitForSshOptions): Promise<WaitForSshResult> {
+  const fanOut = fanOutSignal(options.signal, hosts.length);
+  try {
+    return await waitForEveryBanner(hosts, { ...options, signal: fanOut.signal });
+  } finally {
+    fanOut.release();
+  }
+}
+
+async function waitForEveryBanner(hosts: readonly SshTarget[], options: WaitForSshOptions): Promise<WaitForSshResult> {
   const {
     timeoutMs,
     concurrency = 32,

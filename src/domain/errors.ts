@@ -27,13 +27,20 @@ export class ExocompError extends Error {
   readonly help: string | undefined;
   /** Everything known about the failure, beyond the one-line message (kept in the ledger's failure context). */
   readonly detail: string | undefined;
+  /** Every host the failure concerns, when it concerns hosts (the message names only the first few). */
+  readonly hosts: readonly string[] | undefined;
 
-  constructor(kind: ErrorKind, message: string, options: { help?: string; cause?: unknown; detail?: string } = {}) {
+  constructor(
+    kind: ErrorKind,
+    message: string,
+    options: { help?: string; cause?: unknown; detail?: string; hosts?: readonly string[] } = {},
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ExocompError';
     this.kind = kind;
     this.help = options.help;
     this.detail = options.detail;
+    this.hosts = options.hosts;
   }
 
   get exitCode(): 1 | 2 {

@@ -66,6 +66,8 @@ export const failureSchema = z.object({
   summary: z.string(),
   /** Everything known beyond the summary (a play's failed hosts with message and output), redacted. */
   detail: z.string().optional(),
+  /** Every host the failure concerns (the summary names at most ten). */
+  hosts: z.array(z.string()).optional(),
   at: z.string(),
 });
 export type Failure = z.infer<typeof failureSchema>;
@@ -495,7 +497,7 @@ export function failStep(
   name: StepName,
   holder: string,
   now: Date,
-  failure: { kind: string; summary: string; detail?: string },
+  failure: { kind: string; summary: string; detail?: string; hosts?: readonly string[] },
 ): Workflow {
   requireHolder(workflow, name, holder);
   const at = now.toISOString();
@@ -509,6 +511,7 @@ export function failStep(
       kind: failure.kind,
       summary: failure.summary,
       ...(failure.detail ? { detail: failure.detail } : {}),
+      ...(failure.hosts && failure.hosts.length > 0 ? { hosts: [...failure.hosts] } : {}),
       at,
     },
     steps: workflow.steps.map((s, i) => {

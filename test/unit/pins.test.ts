@@ -46,7 +46,7 @@ describe('pinHostKeys with keys scanned beforehand', () => {
     const scanned: ScannedHostKeys = new Map([['[127.0.0.91]:1', [key('[127.0.0.91]:1')]]]);
     await expect(pinHostKeys(context, [web1, web2], [], { scanned })).rejects.toMatchObject({
       kind: 'host-key',
-      message: 'no host key could be scanned from web1 ([127.0.0.91]:1), web2 ([127.0.0.92]:1)',
+      message: 'no host key could be scanned from 2 host(s): web1 ([127.0.0.91]:1), web2 ([127.0.0.92]:1)',
     });
     expect(readPins(await context.store.read())).toEqual([]);
   });

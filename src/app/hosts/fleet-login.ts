@@ -48,6 +48,7 @@ export async function proveFleetLogins(hosts: readonly DerivedHost[], request: F
       {
         help: 'those hosts are not onboarded, whatever the play reported; check each one (its sshd log, the fleet user, its host key against the pin), then exocomp provision resume <id>',
         detail: refused.map((r) => `${r.name}: ${r.reason}`).join('\n'),
+        hosts: refused.map((r) => r.name),
       },
     );
   } finally {

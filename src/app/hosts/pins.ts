@@ -12,6 +12,7 @@ import { readKnownHostsText, readPins, RecordWrites } from '../../ledger/records
 import type { AppContext } from '../runtime/context.js';
 import { LookAhead } from '../provision/look-ahead.js';
 import { loadStandingInventory } from './inventories.js';
+import { countedNames } from '../../domain/host-list.js';
 
 export interface PinOutcome {
   added: string[];
@@ -57,8 +58,10 @@ export async function scanHostKeys(
     scanned.set(name, pins);
   }
   if (silent.length > 0) {
-    throw new ExocompError('host-key', `no host key could be scanned from ${silent.join(', ')}`, {
+    throw new ExocompError('host-key', `no host key could be scanned from ${countedNames(silent)}`, {
       help: 'the host answered the SSH wait but not ssh-keyscan; check it is still up and resume',
+      detail: silent.join('\n'),
+      hosts: silent,
     });
   }
   return scanned;
@@ -109,11 +112,13 @@ export async function pinHostKeys(
       const current = readPins(snapshot);
       const result = reconcilePins({ current, scanned, rotate: rotateSet });
       if (result.changed.length > 0) {
-        const names = result.changed.map((c) => c.name).join(', ');
+        const names = result.changed.map((c) => c.name);
         throw new ExocompError(
           'host-key',
-          `host key changed for ${names}: the pinned key no longer matches what the host presents`,
+          `host key changed for ${countedNames(names)}: the pinned key no longer matches what the host presents`,
           {
+            detail: names.join('\n'),
+            hosts: names,
             help: `either the host was rekeyed — confirm out of band, then rotate it (exocomp host onboard ${result.changed[0]!.name} --rotate, or the rotate-host-keys input) — or someone is in the middle; nothing was pushed to it`,
           },
         );

@@ -9,6 +9,7 @@ import { chmod, copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ExocompError } from '../../domain/errors.js';
 import { failureDetail, failureSummary, type TaskResultEvent } from '../../domain/play-events.js';
+import { countedNames, someNames } from '../../domain/host-list.js';
 import { scrubEnvironment } from '../../domain/run-environment.js';
 import { runPlaybook } from '../../adapters/ansible.js';
 import type { AnsibleEvent } from '../../adapters/ansible-events.js';
@@ -182,6 +183,9 @@ export function playFailureSummary(
   outcome: Pick<PlayOutcome, 'code' | 'stdout' | 'stderr' | 'failures'>,
   max = 3,
 ): string {
+  const hosts = failedHosts(outcome.failures);
+  // One line at fleet size: the count and the first names, then the first failure.
+  if (hosts.length > 1) return `${countedNames(hosts)} failed; first: ${failureSummary(outcome.failures.slice(0, 1))}`;
   if (outcome.failures.length > 0) return failureSummary(outcome.failures);
   const lines = `${outcome.stdout}\n${outcome.stderr}`
     .split('\n')
@@ -196,7 +200,17 @@ export function playFailedError(what: string, outcome: PlayOutcome, help: string
     outcome.failures.length > 0
       ? failureDetail(outcome.failures)
       : `${outcome.stdout}\n${outcome.stderr}`.trim().split('\n').slice(-60).join('\n');
-  return new ExocompError('play-failed', `${what} failed: ${playFailureSummary(outcome)}`, { help, detail });
+  const hosts = failedHosts(outcome.failures);
+  return new ExocompError('play-failed', `${what} failed: ${playFailureSummary(outcome)}`, {
+    help,
+    detail,
+    ...(hosts.length > 0 ? { hosts } : {}),
+  });
+}
+
+/** Each host that failed, once, in the order of its first failure. */
+function failedHosts(failures: readonly TaskResultEvent[]): string[] {
+  return [...new Set(failures.map((f) => f.host))];
 }
 
 /**
@@ -211,7 +225,7 @@ export function keyRefusedHelp(
     (f) => f.status === 'unreachable' && /Permission denied \(publickey/.test(f.msg ?? ''),
   );
   if (refused.length === 0) return undefined;
-  const hosts = refused.map((f) => f.host).join(', ');
+  const hosts = someNames([...new Set(refused.map((f) => f.host))]);
   const tried = offered.key
     ? `it offered ${offered.key} as user ${offered.user}`
     : `no key was given, so ssh offered only its defaults (~/.ssh/id_*, an agent) as user ${offered.user}`;

@@ -178,11 +178,15 @@ export async function runChain(
           const kind = error instanceof ExocompError ? error.kind : 'internal';
           const detail =
             error instanceof ExocompError && error.detail ? { detail: inputs.secrets.redact(error.detail) } : {};
+          const hosts =
+            error instanceof ExocompError && error.hosts && error.hosts.length > 0
+              ? { hosts: error.hosts.map((host) => inputs.secrets.redact(host)) }
+              : {};
           workflow = await saveOwnStep(
             app,
             workflowId,
             step.name,
-            (w) => failStep(w, step.name, holder.id, app.now(), { kind, summary, ...detail }),
+            (w) => failStep(w, step.name, holder.id, app.now(), { kind, summary, ...detail, ...hosts }),
             `${workflowId}: ${step.name} failed (${kind})`,
           );
           app.progress.emit({
@@ -192,6 +196,7 @@ export async function runChain(
             total,
             durationMs: app.now().getTime() - started,
             summary,
+            ...hosts,
           });
           return { workflow, ok: false };
         }

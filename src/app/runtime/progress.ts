@@ -11,7 +11,16 @@ export type ProgressEvent =
   | { type: 'step-started'; workflow: string; step: StepName; index: number; total: number; attempt: number }
   | { type: 'step-skipped'; step: StepName; index: number; total: number; reason: string }
   | { type: 'step-succeeded'; step: StepName; index: number; total: number; durationMs: number; detail?: string }
-  | { type: 'step-failed'; step: StepName; index: number; total: number; durationMs: number; summary: string }
+  | {
+      type: 'step-failed';
+      step: StepName;
+      index: number;
+      total: number;
+      durationMs: number;
+      summary: string;
+      /** Every host the failure concerns (the summary names at most ten). */
+      hosts?: string[];
+    }
   | { type: 'play-started'; step?: StepName; play: string; tasks: number }
   /** One host's result of one task of a running play (its text is redacted, but untrusted). */
   | ({ type: 'task-result'; step?: StepName } & Omit<HostResult, 'event'>)

@@ -10,14 +10,15 @@ import type { StepContext, StepResult } from './step.js';
 import { LookAhead } from '../look-ahead.js';
 import { lookAheadToHostKeys, type ScannedHostKeys } from '../../hosts/pins.js';
 import { loadStandingInventory } from '../../hosts/inventories.js';
+import { countedNames } from '../../../domain/host-list.js';
 
 /** What the wait saw: how many hosts it waited for, and the scan of their keys once every banner answered. */
 export interface SshWaited {
   hostCount: number;
   /** Local hosts, not waited for. */
   skipped: number;
-  /** Names every host that gave no banner within the bound, with its last reason; empty when all answered. */
-  missing: string;
+  /** Every host that gave no banner within the bound, with its last reason; empty when all answered. */
+  missing: { name: string; line: string }[];
   hostKeys?: LookAhead<ScannedHostKeys>;
 }
 
@@ -36,10 +37,8 @@ export function lookAheadToSshWait(
     async (say, signal) => {
       const hosts = inventory.hosts.filter((h) => !h.local);
       const skipped = inventory.hosts.length - hosts.length;
-      if (hosts.length === 0) return { hostCount: 0, skipped, missing: '' };
-      say.info(
-        `waiting up to ${formatDuration(boundMs)} for ${hosts.length} host(s): ${hosts.map((h) => h.name).join(', ')}`,
-      );
+      if (hosts.length === 0) return { hostCount: 0, skipped, missing: [] };
+      say.info(`waiting up to ${formatDuration(boundMs)} for ${countedNames(hosts.map((h) => h.name))}`);
       const result = await waitForSsh(
         hosts.map((h) => ({ name: h.name, address: h.address, port: h.port })),
         {
@@ -51,9 +50,13 @@ export function lookAheadToSshWait(
           signal,
         },
       );
-      const missing = result.missing.map((m) => `${m.name} (${m.address}:${m.port}: ${m.lastReason})`).join(', ');
+      const missing = result.missing.map((m) => ({
+        name: m.name,
+        line: `${m.name} (${m.address}:${m.port}: ${m.lastReason})`,
+      }));
       // Onboarding pins these keys first: scanning them (no authentication) need not wait for the hand-over's write.
-      const hostKeys = missing === '' && options.scanKeys ? lookAheadToHostKeys(hosts, options.interrupt) : undefined;
+      const hostKeys =
+        missing.length === 0 && options.scanKeys ? lookAheadToHostKeys(hosts, options.interrupt) : undefined;
       return { hostCount: hosts.length, skipped, missing, ...(hostKeys ? { hostKeys } : {}) };
     },
     async (waited) => waited.hostKeys?.discard(),
@@ -82,12 +85,15 @@ export async function sshWaitStep({
     );
   const { hostCount, skipped, missing, hostKeys } = await waiting.take({ info, warn }, signal);
   if (hostCount === 0) return `no SSH hosts to wait for (${skipped} local)`;
-  if (missing !== '') {
+  if (missing.length > 0) {
+    const names = missing.map((m) => m.name);
     throw new ExocompError(
       'ssh-wait',
-      `no SSH banner within ${formatDuration(workflow.options.sshWaitMs)} from ${missing}`,
+      `no SSH banner within ${formatDuration(workflow.options.sshWaitMs)} from ${missing.length === 1 ? missing[0]!.line : `${countedNames(names)} (first: ${missing[0]!.line})`}`,
       {
         help: 'check the host booted and its security group/firewall allows the port; resume with a longer --ssh-wait',
+        detail: missing.map((m) => m.line).join('\n'),
+        hosts: names,
       },
     );
   }
@@ -105,11 +111,7 @@ export function stillWaitingLines(
 ): string[] {
   const clock = `${formatDuration(elapsedMs)} of ${formatDuration(boundMs)}`;
   if (pending.length > LISTED_SEPARATELY) {
-    const shown = pending
-      .slice(0, LISTED_SEPARATELY)
-      .map((p) => p.name)
-      .join(', ');
-    return [`${pending.length} hosts without a banner yet (${shown}, …), ${clock}`];
+    return [`${countedNames(pending.map((p) => p.name))} without a banner yet, ${clock}`];
   }
   return pending.map((p) => `${p.name}: no banner yet${p.lastReason ? ` (${p.lastReason})` : ''}, ${clock}`);
 }
