@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { chmod, copyFile, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
 import { knownHostsName } from '../domain/inventory.js';
@@ -302,16 +303,31 @@ async function waitForEveryBanner(hosts: readonly SshTarget[], options: WaitForS
 // ---------------------------------------------------------------------------
 
 export interface KeyscanOptions {
-  /** ssh-keyscan -T: seconds a connection may stay silent. */
+  /** ssh-keyscan -T: seconds a connection may stay silent (on the first pass; doubled on each retry). */
   timeoutSec?: number;
-  /** ssh-keyscan processes at once. */
+  /** ssh-keyscan processes at once; never more than this machine's cores (each key exchange is CPU here). */
   concurrency?: number;
-  /** ssh-keyscan -t. */
+  /** ssh-keyscan -t on the first pass. A host that gives none of them is retried with every type. */
   keyTypes?: string;
-  /** Targets handed to one ssh-keyscan process (it scans them in parallel itself). */
+  /** Targets handed to one ssh-keyscan process at first (it connects to them all at once); halved on each retry. */
   hostsPerProcess?: number;
+  /** The time the whole scan may take, retries included; a retry starts only while a full pass still fits. */
+  budgetMs?: number;
   /** Stops every scan when aborted; keyscan then rejects with the signal's reason. */
   signal?: AbortSignal | undefined;
+}
+
+/** The pause before the first retry of a scan; doubled before each further one. */
+const RETRY_PAUSE_MS = 1_000;
+
+/** Every key type a host may present; the types a retry asks for. */
+export const ALL_KEY_TYPES = 'ed25519,ecdsa,rsa';
+
+interface ScanPass {
+  keyTypes: string;
+  timeoutSec: number;
+  hostsPerProcess: number;
+  concurrency: number;
 }
 
 /**
@@ -321,42 +337,92 @@ export interface KeyscanOptions {
  * that did not answer maps to '' so the caller fails closed.
  *
  * Targets that share a port go to one ssh-keyscan process (it scans its hosts
- * in parallel); bench/ssh.ts measured that against one process per target.
+ * in parallel). A busy runner or a host that drops unauthenticated connections
+ * (sshd's MaxStartups) leaves some hosts silent within -T: those are retried,
+ * with fewer connections in flight and a longer -T, while the budget allows a
+ * full pass; a host is unanswered only after its retries.
  */
 export async function keyscan(
   targets: readonly { address: string; port: number }[],
   options: KeyscanOptions = {},
 ): Promise<Map<string, string>> {
-  const { timeoutSec = 5, concurrency = 16, keyTypes = 'ed25519,ecdsa,rsa', hostsPerProcess = 64, signal } = options;
-  signal?.throwIfAborted();
+  options.signal?.throwIfAborted();
+  const fanOut = fanOutSignal(options.signal, targets.length);
+  try {
+    return await keyscanWithRetries(targets, { ...options, signal: fanOut.signal });
+  } finally {
+    fanOut.release();
+  }
+}
+
+async function keyscanWithRetries(
+  targets: readonly { address: string; port: number }[],
+  options: KeyscanOptions,
+): Promise<Map<string, string>> {
+  const { signal, budgetMs = 120_000 } = options;
+  const started = performance.now();
   const lines = new Map<string, string[]>();
-  const byPort = new Map<number, string[]>();
+  const unique: { name: string; address: string; port: number }[] = [];
   for (const { address, port } of targets) {
     const name = knownHostsName(address, port);
     if (lines.has(name)) continue;
     lines.set(name, []);
-    const group = byPort.get(port) ?? [];
-    group.push(address);
-    byPort.set(port, group);
+    unique.push({ name, address, port });
   }
+  let pass: ScanPass = {
+    keyTypes: options.keyTypes ?? ALL_KEY_TYPES,
+    timeoutSec: options.timeoutSec ?? 5,
+    hostsPerProcess: Math.max(1, options.hostsPerProcess ?? 64),
+    concurrency: Math.max(1, Math.min(options.concurrency ?? availableParallelism(), availableParallelism())),
+  };
+  let pending = unique;
+  for (let retry = 0; ; retry += 1) {
+    // A host that refused at once (sshd's MaxStartups full) is not asked again at once.
+    if (retry > 0) await pause(RETRY_PAUSE_MS * 2 ** (retry - 1), signal);
+    await scanPass(pending, pass, lines, signal);
+    // A stopped scan is partial: it must not pass for hosts that did not answer.
+    signal?.throwIfAborted();
+    pending = pending.filter((target) => lines.get(target.name)!.length === 0);
+    if (pending.length === 0) break;
+    pass = {
+      keyTypes: ALL_KEY_TYPES,
+      timeoutSec: pass.timeoutSec * 2,
+      hostsPerProcess: Math.max(1, Math.floor(pass.hostsPerProcess / 2)),
+      concurrency: pass.concurrency,
+    };
+    // A retry starts only while its pause and one round of it fit in the budget.
+    if (performance.now() - started + RETRY_PAUSE_MS * 2 ** retry + killAfterMs(pass) > budgetMs) break;
+  }
+  return new Map([...lines].map(([name, found]) => [name, found.length === 0 ? '' : `${found.join('\n')}\n`]));
+}
 
+/** ssh-keyscan's -T resets on every byte; this is the backstop for a host that drips. */
+function killAfterMs(pass: ScanPass): number {
+  return (pass.timeoutSec * (pass.keyTypes.split(',').length + 1) + 10) * 1_000;
+}
+
+/** One ssh-keyscan over every target, at most `concurrency` processes at once; adds what each target presented. */
+async function scanPass(
+  targets: readonly { name: string; address: string; port: number }[],
+  pass: ScanPass,
+  lines: Map<string, string[]>,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const byPort = new Map<number, string[]>();
+  for (const { address, port } of targets) byPort.set(port, [...(byPort.get(port) ?? []), address]);
   const batches: { port: number; addresses: string[] }[] = [];
   for (const [port, addresses] of byPort) {
-    for (let i = 0; i < addresses.length; i += hostsPerProcess) {
-      batches.push({ port, addresses: addresses.slice(i, i + hostsPerProcess) });
+    for (let i = 0; i < addresses.length; i += pass.hostsPerProcess) {
+      batches.push({ port, addresses: addresses.slice(i, i + pass.hostsPerProcess) });
     }
   }
-  const typeCount = keyTypes.split(',').length;
-  // ssh-keyscan's -T resets on every byte; this is the backstop for a host that drips.
-  const killAfterMs = (timeoutSec * (typeCount + 1) + 10) * 1_000;
-
   const scan = async (batch: { port: number; addresses: string[] }): Promise<void> => {
     let result;
     try {
       result = await runProcess(
         'ssh-keyscan',
-        ['-T', String(timeoutSec), '-t', keyTypes, '-p', String(batch.port), '--', ...batch.addresses],
-        { timeoutMs: killAfterMs, signal },
+        ['-T', String(pass.timeoutSec), '-t', pass.keyTypes, '-p', String(batch.port), '--', ...batch.addresses],
+        { timeoutMs: killAfterMs(pass), signal },
       );
     } catch (error) {
       signal?.throwIfAborted();
@@ -372,7 +438,6 @@ export async function keyscan(
       lines.get(name)?.push(line);
     }
   };
-
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < batches.length && !signal?.aborted) {
@@ -380,11 +445,7 @@ export async function keyscan(
       if (batch) await scan(batch);
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, batches.length)) }, worker));
-  // A stopped scan is partial: it must not pass for hosts that did not answer.
-  signal?.throwIfAborted();
-
-  return new Map([...lines].map(([name, found]) => [name, found.length === 0 ? '' : `${found.join('\n')}\n`]));
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(pass.concurrency, batches.length)) }, worker));
 }
 
 // ---------------------------------------------------------------------------

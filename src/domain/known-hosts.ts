@@ -216,3 +216,36 @@ export function reconcilePins(input: ReconcileInput): ReconcileResult {
 
   return { next: [...nextByName.values()].flat().sort(comparePins), ...result };
 }
+
+/** ssh-keyscan's -t name of a known_hosts key type. */
+export function scanTypeOf(keyType: string): string {
+  if (keyType === 'ssh-ed25519') return 'ed25519';
+  if (keyType === 'ssh-rsa') return 'rsa';
+  if (keyType.startsWith('ecdsa-sha2-')) return 'ecdsa';
+  if (keyType === 'sk-ssh-ed25519@openssh.com') return 'ed25519-sk';
+  if (keyType === 'sk-ecdsa-sha2-nistp256@openssh.com') return 'ecdsa-sk';
+  return keyType;
+}
+
+/**
+ * Hosts whose scan shares no key with their pins while they are pinned with
+ * types the scan did not ask for (a scan of the types the plays prefer, against
+ * a host pinned with others): their pinned types are to be scanned before the
+ * key counts as changed. By known_hosts name, the -t names to scan.
+ */
+export function pinnedTypesToScan(
+  current: readonly Pin[],
+  scanned: ReadonlyMap<string, readonly Pin[]>,
+): Map<string, string[]> {
+  const wanted = new Map<string, string[]>();
+  for (const [name, keys] of scanned) {
+    const pinned = current.filter((pin) => pin.name === name);
+    if (pinned.length === 0 || keys.some((key) => pinned.some((pin) => samePin(pin, key)))) continue;
+    const scannedTypes = new Set(keys.map((key) => key.keyType));
+    const missing = [
+      ...new Set(pinned.filter((pin) => !scannedTypes.has(pin.keyType)).map((pin) => scanTypeOf(pin.keyType))),
+    ];
+    if (missing.length > 0) wanted.set(name, missing.sort());
+  }
+  return wanted;
+}

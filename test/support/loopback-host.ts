@@ -34,6 +34,8 @@ export interface HostOptions {
   rootAuthorizedKey: string;
   /** start() returns at once, sshd comes up after this delay (to make waits real). */
   startDelayMs?: number;
+  /** sshd's MaxStartups (unauthenticated connections at once); default 100. */
+  maxStartups?: string;
 }
 
 export interface LoopbackHost {
@@ -224,7 +226,7 @@ class HostImpl implements LoopbackHost {
       // Real hosts check modes; a play that installs a key with loose modes must fail here too.
       'StrictModes yes',
       'UseDNS no',
-      'MaxStartups 100',
+      `MaxStartups ${this.options.maxStartups ?? '100'}`,
       'MaxSessions 50',
       'PrintMotd no',
       'PrintLastLog no',

@@ -5,7 +5,13 @@
  */
 import { ExocompError, UsageError } from '../../domain/errors.js';
 import { knownHostsName, type DerivedHost } from '../../domain/inventory.js';
-import { parseKeyscanOutput, reconcilePins, renderKnownHosts, type Pin } from '../../domain/known-hosts.js';
+import {
+  parseKeyscanOutput,
+  pinnedTypesToScan,
+  reconcilePins,
+  renderKnownHosts,
+  type Pin,
+} from '../../domain/known-hosts.js';
 import { keyscan } from '../../adapters/ssh.js';
 import { publicKeyOf } from '../../adapters/ssh-keys.js';
 import { readKnownHostsText, readPins, RecordWrites } from '../../ledger/records.js';
@@ -40,14 +46,23 @@ type HostAddress = Pick<DerivedHost, 'name' | 'address' | 'port'>;
 /** The keys each host presents (by known_hosts name), as ssh-keyscan saw them: no authentication, nothing written. */
 export type ScannedHostKeys = ReadonlyMap<string, Pin[]>;
 
-/** Scans every host's keys; a host that presents none fails the scan, named. */
+/**
+ * The type scanned first: OpenSSH clients (the plays') prefer ed25519 and, once a
+ * host's ed25519 key is in known_hosts, ask for it first, so that pin is what
+ * every play checks. Each type costs the host a key exchange and this machine
+ * its CPU; a host that has no ed25519 key is retried with every type, and a host
+ * pinned with other types has those scanned (pinHostKeys).
+ */
+export const FIRST_SCAN_TYPES = 'ed25519';
+
+/** Scans every host's keys; a host that presents none, after its retries, fails the scan, named. */
 export async function scanHostKeys(
   hosts: readonly HostAddress[],
-  options: { signal?: AbortSignal | undefined } = {},
+  options: { signal?: AbortSignal | undefined; keyTypes?: string } = {},
 ): Promise<ScannedHostKeys> {
   const scans = await keyscan(
     hosts.map((h) => ({ address: h.address, port: h.port })),
-    { signal: options.signal },
+    { signal: options.signal, keyTypes: options.keyTypes ?? FIRST_SCAN_TYPES },
   );
   const scanned = new Map<string, Pin[]>();
   const silent: string[] = [];
@@ -102,14 +117,55 @@ export async function pinHostKeys(
   options: { signal?: AbortSignal; scanned?: ScannedHostKeys } = {},
 ): Promise<PinOutcome> {
   const { signal } = options;
-  const scanned = scannedFor(hosts, options.scanned) ?? (await scanHostKeys(hosts, { signal }));
+  let scanned = scannedFor(hosts, options.scanned) ?? (await scanHostKeys(hosts, { signal }));
   const rotateSet = rotationNames(hosts, rotate);
+  try {
+    return await recordPins(app, scanned, rotateSet, { signal, scanPinnedTypes: true });
+  } catch (error) {
+    if (!(error instanceof PinnedTypesUnscanned)) throw error;
+    scanned = await withPinnedTypes(hosts, scanned, error.wanted, signal);
+    return recordPins(app, scanned, rotateSet, { signal, scanPinnedTypes: false });
+  }
+}
+
+/** Thrown from inside a ledger change that met hosts pinned with types not scanned yet; they are scanned, and the change retried. */
+class PinnedTypesUnscanned extends Error {
+  constructor(readonly wanted: Map<string, string[]>) {
+    super('pinned key types not scanned yet');
+  }
+}
+
+/** `scanned`, plus what the hosts in `wanted` present of their pinned types (each host asked once). */
+async function withPinnedTypes(
+  hosts: readonly HostAddress[],
+  scanned: ScannedHostKeys,
+  wanted: Map<string, string[]>,
+  signal: AbortSignal | undefined,
+): Promise<ScannedHostKeys> {
+  const next = new Map(scanned);
+  for (const [name, types] of wanted) {
+    const host = hosts.find((h) => knownHostsName(h.address, h.port) === name)!;
+    const more = await scanHostKeys([host], { signal, keyTypes: types.join(',') }).catch(() => undefined);
+    next.set(name, [...(scanned.get(name) ?? []), ...(more?.get(name) ?? [])]);
+  }
+  return next;
+}
+
+async function recordPins(
+  app: AppContext,
+  scanned: ScannedHostKeys,
+  rotateSet: Set<string>,
+  { signal, scanPinnedTypes }: { signal: AbortSignal | undefined; scanPinnedTypes: boolean },
+): Promise<PinOutcome> {
   // Reads and writes the pins only: may be tried on the ledger as last seen (ADR 0016).
   return app.store.update(
     (snapshot) => {
       // A runner that lost its step pins nothing.
       signal?.throwIfAborted();
       const current = readPins(snapshot);
+      // Asked once: after that, the pins are judged on what the hosts presented.
+      const wanted = scanPinnedTypes ? pinnedTypesToScan(current, scanned) : new Map<string, string[]>();
+      if (wanted.size > 0) throw new PinnedTypesUnscanned(wanted);
       const result = reconcilePins({ current, scanned, rotate: rotateSet });
       if (result.changed.length > 0) {
         const names = result.changed.map((c) => c.name);
