@@ -303,7 +303,7 @@ async function waitForEveryBanner(hosts: readonly SshTarget[], options: WaitForS
 // ---------------------------------------------------------------------------
 
 export interface KeyscanOptions {
-  /** ssh-keyscan -T: seconds a connection may stay silent (on the first pass; doubled on each retry). */
+  /** ssh-keyscan -T: seconds a connection may stay silent (on the first pass; doubled on each retry, up to 4×). */
   timeoutSec?: number;
   /** ssh-keyscan processes at once; never more than this machine's cores (each key exchange is CPU here). */
   concurrency?: number;
@@ -369,24 +369,33 @@ async function keyscanWithRetries(
     lines.set(name, []);
     unique.push({ name, address, port });
   }
+  const firstTimeoutSec = options.timeoutSec ?? 5;
   let pass: ScanPass = {
     keyTypes: options.keyTypes ?? ALL_KEY_TYPES,
-    timeoutSec: options.timeoutSec ?? 5,
+    timeoutSec: firstTimeoutSec,
     hostsPerProcess: Math.max(1, options.hostsPerProcess ?? 64),
     concurrency: Math.max(1, Math.min(options.concurrency ?? availableParallelism(), availableParallelism())),
   };
   let pending = unique;
+  // A host that answered but has none of the types asked is asked for every type; one that did not answer, again
+  // for the same (each type is a connection of its own, in ssh-keyscan's order: a throttled sshd refuses the later ones).
+  const typesOf = new Map(unique.map((target) => [target.name, pass.keyTypes]));
   for (let retry = 0; ; retry += 1) {
     // A host that refused at once (sshd's MaxStartups full) is not asked again at once.
     if (retry > 0) await pause(RETRY_PAUSE_MS * 2 ** (retry - 1), signal);
-    await scanPass(pending, pass, lines, signal);
+    const answered = new Set<string>();
+    for (const keyTypes of new Set(pending.map((target) => typesOf.get(target.name)!))) {
+      const group = pending.filter((target) => typesOf.get(target.name) === keyTypes);
+      await scanPass(group, { ...pass, keyTypes }, lines, answered, signal);
+    }
     // A stopped scan is partial: it must not pass for hosts that did not answer.
     signal?.throwIfAborted();
     pending = pending.filter((target) => lines.get(target.name)!.length === 0);
     if (pending.length === 0) break;
+    for (const target of pending) if (answered.has(target.name)) typesOf.set(target.name, ALL_KEY_TYPES);
     pass = {
       keyTypes: ALL_KEY_TYPES,
-      timeoutSec: pass.timeoutSec * 2,
+      timeoutSec: Math.min(pass.timeoutSec * 2, firstTimeoutSec * 4),
       hostsPerProcess: Math.max(1, Math.floor(pass.hostsPerProcess / 2)),
       concurrency: pass.concurrency,
     };
@@ -406,6 +415,7 @@ async function scanPass(
   targets: readonly { name: string; address: string; port: number }[],
   pass: ScanPass,
   lines: Map<string, string[]>,
+  answered: Set<string>,
   signal: AbortSignal | undefined,
 ): Promise<void> {
   const byPort = new Map<number, string[]>();
@@ -430,6 +440,11 @@ async function scanPass(
         help: 'Install the OpenSSH client (e.g. apt-get install openssh-client) on the machine running exocomp.',
         cause: error,
       });
+    }
+    // "# address:port SSH-2.0-…": the host sent its banner (on stderr).
+    for (const line of result.stderr.split('\n')) {
+      const banner = /^# (\S+):(\d+) SSH-/.exec(line);
+      if (banner) answered.add(knownHostsName(banner[1]!, Number(banner[2])));
     }
     for (const line of result.stdout.split('\n')) {
       if (line === '' || line.startsWith('#')) continue;
