@@ -66,6 +66,12 @@ async function until(condition: () => Promise<boolean>, timeoutMs: number): Prom
   }
 }
 
+/** Plan files, or private directories of ours, left under the jobs' TMPDIR or in the project. */
+async function leftPlans(): Promise<string[]> {
+  const found = await runProcess('find', [root, '(', '-name', '*.tfplan', '-o', '-name', 'exocomp-plan-*', ')']);
+  return found.stdout.split('\n').filter((line) => line !== '' && !line.endsWith('.sealed'));
+}
+
 const applies = async () => (await readStandinLog(standinLog)).filter((i) => i.argv[0] === 'apply').length;
 
 beforeAll(async () => {
@@ -90,8 +96,11 @@ beforeAll(async () => {
     HOME: path.join(root, 'home'),
     XDG_CACHE_HOME: path.join(root, 'cache'),
     LANG: 'C.UTF-8',
+    // The jobs' temporary files, so the test sees what they leave behind.
+    TMPDIR: path.join(root, 'tmp'),
   };
   await mkdir(env.HOME as string);
+  await mkdir(env.TMPDIR as string);
   standinLog = path.join(root, 'tofu.log');
 
   project = path.join(root, 'project');
@@ -260,6 +269,8 @@ describe('provision through templates/provision.yml, approval: manual', () => {
     expect(record).toMatchObject({ state: 'awaiting-approval', requester: 'alice' });
     expect(await applies()).toBe(0);
     expect(plan.stdout).toContain('awaiting approval');
+    // The notice names the job to run: the apply job, not the plan job it is printed by.
+    expect(plan.stdout).toContain('runs the manual job exocomp-apply of pipeline');
   }, 300_000);
 
   it('refuses the requester running the apply job: nothing applied', async () => {
@@ -300,6 +311,8 @@ describe('provision through templates/provision.yml, approval: manual', () => {
         `applying the approved plan from the plan job (sealed artifact) of run ${PIPELINE}`,
       );
       expect(apply.stdout).not.toContain(SEAL_KEY);
+      // Neither the plan job's saved plan nor the apply job's unsealed one outlived its job (issue 24, item 1).
+      expect(await leftPlans()).toEqual([]);
 
       // The configure job dies with its whole process group while the play runs (a lost runner).
       const configure = spawn(
