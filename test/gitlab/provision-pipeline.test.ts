@@ -521,3 +521,61 @@ describe('templates/plan.yml with a workspace that keeps its state on the runner
     });
   }, 300_000);
 });
+
+describe('two provision pipelines at once on one runner, with a seal key (issue 24, item 1)', () => {
+  it(
+    'each applies the plan its own plan job made; no plan file outlives its job',
+    async () => {
+      // A second checkout of the project: gitlab-ci-local keeps its state in the project directory, as a runner
+      // keeps one build directory per concurrent job. TMPDIR is shared, as on one shell-executor machine.
+      const other = path.join(root, 'project-b');
+      await cp(project, other, { recursive: true, filter: (src) => !src.includes('.gitlab-ci-local') });
+      const pipelines = [
+        { cwd: project, pipeline: 741, planJob: 841, applyJob: 842 },
+        { cwd: other, pipeline: 751, planJob: 851, applyJob: 852 },
+      ];
+      const as = (user: string, jobId: number, pipeline: number) => ({
+        ...asUser(user, jobId),
+        CI_PIPELINE_ID: String(pipeline),
+        CI_JOB_ID: String(jobId),
+      });
+      const before = await applies();
+      const plans = await Promise.all(
+        pipelines.map((p) =>
+          runPipeline({ cwd: p.cwd, env, variables: as('alice', p.planJob, p.pipeline), jobs: ['exocomp-plan'] }),
+        ),
+      );
+      for (const plan of plans) expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
+      const runs = await Promise.all(
+        pipelines.map((p) =>
+          runPipeline({
+            cwd: p.cwd,
+            env,
+            variables: { ...as('bob', p.applyJob, p.pipeline), CI_JOB_MANUAL: 'true' },
+            jobs: ['exocomp-apply'],
+            manual: ['exocomp-apply'],
+          }),
+        ),
+      );
+      pipelines.forEach((p, i) => {
+        const apply = runs[i] as RunResult;
+        expect(apply.code, `${apply.stdout}\n${apply.stderr}`).toBe(0);
+        expect(apply.stdout).toContain(
+          `applying the approved plan from the plan job (sealed artifact) of run ${p.pipeline}`,
+        );
+      });
+      expect(await applies()).toBe(before + 2);
+      // Each apply read its plan from a directory of its own.
+      const applied = (await readStandinLog(standinLog)).filter((i) => i.argv[0] === 'apply').slice(-2);
+      const planDirs = applied.map((i) => path.dirname(i.argv[i.argv.length - 1] ?? ''));
+      expect(new Set(planDirs).size).toBe(2);
+      for (const dir of planDirs) expect(path.basename(dir)).toMatch(/^exocomp-plan-\d+-/);
+      expect(await leftPlans()).toEqual([]);
+      for (const p of pipelines)
+        expect(JSON.parse((await ledgerFile(`workflows/edge-${p.pipeline}.json`)) ?? '{}')).toMatchObject({
+          approval: { state: 'approved', by: 'bob' },
+        });
+    },
+    scaled(600_000),
+  );
+});
