@@ -1,6 +1,6 @@
 /** Renders progress events for a person (lines) or a program (one JSON object per line). */
 import { formatDuration } from '../domain/duration.js';
-import { failureReason, formatFailure, formatHostResult, isFailure } from '../domain/play-events.js';
+import { playStartedLine, taskResultLines } from '../domain/play-events.js';
 import type { ProgressEvent, ProgressListener } from '../app/runtime/progress.js';
 
 export class TerminalProgress implements ProgressListener {
@@ -34,18 +34,12 @@ export class TerminalProgress implements ProgressListener {
         );
         break;
       case 'play-started':
-        this.write(`${this.stepLabel}play ${event.play}: ${event.tasks} task(s)`);
+        this.write(`${this.stepLabel}${playStartedLine(event.play, event.tasks)}`);
         break;
       case 'task-result': {
-        const result = { ...event, event: 'result' as const };
-        this.write(
-          `${event.step ? this.stepLabel : ''}${formatHostResult(result)} ${formatDuration(event.elapsedMs ?? 0)}`,
-        );
-        // The failure, readably and once: the step's summary and the status table keep one line.
-        if (isFailure(result)) {
-          this.write(`      ${failureReason(result)}`);
-          for (const line of formatFailure(result).slice(1)) this.write(`    ${line}`);
-        }
+        const [first, ...failure] = taskResultLines({ ...event, event: 'result' });
+        this.write(`${event.step ? this.stepLabel : ''}${first}`);
+        for (const line of failure) this.write(line);
         break;
       }
       case 'info':

@@ -6,6 +6,7 @@
  * reports and drift (which reads `changed` and diffs of check-mode runs).
  */
 import { z } from 'zod';
+import { formatDuration } from './duration.js';
 
 const count = z.number().int().nonnegative();
 /** Where the callback knows them: the task's position in its play, and the time since the run started. */
@@ -98,6 +99,27 @@ export function formatFailure(result: HostResult, maxLines = 5): string[] {
     if (all.length > shown.length) lines.push(`    … ${all.length - shown.length} more line(s)`);
   }
   return lines;
+}
+
+/**
+ * One host's result of one task as every log prints it (the CLI's terminal, a GitLab job): the line with its
+ * duration, then a failure readably and once (the step's summary and the status table keep one line).
+ */
+export function taskResultLines(result: HostResult): string[] {
+  const lines = [`${formatHostResult(result)} ${formatDuration(result.elapsedMs ?? 0)}`];
+  if (!isFailure(result)) return lines;
+  return [
+    ...lines,
+    `      ${failureReason(result)}`,
+    ...formatFailure(result)
+      .slice(1)
+      .map((line) => `    ${line}`),
+  ];
+}
+
+/** `play Configure: 3 task(s)` */
+export function playStartedLine(play: string, tasks: number): string {
+  return `play ${oneLine(play)}: ${tasks} task(s)`;
 }
 
 /** Everything known about the failures, for the ledger's failure context. */

@@ -306,6 +306,32 @@ export function scheduleNameOfDescription(description: string): string | undefin
   return match && (match[1] as string).length <= SCHEDULE_NAME_MAX_LENGTH ? match[1] : undefined;
 }
 
+/**
+ * What a generated include carries beside the schedule, so the drift and converge jobs run where the
+ * provision include runs: the template to include, the job image, the ledger's project, and (drift only, as
+ * only the drift check plans) the state backend.
+ */
+export interface GitLabIncludeOptions {
+  /** The template to include; default: the component for the schedule's kind. */
+  template?: string | undefined;
+  /** `gitlab`: the project's GitLab-managed OpenTofu state (the provision include's `state: gitlab`). */
+  state?: 'local' | 'gitlab' | undefined;
+  image?: string | undefined;
+  /** group/project holding the ledger branch; absent for the schedule's own project. */
+  ledgerProject?: string | undefined;
+}
+
+/** The inputs every template takes the same way: image, ledger project (the branch is in the spec). */
+function gitlabSharedInputs(include: GitLabIncludeOptions): string[] {
+  const image = include.image === undefined ? undefined : checkEmbeddable('image', include.image);
+  const project =
+    include.ledgerProject === undefined ? undefined : checkEmbeddable('ledger project', include.ledgerProject);
+  return [
+    ...(project ? [`      ledger-project: ${yamlQuote(project)}`] : []),
+    ...(image ? [`      image: ${yamlQuote(image)}`] : []),
+  ];
+}
+
 /** The `include:` entry: a component reference, or a `.yml` path in the project (`local:`). */
 function includeEntry(template: string): string {
   checkEmbeddable('GitLab template', template);
@@ -348,8 +374,18 @@ function gitlabDriftInputs(spec: ScheduleSpec, fiveFieldCron: string): string[] 
  * only when the pipeline schedule whose EXOCOMP_SCHEDULE is `<name>` fires. Plus
  * the schedule's settings, for those who create it by hand.
  */
-export function renderGitLabSchedule(input: ScheduleSpec, template?: string): { file: string; settings: string } {
+export function renderGitLabSchedule(
+  input: ScheduleSpec,
+  include: GitLabIncludeOptions = {},
+): { file: string; settings: string } {
   const { spec, fiveFieldCron } = validateScheduleSpec(input);
+  const { template } = include;
+  if (include.state !== undefined && spec.kind !== 'drift') {
+    throw new UsageError(
+      '--state concerns the drift check (it plans the workspace); a converge reads the standing inventory from the ledger',
+      'drop --state for --kind play',
+    );
+  }
   if (spec.maxParallel !== undefined) {
     throw new UsageError(
       '--max-parallel is a GitHub matrix setting',
@@ -369,7 +405,9 @@ export function renderGitLabSchedule(input: ScheduleSpec, template?: string): { 
     '    inputs:',
     `      name: ${yamlQuote(spec.name)}`,
     ...(drift ? gitlabDriftInputs(spec, fiveFieldCron) : gitlabConvergeInputs(spec, fiveFieldCron)),
+    ...(drift && include.state !== undefined ? [`      state: ${yamlQuote(include.state)}`] : []),
     `      ledger-branch: ${yamlQuote(spec.ledgerBranch)}`,
+    ...gitlabSharedInputs(include),
   ].join('\n');
   const settings = [
     'Pipeline schedule (Build → Pipeline schedules → New schedule, or `exocomp schedule add … --gitlab --create`):',

@@ -132,7 +132,21 @@ export const REMOTE_BACKEND_HELP = `give the workspace a remote backend, e.g. a 
   GitLab-managed state: backend "http" {} with TF_HTTP_ADDRESS, TF_HTTP_LOCK_ADDRESS, TF_HTTP_UNLOCK_ADDRESS, TF_HTTP_USERNAME=gitlab-ci-token, TF_HTTP_PASSWORD=$CI_JOB_TOKEN.
   See docs/state.md. To apply with local state anyway (your job saves it elsewhere), set allow-local-state: true (CLI: --allow-local-state).`;
 
-/** GitHub Actions and GitLab CI say so in their environment. */
+/**
+ * Any one of the variables a CI system sets in every job says so: `CI` (GitLab, GitHub, most others, and
+ * gitlab-ci-local, which sets GITLAB_CI=false), `GITLAB_CI`, `GITHUB_ACTIONS`, and the job's own id (GitLab's
+ * `CI_JOB_ID`, GitHub's `GITHUB_RUN_ID`), which a job script that resets CI cannot take away. The guard it
+ * feeds refuses, so a false "not CI" is the costly mistake.
+ * https://docs.gitlab.com/ci/variables/predefined_variables/ ·
+ * https://docs.github.com/en/actions/reference/variables-reference#default-environment-variables
+ */
 export function isCiEnvironment(env: NodeJS.ProcessEnv): boolean {
-  return env.GITHUB_ACTIONS === 'true' || env.GITLAB_CI === 'true';
+  const yes = (value: string | undefined) => value !== undefined && /^(true|1|yes)$/i.test(value.trim());
+  return (
+    yes(env.CI) ||
+    yes(env.GITLAB_CI) ||
+    yes(env.GITHUB_ACTIONS) ||
+    Boolean(env.CI_JOB_ID?.trim()) ||
+    Boolean(env.GITHUB_RUN_ID?.trim())
+  );
 }

@@ -282,7 +282,47 @@ export function awaitApproval(
     // An earlier plan's artifact is not this plan's; recordPlanRun names the new one once it is shipped.
     delete approval.planRunId;
   }
-  return { ...workflow, state: 'awaiting-approval', approval, updatedAt: now.toISOString() };
+  const { failure, ...rest } = workflow;
+  // A plan that succeeds clears the failure of the one before it.
+  const kept = failure && failure.kind !== PLAN_FAILURE_KIND ? { failure } : {};
+  return { ...rest, ...kept, state: 'awaiting-approval', approval, updatedAt: now.toISOString() };
+}
+
+/** The failure kind a plan for approval records: the workflow waits for a plan again, and takes no approval until one succeeds. */
+export const PLAN_FAILURE_KIND = 'plan';
+
+/**
+ * A plan for approval failed (a plan job): recorded as the workflow's failure at `apply` (kind `plan`),
+ * back to `created` with no plan to approve. It is retryable: the next plan for this workflow (the plan job
+ * retried in the same pipeline) clears it; until then an approval is refused, as nobody saw a plan.
+ */
+export function recordPlanFailure(
+  workflow: Workflow,
+  now: Date,
+  failure: { summary: string; detail?: string },
+): Workflow {
+  if (workflow.state !== 'created' && workflow.state !== 'awaiting-approval') {
+    throw new IllegalTransitionError(
+      `workflow ${workflow.id} is ${workflow.state}; only a workflow waiting for its plan records a plan failure`,
+    );
+  }
+  const at = now.toISOString();
+  const approval: Approval = { ...workflow.approval };
+  for (const key of ['planFingerprint', 'planSummary', 'planRunId', 'configFingerprint', 'configPreview'] as const)
+    delete approval[key];
+  return {
+    ...workflow,
+    state: 'created',
+    approval,
+    updatedAt: at,
+    failure: {
+      step: 'apply',
+      kind: PLAN_FAILURE_KIND,
+      summary: failure.summary,
+      ...(failure.detail ? { detail: failure.detail } : {}),
+      at,
+    },
+  };
 }
 
 /** Records the CI run whose artifacts hold the sealed saved plan of the plan awaiting approval. */
@@ -337,6 +377,12 @@ export function decideApproval(workflow: Workflow, decision: Decision): Workflow
     throw new IllegalTransitionError(
       `workflow ${workflow.id} was already ${workflow.approval.state}${workflow.approval.by ? ` by ${workflow.approval.by}` : ''}`,
       'a decision is final; start a new workflow to change it',
+    );
+  }
+  if (decision.approve && workflow.failure?.kind === PLAN_FAILURE_KIND) {
+    throw new IllegalTransitionError(
+      `workflow ${workflow.id} has no plan to approve: its plan failed (${workflow.failure.summary})`,
+      'nothing was applied; fix the cause and plan again (retry the plan job), then approve what it shows',
     );
   }
   const at = decision.now.toISOString();

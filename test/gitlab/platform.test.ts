@@ -17,6 +17,9 @@ import { gitlabHolder, gitlabHolderProbe } from '../../src/platform/gitlab/holde
 import { gitlabHolderId, parseGitLabHolderId, readGitLabJob, type GitLabJob } from '../../src/platform/gitlab/job.js';
 import { openGitLabLedger } from '../../src/platform/gitlab/ledger.js';
 import { createGitLabLog } from '../../src/platform/gitlab/log.js';
+import { GitLabProgress } from '../../src/platform/gitlab/progress.js';
+import { TerminalProgress } from '../../src/cli/terminal.js';
+import type { ProgressEvent } from '../../src/app/runtime/progress.js';
 import { findMergeRequest, statusMarker, upsertStatusNote } from '../../src/platform/gitlab/status-note.js';
 import { publishDriftIssueTo } from '../../src/app/drift/drift-issue.js';
 import { gitlabDriftIssueTarget } from '../../src/platform/gitlab/drift-issue.js';
@@ -485,6 +488,56 @@ describe('log sections and state backend', () => {
     expect(out).not.toContain('hunter2');
     expect(out).toContain('^[[0Ksection_end:1:fake');
     expect(out.split('\u001b[0Ksection_end')).toHaveLength(2);
+  });
+
+  it('prints a play inside its step’s section, one line per task and host, as the CLI does', () => {
+    let out = '';
+    const progress = new GitLabProgress(
+      createGitLabLog(
+        new SecretRegistry(),
+        (t) => (out += t),
+        () => 0,
+      ),
+    );
+    let cli = '';
+    const terminal = new TerminalProgress((line) => (cli += `${line}\n`));
+    const events: ProgressEvent[] = [
+      { type: 'step-started', workflow: 'edge-1', step: 'configure', index: 4, total: 4, attempt: 1 },
+      { type: 'play-started', step: 'configure', play: 'Configure', tasks: 2 },
+      ...['web1', 'web2'].flatMap((host) =>
+        ['Install nginx', 'Start nginx'].map((task, i): ProgressEvent => ({
+          type: 'task-result',
+          step: 'configure',
+          host,
+          task,
+          action: 'ansible.builtin.package',
+          status: host === 'web2' && i === 1 ? 'failed' : 'changed',
+          ...(host === 'web2' && i === 1 ? { msg: 'unit nginx not found', rc: 5 } : {}),
+          index: i + 1,
+          total: 2,
+          elapsedMs: 1200,
+        })),
+      ),
+      { type: 'step-failed', step: 'configure', index: 4, total: 4, durationMs: 5000, summary: 'web2 failed' },
+    ];
+    for (const event of events) {
+      progress.emit(event);
+      terminal.emit(event);
+    }
+    const [, section = ''] = out.split('[collapsed=true]');
+    const inside = section.split('\u001b[0Ksection_end')[0] ?? '';
+    for (const host of ['web1', 'web2'])
+      for (const task of ['Install nginx', 'Start nginx']) expect(inside).toContain(`${host} · ${task} `);
+    expect(inside).toContain('play Configure: 2 task(s)');
+    expect(inside).toContain('      unit nginx not found (rc 5)');
+    // The same lines as the CLI's (which prefixes the step).
+    const taskLines = (text: string) =>
+      text
+        .split('\n')
+        .filter((line) => line.includes(' · '))
+        .map((line) => line.replace('[4/4] configure ', ''));
+    expect(taskLines(inside)).toEqual(taskLines(cli));
+    expect(taskLines(inside)).toHaveLength(4);
   });
 
   it('points the http backend at the project’s GitLab-managed state', () => {

@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess, type RunResult } from '../../src/adapters/process.js';
 import { exocompBin, pipelineArgs, runPipeline } from '../support/gitlab-ci.js';
+import { scaled } from '../support/time.js';
 import { GitLabDouble } from '../support/gitlab-double.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../support/loopback-host.js';
 import { fixtureWorkspacesDir, readStandinLog, standinPath } from '../support/tofu-standin.js';
@@ -65,6 +66,12 @@ async function until(condition: () => Promise<boolean>, timeoutMs: number): Prom
   }
 }
 
+/** Plan files, or private directories of ours, left under the jobs' TMPDIR or in the project. */
+async function leftPlans(): Promise<string[]> {
+  const found = await runProcess('find', [root, '(', '-name', '*.tfplan', '-o', '-name', 'exocomp-plan-*', ')']);
+  return found.stdout.split('\n').filter((line) => line !== '' && !line.endsWith('.sealed'));
+}
+
 const applies = async () => (await readStandinLog(standinLog)).filter((i) => i.argv[0] === 'apply').length;
 
 beforeAll(async () => {
@@ -89,8 +96,11 @@ beforeAll(async () => {
     HOME: path.join(root, 'home'),
     XDG_CACHE_HOME: path.join(root, 'cache'),
     LANG: 'C.UTF-8',
+    // The jobs' temporary files, so the test sees what they leave behind.
+    TMPDIR: path.join(root, 'tmp'),
   };
   await mkdir(env.HOME as string);
+  await mkdir(env.TMPDIR as string);
   standinLog = path.join(root, 'tofu.log');
 
   project = path.join(root, 'project');
@@ -130,7 +140,11 @@ beforeAll(async () => {
       '      workspace: edge',
       '      playbook: site.yml',
       '      approval: manual',
+      // The fixture keeps its state locally; gitlab-ci-local sets CI=true, so a job refuses that unless told.
+      '      allow-local-state: true',
       '  - local: templates/resume.yml',
+      '    inputs:',
+      '      allow-local-state: true',
       '',
     ].join('\n'),
   );
@@ -146,6 +160,7 @@ beforeAll(async () => {
       '      approval: environment',
       '      apply-when: on_success',
       '      environment: production',
+      '      allow-local-state: true',
       '',
     ].join('\n'),
   );
@@ -157,18 +172,18 @@ beforeAll(async () => {
       '    inputs:',
       '      workspace: edge',
       '      playbook: site.yml',
+      '      allow-local-state: true',
       '',
     ].join('\n'),
   );
   await writeFile(
-    path.join(project, 'merge-request-local-state.yml'),
+    path.join(project, 'merge-request-remote-state-only.yml'),
     [
       'include:',
       '  - local: templates/plan.yml',
       '    inputs:',
       '      workspace: edge',
       '      playbook: site.yml',
-      '      allow-local-state: true',
       '',
     ].join('\n'),
   );
@@ -254,6 +269,8 @@ describe('provision through templates/provision.yml, approval: manual', () => {
     expect(record).toMatchObject({ state: 'awaiting-approval', requester: 'alice' });
     expect(await applies()).toBe(0);
     expect(plan.stdout).toContain('awaiting approval');
+    // The notice names the job to run: the apply job, not the plan job it is printed by.
+    expect(plan.stdout).toContain('runs the manual job exocomp-apply of pipeline');
   }, 300_000);
 
   it('refuses the requester running the apply job: nothing applied', async () => {
@@ -276,88 +293,100 @@ describe('provision through templates/provision.yml, approval: manual', () => {
     expect(record).toMatchObject({ state: 'awaiting-approval', approval: { state: 'pending' } });
   }, 300_000);
 
-  it('applies when another person runs it; a configure job killed mid-play is continued by the resume template', async () => {
-    const bob = { ...asUser('bob', 803), CI_JOB_MANUAL: 'true' };
-    const apply = await runPipeline({
-      cwd: project,
-      env,
-      variables: bob,
-      jobs: ['exocomp-apply'],
-      manual: ['exocomp-apply'],
-    });
-    expect(apply.code, `${apply.stdout}\n${apply.stderr}`).toBe(0);
-    expect(await applies()).toBe(1);
-    // The plan the approver saw travelled from the plan job sealed, through the pipeline's artifacts.
-    expect(apply.stdout).toContain(`applying the approved plan from the plan job (sealed artifact) of run ${PIPELINE}`);
-    expect(apply.stdout).not.toContain(SEAL_KEY);
-
-    // The configure job dies with its whole process group while the play runs (a lost runner).
-    const configure = spawn(
-      path.join(repoRoot, 'node_modules/.bin/gitlab-ci-local'),
-      pipelineArgs({ ...asUser('bob', 805), CI_JOB_ID: '805' }, ['exocomp-configure']),
-      {
+  it(
+    'applies when another person runs it; a configure job killed mid-play is continued by the resume template',
+    async () => {
+      const bob = { ...asUser('bob', 803), CI_JOB_MANUAL: 'true' };
+      const apply = await runPipeline({
         cwd: project,
         env,
-        stdio: 'ignore',
-        detached: true,
-      },
-    );
-    const exited = new Promise((resolve) => configure.on('exit', resolve));
-    await until(async () => (await host.readFile('/etc/exocomp-configure-started')) !== undefined, 120_000);
-    const pid = (await runProcess('pgrep', ['-f', 'cli.js gitlab configure'])).stdout.trim().split('\n')[0];
-    const pgid = Number((await runProcess('ps', ['-o', 'pgid=', '-p', pid ?? ''])).stdout.trim());
-    expect(pgid).toBeGreaterThan(1);
-    process.kill(-pgid, 'SIGKILL');
-    if (pgid !== configure.pid) process.kill(-(configure.pid as number), 'SIGKILL');
-    await exited;
-    (double.state.jobs[805] as { status: string }).status = 'canceled';
-    const interrupted = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as {
-      steps?: { name: string; state: string; lease?: { holder: string } }[];
-    };
-    expect(interrupted.steps?.find((step) => step.state === 'running')?.lease?.holder).toBe(
-      `gitlab:${PROJECT.path}:${PIPELINE}:805`,
-    );
+        variables: bob,
+        jobs: ['exocomp-apply'],
+        manual: ['exocomp-apply'],
+      });
+      expect(apply.code, `${apply.stdout}\n${apply.stderr}`).toBe(0);
+      expect(await applies()).toBe(1);
+      // The plan the approver saw travelled from the plan job sealed, through the pipeline's artifacts.
+      expect(apply.stdout).toContain(
+        `applying the approved plan from the plan job (sealed artifact) of run ${PIPELINE}`,
+      );
+      expect(apply.stdout).not.toContain(SEAL_KEY);
+      // Neither the plan job's saved plan nor the apply job's unsealed one outlived its job (issue 24, item 1).
+      expect(await leftPlans()).toEqual([]);
 
-    // The scheduled sweeper finds the interrupted workflow and starts its continuation pipeline.
-    const sweep = await runPipeline({
-      cwd: project,
-      env,
-      variables: { ...asUser('bob', 807), CI_PIPELINE_SOURCE: 'schedule', EXOCOMP_SWEEP: 'true' },
-      jobs: ['exocomp-sweep'],
-    });
-    expect(sweep.code, `${sweep.stdout}\n${sweep.stderr}`).toBe(0);
-    expect(double.state.triggered).toEqual([
-      expect.objectContaining({ ref: 'main', variables: { EXOCOMP_WORKFLOW_ID: workflowId }, username: 'bob' }),
-    ]);
+      // The configure job dies with its whole process group while the play runs (a lost runner).
+      const configure = spawn(
+        path.join(repoRoot, 'node_modules/.bin/gitlab-ci-local'),
+        pipelineArgs({ ...asUser('bob', 805), CI_JOB_ID: '805' }, ['exocomp-configure']),
+        {
+          cwd: project,
+          env,
+          stdio: 'ignore',
+          detached: true,
+        },
+      );
+      const exited = new Promise((resolve) => configure.on('exit', resolve));
+      await until(async () => (await host.readFile('/etc/exocomp-configure-started')) !== undefined, scaled(120_000));
+      const pid = (await runProcess('pgrep', ['-f', 'cli.js gitlab configure'])).stdout.trim().split('\n')[0];
+      const pgid = Number((await runProcess('ps', ['-o', 'pgid=', '-p', pid ?? ''])).stdout.trim());
+      expect(pgid).toBeGreaterThan(1);
+      process.kill(-pgid, 'SIGKILL');
+      if (pgid !== configure.pid) process.kill(-(configure.pid as number), 'SIGKILL');
+      await exited;
+      (double.state.jobs[805] as { status: string }).status = 'canceled';
+      const interrupted = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as {
+        steps?: { name: string; state: string; lease?: { holder: string } }[];
+      };
+      expect(interrupted.steps?.find((step) => step.state === 'running')?.lease?.holder).toBe(
+        `gitlab:${PROJECT.path}:${PIPELINE}:805`,
+      );
 
-    await host.exec('touch /etc/exocomp-go');
-    const resume = await runPipeline({
-      cwd: project,
-      env,
-      variables: { ...asUser('bob', 806), EXOCOMP_WORKFLOW_ID: workflowId },
-      jobs: ['exocomp-resume'],
-    });
-    expect(resume.code, `${resume.stdout}\n${resume.stderr}`).toBe(0);
-    expect(await applies()).toBe(1);
-    expect(await host.readFile('/etc/exocomp-configured')).toBe('web1\n');
-    const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as {
-      state?: string;
-      approval?: { by?: string; via?: string };
-    };
-    expect(record).toMatchObject({
-      state: 'provisioned',
-      approval: { by: 'bob', via: expect.stringContaining('manual job exocomp-apply') },
-    });
-    // One status note, created by the plan job and edited in place by every job after it; carol's note untouched.
-    const notes = double.state.notes.filter((n) => n.mergeRequestIid === 5);
-    expect(notes.map((n) => n.author)).toEqual(['carol', 'project_42_bot']);
-    expect(notes[0]?.body).toBe('looks fine');
-    expect(notes[1]?.body).toContain(`<!-- exocomp:status:${workflowId} -->`);
-    expect(notes[1]?.body).toMatch(/provisioned/);
-    expect(double.requestsTo('create-mr-note')).toHaveLength(1);
-    expect(double.requestsTo('edit-mr-note').length).toBeGreaterThanOrEqual(2);
-    expect(double.violations).toEqual([]);
-  }, 600_000);
+      // The scheduled sweeper finds the interrupted workflow and starts its continuation pipeline.
+      const sweep = await runPipeline({
+        cwd: project,
+        env,
+        variables: { ...asUser('bob', 807), CI_PIPELINE_SOURCE: 'schedule', EXOCOMP_SWEEP: 'true' },
+        jobs: ['exocomp-sweep'],
+      });
+      expect(sweep.code, `${sweep.stdout}\n${sweep.stderr}`).toBe(0);
+      expect(double.state.triggered).toEqual([
+        expect.objectContaining({ ref: 'main', variables: { EXOCOMP_WORKFLOW_ID: workflowId }, username: 'bob' }),
+      ]);
+
+      await host.exec('touch /etc/exocomp-go');
+      const resume = await runPipeline({
+        cwd: project,
+        env,
+        variables: { ...asUser('bob', 806), EXOCOMP_WORKFLOW_ID: workflowId },
+        jobs: ['exocomp-resume'],
+      });
+      expect(resume.code, `${resume.stdout}\n${resume.stderr}`).toBe(0);
+      // The configure play's progress, one line per task and host (three tasks, one host), as the CLI prints it.
+      expect(resume.stdout.split('\n').filter((line) => / web1 · .* (✓|✓ changed) \(\d\/3\)/.test(line))).toHaveLength(
+        3,
+      );
+      expect(await applies()).toBe(1);
+      expect(await host.readFile('/etc/exocomp-configured')).toBe('web1\n');
+      const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as {
+        state?: string;
+        approval?: { by?: string; via?: string };
+      };
+      expect(record).toMatchObject({
+        state: 'provisioned',
+        approval: { by: 'bob', via: expect.stringContaining('manual job exocomp-apply') },
+      });
+      // One status note, created by the plan job and edited in place by every job after it; carol's note untouched.
+      const notes = double.state.notes.filter((n) => n.mergeRequestIid === 5);
+      expect(notes.map((n) => n.author)).toEqual(['carol', 'project_42_bot']);
+      expect(notes[0]?.body).toBe('looks fine');
+      expect(notes[1]?.body).toContain(`<!-- exocomp:status:${workflowId} -->`);
+      expect(notes[1]?.body).toMatch(/provisioned/);
+      expect(double.requestsTo('create-mr-note')).toHaveLength(1);
+      expect(double.requestsTo('edit-mr-note').length).toBeGreaterThanOrEqual(2);
+      expect(double.violations).toEqual([]);
+    },
+    scaled(600_000),
+  );
 });
 
 describe('provision through templates/provision.yml, approval: environment', () => {
@@ -448,34 +477,42 @@ describe('templates/plan.yml in a merge request pipeline', () => {
   }, 300_000);
 });
 
-describe('templates/plan.yml with a workspace that keeps its state on the runner (issue 13, item 1)', () => {
-  // gitlab-ci-local says GITLAB_CI=false; a GitLab runner says true, and only then is local state refused.
-  const onGitLab = (jobId: number, pipeline: number) => ({
+describe('templates/plan.yml with a workspace that keeps its state on the runner (issue 13, item 1; issue 24, item 4)', () => {
+  // gitlab-ci-local says CI=true and GITLAB_CI=false: CI=true alone makes it CI, as on any runner.
+  const job = (jobId: number, pipeline: number, extra: Record<string, string> = {}) => ({
     ...asUser('alice', jobId),
     CI_PIPELINE_ID: String(pipeline),
-    GITLAB_CI: 'true',
+    CI_PIPELINE_SOURCE: 'merge_request_event',
+    ...extra,
   });
 
-  it('refuses it by default, showing a remote backend block, and records nothing', async () => {
-    const plan = await runPipeline({
-      cwd: project,
-      env,
-      file: 'merge-request.yml',
-      variables: { ...onGitLab(830, 730), CI_PIPELINE_SOURCE: 'merge_request_event' },
-    });
-    expect(plan.code, `${plan.stdout}\n${plan.stderr}`).not.toBe(0);
-    expect(plan.stdout).toMatch(/keeps its OpenTofu state on this runner/);
-    expect(plan.stdout).toContain('backend "http"');
-    expect(plan.stdout).toContain('allow-local-state: true');
-    expect(await ledgerFile('workflows/edge-730.json')).toBeUndefined();
-  }, 300_000);
+  it.each([
+    ['CI=true (gitlab-ci-local’s own, GITLAB_CI=false)', 730, {}],
+    ['GITLAB_CI=true', 732, { GITLAB_CI: 'true' }],
+  ])(
+    'refuses it by default under %s, showing a remote backend block, and records nothing',
+    async (_way, pipeline, extra) => {
+      const plan = await runPipeline({
+        cwd: project,
+        env,
+        file: 'merge-request-remote-state-only.yml',
+        variables: job(830, pipeline, extra),
+      });
+      expect(plan.code, `${plan.stdout}\n${plan.stderr}`).not.toBe(0);
+      expect(plan.stdout).toMatch(/keeps its OpenTofu state on this runner/);
+      expect(plan.stdout).toContain('backend "http"');
+      expect(plan.stdout).toContain('allow-local-state: true');
+      expect(await ledgerFile(`workflows/edge-${pipeline}.json`)).toBeUndefined();
+    },
+    300_000,
+  );
 
   it('plans it with the allow-local-state input (the apply warns)', async () => {
     const plan = await runPipeline({
       cwd: project,
       env,
-      file: 'merge-request-local-state.yml',
-      variables: { ...onGitLab(831, 731), CI_PIPELINE_SOURCE: 'merge_request_event' },
+      file: 'merge-request.yml',
+      variables: job(831, 731, { GITLAB_CI: 'true' }),
     });
     expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
     expect(plan.stdout).not.toMatch(/keeps its OpenTofu state on this runner/);
@@ -483,4 +520,62 @@ describe('templates/plan.yml with a workspace that keeps its state on the runner
       state: 'awaiting-approval',
     });
   }, 300_000);
+});
+
+describe('two provision pipelines at once on one runner, with a seal key (issue 24, item 1)', () => {
+  it(
+    'each applies the plan its own plan job made; no plan file outlives its job',
+    async () => {
+      // A second checkout of the project: gitlab-ci-local keeps its state in the project directory, as a runner
+      // keeps one build directory per concurrent job. TMPDIR is shared, as on one shell-executor machine.
+      const other = path.join(root, 'project-b');
+      await cp(project, other, { recursive: true, filter: (src) => !src.includes('.gitlab-ci-local') });
+      const pipelines = [
+        { cwd: project, pipeline: 741, planJob: 841, applyJob: 842 },
+        { cwd: other, pipeline: 751, planJob: 851, applyJob: 852 },
+      ];
+      const as = (user: string, jobId: number, pipeline: number) => ({
+        ...asUser(user, jobId),
+        CI_PIPELINE_ID: String(pipeline),
+        CI_JOB_ID: String(jobId),
+      });
+      const before = await applies();
+      const plans = await Promise.all(
+        pipelines.map((p) =>
+          runPipeline({ cwd: p.cwd, env, variables: as('alice', p.planJob, p.pipeline), jobs: ['exocomp-plan'] }),
+        ),
+      );
+      for (const plan of plans) expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
+      const runs = await Promise.all(
+        pipelines.map((p) =>
+          runPipeline({
+            cwd: p.cwd,
+            env,
+            variables: { ...as('bob', p.applyJob, p.pipeline), CI_JOB_MANUAL: 'true' },
+            jobs: ['exocomp-apply'],
+            manual: ['exocomp-apply'],
+          }),
+        ),
+      );
+      pipelines.forEach((p, i) => {
+        const apply = runs[i] as RunResult;
+        expect(apply.code, `${apply.stdout}\n${apply.stderr}`).toBe(0);
+        expect(apply.stdout).toContain(
+          `applying the approved plan from the plan job (sealed artifact) of run ${p.pipeline}`,
+        );
+      });
+      expect(await applies()).toBe(before + 2);
+      // Each apply read its plan from a directory of its own.
+      const applied = (await readStandinLog(standinLog)).filter((i) => i.argv[0] === 'apply').slice(-2);
+      const planDirs = applied.map((i) => path.dirname(i.argv[i.argv.length - 1] ?? ''));
+      expect(new Set(planDirs).size).toBe(2);
+      for (const dir of planDirs) expect(path.basename(dir)).toMatch(/^exocomp-plan-\d+-/);
+      expect(await leftPlans()).toEqual([]);
+      for (const p of pipelines)
+        expect(JSON.parse((await ledgerFile(`workflows/edge-${p.pipeline}.json`)) ?? '{}')).toMatchObject({
+          approval: { state: 'approved', by: 'bob' },
+        });
+    },
+    scaled(600_000),
+  );
 });

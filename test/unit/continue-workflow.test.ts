@@ -12,7 +12,9 @@ import type { AppContext } from '../../src/app/runtime/context.js';
 import type { ApprovalGate } from '../../src/app/ports/approval-gate.js';
 import { RecordingProgress } from '../../src/app/runtime/progress.js';
 import { SecretRegistry } from '../../src/app/runtime/secrets.js';
-import { awaitApproval, decideApproval, type Workflow } from '../../src/domain/workflow.js';
+import { awaitApproval, decideApproval, PLAN_FAILURE_KIND, type Workflow } from '../../src/domain/workflow.js';
+import { renderText, viewWorkflow } from '../../src/domain/render.js';
+import { approvedButUnstarted, stepsHeldByCi } from '../../src/app/provision/interrupted.js';
 import { LEDGER_PATHS, requireWorkflow, serializeRecord } from '../../src/ledger/records.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import type { LedgerChange, LedgerSnapshot, LedgerStore } from '../../src/ledger/store.js';
@@ -474,5 +476,57 @@ describe('continueWorkflow: a new workflow no approval holds', () => {
     expect(again).toMatchObject({ kind: 'ran', ok: true });
     // apply succeeded already: the chain skips it, and no plan was made for it.
     expect(invocationsOf(await readStandinLog(log), 'plan')).toHaveLength(plans);
+  });
+});
+
+describe('a plan job whose plan fails (issue 24, item 2)', () => {
+  it('records the failure (status shows it, failed at apply, kind plan), publishes it, and takes no approval', async () => {
+    const created = sampleWorkflow('edge-1', { requireApproval: true });
+    const { app, store, inputs, publish, published } = setup(created);
+    // The workspace does not exist under cwd: the plan cannot run.
+    await expect(continueWorkflow(app, { workflowId: 'edge-1', inputs, scope: 'plan', publish })).rejects.toThrow(
+      /infra\/edge/,
+    );
+    const recorded = requireWorkflow(await store.read(), 'edge-1');
+    expect(recorded).toMatchObject({
+      state: 'created',
+      approval: { state: 'pending' },
+      failure: { step: 'apply', kind: PLAN_FAILURE_KIND, summary: expect.stringContaining('infra/edge') },
+    });
+    expect(recorded.approval.planFingerprint).toBeUndefined();
+    expect(published).toEqual(['edge-1:created']);
+    expect(renderText(viewWorkflow(recorded, T0))).toMatch(/failed at apply \(plan\)/);
+    // Nobody saw a plan: an approval is refused, and the sweeper has nothing to continue.
+    expect(() => decideApproval(recorded, { approve: true, by: 'bob', via: 'cli', now: T0 })).toThrow(
+      /no plan to approve: its plan failed/,
+    );
+    expect(await approvedButUnstarted(app, { graceMs: 0 })).toEqual([]);
+    expect(await stepsHeldByCi(app, 'gitlab', async () => true)).toEqual([]);
+    // A later plan that succeeds clears it.
+    const replanned = awaitApproval(recorded, T0, { fingerprint: 'f2', summary: '+1 ~0 -0' });
+    expect(replanned.failure).toBeUndefined();
+    expect(replanned.state).toBe('awaiting-approval');
+  });
+
+  it('a stale approval says to start a new workflow the way the CI run says, not to re-run the job', () => {
+    const failed = {
+      ...awaiting(),
+      state: 'provision-failed' as const,
+      failure: {
+        step: 'apply' as const,
+        kind: 'approval',
+        summary: 'plan changed since approval',
+        at: T0.toISOString(),
+      },
+    };
+    const error = failureOf({
+      kind: 'ran',
+      workflow: failed,
+      ok: false,
+      startAgain: 'Start a new pipeline on main: Build › Pipelines › Run pipeline',
+    });
+    expect(error?.help).toContain('Start a new pipeline on main');
+    expect(error?.help).not.toMatch(/re-run the job/);
+    expect(error?.message).toContain('plan changed since approval');
   });
 });

@@ -189,9 +189,33 @@ describe('renderGitLabSchedule', () => {
     expect(renderGitLabSchedule(base)).toEqual(renderGitLabSchedule({ ...base }));
   });
 
+  it('carries the provision include’s state, image and ledger project into drift and converge includes (issue 24, item 5)', () => {
+    const include = { image: 'registry.example.com/ops/exocomp:1.4', ledgerProject: 'ops/ledger' };
+    const drift = parseYaml(
+      renderGitLabSchedule({ ...base, kind: 'drift', workspace: 'infra/edge' }, { ...include, state: 'gitlab' }).file,
+    ) as { include: Array<{ inputs: Record<string, unknown> }> };
+    expect(drift.include[0]?.inputs).toMatchObject({
+      state: 'gitlab',
+      image: 'registry.example.com/ops/exocomp:1.4',
+      'ledger-project': 'ops/ledger',
+      'ledger-branch': 'exocomp-ledger',
+    });
+    const converge = parseYaml(renderGitLabSchedule({ ...base, shards: 3 }, include).file) as {
+      include: Array<{ inputs: Record<string, unknown> }>;
+    };
+    expect(converge.include[0]?.inputs).toMatchObject({
+      image: 'registry.example.com/ops/exocomp:1.4',
+      'ledger-project': 'ops/ledger',
+    });
+    // The converge template has no state input (it never plans): refused, not written where GitLab would reject it.
+    expect(() => renderGitLabSchedule(base, { state: 'gitlab' })).toThrow(/--state concerns the drift check/);
+    expect(() => renderGitLabSchedule(base, { image: 'a\nb' })).toThrow(/line break/);
+    expect(parseYaml(renderGitLabSchedule(base, {}).file)).toEqual(parseYaml(renderGitLabSchedule(base).file));
+  });
+
   it('includes a template path in the project locally', () => {
     const doc = parseYaml(
-      renderGitLabSchedule({ ...base, args: ['--tags', 'web'] }, 'templates/converge.yml').file,
+      renderGitLabSchedule({ ...base, args: ['--tags', 'web'] }, { template: 'templates/converge.yml' }).file,
     ) as { include: Record<string, unknown>[] };
     expect(doc.include[0]).toMatchObject({ local: 'templates/converge.yml', inputs: { tags: 'web' } });
     expect(doc.include[0]?.inputs).not.toHaveProperty('check');
@@ -232,7 +256,10 @@ describe('renderGitLabSchedule', () => {
     expect(file).toContain('a recurring drift check of tf:edge');
     expect(settings).toContain('EXOCOMP_GITLAB_TOKEN');
     expect(
-      parseYaml(renderGitLabSchedule({ ...base, kind: 'drift', workspace: 'infra/edge' }, 'templates/drift.yml').file),
+      parseYaml(
+        renderGitLabSchedule({ ...base, kind: 'drift', workspace: 'infra/edge' }, { template: 'templates/drift.yml' })
+          .file,
+      ),
     ).toMatchObject({
       include: [{ local: 'templates/drift.yml' }],
     });

@@ -100,10 +100,20 @@ describe('judgeStateBackend', () => {
     });
   });
 
-  it('knows CI by GitHub Actions and GitLab CI', () => {
-    expect(isCiEnvironment({ GITHUB_ACTIONS: 'true' })).toBe(true);
-    expect(isCiEnvironment({ GITLAB_CI: 'true' })).toBe(true);
-    expect(isCiEnvironment({ CI: 'true' })).toBe(false);
+  it.each([
+    ['CI=true (GitLab, GitHub, most CI systems)', { CI: 'true' }],
+    ['CI=1', { CI: '1' }],
+    ['CI=true with GITLAB_CI=false (gitlab-ci-local)', { CI: 'true', GITLAB_CI: 'false' }],
+    ['GITLAB_CI=true alone', { GITLAB_CI: 'true' }],
+    ['GITHUB_ACTIONS=true alone', { GITHUB_ACTIONS: 'true' }],
+    ['a GitLab job id, CI reset by the script', { CI: 'false', CI_JOB_ID: '805' }],
+    ['a GitHub run id, CI reset by the script', { CI: '', GITHUB_RUN_ID: '12345' }],
+  ])('knows CI by %s', (_way, env) => {
+    expect(isCiEnvironment(env)).toBe(true);
+  });
+
+  it('knows a workstation: none of them set, or set to false/empty', () => {
     expect(isCiEnvironment({})).toBe(false);
+    expect(isCiEnvironment({ CI: 'false', GITLAB_CI: 'false', GITHUB_ACTIONS: '', CI_JOB_ID: ' ' })).toBe(false);
   });
 });

@@ -21,6 +21,8 @@ export interface CiRun {
   trigger: Trigger;
   /** How an approval decided in this run is recorded: e.g. `workflow_dispatch run 42`. */
   decisionVia: string;
+  /** How a person starts a new workflow here (a new pipeline or run, not a retry of this one), as a sentence. */
+  startAgain?: string;
 }
 
 /** Log lines and collapsible groups in the job log. Messages are already redacted. */

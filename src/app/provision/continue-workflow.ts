@@ -5,9 +5,11 @@
  * plan, or a re-plan whose fingerprint must match), run the chain, and say
  * what to publish. A face parses its inputs, calls this, and renders.
  */
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ExocompError } from '../../domain/errors.js';
-import { recordPlanRun, stepOf, type StepName, type Workflow } from '../../domain/workflow.js';
+import { makePrivateDir } from '../../adapters/private-dir.js';
+import { describeError, ExocompError } from '../../domain/errors.js';
+import { recordPlanFailure, recordPlanRun, stepOf, type StepName, type Workflow } from '../../domain/workflow.js';
 import { readWorkflow, requireWorkflow } from '../../ledger/records.js';
 import { runChain } from './chain.js';
 import type { AppContext } from '../runtime/context.js';
@@ -59,7 +61,8 @@ export type ContinueOutcome =
   | { kind: 'rejected'; workflow: Workflow }
   /** The plan job is done: the plan awaits approval, or there was nothing to plan. */
   | { kind: 'planned'; workflow: Workflow }
-  | { kind: 'ran'; workflow: Workflow; ok: boolean };
+  /** `startAgain`: how to start a new workflow here (the CI run's advice), for a failure only a new one gets past. */
+  | { kind: 'ran'; workflow: Workflow; ok: boolean; startAgain?: string };
 
 export async function continueWorkflow(app: AppContext, request: ContinueRequest): Promise<ContinueOutcome> {
   const scope = request.scope ?? 'chain';
@@ -95,7 +98,7 @@ async function moveForward(
 
   if (scope === 'plan') {
     if (pending && (workflow.state === 'created' || workflow.state === 'awaiting-approval'))
-      workflow = await planAndShip(app, request, workflow);
+      workflow = await orRecordPlanFailure(app, request, workflow, publish);
     else
       info(app, `workflow ${workflow.id} is ${workflow.state} (approval ${workflow.approval.state}): nothing to plan`);
     return ended({ kind: 'planned', workflow });
@@ -117,24 +120,30 @@ async function moveForward(
   }
 
   const applies = scope === 'chain' || scope === 'apply';
-  const savedPlanFile = applies
+  const approved = applies
     ? await orPublish(publish, workflow, () => approvedPlanFile(app, request, workflow))
     : undefined;
-  const cache = applies ? await request.toolCache?.(workflow) : undefined;
-  const runApp = cache ? { ...app, env: { ...app.env, ...cache.env } } : app;
-  const inputs = {
-    ...request.inputs,
-    ...(savedPlanFile ? { savedPlanFile } : {}),
-    ...(found.plannedApply ? { plannedApply: found.plannedApply } : {}),
-  };
-  const result = await runChain(runApp, workflow.id, inputs, {
-    holder,
-    ...(request.ci ? { probe: request.ci.platform.probeHolder } : {}),
-    ...(scope === 'chain' ? {} : { only: scope }),
-    ...(found.applyStarted ? { seen: workflow, started: 'apply' as const } : {}),
-  });
-  await cache?.save();
-  return ended({ kind: 'ran', workflow: result.workflow, ok: result.ok });
+  try {
+    const cache = applies ? await request.toolCache?.(workflow) : undefined;
+    const runApp = cache ? { ...app, env: { ...app.env, ...cache.env } } : app;
+    const inputs = {
+      ...request.inputs,
+      ...(approved ? { savedPlanFile: approved.file } : {}),
+      ...(found.plannedApply ? { plannedApply: found.plannedApply } : {}),
+    };
+    const result = await runChain(runApp, workflow.id, inputs, {
+      holder,
+      ...(request.ci ? { probe: request.ci.platform.probeHolder } : {}),
+      ...(scope === 'chain' ? {} : { only: scope }),
+      ...(found.applyStarted ? { seen: workflow, started: 'apply' as const } : {}),
+    });
+    await cache?.save();
+    const startAgain = request.ci?.platform.run.startAgain;
+    return ended({ kind: 'ran', workflow: result.workflow, ok: result.ok, ...(startAgain ? { startAgain } : {}) });
+  } finally {
+    // The unsealed plan holds sensitive values in clear: it does not outlive this run.
+    if (approved) await rm(approved.dir, { recursive: true, force: true });
+  }
 }
 
 /** The step's failure as an error, for a face that fails its job after publishing. */
@@ -150,6 +159,12 @@ export function failureOf(outcome: ContinueOutcome): ExocompError | undefined {
   }
   if (outcome.kind !== 'ran' || outcome.ok) return undefined;
   const failure = outcome.workflow.failure;
+  if (failure?.kind === 'approval') {
+    // The approval covers a plan that no longer holds: running this workflow again can only refuse again.
+    return new ExocompError('approval', `${failure.step} refused: ${failure.summary}`, {
+      help: `nothing was applied; this workflow cannot apply any more. ${outcome.startAgain ?? 'Start a new workflow'}, so the current plan is reviewed and approved`,
+    });
+  }
   return new ExocompError(
     'tool-failed',
     failure
@@ -242,6 +257,41 @@ async function findOrCreate(
 }
 
 /**
+ * A plan job's plan, or its failure recorded (recordPlanFailure: `status` shows it, the sweeper leaves it,
+ * a retried plan job plans again) and published before the error propagates. A failure to record it is
+ * said, never put in place of the plan's own error.
+ */
+async function orRecordPlanFailure(
+  app: AppContext,
+  request: ContinueRequest,
+  workflow: Workflow,
+  publish: (workflow: Workflow) => Promise<void>,
+): Promise<Workflow> {
+  try {
+    return await planAndShip(app, request, workflow);
+  } catch (error) {
+    const secrets = request.inputs.secrets;
+    const summary = secrets.redact(describeError(error).split('\n')[0] ?? 'failed');
+    const detail = error instanceof ExocompError && error.detail ? { detail: secrets.redact(error.detail) } : {};
+    try {
+      const failed = await saveWorkflow(
+        app,
+        workflow.id,
+        (w) => recordPlanFailure(w, app.now(), { summary, ...detail }),
+        `${workflow.id}: plan failed`,
+      );
+      await publish(failed);
+    } catch (recording) {
+      app.progress.emit({
+        type: 'warning',
+        message: secrets.redact(`could not record the plan's failure in the ledger: ${describeError(recording)}`),
+      });
+    }
+    throw error;
+  }
+}
+
+/**
  * Plans and records `awaiting-approval`. On CI with a seal key, the saved plan
  * is sealed and uploaded as an artifact of this run, and the run recorded, so
  * the apply (a later job, or the continuation a dispatch starts) applies
@@ -258,9 +308,15 @@ async function planAndShip(app: AppContext, request: ContinueRequest, workflow: 
       );
     return planForApproval(app, workflow.id, request.inputs);
   }
-  const planFile = join(ci.scratch, 'exocomp.tfplan');
-  await planForApproval(app, workflow.id, request.inputs, planFile);
-  await uploadSealedPlan(ci.platform.artifacts, planFile, sealKey, workflow.id, ci.scratch);
+  // A private directory of this process (0700, pid in its name): never a path another job shares.
+  const dir = await makePrivateDir('plan', ci.scratch);
+  try {
+    const planFile = join(dir, 'exocomp.tfplan');
+    await planForApproval(app, workflow.id, request.inputs, planFile);
+    await uploadSealedPlan(ci.platform.artifacts, planFile, sealKey, workflow.id, dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
   const runId = ci.platform.run.id;
   const shipped = await saveWorkflow(
     app,
@@ -274,7 +330,7 @@ async function planAndShip(app: AppContext, request: ContinueRequest, workflow: 
 
 /**
  * The approved plan to apply, unsealed from the artifact of the run that made
- * it; undefined when the apply re-plans and compares with the approved
+ * it into a private directory the caller removes; undefined when the apply re-plans and compares with the approved
  * fingerprint instead (no seal key, or no sealed plan was shipped). With a
  * seal key, a shipped plan that cannot be found is a refusal, never a re-plan.
  */
@@ -282,7 +338,7 @@ async function approvedPlanFile(
   app: AppContext,
   request: ContinueRequest,
   workflow: Workflow,
-): Promise<string | undefined> {
+): Promise<{ file: string; dir: string } | undefined> {
   const { planFingerprint, planRunId } = workflow.approval;
   // Nothing approved to bring, or applied already (a resume): the chain skips the apply.
   if (planFingerprint === undefined || stepOf(workflow, 'apply').state === 'succeeded') return undefined;
@@ -300,14 +356,15 @@ async function approvedPlanFile(
     info(app, 'no seal key: the apply re-plans and compares the plan with the one approved');
     return undefined;
   }
-  const file = await downloadSealedPlan(
-    ci.platform.artifacts,
-    planRunId,
-    sealKey,
-    workflow.id,
-    join(ci.scratch, 'plan'),
+  const dir = await makePrivateDir('plan', ci.scratch);
+  const file = await downloadSealedPlan(ci.platform.artifacts, planRunId, sealKey, workflow.id, dir).catch(
+    async (error: unknown) => {
+      await rm(dir, { recursive: true, force: true });
+      throw error;
+    },
   );
   if (file === undefined) {
+    await rm(dir, { recursive: true, force: true });
     throw new ExocompError(
       'approval',
       `approved plan artifact not found: run ${planRunId} holds no ${planArtifactName(workflow.id)} (it expired, or was deleted)`,
@@ -317,5 +374,5 @@ async function approvedPlanFile(
     );
   }
   info(app, `applying the approved plan from the plan job (sealed artifact) of run ${planRunId}`);
-  return file;
+  return { file, dir };
 }

@@ -7,6 +7,8 @@
  * ledger is then read, never written), so a reviewer sees both halves.
  */
 import { join } from 'node:path';
+import { makePrivateDir } from '../../adapters/private-dir.js';
+import { rm } from 'node:fs/promises';
 import { summarizePlan } from '../../domain/plan.js';
 import { readOnlyStore } from '../../ledger/read-only-store.js';
 import { previewConfigurationOf, type ConfigurationPreview } from '../approval/config-preview.js';
@@ -48,8 +50,14 @@ export async function planJob(
   }
   const info = (message: string) =>
     app.progress.emit({ type: 'info', message: request.inputs.secrets.redact(message) });
-  const planFile = join(request.ci?.scratch ?? app.cwd, 'exocomp.tfplan');
-  const plan = await previewPlan(app, { ...preview, inputs: request.inputs, planFile, info });
+  // The saved plan holds sensitive values in clear: a private directory of this process, removed at once.
+  const dir = await makePrivateDir('plan', request.ci?.scratch);
+  const plan = await previewPlan(app, {
+    ...preview,
+    inputs: request.inputs,
+    planFile: join(dir, 'exocomp.tfplan'),
+    info,
+  }).finally(() => rm(dir, { recursive: true, force: true }));
   info(`plan ${plan.summary} · fingerprint ${plan.fingerprint.slice(0, 16)}`);
   const configuration =
     preview.playbook === undefined

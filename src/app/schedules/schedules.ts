@@ -16,6 +16,7 @@ import {
   readGitHubSchedule,
   renderGitHubSchedule,
   renderGitLabSchedule,
+  type GitLabIncludeOptions,
   SCHEDULE_FILE_PREFIX,
   scheduleFileName,
   validateScheduleSpec,
@@ -35,9 +36,7 @@ export interface AddScheduleRequest {
   /** Replace a file (and a pipeline schedule) of that name with different contents. */
   force: boolean;
   /** A GitLab include instead of a GitHub workflow. */
-  gitlab?: {
-    /** The template to include; default: the component for the schedule's kind. */
-    template?: string | undefined;
+  gitlab?: GitLabIncludeOptions & {
     /** Only render the file and the schedule settings; write and create nothing. */
     print: boolean;
     /** Also create the pipeline schedule on `ref` here. */
@@ -70,7 +69,7 @@ export async function addSchedule(request: AddScheduleRequest): Promise<AddSched
     return { kind: 'written', platform: 'github', path, state, cron, ...(warning ? { warning } : {}) };
   }
   const warning = describeGitLabIntervalWarning(cron);
-  const { file, settings } = renderGitLabSchedule(spec, gitlab.template);
+  const { file, settings } = renderGitLabSchedule(spec, gitlab);
   if (gitlab.print) return { kind: 'printed', file, settings, cron, ...(warning ? { warning } : {}) };
   const state = await writeScheduleFile(path, file, request);
   const create = gitlab.create;

@@ -60,6 +60,9 @@ const addOptions = placeOptions.extend({
   maxParallel: shardCount('--max-parallel').optional(),
   ledgerBranch: z.string(),
   gitlabTemplate: z.string().optional(),
+  state: z.enum(['local', 'gitlab']).optional(),
+  image: z.string().optional(),
+  ledgerProject: z.string().optional(),
   print: z.boolean(),
   create: z.boolean(),
   gitlabRef: z.string().optional(),
@@ -204,6 +207,19 @@ export function registerSchedule(program: Command, io: Io): void {
     )
     .addOption(
       new Option(
+        '--state <backend>',
+        "with --gitlab --kind drift: the provision include's state input (gitlab: the project's GitLab-managed OpenTofu state)",
+      ).choices(['local', 'gitlab']),
+    )
+    .addOption(new Option('--image <ref>', "with --gitlab: the provision include's image input (the job image)"))
+    .addOption(
+      new Option(
+        '--ledger-project <group/project>',
+        "with --gitlab: the provision include's ledger-project input (the project holding the ledger branch)",
+      ),
+    )
+    .addOption(
+      new Option(
         '--print',
         'with --gitlab: print the file and the schedule settings instead of writing the file',
       ).default(false),
@@ -229,6 +245,8 @@ export function registerSchedule(program: Command, io: Io): void {
     .action(async (rawName: string, words: string[], raw: Record<string, unknown>) => {
       const o = parseOptions(addOptions, raw);
       const { playbook, args } = parsePassthrough(words);
+      if (!o.gitlab && (o.state !== undefined || o.image !== undefined || o.ledgerProject !== undefined))
+        throw new UsageError('--state, --image and --ledger-project are inputs of the GitLab include', 'add --gitlab');
       const spec: ScheduleSpec = {
         name: parseScheduleName(rawName),
         cron: o.cron,
@@ -255,7 +273,18 @@ export function registerSchedule(program: Command, io: Io): void {
         dir: scheduleDir(o),
         cwd: process.cwd(),
         force: o.force,
-        ...(o.gitlab ? { gitlab: { template: o.gitlabTemplate, print: o.print, create } } : {}),
+        ...(o.gitlab
+          ? {
+              gitlab: {
+                template: o.gitlabTemplate,
+                state: o.state,
+                image: o.image,
+                ledgerProject: o.ledgerProject,
+                print: o.print,
+                create,
+              },
+            }
+          : {}),
       });
       renderAdded(io, o.json, spec, result);
     });

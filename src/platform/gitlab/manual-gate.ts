@@ -45,6 +45,14 @@ export function manualJobGate(
     },
     awaitDecision: async () => undefined,
     howToDecide: (workflow) =>
-      `awaiting approval: someone other than ${workflow.requester} runs the manual job ${options.jobName} of pipeline ${platform.run.url}`,
+      `awaiting approval: someone other than ${workflow.requester} runs the manual job ${applyJobOf(options.jobName)} of pipeline ${platform.run.url}`,
   };
+}
+
+/**
+ * The job a person runs to approve: the apply job. The plan job says so too, and the templates name both
+ * from one prefix (`<prefix>plan`, `<prefix>apply`), so the plan job knows the apply job's name.
+ */
+export function applyJobOf(jobName: string): string {
+  return jobName.replace(/plan$/, 'apply');
 }

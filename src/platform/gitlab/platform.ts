@@ -47,6 +47,7 @@ export function gitlabPlatform(options: GitLabPlatformOptions): CiPlatform {
       changeRequest: options.mergeRequestIid,
       trigger: gitlabTrigger(job),
       decisionVia: `manual job ${job.jobName} (job ${job.jobId}, pipeline ${job.pipelineId})`,
+      startAgain: startNewPipeline(job),
     },
     log,
     input: (name) => options.env[`EXOCOMP_${name.toUpperCase().replace(/-/g, '_')}`] ?? '',
@@ -160,4 +161,15 @@ async function deploymentApproval(
     // Self-approval was judged above, by the allow-self-approval input.
     selfReviewAllowed: false,
   };
+}
+
+/**
+ * A retried job runs in the same pipeline, with its variables and artifacts (the old plan): only a new
+ * pipeline plans afresh. Run pipeline (https://docs.gitlab.com/ci/pipelines/#run-a-pipeline-manually)
+ * or a new commit starts one.
+ */
+export function startNewPipeline(job: Pick<GitLabJob, 'serverUrl' | 'projectPath' | 'refName'>): string {
+  const ref = job.refName || 'the default branch';
+  const newPipeline = `${job.serverUrl}/${job.projectPath}/-/pipelines/new${job.refName ? `?ref=${encodeURIComponent(job.refName)}` : ''}`;
+  return `Start a new pipeline on ${ref} (not a retry of this job, which runs the old plan again): Build › Pipelines › Run pipeline, ${newPipeline}, or push a commit`;
 }

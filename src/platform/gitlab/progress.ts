@@ -1,5 +1,10 @@
-/** The progress port in a GitLab job log: one collapsible section per step; every line redacted by the log. */
+/**
+ * The progress port in a GitLab job log: one collapsible section per step, holding the play's lines (one per
+ * task and host, as the CLI prints them); every line redacted by the log, which also keeps a host's text from
+ * forging a section marker.
+ */
 import { formatDuration } from '../../domain/duration.js';
+import { playStartedLine, taskResultLines } from '../../domain/play-events.js';
 import type { ProgressEvent, ProgressListener } from '../../app/runtime/progress.js';
 import type { GitLabLog } from './log.js';
 
@@ -15,6 +20,13 @@ export class GitLabProgress implements ProgressListener {
         return;
       case 'warning':
         this.log.warning(event.message);
+        return;
+      case 'play-started':
+        this.log.info(playStartedLine(event.play, event.tasks));
+        return;
+      case 'task-result':
+        // Inside the step's section, one line per task and host: the CLI's lines (the log redacts each).
+        for (const line of taskResultLines({ ...event, event: 'result' })) this.log.info(line);
         return;
       case 'workflow-created':
         this.log.info(`workflow ${event.id} created in ${event.where}`);
