@@ -27,6 +27,7 @@ import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { formatDuration } from '../domain/duration.js';
 import { ExocompError, UsageError } from '../domain/errors.js';
+import { parseLedgerName } from '../domain/names.js';
 import { isRemoteUrl, ProcessGitCli, redactRemote, type GitCli, type GitConfigEntry } from '../adapters/git.js';
 import { isProcessAlive } from '../adapters/process.js';
 import {
@@ -40,6 +41,7 @@ import {
 } from './git-objects.js';
 import {
   cacheRefPrefix,
+  isLedgerPath,
   MOVED_MARKER,
   movedMarkerText,
   recordOf,
@@ -48,6 +50,7 @@ import {
   RECORDS_SUFFIX,
 } from './layout.js';
 import { applyWrites, checkLedgerPath, FileSnapshot } from './memory-store.js';
+import { LedgerRecordError } from './record-error.js';
 import type { LedgerChange, LedgerSnapshot, LedgerStore, UpdateOptions } from './store.js';
 
 export interface GitLedgerStoreOptions {
@@ -104,6 +107,13 @@ interface RefState {
   entries: ReadonlyMap<string, TreeEntry>;
 }
 
+/** A record ref that points at something other than a commit (a blob, a tree, an annotated tag). */
+interface NonCommitRef {
+  record: string;
+  type: string;
+  object: string;
+}
+
 /** A ledger ref: the old single branch (name null) or a record's branch. */
 interface LedgerRef extends RefState {
   name: string | null;
@@ -122,8 +132,10 @@ interface LedgerState {
   refs: readonly LedgerRef[];
   /** Every remote ref the fetch refspec covers (name → commit): what the remote's tips are compared with. */
   tips: ReadonlyMap<string, string>;
-  /** The contents of the snapshot's files, by blob id. */
-  contents: ReadonlyMap<string, string>;
+  /** The contents of the snapshot's files, by blob id (null: not UTF-8 text). */
+  contents: ReadonlyMap<string, string | null>;
+  /** Record refs that are not commits: corruption, reported on every read and write of those records. */
+  nonCommits: readonly NonCommitRef[];
 }
 
 interface PushOutcome {
@@ -170,13 +182,7 @@ export class GitLedgerStore implements LedgerStore {
         'pass a git URL or a path to --ledger',
       );
     }
-    this.branch = options.branch ?? DEFAULT_LEDGER_BRANCH;
-    if (!isValidBranchName(this.branch)) {
-      throw new UsageError(
-        `invalid ledger branch name ${JSON.stringify(this.branch)}`,
-        'pass a plain branch name to --ledger-branch, e.g. exocomp-ledger',
-      );
-    }
+    this.branch = parseLedgerName(options.branch ?? DEFAULT_LEDGER_BRANCH);
     this.remote = isRemoteUrl(options.remote) ? options.remote : resolve(options.remote);
     this.secrets = [...(options.secrets ?? [])];
     this.shownRemote = redactRemote(this.remote, this.secrets);
@@ -341,6 +347,11 @@ export class GitLedgerStore implements LedgerStore {
         if (!state.records.has(recordOf(path))) touched.add(this.recordFor(path));
       }
     }
+    // An unreadable record is never overwritten, nor moved: its error says how to restore it.
+    for (const record of touched) {
+      const damage = state.snapshot.damageOf(record);
+      if (damage !== undefined) throw damage;
+    }
     const byRecord = new Map<string, Map<string, string>>();
     for (const record of touched) byRecord.set(record, new Map());
     for (const [path, content] of next) byRecord.get(recordOf(path))?.set(path, content);
@@ -421,14 +432,14 @@ export class GitLedgerStore implements LedgerStore {
   private afterPush(
     before: LedgerState,
     pushed: readonly LedgerRef[],
-    contents: ReadonlyMap<string, string>,
+    contents: ReadonlyMap<string, string | null>,
   ): LedgerState {
     const tips = new Map(before.tips);
     for (const ref of pushed)
       tips.set(ref.name === null ? `refs/heads/${this.branch}` : recordRef(this.branch, ref.name), ref.commit);
     const replaced = new Set(pushed.map((ref) => ref.name));
     const refs = [...before.refs.filter((ref) => !replaced.has(ref.name)), ...pushed];
-    return stateOf(refs, tips, contents, new Map());
+    return stateOf(this.branch, refs, before.nonCommits, tips, contents, new Map());
   }
 
   /** The record a path belongs to; a path that cannot become a ref is refused before anything is written. */
@@ -547,11 +558,17 @@ export class GitLedgerStore implements LedgerStore {
     const legacyName = `${this.cachePrefix}${this.branch}`;
     const recordsPrefix = `${this.cachePrefix}${this.branch}${RECORDS_SUFFIX}/`;
     const refs: { name: string | null; commit: string; tree: string }[] = [];
+    const nonCommits: NonCommitRef[] = [];
     const tips = new Map<string, string>();
     for (const line of listed.stdout.split('\n')) {
       const [commit = '', type = '', tree = '', name = ''] = line.split(' ');
       if (name.startsWith(this.cachePrefix)) tips.set(`refs/heads/${name.slice(this.cachePrefix.length)}`, commit);
-      if (type !== 'commit') continue;
+      if (type !== 'commit') {
+        if (name === legacyName) throw this.notALedger(`it points at a ${type} (${commit}), not a commit`);
+        if (name.startsWith(recordsPrefix) && recordRefProblem(name.slice(recordsPrefix.length)) === undefined)
+          nonCommits.push({ record: name.slice(recordsPrefix.length), type, object: commit });
+        continue;
+      }
       if (name === legacyName) refs.push({ name: null, commit, tree });
       else if (name.startsWith(recordsPrefix) && recordRefProblem(name.slice(recordsPrefix.length)) === undefined) {
         refs.push({ name: name.slice(recordsPrefix.length), commit, tree });
@@ -567,6 +584,9 @@ export class GitLedgerStore implements LedgerStore {
       commit: ref.commit,
       entries: listings[index] ?? new Map<string, TreeEntry>(),
     }));
+    const legacy = ledgerRefs.find((ref) => ref.name === null);
+    const notOld = legacy && oldLayoutProblem(legacy.entries);
+    if (notOld) throw this.notALedger(notOld);
     const view = ledgerView(ledgerRefs);
     const writerTips = writersOf
       .map((record) => view.records.get(record)?.commit)
@@ -580,8 +600,19 @@ export class GitLedgerStore implements LedgerStore {
         : undefined;
       if (trailer !== undefined) writers.set(record, trailer);
     }
-    this.lastSeen = stateOf(ledgerRefs, tips, objects, writers);
+    this.lastSeen = stateOf(this.branch, ledgerRefs, nonCommits, tips, objects, writers);
     return this.lastSeen;
+  }
+
+  /** The configured name is a branch that is neither an old-layout ledger nor a moved one: nothing reads or writes it. */
+  private notALedger(problem: string): ExocompError {
+    return new ExocompError(
+      'usage',
+      `refs/heads/${this.branch} of ${this.shownRemote} is not an exocomp ledger: ${problem}; nothing was read or written`,
+      {
+        help: `--ledger-branch / ledger-branch names the ledger, and refs/heads/${this.branch} must be an old-layout ledger or absent: choose another ledger name, or point --ledger at the repository that holds this ledger`,
+      },
+    );
   }
 
   /** The remote's ledger refs and their commits, without fetching anything. */
@@ -695,12 +726,12 @@ export class GitLedgerStore implements LedgerStore {
     return results;
   }
 
-  /** The contents of objects (UTF-8 text), with one `cat-file --batch` process. */
-  private async readObjects(git: GitCli, ids: readonly string[]): Promise<Map<string, string>> {
+  /** The contents of objects (UTF-8 text; null for one that is not), with one `cat-file --batch` process. */
+  private async readObjects(git: GitCli, ids: readonly string[]): Promise<Map<string, string | null>> {
     if (ids.length === 0) return new Map();
     const batch = await git.run(['cat-file', '--batch'], { input: `${ids.join('\n')}\n`, rawStdout: true });
     if (batch.code !== 0) throw this.cacheFailure('cat-file', batch.stderr);
-    const objects = parseBatchOutput(batch.stdout, this.description);
+    const objects = parseBatchOutput(batch.stdoutBytes ?? Buffer.from(batch.stdout, 'utf8'), this.description);
     if (objects.length !== ids.length) throw this.cacheFailure('cat-file', 'incomplete output');
     return new Map(objects.map((object) => [object.id, object.content]));
   }
@@ -822,31 +853,82 @@ function ledgerView(refs: readonly LedgerRef[]): {
 
 /** The state of a ledger whose refs are `refs`, given the contents of (at least) their files' blobs. */
 function stateOf(
+  branch: string,
   refs: readonly LedgerRef[],
+  nonCommits: readonly NonCommitRef[],
   tips: ReadonlyMap<string, string>,
-  objects: ReadonlyMap<string, string>,
+  objects: ReadonlyMap<string, string | null>,
   writers: Map<string, string>,
 ): LedgerState {
   const { records, legacy, chosen } = ledgerView(refs);
+  const refOf = (path: string): string =>
+    legacy !== null && !records.has(recordOf(path)) && legacy.entries.has(path)
+      ? `refs/heads/${branch}`
+      : recordRef(branch, recordOf(path));
   const files = new Map<string, string>();
-  const contents = new Map<string, string>();
+  const contents = new Map<string, string | null>();
+  const damaged = new Map<string, LedgerRecordError>();
+  for (const { record, type, object } of nonCommits) {
+    const ref = recordRef(branch, record);
+    damaged.set(
+      record,
+      new LedgerRecordError(record, `its ref points at a ${type} (${object}), not a commit`, {
+        ref,
+        damage: 'corrupt',
+        help:
+          `nothing was written; every other record stays usable. A record's ref always points at a commit: find the ` +
+          `record's last commit (\`git log --all --format='%H %cd %s' -- ${record}\`, or the ref's reflog) and point ` +
+          `the ref back at it (\`git update-ref ${ref} <commit> ${object}\` in that repository, or ` +
+          `\`git push --force-with-lease=${ref}:${object} <remote> <commit>:${ref}\`), or delete the ref if the record ` +
+          'should not exist',
+      }),
+    );
+  }
   for (const [path, blob] of chosen) {
-    const content = objects.get(blob) ?? '';
-    files.set(path, content);
+    const content = objects.has(blob) ? objects.get(blob)! : '';
     contents.set(blob, content);
+    if (content === null) {
+      damaged.set(path, new LedgerRecordError(path, 'it is not UTF-8 text', { ref: refOf(path), damage: 'corrupt' }));
+    } else files.set(path, content);
   }
   const revision =
-    refs.length === 0
+    refs.length === 0 && nonCommits.length === 0
       ? null
       : createHash('sha1')
           .update(
-            refs
-              .map((ref) => `${ref.name ?? ''} ${ref.commit}`)
+            [
+              ...refs.map((ref) => `${ref.name ?? ''} ${ref.commit}`),
+              ...nonCommits.map((ref) => `${ref.record} ${ref.object}`),
+            ]
               .sort()
               .join('\n'),
           )
           .digest('hex');
-  return { snapshot: new FileSnapshot(revision, files), records, legacy, writers, refs, tips, contents };
+  return {
+    snapshot: new FileSnapshot(revision, files, { refOf, damaged }),
+    records,
+    legacy,
+    writers,
+    refs,
+    tips,
+    contents,
+    nonCommits,
+  };
+}
+
+/**
+ * Says why a tree is not that of an old-layout ledger (or of one moved to
+ * records), or undefined when it is: only ledger files, or only MOVED.md.
+ * Checked, never assumed: a branch that is anything else is not ours to move.
+ */
+function oldLayoutProblem(entries: ReadonlyMap<string, TreeEntry>): string | undefined {
+  if (entries.size === 1 && entries.get(MOVED_MARKER)?.type === 'blob') return undefined;
+  for (const [path, entry] of entries) {
+    if (entry.type !== 'blob') return `it holds ${JSON.stringify(path.slice(0, 120))}, a ${entry.type}`;
+    if (!isLedgerPath(path))
+      return `it holds ${JSON.stringify(path.slice(0, 120))}, which is not a ledger file (old-layout ledgers hold only workflows/, inventories/, sealed/, locks/, drift/, schedules/, converges/ records and known_hosts)`;
+  }
+  return undefined;
 }
 
 function sameTips(a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string>): boolean {
@@ -866,17 +948,18 @@ function defaultWriter(): string {
 interface BatchObject {
   id: string;
   type: string;
-  content: string;
+  /** The object's text, or null when its bytes are not UTF-8. */
+  content: string | null;
 }
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /**
  * Splits `cat-file --batch` output into objects. Sizes are in bytes, so the
- * output is handled as bytes; ledger files are UTF-8 text, which survives the
- * round trip through a string exactly — anything else breaks the framing and
- * is reported.
+ * output is handled as bytes; an object that is not UTF-8 text is returned as
+ * such (null), for the record holding it to be reported, not the whole ledger.
  */
-function parseBatchOutput(stdout: string, description: string): BatchObject[] {
-  const bytes = Buffer.from(stdout, 'utf8');
+function parseBatchOutput(bytes: Buffer, description: string): BatchObject[] {
   const objects: BatchObject[] = [];
   let position = 0;
   while (position < bytes.length) {
@@ -888,14 +971,20 @@ function parseBatchOutput(stdout: string, description: string): BatchObject[] {
     const end = headerEnd + 1 + size;
     if (headerEnd === -1 || type === 'missing' || !Number.isInteger(size) || bytes[end] !== 0x0a) {
       throw new ExocompError(
-        'ledger-record',
-        `the ledger ${description} holds a file that is not UTF-8 text (object ${id})`,
+        'internal',
+        `git cat-file printed unreadable output for object ${id} of the ${description}`,
         {
-          help: 'ledger files are UTF-8 text written by exocomp; remove the offending file from the ledger branch',
+          help: 'remove the ledger cache directory and re-run; if it persists, report it',
         },
       );
     }
-    objects.push({ id, type, content: bytes.toString('utf8', headerEnd + 1, end) });
+    let content: string | null;
+    try {
+      content = STRICT_UTF8.decode(bytes.subarray(headerEnd + 1, end));
+    } catch {
+      content = null;
+    }
+    objects.push({ id, type, content });
     position = end + 1;
   }
   return objects;
@@ -956,16 +1045,6 @@ function backoffMs(attempt: number): number {
 function defaultCacheRoot(): string {
   const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
   return join(base, 'exocomp', 'ledgers');
-}
-
-function isValidBranchName(name: string): boolean {
-  return (
-    /^[A-Za-z0-9._/-]+$/.test(name) &&
-    !name.startsWith('-') &&
-    !name.split('/').some((part) => part === '' || part.startsWith('.') || part.endsWith('.lock')) &&
-    !name.includes('..') &&
-    !name.endsWith('.')
-  );
 }
 
 async function pauseBeforePushForTests(commit: string): Promise<void> {

@@ -5,10 +5,16 @@
  */
 import { ExocompError, UsageError } from '../../domain/errors.js';
 import { knownHostsName, type DerivedHost } from '../../domain/inventory.js';
-import { parseKeyscanOutput, reconcilePins, renderKnownHosts, type Pin } from '../../domain/known-hosts.js';
+import {
+  parseKeyscanOutput,
+  reconcilePins,
+  renderKnownHosts,
+  type Pin,
+  type PinnedKnownHosts,
+} from '../../domain/known-hosts.js';
 import { keyscan } from '../../adapters/ssh.js';
 import { publicKeyOf } from '../../adapters/ssh-keys.js';
-import { readKnownHostsText, readPins, RecordWrites } from '../../ledger/records.js';
+import { readKnownHostsText, readPinnedKnownHosts, readPins, RecordWrites } from '../../ledger/records.js';
 import type { AppContext } from '../runtime/context.js';
 import { LookAhead } from '../provision/look-ahead.js';
 import { loadStandingInventory } from './inventories.js';
@@ -18,7 +24,7 @@ export interface PinOutcome {
   unchanged: string[];
   rotated: string[];
   /** The whole store after pinning, for UserKnownHostsFile. */
-  knownHosts: string;
+  knownHosts: PinnedKnownHosts;
 }
 
 /** Rotation may be asked by inventory name, address or known_hosts name. */
@@ -166,7 +172,7 @@ async function resolveHost(app: AppContext, host: HostToPin): Promise<Pick<Deriv
 }
 
 /** `host known-hosts`: the pinned store, as records and as a known_hosts file. */
-export async function pinnedHosts(app: AppContext): Promise<{ pins: Pin[]; knownHosts: string }> {
+export async function pinnedHosts(app: AppContext): Promise<{ pins: Pin[]; knownHosts: PinnedKnownHosts }> {
   const snapshot = await app.store.read();
-  return { pins: readPins(snapshot), knownHosts: readKnownHostsText(snapshot) };
+  return { pins: readPins(snapshot), knownHosts: readPinnedKnownHosts(snapshot) };
 }
