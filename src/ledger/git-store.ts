@@ -79,10 +79,10 @@ export const DEFAULT_LEDGER_RETRY_MS = 5 * 60_000;
 const BACKOFF_BASE_MS = 25;
 const BACKOFF_CAP_MS = 2_000;
 const NETWORK_TIMEOUT_MS = 120_000;
-/** A writer lock older than this is presumed abandoned (a write normally takes well under a second). */
-const WRITER_LOCK_STALE_MS = 30_000;
-/** How long a writer waits for the lock before going ahead without it (the push stays safe either way). */
-const WRITER_LOCK_WAIT_MS = 60_000;
+/** A cache lock older than this is presumed abandoned (a fetch normally takes well under a second). */
+const CACHE_LOCK_STALE_MS = 30_000;
+/** How long a fetch waits for the cache lock before going ahead without it (its ref updates retry either way). */
+const CACHE_LOCK_WAIT_MS = 60_000;
 const WRITER_TRAILER = 'Exocomp-Writer';
 
 /** Commits are made by the ledger itself, so they work without any user git config. */
@@ -153,6 +153,13 @@ class RefusedLastSeen extends Error {
   }
 }
 
+/** The cache repository, and the lock its users take to fetch into it. */
+interface Cache {
+  dir: string;
+  git: GitCli;
+  lock: CacheLock;
+}
+
 type Attempt<T> = { done: true; result: T } | { done: false; conflicts: string[] };
 
 export class GitLedgerStore implements LedgerStore {
@@ -166,7 +173,7 @@ export class GitLedgerStore implements LedgerStore {
   private readonly makeGit: (gitDir: string) => GitCli;
   private readonly secrets: readonly string[];
   private readonly cachePrefix: string;
-  private cacheGit: Promise<{ git: GitCli; lock: WriterLock }> | undefined;
+  private cacheGit: Promise<Cache> | undefined;
   /** The ledger as this store last read or pushed it; reused while the remote's tips are still these. */
   private lastSeen: LedgerState | undefined;
   /**
@@ -203,13 +210,8 @@ export class GitLedgerStore implements LedgerStore {
   }
 
   async read(): Promise<LedgerSnapshot> {
-    const { git, lock } = await this.cache();
-    const unlock = await lock.acquire();
-    try {
-      return (await this.load(git, [])).snapshot;
-    } finally {
-      await unlock();
-    }
+    const cache = await this.cache();
+    return (await this.load(cache, [])).snapshot;
   }
 
   async update<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>, options: UpdateOptions = {}): Promise<T> {
@@ -230,10 +232,8 @@ export class GitLedgerStore implements LedgerStore {
    * other records on it (each may be the stale copy speaking).
    */
   private async writeOnLastSeen<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>): Promise<Attempt<T>> {
-    const { git, lock } = await this.cache();
-    const unlock = await lock.acquire();
+    const { git } = await this.cache();
     try {
-      // Taken under the lock: a write of this store that went first has moved it.
       const state = this.lastSeen;
       if (state === undefined || state.legacy !== null) return { done: false, conflicts: [] };
       return await this.attempt(
@@ -252,8 +252,6 @@ export class GitLedgerStore implements LedgerStore {
     } catch (error) {
       if (error instanceof RefusedLastSeen) return { done: false, conflicts: [] };
       throw error;
-    } finally {
-      await unlock();
     }
   }
 
@@ -266,22 +264,22 @@ export class GitLedgerStore implements LedgerStore {
   }
 
   private async write<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>, forceMigration: boolean): Promise<T> {
-    const { git, lock } = await this.cache();
+    const cache = await this.cache();
     const started = Date.now();
     const seen = new Set<string>();
     let contended: string[] = [];
     for (let attempt = 1; ; attempt++) {
-      const unlock = await lock.acquire();
+      const release = await this.takeTurns(cache, contended);
       let outcome: Attempt<T>;
       try {
-        const state = await this.load(git, contended);
+        const state = await this.load(cache, contended);
         for (const record of contended) {
           const writer = state.writers.get(record);
           if (writer !== undefined && writer !== this.writer) seen.add(writer);
         }
-        outcome = await this.attempt(git, state, mutate, forceMigration);
+        outcome = await this.attempt(cache.git, state, mutate, forceMigration);
       } finally {
-        await unlock();
+        await release();
       }
       if (outcome.done) return outcome.result;
       contended = outcome.conflicts;
@@ -292,6 +290,23 @@ export class GitLedgerStore implements LedgerStore {
         throw this.conflictError(contended, [...seen], attempt, elapsed);
       await sleep(pause);
     }
+  }
+
+  /**
+   * After a lost race, processes sharing this cache take turns on the records
+   * they fought over (read, change, push), so N writers of one record on one
+   * machine do not keep rejecting each other; writers of other records never
+   * wait. Locks are taken in name order, so two writers cannot wait on each other.
+   */
+  private async takeTurns({ dir }: Cache, records: readonly string[]): Promise<() => Promise<void>> {
+    const held: (() => Promise<void>)[] = [];
+    for (const record of [...new Set(records)].sort()) {
+      const name = createHash('sha256').update(`${this.branch}\0${record}`).digest('hex').slice(0, 16);
+      held.push((await new CacheLock(join(dir, `exocomp-record-${name}.lock`)).acquire()).release);
+    }
+    return async () => {
+      for (const release of held.reverse()) await release();
+    };
   }
 
   private conflictError(
@@ -494,7 +509,7 @@ export class GitLedgerStore implements LedgerStore {
     if (unpacked.code !== 0) throw this.cacheFailure('unpack-objects', unpacked.stderr);
   }
 
-  private cache(): Promise<{ git: GitCli; lock: WriterLock }> {
+  private cache(): Promise<Cache> {
     this.cacheGit ??= this.openCache().catch((error: unknown) => {
       this.cacheGit = undefined;
       throw error;
@@ -503,7 +518,7 @@ export class GitLedgerStore implements LedgerStore {
   }
 
   /** Creates the cache repository atomically (init elsewhere, then rename) so concurrent first runs cannot collide. */
-  private async openCache(): Promise<{ git: GitCli; lock: WriterLock }> {
+  private async openCache(): Promise<Cache> {
     const dir = join(this.cacheRoot, createHash('sha256').update(this.remote).digest('hex'));
     if (!existsSync(join(dir, 'HEAD'))) {
       await mkdir(this.cacheRoot, { recursive: true });
@@ -531,7 +546,7 @@ export class GitLedgerStore implements LedgerStore {
       }
     }
     const lockName = `exocomp-writer-${createHash('sha256').update(this.branch).digest('hex').slice(0, 16)}.lock`;
-    return { git: this.makeGit(dir), lock: new WriterLock(join(dir, lockName)) };
+    return { dir, git: this.makeGit(dir), lock: new CacheLock(join(dir, lockName)) };
   }
 
   /**
@@ -541,14 +556,14 @@ export class GitLedgerStore implements LedgerStore {
    * cache's copy, then the files of each. `writersOf` names records whose tip's
    * writer the caller wants to know (a retry after a conflict: always fetched).
    */
-  private async load(git: GitCli, writersOf: readonly string[]): Promise<LedgerState> {
+  private async load({ git, lock }: Cache, writersOf: readonly string[]): Promise<LedgerState> {
     if (
       this.lastSeen !== undefined &&
       writersOf.length === 0 &&
       sameTips(await this.remoteTips(git), this.lastSeen.tips)
     )
       return this.lastSeen;
-    await this.fetch(git);
+    await this.fetchShared(git, lock);
     const listed = await git.run([
       'for-each-ref',
       '--format=%(objectname) %(objecttype) %(tree) %(refname)',
@@ -613,6 +628,35 @@ export class GitLedgerStore implements LedgerStore {
         help: `--ledger-branch / ledger-branch names the ledger, and refs/heads/${this.branch} must be an old-layout ledger or absent: choose another ledger name, or point --ledger at the repository that holds this ledger`,
       },
     );
+  }
+
+  /**
+   * The fetch is the only step processes sharing a cache take in turns (it
+   * moves the cache's refs): reading the objects, building commits and pushing
+   * need no lock (the push is the compare-and-swap). A process that waited for
+   * another's fetch first asks the remote whether that fetch already brought
+   * its tips, and fetches only if not.
+   */
+  private async fetchShared(git: GitCli, lock: CacheLock): Promise<void> {
+    const { release, waited } = await lock.acquire();
+    try {
+      if (waited && sameTips(await this.remoteTips(git), await this.cacheTips(git))) return;
+      await this.fetch(git);
+    } finally {
+      await release();
+    }
+  }
+
+  /** The cache's copy of the ledger refs, named as on the remote. */
+  private async cacheTips(git: GitCli): Promise<Map<string, string>> {
+    const listed = await git.run(['for-each-ref', '--format=%(objectname) %(refname)', this.cachePrefix]);
+    if (listed.code !== 0) throw this.cacheFailure('for-each-ref', listed.stderr);
+    const tips = new Map<string, string>();
+    for (const line of listed.stdout.split('\n')) {
+      const [object = '', name = ''] = line.split(' ');
+      if (name.startsWith(this.cachePrefix)) tips.set(`refs/heads/${name.slice(this.cachePrefix.length)}`, object);
+    }
+    return tips;
   }
 
   /** The remote's ledger refs and their commits, without fetching anything. */
@@ -991,31 +1035,35 @@ function parseBatchOutput(bytes: Buffer, description: string): BatchObject[] {
 }
 
 /**
- * Lets processes that share a cache repository take turns writing a branch.
- * Without it, N writers on one machine mostly reject each other's pushes and
- * the unlucky ones run out of attempts. It is advisory only: the push's
- * compare-and-swap keeps the ledger correct, so a lock whose holder died or
- * that is held too long is broken, and a writer that waits too long goes
- * ahead without it.
+ * Lets processes that share a cache repository take turns: fetching into it
+ * (so N fetches do not fight over the same refs), and writing a record they
+ * raced for. It is advisory only: a fetch that loses a ref lock retries and
+ * the push is the compare-and-swap, so a lock whose holder died or that is
+ * held too long is broken, and a process that waits too long goes ahead
+ * without it. (The fetch lock keeps the writer lock's old file name, so older
+ * versions sharing the cache still take turns with this one.)
  */
-class WriterLock {
+class CacheLock {
   constructor(private readonly path: string) {}
 
-  async acquire(): Promise<() => Promise<void>> {
+  /** Takes the lock; `waited` says whether another process held it first. */
+  async acquire(): Promise<{ release: () => Promise<void>; waited: boolean }> {
     const token = `${process.pid} ${hostname()} ${randomBytes(6).toString('hex')}`;
-    const deadline = Date.now() + WRITER_LOCK_WAIT_MS;
+    const deadline = Date.now() + CACHE_LOCK_WAIT_MS;
+    let waited = false;
     while (Date.now() < deadline) {
       try {
         await writeFile(this.path, token, { flag: 'wx' });
-        return () => this.release(token);
+        return { release: () => this.release(token), waited };
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') break;
       }
+      waited = true;
       const holder = await this.holder();
       if (holder === 'abandoned') await rm(this.path, { force: true });
       else if (holder === 'alive') await sleep(5 + Math.random() * 20);
     }
-    return () => Promise.resolve();
+    return { release: () => Promise.resolve(), waited };
   }
 
   private async release(token: string): Promise<void> {
@@ -1026,7 +1074,7 @@ class WriterLock {
   private async holder(): Promise<'alive' | 'abandoned' | 'none'> {
     try {
       const [holder, info] = await Promise.all([readFile(this.path, 'utf8'), stat(this.path)]);
-      if (Date.now() - info.mtimeMs > WRITER_LOCK_STALE_MS) return 'abandoned';
+      if (Date.now() - info.mtimeMs > CACHE_LOCK_STALE_MS) return 'abandoned';
       const [pid, host] = holder.split(' ');
       const dead = host === hostname() && pid !== undefined && pid !== '' && !isProcessAlive(Number(pid));
       return dead ? 'abandoned' : 'alive';

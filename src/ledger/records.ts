@@ -357,6 +357,57 @@ export function readScheduleFires(snapshot: LedgerSnapshot, name: string): Sched
   });
 }
 
+// ---- checking every record
+
+/** How each kind of ledger file is read; `undefined` for files no reader here knows. */
+function readerOf(path: string): ((snapshot: LedgerSnapshot) => unknown) | undefined {
+  const named = (pattern: RegExp, read: (snapshot: LedgerSnapshot, ...names: string[]) => unknown) => {
+    const names = pattern.exec(path)?.slice(1);
+    if (names === undefined) return undefined;
+    const problem = names.map(recordNameProblem).find((found) => found !== undefined);
+    if (problem !== undefined)
+      return (snapshot: LedgerSnapshot) => {
+        throw new LedgerRecordError(path, `its file name is not a record name: ${problem}`, {
+          ref: snapshot.refOf?.(path),
+        });
+      };
+    return (snapshot: LedgerSnapshot) => read(snapshot, ...names);
+  };
+  if (path === LEDGER_PATHS.knownHosts) return readPins;
+  return (
+    named(/^inventories\/(.+)\.inventory\.json$/, (snapshot, name) => readInventoryFile(snapshot, name!)) ??
+    named(/^workflows\/(.+)\.json$/, (snapshot, id) => readWorkflow(snapshot, id!)) ??
+    named(/^inventories\/(.+)\.json$/, (snapshot, name) => readInventoryRecord(snapshot, name!)) ??
+    named(/^sealed\/(.+)\.json$/, (snapshot, name) => readSealedOutputs(snapshot, name!)) ??
+    named(/^locks\/(.+)\.json$/, (snapshot, key) => readLock(snapshot, key!)) ??
+    named(/^drift\/(.+)\.json$/, (snapshot, name) => readDriftHistory(snapshot, name!)) ??
+    named(/^schedules\/(.+)\.json$/, (snapshot, name) => readScheduleFires(snapshot, name!)) ??
+    named(/^converges\/([^/]+)\/history\.json$/, (snapshot, name) => readConvergeHistory(snapshot, name!)) ??
+    named(/^converges\/([^/]+)\/shards\/([^/]+)\/[^/]+$/, (snapshot, name, run) =>
+      readShardResults(snapshot, name!, run!),
+    )
+  );
+}
+
+/**
+ * Reads every file of the ledger as its reader would, and returns each record
+ * that cannot be used (one error per file), sorted by path. Reads only.
+ */
+export function checkRecords(snapshot: LedgerSnapshot): LedgerRecordError[] {
+  const problems = new Map<string, LedgerRecordError>();
+  for (const path of snapshot.list('')) {
+    try {
+      const read = readerOf(path);
+      if (read === undefined) snapshot.read(path);
+      else read(snapshot);
+    } catch (error) {
+      if (!(error instanceof LedgerRecordError)) throw error;
+      problems.set(error.file, error);
+    }
+  }
+  return [...problems.values()].sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+}
+
 // ---- writes
 
 /** Records to write, computed from the ledger as it stands when they are written, and what the commit says of them. */
