@@ -375,16 +375,16 @@ function readerOf(path: string): ((snapshot: LedgerSnapshot) => unknown) | undef
   };
   if (path === LEDGER_PATHS.knownHosts) return readPins;
   return (
-    named(/^inventories\/(.+)\.inventory\.json$/, (snapshot, name) => readInventoryFile(snapshot, name!)) ??
-    named(/^workflows\/(.+)\.json$/, (snapshot, id) => readWorkflow(snapshot, id!)) ??
-    named(/^inventories\/(.+)\.json$/, (snapshot, name) => readInventoryRecord(snapshot, name!)) ??
-    named(/^sealed\/(.+)\.json$/, (snapshot, name) => readSealedOutputs(snapshot, name!)) ??
-    named(/^locks\/(.+)\.json$/, (snapshot, key) => readLock(snapshot, key!)) ??
-    named(/^drift\/(.+)\.json$/, (snapshot, name) => readDriftHistory(snapshot, name!)) ??
-    named(/^schedules\/(.+)\.json$/, (snapshot, name) => readScheduleFires(snapshot, name!)) ??
-    named(/^converges\/([^/]+)\/history\.json$/, (snapshot, name) => readConvergeHistory(snapshot, name!)) ??
+    named(/^inventories\/(.+)\.inventory\.json$/, (snapshot, name) => readInventoryFile(snapshot, name)) ??
+    named(/^workflows\/(.+)\.json$/, (snapshot, id) => readWorkflow(snapshot, id)) ??
+    named(/^inventories\/(.+)\.json$/, (snapshot, name) => readInventoryRecord(snapshot, name)) ??
+    named(/^sealed\/(.+)\.json$/, (snapshot, name) => readSealedOutputs(snapshot, name)) ??
+    named(/^locks\/(.+)\.json$/, (snapshot, key) => readLock(snapshot, key)) ??
+    named(/^drift\/(.+)\.json$/, (snapshot, name) => readDriftHistory(snapshot, name)) ??
+    named(/^schedules\/(.+)\.json$/, (snapshot, name) => readScheduleFires(snapshot, name)) ??
+    named(/^converges\/([^/]+)\/history\.json$/, (snapshot, name) => readConvergeHistory(snapshot, name)) ??
     named(/^converges\/([^/]+)\/shards\/([^/]+)\/[^/]+$/, (snapshot, name, run) =>
-      readShardResults(snapshot, name!, run!),
+      readShardResults(snapshot, name, run),
     )
   );
 }
