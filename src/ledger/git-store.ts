@@ -269,7 +269,7 @@ export class GitLedgerStore implements LedgerStore {
     const seen = new Set<string>();
     let contended: string[] = [];
     for (let attempt = 1; ; attempt++) {
-      const release = await this.takeTurns(cache, contended);
+      const release = await this.takeTurns(cache, attempt === 1 ? this.recordsWrittenOnLastSeen(mutate) : contended);
       let outcome: Attempt<T>;
       try {
         const state = await this.load(cache, contended);
@@ -293,10 +293,11 @@ export class GitLedgerStore implements LedgerStore {
   }
 
   /**
-   * After a lost race, processes sharing this cache take turns on the records
-   * they fought over (read, change, push), so N writers of one record on one
-   * machine do not keep rejecting each other; writers of other records never
-   * wait. Locks are taken in name order, so two writers cannot wait on each other.
+   * Processes sharing this cache take turns on the records a write changes
+   * (read, change, push) — known from the ledger as last seen, or after a lost
+   * race from the conflict — so N writers of one record on one machine do not
+   * keep rejecting each other; writers of other records never wait. Locks are
+   * taken in name order, so two writers cannot wait on each other.
    */
   private async takeTurns({ dir }: Cache, records: readonly string[]): Promise<() => Promise<void>> {
     const held: (() => Promise<void>)[] = [];
@@ -307,6 +308,19 @@ export class GitLedgerStore implements LedgerStore {
     return async () => {
       for (const release of held.reverse()) await release();
     };
+  }
+
+  /**
+   * The records `mutate` would write on the ledger as last seen (none without
+   * one, or when it throws there): what a write takes turns on before it reads.
+   */
+  private recordsWrittenOnLastSeen<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>): string[] {
+    if (this.lastSeen === undefined) return [];
+    try {
+      return [...mutate(this.lastSeen.snapshot).writes.keys()].map(recordOf);
+    } catch {
+      return [];
+    }
   }
 
   private conflictError(
