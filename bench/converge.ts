@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { runProcess } from '../src/adapters/process.js';
 import { runPlay } from '../src/app/plays/play.js';
 import { SecretRegistry } from '../src/app/runtime/secrets.js';
+import { parseKnownHosts, renderKnownHosts } from '../src/domain/known-hosts.js';
 import { recommendShards } from '../src/domain/shard.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../test/support/loopback-host.js';
 
@@ -103,7 +104,7 @@ async function main(): Promise<void> {
         cwd: root,
         parentEnv: { PATH: process.env.PATH, HOME: root },
         inventoryText,
-        knownHosts,
+        knownHosts: renderKnownHosts(parseKnownHosts(knownHosts)),
         remoteUser: 'root',
         identityFile: key.privateKeyPath,
         secrets: new SecretRegistry(),

@@ -9,7 +9,10 @@
  * single-branch layout did it — a plain git sequence per writer (fetch, commit
  * on the one branch, push without force, at most 12 attempts with jittered
  * backoff) — so the ratio shows what one branch per record buys.
- * Usage: npm run bench:ledger-ci [-- 8,32]
+ *  (c) shared cache: case (a) with every writer's store on one cache directory
+ *      (many jobs of one self-hosted runner), beside case (a) with separate
+ *      caches; the ratio of their wall times should stay within 1.5.
+ * Usage: npm run bench:ledger-ci [-- 8,32 [own,cache]]
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
@@ -20,6 +23,8 @@ import { GitLedgerStore } from '../src/ledger/git-store.js';
 import { git } from '../test/ledger/helpers.js';
 
 const SIZES = (process.argv[2] ?? '8,32,64').split(',').map(Number);
+/** `own,cache` runs only cases (a) and (c): the shared-cache figure without the slow baseline. */
+const ONLY_CACHE = process.argv[3] === 'own,cache';
 
 interface CaseResult {
   ok: number;
@@ -42,13 +47,23 @@ function describe(result: CaseResult): string {
 const record = (writer: string, n: number) =>
   `${JSON.stringify({ schemaVersion: 1, writer, transition: n, detail: 'x'.repeat(2000) }, null, 2)}\n`;
 
-/** N stores with separate caches, started together; `path(i)` is the file writer i changes. */
-async function runStores(dir: string, n: number, path: (index: number) => string): Promise<CaseResult> {
+/** N stores with separate caches (or one shared cache), started together; `path(i)` is the file writer i changes. */
+async function runStores(
+  dir: string,
+  n: number,
+  path: (index: number) => string,
+  { sharedCache = false } = {},
+): Promise<CaseResult> {
   const remote = join(dir, 'remote.git');
   await git(['init', '--quiet', '--bare', remote]);
   const stores = Array.from(
     { length: n },
-    (_, index) => new GitLedgerStore({ remote, cacheDir: join(dir, `cache-${index}`), writer: `w${index}` }),
+    (_, index) =>
+      new GitLedgerStore({
+        remote,
+        cacheDir: join(dir, sharedCache ? 'shared-cache' : `cache-${index}`),
+        writer: `w${index}`,
+      }),
   );
   const times: number[] = [];
   const failures: string[] = [];
@@ -127,17 +142,24 @@ for (const n of SIZES) {
   const dir = await mkdtemp(join(tmpdir(), `exocomp-ledger-ci-${n}-`));
   try {
     const own = await runStores(join(dir), n, (index) => `workflows/w${index}.json`);
+    await rm(join(dir, 'remote.git'), { recursive: true, force: true });
+    const oneCache = await runStores(dir, n, (index) => `workflows/w${index}.json`, { sharedCache: true });
+    console.log(`\nN = ${n} (load ${load()})`);
+    console.log(`  (a) own record            ${describe(own)}`);
+    console.log(`  (c) own record, one cache ${describe(oneCache)}`);
+    console.log(
+      `      ratio (c) / (a)        wall ${(oneCache.wallMs / own.wallMs).toFixed(2)} (separate caches ${(own.wallMs / 1000).toFixed(1)} s)`,
+    );
+    if (ONLY_CACHE) continue;
     const baseline = await runSingleBranch(dir, n);
     await rm(join(dir, 'remote.git'), { recursive: true, force: true });
     const shared = await runStores(dir, n, () => 'workflows/shared.json');
-    console.log(`\nN = ${n} (load ${load()})`);
-    console.log(`  (a) own record            ${describe(own)}`);
     console.log(`      single-branch baseline ${describe(baseline)}`);
     console.log(
       `      ratio (a) / baseline   success ${(own.ok / Math.max(baseline.ok, 1)).toFixed(2)}×, wall ${(own.wallMs / baseline.wallMs).toFixed(2)}`,
     );
     console.log(`  (b) one shared record     ${describe(shared)}`);
-    for (const failure of [...own.failures, ...shared.failures].slice(0, 3))
+    for (const failure of [...own.failures, ...shared.failures, ...oneCache.failures].slice(0, 3))
       console.log(`      failure: ${failure.split('\n')[0]}`);
   } finally {
     await rm(dir, { recursive: true, force: true });

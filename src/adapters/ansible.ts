@@ -136,6 +136,9 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
       ANSIBLE_NOCOLOR: '1',
       ANSIBLE_HOME: ansibleHome,
       ANSIBLE_LOCAL_TEMP: join(ansibleHome, 'tmp'),
+      // Module payloads of local connections (AnsiballZ unpacks into the default temp directory) stay in the run's
+      // directory too, which the next run's sweep removes when a killed run left it behind.
+      TMPDIR: join(ansibleHome, 'tmp'),
       ANSIBLE_PYTHON_INTERPRETER: 'auto_silent',
       // The recap we parse is the default callback's.
       ANSIBLE_STDOUT_CALLBACK: 'ansible.builtin.default',

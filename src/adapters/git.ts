@@ -17,7 +17,7 @@ export interface GitCommandOptions {
   /** Extra environment for this command only (e.g. GIT_INDEX_FILE). */
   env?: Readonly<Record<string, string>>;
   timeoutMs?: number | undefined;
-  /** Return stdout byte-exact instead of redacted (for object contents whose sizes are parsed). */
+  /** Return stdout unredacted, also as bytes (`stdoutBytes`), for object contents whose sizes are parsed. */
   rawStdout?: boolean;
 }
 
@@ -88,6 +88,7 @@ export class ProcessGitCli implements GitCli {
         ...(options.input === undefined ? {} : { input: options.input }),
         ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
         secrets: options.rawStdout ? [] : this.secrets,
+        ...(options.rawStdout ? { keepStdoutBytes: true } : {}),
       });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {

@@ -23,6 +23,8 @@ export interface RunOptions {
    * caller parses and redacts them (a secret can span chunks).
    */
   onEvents?: (chunk: string) => void;
+  /** Also return standard output as bytes, unredacted (`stdoutBytes`): only for output that holds no secret. */
+  keepStdoutBytes?: boolean;
 }
 
 export interface RunResult {
@@ -31,6 +33,8 @@ export interface RunResult {
   signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
+  /** Standard output as the child wrote it, before decoding and redaction (for byte-framed output). */
+  stdoutBytes?: Buffer;
 }
 
 /** Whether a process with this pid exists on this machine (EPERM: it does, owned by someone else). */
@@ -109,10 +113,12 @@ export function runProcess(command: string, args: readonly string[], options: Ru
     });
     child.on('close', (code, endedBy) => {
       settle();
+      const stdoutBytes = Buffer.concat(stdout);
       resolve({
         code: code ?? 128,
         signal: endedBy,
-        stdout: redact(Buffer.concat(stdout).toString('utf8'), options.secrets),
+        ...(options.keepStdoutBytes === true ? { stdoutBytes } : {}),
+        stdout: redact(stdoutBytes.toString('utf8'), options.secrets),
         stderr: redact(Buffer.concat(stderr).toString('utf8'), options.secrets),
       });
     });

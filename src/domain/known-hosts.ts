@@ -8,6 +8,15 @@ import { quoteValue } from './names.js';
  * and `UserKnownHostsFile` read it as is.
  */
 
+declare const exactPinsOnly: unique symbol;
+/**
+ * A known_hosts text of exact pins only, rendered from validated pins by
+ * renderKnownHosts: the only kind of text exocomp hands ssh as
+ * UserKnownHostsFile, so a record's own text (a wildcard, a pattern, a marker)
+ * can never reach ssh.
+ */
+export type PinnedKnownHosts = string & { readonly [exactPinsOnly]: true };
+
 export interface Pin {
   /** The known_hosts name: `address`, or `[address]:port` off port 22. */
   name: string;
@@ -58,32 +67,53 @@ const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1
 const comparePins = (a: Pin, b: Pin): number => compareStrings(a.name, b.name) || compareStrings(a.keyType, b.keyType);
 const samePin = (a: Pin, b: Pin): boolean => a.keyType === b.keyType && a.key === b.key;
 
-/** Parses the pinned store. Blank and `#` lines are ignored; hashed, marked or pattern lines are refused. */
+/** One line of the pinned store, as read. */
+type StoreLine = { kind: 'blank' } | { kind: 'pin'; pin: Pin } | { kind: 'refused'; problem: string };
+
+/**
+ * Classifies one line of the pinned store. Only exact pins are accepted: a
+ * marker line is refused, `@cert-authority` included — a host-CA mode would
+ * add its own line kind here, accepted only when that mode is configured.
+ */
+function readStoreLine(rawLine: string): StoreLine {
+  const line = rawLine.trim();
+  if (line === '' || line.startsWith('#')) return { kind: 'blank' };
+  const refused = (problem: string): StoreLine => ({ kind: 'refused', problem });
+  if (line.startsWith('|'))
+    return refused('hashed host names (|1|…) are not kept in the pinned store; it must stay unhashed');
+  if (line.startsWith('@cert-authority'))
+    return refused('@cert-authority lines are not pins, and the pinned store holds pins only');
+  if (line.startsWith('@')) return refused('markers such as @revoked are not pins');
+  const [name = '', keyType = '', key = ''] = line.split(/\s+/);
+  if (key === '') return refused('expected `name keytype key`');
+  const problem = nameProblem(name) ?? keyProblem(keyType, key);
+  return problem === undefined ? { kind: 'pin', pin: { name, keyType, key } } : refused(problem);
+}
+
+/**
+ * Parses the pinned store. Blank and `#` lines are ignored; any other line that
+ * is not an exact pin (hashed, marked, a pattern, a wildcard, garbage) is
+ * refused with its line number: the store is used whole or not at all.
+ */
 export function parseKnownHosts(text: string): Pin[] {
   const pins: Pin[] = [];
   const seen = new Set<string>();
   text.split(/\r?\n/).forEach((rawLine, index) => {
-    const line = rawLine.trim();
-    if (line === '' || line.startsWith('#')) return;
     const where = `known_hosts line ${index + 1}`;
-    if (line.startsWith('|')) {
-      throw storeError(`${where}: hashed host names (|1|…) are not kept in the pinned store; it must stay unhashed`);
-    }
-    if (line.startsWith('@')) throw storeError(`${where}: markers such as @cert-authority and @revoked are not pins`);
-    const [name = '', keyType = '', key = ''] = line.split(/\s+/);
-    if (key === '') throw storeError(`${where}: expected \`name keytype key\``);
-    const problem = nameProblem(name) ?? keyProblem(keyType, key);
-    if (problem !== undefined) throw storeError(`${where}: ${problem}`);
-    const identity = `${name} ${keyType}`;
-    if (seen.has(identity)) throw storeError(`${where}: a second ${keyType} key for ${quoteValue(name)}`);
+    const line = readStoreLine(rawLine);
+    if (line.kind === 'blank') return;
+    if (line.kind === 'refused') throw storeError(`${where}: ${line.problem}`);
+    const identity = `${line.pin.name} ${line.pin.keyType}`;
+    if (seen.has(identity))
+      throw storeError(`${where}: a second ${line.pin.keyType} key for ${quoteValue(line.pin.name)}`);
     seen.add(identity);
-    pins.push({ name, keyType, key });
+    pins.push(line.pin);
   });
   return pins.sort(comparePins);
 }
 
 /** Renders the pinned store: one `name keytype key` line per pin, sorted by name then key type. */
-export function renderKnownHosts(pins: readonly Pin[]): string {
+export function renderKnownHosts(pins: readonly Pin[]): PinnedKnownHosts {
   const identities = new Set<string>();
   for (const pin of pins) {
     const problem = nameProblem(pin.name) ?? keyProblem(pin.keyType, pin.key);
@@ -96,7 +126,7 @@ export function renderKnownHosts(pins: readonly Pin[]): string {
   return [...pins]
     .sort(comparePins)
     .map((pin) => `${pin.name} ${pin.keyType} ${pin.key}\n`)
-    .join('');
+    .join('') as PinnedKnownHosts;
 }
 
 /**

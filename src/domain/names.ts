@@ -147,6 +147,55 @@ export function parseWorkflowId(raw: string): string {
   return raw;
 }
 
+/**
+ * A ledger name B stands for the branch `B` (the old single-branch layout)
+ * and the record namespace `B-records/` (src/ledger/layout.ts).
+ */
+export const LEDGER_RECORDS_SUFFIX = '-records';
+const LEDGER_NAME_RULE =
+  "a ledger name is a plain branch name (letters, digits, '.', '_', '-' and '/'; no '..', no component that is " +
+  `empty, starts with '.' or ends with '.lock') none of whose components ends with '${LEDGER_RECORDS_SUFFIX}', ` +
+  'e.g. exocomp-ledger';
+
+/**
+ * Says why `raw` cannot name a ledger, or undefined when it can. No component
+ * may end with `-records`: `B-records` is the record namespace of the ledger B,
+ * so such a name would equal it or lie inside it (and a ledger whose namespace
+ * held another ledger's branch would be that ledger's neighbour in the same
+ * refs). This is the only ledger-name rule; the ledger store applies it, so
+ * every command, action and component input that names a ledger is checked.
+ */
+export function ledgerNameProblem(raw: string): string | undefined {
+  if (raw === '') return 'it is empty';
+  if (!/^[A-Za-z0-9._/-]+$/.test(raw))
+    return "it contains characters other than letters, digits, '.', '_', '-' and '/'";
+  if (raw.startsWith('-')) return "it starts with '-'";
+  if (raw.includes('..')) return "it contains '..'";
+  if (raw.endsWith('.')) return "it ends with '.'";
+  const components = raw.split('/');
+  if (components.some((part) => part === '' || part.startsWith('.') || part.endsWith('.lock')))
+    return "a component is empty, starts with '.' or ends with '.lock'";
+  const inside = components.findIndex((part) => part.endsWith(LEDGER_RECORDS_SUFFIX));
+  if (inside !== -1) {
+    const owner = components
+      .slice(0, inside + 1)
+      .join('/')
+      .slice(0, -LEDGER_RECORDS_SUFFIX.length);
+    return inside === components.length - 1
+      ? `it is the record namespace of the ledger ${quoteValue(owner)}`
+      : `it lies inside the record namespace of the ledger ${quoteValue(owner)}`;
+  }
+  return undefined;
+}
+
+/** Validates a ledger name (`--ledger-branch`, the `ledger-branch` input); never transforms it. */
+export function parseLedgerName(raw: string): string {
+  const problem = ledgerNameProblem(raw);
+  if (problem !== undefined)
+    throw new UsageError(`invalid ledger name ${quoteValue(raw)}: ${problem}`, LEDGER_NAME_RULE);
+  return raw;
+}
+
 export const USER_NAME_MAX_LENGTH = 32;
 const USER_NAME = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 const USER_NAME_RULE = `a user name is 1-${USER_NAME_MAX_LENGTH} characters of letters, digits, '.', '_' and '-', starting with a letter or '_'`;

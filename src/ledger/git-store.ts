@@ -27,6 +27,7 @@ import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { formatDuration } from '../domain/duration.js';
 import { ExocompError, UsageError } from '../domain/errors.js';
+import { parseLedgerName } from '../domain/names.js';
 import { isRemoteUrl, ProcessGitCli, redactRemote, type GitCli, type GitConfigEntry } from '../adapters/git.js';
 import { isProcessAlive } from '../adapters/process.js';
 import {
@@ -40,6 +41,7 @@ import {
 } from './git-objects.js';
 import {
   cacheRefPrefix,
+  isLedgerPath,
   MOVED_MARKER,
   movedMarkerText,
   recordOf,
@@ -48,6 +50,7 @@ import {
   RECORDS_SUFFIX,
 } from './layout.js';
 import { applyWrites, checkLedgerPath, FileSnapshot } from './memory-store.js';
+import { LedgerRecordError } from './record-error.js';
 import type { LedgerChange, LedgerSnapshot, LedgerStore, UpdateOptions } from './store.js';
 
 export interface GitLedgerStoreOptions {
@@ -76,10 +79,10 @@ export const DEFAULT_LEDGER_RETRY_MS = 5 * 60_000;
 const BACKOFF_BASE_MS = 25;
 const BACKOFF_CAP_MS = 2_000;
 const NETWORK_TIMEOUT_MS = 120_000;
-/** A writer lock older than this is presumed abandoned (a write normally takes well under a second). */
-const WRITER_LOCK_STALE_MS = 30_000;
-/** How long a writer waits for the lock before going ahead without it (the push stays safe either way). */
-const WRITER_LOCK_WAIT_MS = 60_000;
+/** A cache lock older than this is presumed abandoned (a fetch normally takes well under a second). */
+const CACHE_LOCK_STALE_MS = 30_000;
+/** How long a fetch waits for the cache lock before going ahead without it (its ref updates retry either way). */
+const CACHE_LOCK_WAIT_MS = 60_000;
 const WRITER_TRAILER = 'Exocomp-Writer';
 
 /** Commits are made by the ledger itself, so they work without any user git config. */
@@ -104,6 +107,13 @@ interface RefState {
   entries: ReadonlyMap<string, TreeEntry>;
 }
 
+/** A record ref that points at something other than a commit (a blob, a tree, an annotated tag). */
+interface NonCommitRef {
+  record: string;
+  type: string;
+  object: string;
+}
+
 /** A ledger ref: the old single branch (name null) or a record's branch. */
 interface LedgerRef extends RefState {
   name: string | null;
@@ -122,8 +132,10 @@ interface LedgerState {
   refs: readonly LedgerRef[];
   /** Every remote ref the fetch refspec covers (name → commit): what the remote's tips are compared with. */
   tips: ReadonlyMap<string, string>;
-  /** The contents of the snapshot's files, by blob id. */
-  contents: ReadonlyMap<string, string>;
+  /** The contents of the snapshot's files, by blob id (null: not UTF-8 text). */
+  contents: ReadonlyMap<string, string | null>;
+  /** Record refs that are not commits: corruption, reported on every read and write of those records. */
+  nonCommits: readonly NonCommitRef[];
 }
 
 interface PushOutcome {
@@ -141,6 +153,13 @@ class RefusedLastSeen extends Error {
   }
 }
 
+/** The cache repository, and the lock its users take to fetch into it. */
+interface Cache {
+  dir: string;
+  git: GitCli;
+  lock: CacheLock;
+}
+
 type Attempt<T> = { done: true; result: T } | { done: false; conflicts: string[] };
 
 export class GitLedgerStore implements LedgerStore {
@@ -154,7 +173,7 @@ export class GitLedgerStore implements LedgerStore {
   private readonly makeGit: (gitDir: string) => GitCli;
   private readonly secrets: readonly string[];
   private readonly cachePrefix: string;
-  private cacheGit: Promise<{ git: GitCli; lock: WriterLock }> | undefined;
+  private cacheGit: Promise<Cache> | undefined;
   /** The ledger as this store last read or pushed it; reused while the remote's tips are still these. */
   private lastSeen: LedgerState | undefined;
   /**
@@ -170,13 +189,7 @@ export class GitLedgerStore implements LedgerStore {
         'pass a git URL or a path to --ledger',
       );
     }
-    this.branch = options.branch ?? DEFAULT_LEDGER_BRANCH;
-    if (!isValidBranchName(this.branch)) {
-      throw new UsageError(
-        `invalid ledger branch name ${JSON.stringify(this.branch)}`,
-        'pass a plain branch name to --ledger-branch, e.g. exocomp-ledger',
-      );
-    }
+    this.branch = parseLedgerName(options.branch ?? DEFAULT_LEDGER_BRANCH);
     this.remote = isRemoteUrl(options.remote) ? options.remote : resolve(options.remote);
     this.secrets = [...(options.secrets ?? [])];
     this.shownRemote = redactRemote(this.remote, this.secrets);
@@ -197,13 +210,8 @@ export class GitLedgerStore implements LedgerStore {
   }
 
   async read(): Promise<LedgerSnapshot> {
-    const { git, lock } = await this.cache();
-    const unlock = await lock.acquire();
-    try {
-      return (await this.load(git, [])).snapshot;
-    } finally {
-      await unlock();
-    }
+    const cache = await this.cache();
+    return (await this.load(cache, [])).snapshot;
   }
 
   async update<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>, options: UpdateOptions = {}): Promise<T> {
@@ -224,10 +232,8 @@ export class GitLedgerStore implements LedgerStore {
    * other records on it (each may be the stale copy speaking).
    */
   private async writeOnLastSeen<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>): Promise<Attempt<T>> {
-    const { git, lock } = await this.cache();
-    const unlock = await lock.acquire();
+    const { git } = await this.cache();
     try {
-      // Taken under the lock: a write of this store that went first has moved it.
       const state = this.lastSeen;
       if (state === undefined || state.legacy !== null) return { done: false, conflicts: [] };
       return await this.attempt(
@@ -246,8 +252,6 @@ export class GitLedgerStore implements LedgerStore {
     } catch (error) {
       if (error instanceof RefusedLastSeen) return { done: false, conflicts: [] };
       throw error;
-    } finally {
-      await unlock();
     }
   }
 
@@ -260,22 +264,22 @@ export class GitLedgerStore implements LedgerStore {
   }
 
   private async write<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>, forceMigration: boolean): Promise<T> {
-    const { git, lock } = await this.cache();
+    const cache = await this.cache();
     const started = Date.now();
     const seen = new Set<string>();
     let contended: string[] = [];
     for (let attempt = 1; ; attempt++) {
-      const unlock = await lock.acquire();
+      const release = await this.takeTurns(cache, attempt === 1 ? this.recordsWrittenOnLastSeen(mutate) : contended);
       let outcome: Attempt<T>;
       try {
-        const state = await this.load(git, contended);
+        const state = await this.load(cache, contended);
         for (const record of contended) {
           const writer = state.writers.get(record);
           if (writer !== undefined && writer !== this.writer) seen.add(writer);
         }
-        outcome = await this.attempt(git, state, mutate, forceMigration);
+        outcome = await this.attempt(cache.git, state, mutate, forceMigration);
       } finally {
-        await unlock();
+        await release();
       }
       if (outcome.done) return outcome.result;
       contended = outcome.conflicts;
@@ -285,6 +289,37 @@ export class GitLedgerStore implements LedgerStore {
       if (attempt > 1 && elapsed + pause > this.retryForMs)
         throw this.conflictError(contended, [...seen], attempt, elapsed);
       await sleep(pause);
+    }
+  }
+
+  /**
+   * Processes sharing this cache take turns on the records a write changes
+   * (read, change, push) — known from the ledger as last seen, or after a lost
+   * race from the conflict — so N writers of one record on one machine do not
+   * keep rejecting each other; writers of other records never wait. Locks are
+   * taken in name order, so two writers cannot wait on each other.
+   */
+  private async takeTurns({ dir }: Cache, records: readonly string[]): Promise<() => Promise<void>> {
+    const held: (() => Promise<void>)[] = [];
+    for (const record of [...new Set(records)].sort()) {
+      const name = createHash('sha256').update(`${this.branch}\0${record}`).digest('hex').slice(0, 16);
+      held.push((await new CacheLock(join(dir, `exocomp-record-${name}.lock`)).acquire()).release);
+    }
+    return async () => {
+      for (const release of held.reverse()) await release();
+    };
+  }
+
+  /**
+   * The records `mutate` would write on the ledger as last seen (none without
+   * one, or when it throws there): what a write takes turns on before it reads.
+   */
+  private recordsWrittenOnLastSeen<T>(mutate: (snapshot: LedgerSnapshot) => LedgerChange<T>): string[] {
+    if (this.lastSeen === undefined) return [];
+    try {
+      return [...mutate(this.lastSeen.snapshot).writes.keys()].map(recordOf);
+    } catch {
+      return [];
     }
   }
 
@@ -340,6 +375,11 @@ export class GitLedgerStore implements LedgerStore {
       for (const path of state.legacy!.entries.keys()) {
         if (!state.records.has(recordOf(path))) touched.add(this.recordFor(path));
       }
+    }
+    // An unreadable record is never overwritten, nor moved: its error says how to restore it.
+    for (const record of touched) {
+      const damage = state.snapshot.damageOf(record);
+      if (damage !== undefined) throw damage;
     }
     const byRecord = new Map<string, Map<string, string>>();
     for (const record of touched) byRecord.set(record, new Map());
@@ -421,14 +461,14 @@ export class GitLedgerStore implements LedgerStore {
   private afterPush(
     before: LedgerState,
     pushed: readonly LedgerRef[],
-    contents: ReadonlyMap<string, string>,
+    contents: ReadonlyMap<string, string | null>,
   ): LedgerState {
     const tips = new Map(before.tips);
     for (const ref of pushed)
       tips.set(ref.name === null ? `refs/heads/${this.branch}` : recordRef(this.branch, ref.name), ref.commit);
     const replaced = new Set(pushed.map((ref) => ref.name));
     const refs = [...before.refs.filter((ref) => !replaced.has(ref.name)), ...pushed];
-    return stateOf(refs, tips, contents, new Map());
+    return stateOf(this.branch, refs, before.nonCommits, tips, contents, new Map());
   }
 
   /** The record a path belongs to; a path that cannot become a ref is refused before anything is written. */
@@ -483,7 +523,7 @@ export class GitLedgerStore implements LedgerStore {
     if (unpacked.code !== 0) throw this.cacheFailure('unpack-objects', unpacked.stderr);
   }
 
-  private cache(): Promise<{ git: GitCli; lock: WriterLock }> {
+  private cache(): Promise<Cache> {
     this.cacheGit ??= this.openCache().catch((error: unknown) => {
       this.cacheGit = undefined;
       throw error;
@@ -492,7 +532,7 @@ export class GitLedgerStore implements LedgerStore {
   }
 
   /** Creates the cache repository atomically (init elsewhere, then rename) so concurrent first runs cannot collide. */
-  private async openCache(): Promise<{ git: GitCli; lock: WriterLock }> {
+  private async openCache(): Promise<Cache> {
     const dir = join(this.cacheRoot, createHash('sha256').update(this.remote).digest('hex'));
     if (!existsSync(join(dir, 'HEAD'))) {
       await mkdir(this.cacheRoot, { recursive: true });
@@ -520,7 +560,7 @@ export class GitLedgerStore implements LedgerStore {
       }
     }
     const lockName = `exocomp-writer-${createHash('sha256').update(this.branch).digest('hex').slice(0, 16)}.lock`;
-    return { git: this.makeGit(dir), lock: new WriterLock(join(dir, lockName)) };
+    return { dir, git: this.makeGit(dir), lock: new CacheLock(join(dir, lockName)) };
   }
 
   /**
@@ -530,14 +570,14 @@ export class GitLedgerStore implements LedgerStore {
    * cache's copy, then the files of each. `writersOf` names records whose tip's
    * writer the caller wants to know (a retry after a conflict: always fetched).
    */
-  private async load(git: GitCli, writersOf: readonly string[]): Promise<LedgerState> {
+  private async load({ git, lock }: Cache, writersOf: readonly string[]): Promise<LedgerState> {
     if (
       this.lastSeen !== undefined &&
       writersOf.length === 0 &&
       sameTips(await this.remoteTips(git), this.lastSeen.tips)
     )
       return this.lastSeen;
-    await this.fetch(git);
+    await this.fetchShared(git, lock);
     const listed = await git.run([
       'for-each-ref',
       '--format=%(objectname) %(objecttype) %(tree) %(refname)',
@@ -547,11 +587,17 @@ export class GitLedgerStore implements LedgerStore {
     const legacyName = `${this.cachePrefix}${this.branch}`;
     const recordsPrefix = `${this.cachePrefix}${this.branch}${RECORDS_SUFFIX}/`;
     const refs: { name: string | null; commit: string; tree: string }[] = [];
+    const nonCommits: NonCommitRef[] = [];
     const tips = new Map<string, string>();
     for (const line of listed.stdout.split('\n')) {
       const [commit = '', type = '', tree = '', name = ''] = line.split(' ');
       if (name.startsWith(this.cachePrefix)) tips.set(`refs/heads/${name.slice(this.cachePrefix.length)}`, commit);
-      if (type !== 'commit') continue;
+      if (type !== 'commit') {
+        if (name === legacyName) throw this.notALedger(`it points at a ${type} (${commit}), not a commit`);
+        if (name.startsWith(recordsPrefix) && recordRefProblem(name.slice(recordsPrefix.length)) === undefined)
+          nonCommits.push({ record: name.slice(recordsPrefix.length), type, object: commit });
+        continue;
+      }
       if (name === legacyName) refs.push({ name: null, commit, tree });
       else if (name.startsWith(recordsPrefix) && recordRefProblem(name.slice(recordsPrefix.length)) === undefined) {
         refs.push({ name: name.slice(recordsPrefix.length), commit, tree });
@@ -567,6 +613,9 @@ export class GitLedgerStore implements LedgerStore {
       commit: ref.commit,
       entries: listings[index] ?? new Map<string, TreeEntry>(),
     }));
+    const legacy = ledgerRefs.find((ref) => ref.name === null);
+    const notOld = legacy && oldLayoutProblem(legacy.entries);
+    if (notOld) throw this.notALedger(notOld);
     const view = ledgerView(ledgerRefs);
     const writerTips = writersOf
       .map((record) => view.records.get(record)?.commit)
@@ -580,8 +629,48 @@ export class GitLedgerStore implements LedgerStore {
         : undefined;
       if (trailer !== undefined) writers.set(record, trailer);
     }
-    this.lastSeen = stateOf(ledgerRefs, tips, objects, writers);
+    this.lastSeen = stateOf(this.branch, ledgerRefs, nonCommits, tips, objects, writers);
     return this.lastSeen;
+  }
+
+  /** The configured name is a branch that is neither an old-layout ledger nor a moved one: nothing reads or writes it. */
+  private notALedger(problem: string): ExocompError {
+    return new ExocompError(
+      'usage',
+      `refs/heads/${this.branch} of ${this.shownRemote} is not an exocomp ledger: ${problem}; nothing was read or written`,
+      {
+        help: `--ledger-branch / ledger-branch names the ledger, and refs/heads/${this.branch} must be an old-layout ledger or absent: choose another ledger name, or point --ledger at the repository that holds this ledger`,
+      },
+    );
+  }
+
+  /**
+   * The fetch is the only step processes sharing a cache take in turns (it
+   * moves the cache's refs): reading the objects, building commits and pushing
+   * need no lock (the push is the compare-and-swap). A process that waited for
+   * another's fetch first asks the remote whether that fetch already brought
+   * its tips, and fetches only if not.
+   */
+  private async fetchShared(git: GitCli, lock: CacheLock): Promise<void> {
+    const { release, waited } = await lock.acquire();
+    try {
+      if (waited && sameTips(await this.remoteTips(git), await this.cacheTips(git))) return;
+      await this.fetch(git);
+    } finally {
+      await release();
+    }
+  }
+
+  /** The cache's copy of the ledger refs, named as on the remote. */
+  private async cacheTips(git: GitCli): Promise<Map<string, string>> {
+    const listed = await git.run(['for-each-ref', '--format=%(objectname) %(refname)', this.cachePrefix]);
+    if (listed.code !== 0) throw this.cacheFailure('for-each-ref', listed.stderr);
+    const tips = new Map<string, string>();
+    for (const line of listed.stdout.split('\n')) {
+      const [object = '', name = ''] = line.split(' ');
+      if (name.startsWith(this.cachePrefix)) tips.set(`refs/heads/${name.slice(this.cachePrefix.length)}`, object);
+    }
+    return tips;
   }
 
   /** The remote's ledger refs and their commits, without fetching anything. */
@@ -695,12 +784,12 @@ export class GitLedgerStore implements LedgerStore {
     return results;
   }
 
-  /** The contents of objects (UTF-8 text), with one `cat-file --batch` process. */
-  private async readObjects(git: GitCli, ids: readonly string[]): Promise<Map<string, string>> {
+  /** The contents of objects (UTF-8 text; null for one that is not), with one `cat-file --batch` process. */
+  private async readObjects(git: GitCli, ids: readonly string[]): Promise<Map<string, string | null>> {
     if (ids.length === 0) return new Map();
     const batch = await git.run(['cat-file', '--batch'], { input: `${ids.join('\n')}\n`, rawStdout: true });
     if (batch.code !== 0) throw this.cacheFailure('cat-file', batch.stderr);
-    const objects = parseBatchOutput(batch.stdout, this.description);
+    const objects = parseBatchOutput(batch.stdoutBytes ?? Buffer.from(batch.stdout, 'utf8'), this.description);
     if (objects.length !== ids.length) throw this.cacheFailure('cat-file', 'incomplete output');
     return new Map(objects.map((object) => [object.id, object.content]));
   }
@@ -822,31 +911,82 @@ function ledgerView(refs: readonly LedgerRef[]): {
 
 /** The state of a ledger whose refs are `refs`, given the contents of (at least) their files' blobs. */
 function stateOf(
+  branch: string,
   refs: readonly LedgerRef[],
+  nonCommits: readonly NonCommitRef[],
   tips: ReadonlyMap<string, string>,
-  objects: ReadonlyMap<string, string>,
+  objects: ReadonlyMap<string, string | null>,
   writers: Map<string, string>,
 ): LedgerState {
   const { records, legacy, chosen } = ledgerView(refs);
+  const refOf = (path: string): string =>
+    legacy !== null && !records.has(recordOf(path)) && legacy.entries.has(path)
+      ? `refs/heads/${branch}`
+      : recordRef(branch, recordOf(path));
   const files = new Map<string, string>();
-  const contents = new Map<string, string>();
+  const contents = new Map<string, string | null>();
+  const damaged = new Map<string, LedgerRecordError>();
+  for (const { record, type, object } of nonCommits) {
+    const ref = recordRef(branch, record);
+    damaged.set(
+      record,
+      new LedgerRecordError(record, `its ref points at a ${type} (${object}), not a commit`, {
+        ref,
+        damage: 'corrupt',
+        help:
+          `nothing was written; every other record stays usable. A record's ref always points at a commit: find the ` +
+          `record's last commit (\`git log --all --format='%H %cd %s' -- ${record}\`, or the ref's reflog) and point ` +
+          `the ref back at it (\`git update-ref ${ref} <commit> ${object}\` in that repository, or ` +
+          `\`git push --force-with-lease=${ref}:${object} <remote> <commit>:${ref}\`), or delete the ref if the record ` +
+          'should not exist',
+      }),
+    );
+  }
   for (const [path, blob] of chosen) {
-    const content = objects.get(blob) ?? '';
-    files.set(path, content);
+    const content = objects.has(blob) ? objects.get(blob)! : '';
     contents.set(blob, content);
+    if (content === null) {
+      damaged.set(path, new LedgerRecordError(path, 'it is not UTF-8 text', { ref: refOf(path), damage: 'corrupt' }));
+    } else files.set(path, content);
   }
   const revision =
-    refs.length === 0
+    refs.length === 0 && nonCommits.length === 0
       ? null
       : createHash('sha1')
           .update(
-            refs
-              .map((ref) => `${ref.name ?? ''} ${ref.commit}`)
+            [
+              ...refs.map((ref) => `${ref.name ?? ''} ${ref.commit}`),
+              ...nonCommits.map((ref) => `${ref.record} ${ref.object}`),
+            ]
               .sort()
               .join('\n'),
           )
           .digest('hex');
-  return { snapshot: new FileSnapshot(revision, files), records, legacy, writers, refs, tips, contents };
+  return {
+    snapshot: new FileSnapshot(revision, files, { refOf, damaged }),
+    records,
+    legacy,
+    writers,
+    refs,
+    tips,
+    contents,
+    nonCommits,
+  };
+}
+
+/**
+ * Says why a tree is not that of an old-layout ledger (or of one moved to
+ * records), or undefined when it is: only ledger files, or only MOVED.md.
+ * Checked, never assumed: a branch that is anything else is not ours to move.
+ */
+function oldLayoutProblem(entries: ReadonlyMap<string, TreeEntry>): string | undefined {
+  if (entries.size === 1 && entries.get(MOVED_MARKER)?.type === 'blob') return undefined;
+  for (const [path, entry] of entries) {
+    if (entry.type !== 'blob') return `it holds ${JSON.stringify(path.slice(0, 120))}, a ${entry.type}`;
+    if (!isLedgerPath(path))
+      return `it holds ${JSON.stringify(path.slice(0, 120))}, which is not a ledger file (old-layout ledgers hold only workflows/, inventories/, sealed/, locks/, drift/, schedules/, converges/ records and known_hosts)`;
+  }
+  return undefined;
 }
 
 function sameTips(a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string>): boolean {
@@ -866,17 +1006,18 @@ function defaultWriter(): string {
 interface BatchObject {
   id: string;
   type: string;
-  content: string;
+  /** The object's text, or null when its bytes are not UTF-8. */
+  content: string | null;
 }
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /**
  * Splits `cat-file --batch` output into objects. Sizes are in bytes, so the
- * output is handled as bytes; ledger files are UTF-8 text, which survives the
- * round trip through a string exactly — anything else breaks the framing and
- * is reported.
+ * output is handled as bytes; an object that is not UTF-8 text is returned as
+ * such (null), for the record holding it to be reported, not the whole ledger.
  */
-function parseBatchOutput(stdout: string, description: string): BatchObject[] {
-  const bytes = Buffer.from(stdout, 'utf8');
+function parseBatchOutput(bytes: Buffer, description: string): BatchObject[] {
   const objects: BatchObject[] = [];
   let position = 0;
   while (position < bytes.length) {
@@ -888,45 +1029,55 @@ function parseBatchOutput(stdout: string, description: string): BatchObject[] {
     const end = headerEnd + 1 + size;
     if (headerEnd === -1 || type === 'missing' || !Number.isInteger(size) || bytes[end] !== 0x0a) {
       throw new ExocompError(
-        'ledger-record',
-        `the ledger ${description} holds a file that is not UTF-8 text (object ${id})`,
+        'internal',
+        `git cat-file printed unreadable output for object ${id} of the ${description}`,
         {
-          help: 'ledger files are UTF-8 text written by exocomp; remove the offending file from the ledger branch',
+          help: 'remove the ledger cache directory and re-run; if it persists, report it',
         },
       );
     }
-    objects.push({ id, type, content: bytes.toString('utf8', headerEnd + 1, end) });
+    let content: string | null;
+    try {
+      content = STRICT_UTF8.decode(bytes.subarray(headerEnd + 1, end));
+    } catch {
+      content = null;
+    }
+    objects.push({ id, type, content });
     position = end + 1;
   }
   return objects;
 }
 
 /**
- * Lets processes that share a cache repository take turns writing a branch.
- * Without it, N writers on one machine mostly reject each other's pushes and
- * the unlucky ones run out of attempts. It is advisory only: the push's
- * compare-and-swap keeps the ledger correct, so a lock whose holder died or
- * that is held too long is broken, and a writer that waits too long goes
- * ahead without it.
+ * Lets processes that share a cache repository take turns: fetching into it
+ * (so N fetches do not fight over the same refs), and writing a record they
+ * raced for. It is advisory only: a fetch that loses a ref lock retries and
+ * the push is the compare-and-swap, so a lock whose holder died or that is
+ * held too long is broken, and a process that waits too long goes ahead
+ * without it. (The fetch lock keeps the writer lock's old file name, so older
+ * versions sharing the cache still take turns with this one.)
  */
-class WriterLock {
+class CacheLock {
   constructor(private readonly path: string) {}
 
-  async acquire(): Promise<() => Promise<void>> {
+  /** Takes the lock; `waited` says whether another process held it first. */
+  async acquire(): Promise<{ release: () => Promise<void>; waited: boolean }> {
     const token = `${process.pid} ${hostname()} ${randomBytes(6).toString('hex')}`;
-    const deadline = Date.now() + WRITER_LOCK_WAIT_MS;
+    const deadline = Date.now() + CACHE_LOCK_WAIT_MS;
+    let waited = false;
     while (Date.now() < deadline) {
       try {
         await writeFile(this.path, token, { flag: 'wx' });
-        return () => this.release(token);
+        return { release: () => this.release(token), waited };
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') break;
       }
+      waited = true;
       const holder = await this.holder();
       if (holder === 'abandoned') await rm(this.path, { force: true });
       else if (holder === 'alive') await sleep(5 + Math.random() * 20);
     }
-    return () => Promise.resolve();
+    return { release: () => Promise.resolve(), waited };
   }
 
   private async release(token: string): Promise<void> {
@@ -937,7 +1088,7 @@ class WriterLock {
   private async holder(): Promise<'alive' | 'abandoned' | 'none'> {
     try {
       const [holder, info] = await Promise.all([readFile(this.path, 'utf8'), stat(this.path)]);
-      if (Date.now() - info.mtimeMs > WRITER_LOCK_STALE_MS) return 'abandoned';
+      if (Date.now() - info.mtimeMs > CACHE_LOCK_STALE_MS) return 'abandoned';
       const [pid, host] = holder.split(' ');
       const dead = host === hostname() && pid !== undefined && pid !== '' && !isProcessAlive(Number(pid));
       return dead ? 'abandoned' : 'alive';
@@ -956,16 +1107,6 @@ function backoffMs(attempt: number): number {
 function defaultCacheRoot(): string {
   const base = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
   return join(base, 'exocomp', 'ledgers');
-}
-
-function isValidBranchName(name: string): boolean {
-  return (
-    /^[A-Za-z0-9._/-]+$/.test(name) &&
-    !name.startsWith('-') &&
-    !name.split('/').some((part) => part === '' || part.startsWith('.') || part.endsWith('.lock')) &&
-    !name.includes('..') &&
-    !name.endsWith('.')
-  );
 }
 
 async function pauseBeforePushForTests(commit: string): Promise<void> {

@@ -15,8 +15,9 @@
  * Writers of different records push different refs, so they never conflict.
  */
 import { createHash } from 'node:crypto';
+import { LEDGER_RECORDS_SUFFIX } from '../domain/names.js';
 
-export const RECORDS_SUFFIX = '-records';
+export const RECORDS_SUFFIX = LEDGER_RECORDS_SUFFIX;
 /** The only file of the old branch once its records have moved. */
 export const MOVED_MARKER = 'MOVED.md';
 
@@ -27,6 +28,17 @@ export function recordsNamespace(branch: string): string {
 /** The full ref name of a record. */
 export function recordRef(branch: string, record: string): string {
   return `${recordsNamespace(branch)}${record}`;
+}
+
+const NAME = '[a-z0-9][a-z0-9._-]*';
+const LEDGER_PATH = new RegExp(
+  `^(?:known_hosts|(?:workflows|inventories|sealed|locks|drift|schedules)/${NAME}\\.json|` +
+    `converges/${NAME}/history\\.json|converges/${NAME}/shards/${NAME}/[1-9][0-9]*\\.json)$`,
+);
+
+/** Whether `path` has the shape of a file exocomp keeps in a ledger (records.ts LEDGER_PATHS). */
+export function isLedgerPath(path: string): boolean {
+  return LEDGER_PATH.test(path);
 }
 
 /** The record (ref suffix) a ledger path belongs to. */

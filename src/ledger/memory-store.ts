@@ -6,26 +6,56 @@
  */
 import { createHash } from 'node:crypto';
 import { ExocompError } from '../domain/errors.js';
+import { recordOf } from './layout.js';
+import type { LedgerRecordError } from './record-error.js';
 import type { LedgerChange, LedgerSnapshot, LedgerStore } from './store.js';
+
+/** Where a snapshot's files live, and the records that cannot be read at all. */
+export interface SnapshotRefs {
+  /** The git ref a file lives on. */
+  refOf(path: string): string | undefined;
+  /** Unreadable records, by record (layout.ts recordOf): every file of such a record throws this. */
+  damaged: ReadonlyMap<string, LedgerRecordError>;
+}
 
 /** An immutable set of files at one revision. */
 export class FileSnapshot implements LedgerSnapshot {
   readonly revision: string | null;
   private readonly files: ReadonlyMap<string, string>;
+  private readonly refs: SnapshotRefs | undefined;
   private sortedPaths: string[] | undefined;
 
-  constructor(revision: string | null, files: ReadonlyMap<string, string>) {
+  constructor(revision: string | null, files: ReadonlyMap<string, string>, refs?: SnapshotRefs) {
     this.revision = revision;
     this.files = files;
+    this.refs = refs;
   }
 
   read(path: string): string | undefined {
+    const damage = this.refs?.damaged.get(path) ?? this.refs?.damaged.get(recordOf(path));
+    if (damage !== undefined) throw damage;
     return this.files.get(path);
   }
 
   list(prefix: string): string[] {
-    this.sortedPaths ??= [...this.files.keys()].sort();
+    this.sortedPaths ??= [...new Set([...this.files.keys(), ...(this.refs?.damaged.keys() ?? [])])].sort();
     return this.sortedPaths.filter((path) => path.startsWith(prefix));
+  }
+
+  refOf(path: string): string | undefined {
+    return this.refs?.refOf(path);
+  }
+
+  /** Why `record` (layout.ts recordOf) cannot be read or written, or undefined when it can. */
+  damageOf(record: string): LedgerRecordError | undefined {
+    const damaged = this.refs?.damaged;
+    if (damaged === undefined) return undefined;
+    return damaged.get(record) ?? [...damaged].find(([path]) => recordOf(path) === record)?.[1];
+  }
+
+  /** The records that cannot be read, as errors naming each. */
+  damaged(): LedgerRecordError[] {
+    return [...(this.refs?.damaged.values() ?? [])];
   }
 
   /** The files as a map (for stores building the next revision). */

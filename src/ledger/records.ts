@@ -8,7 +8,7 @@
  */
 import { z } from 'zod';
 import { ExocompError } from '../domain/errors.js';
-import { parseKnownHosts, type Pin } from '../domain/known-hosts.js';
+import { parseKnownHosts, renderKnownHosts, type Pin, type PinnedKnownHosts } from '../domain/known-hosts.js';
 import { RECORD_NAME_MAX_LENGTH, recordNameProblem } from '../domain/names.js';
 import {
   CONVERGE_HISTORY_SCHEMA_VERSION,
@@ -24,6 +24,7 @@ import { LOCK_SCHEMA_VERSION, lockRecordSchema, type LockRecord } from '../domai
 import { SEALED_SCHEMA_VERSION, sealedRecordSchema, type SealedRecord } from '../domain/seal.js';
 import { INVENTORY_SCHEMA_VERSION, inventoryRecordSchema, type InventoryRecord } from '../domain/standing-inventory.js';
 import { WORKFLOW_SCHEMA_VERSION, workflowSchema, type Workflow } from '../domain/workflow.js';
+import { LedgerRecordError } from './record-error.js';
 import type { LedgerSnapshot } from './store.js';
 
 /** The kinds of named records, as they appear in messages. */
@@ -69,18 +70,7 @@ export const LEDGER_PATHS = {
     `${LEDGER_PATHS.shardResultsDir(name, runId)}${shardIndex(index)}.json`,
 } as const;
 
-export class LedgerRecordError extends ExocompError {
-  readonly file: string;
-  readonly reason: string;
-  constructor(file: string, reason: string) {
-    super('ledger-record', `malformed ledger record ${file}: ${reason}`, {
-      help: 'nothing was overwritten; inspect the file on the ledger branch (git log -p) and restore it from its history',
-    });
-    this.name = 'LedgerRecordError';
-    this.file = file;
-    this.reason = reason;
-  }
-}
+export { LedgerRecordError };
 
 export function describeZodIssues(error: z.ZodError): string {
   return error.issues
@@ -113,6 +103,21 @@ export function serializeRecord(record: unknown): string {
   return `${JSON.stringify(record, null, 2)}\n`;
 }
 
+/**
+ * Reads one record and parses it; a record that cannot be used is an error
+ * naming its path and the ref it lives on, and makes only itself unreadable.
+ */
+function readRecord<T>(snapshot: LedgerSnapshot, file: string, parse: (text: string) => T): T | undefined {
+  const text = snapshot.read(file);
+  if (text === undefined) return undefined;
+  try {
+    return parse(text);
+  } catch (error) {
+    if (error instanceof LedgerRecordError) throw error.on(snapshot.refOf?.(file));
+    throw error;
+  }
+}
+
 /** A record whose own name disagrees with its file is not used: it was copied or crafted, not written by exocomp. */
 function checkNamedAs(file: string, field: string, actual: string, expected: string): void {
   if (actual !== expected) {
@@ -133,8 +138,7 @@ function parseWorkflowFile(file: string, text: string, id: string): Workflow {
 
 export function readWorkflow(snapshot: LedgerSnapshot, id: string): Workflow | undefined {
   const file = LEDGER_PATHS.workflow(id);
-  const text = snapshot.read(file);
-  return text === undefined ? undefined : parseWorkflowFile(file, text, id);
+  return readRecord(snapshot, file, (text) => parseWorkflowFile(file, text, id));
 }
 
 /** Whether a workflow record exists (well-formed or not), without parsing it. */
@@ -161,8 +165,12 @@ export function listWorkflows(snapshot: LedgerSnapshot): { workflows: Workflow[]
     if (id === undefined) continue;
     try {
       const problem = recordNameProblem(id);
-      if (problem !== undefined) throw new LedgerRecordError(file, `its file name is not a workflow id: ${problem}`);
-      workflows.push(parseWorkflowFile(file, snapshot.read(file) ?? '', id));
+      if (problem !== undefined)
+        throw new LedgerRecordError(file, `its file name is not a workflow id: ${problem}`, {
+          ref: snapshot.refOf?.(file),
+        });
+      const workflow = readRecord(snapshot, file, (text) => parseWorkflowFile(file, text, id));
+      if (workflow) workflows.push(workflow);
     } catch (error) {
       if (error instanceof LedgerRecordError) errors.push(error);
       else throw error;
@@ -176,17 +184,17 @@ export function listWorkflows(snapshot: LedgerSnapshot): { workflows: Workflow[]
 
 export function readInventoryRecord(snapshot: LedgerSnapshot, name: string): InventoryRecord | undefined {
   const file = LEDGER_PATHS.inventory(name);
-  const text = snapshot.read(file);
-  if (text === undefined) return undefined;
-  const record = parseRecord(file, text, inventoryRecordSchema, INVENTORY_SCHEMA_VERSION);
-  checkNamedAs(file, 'name', record.name, name);
-  if (record.materialized && record.materialized.file !== LEDGER_PATHS.inventoryFile(name)) {
-    throw new LedgerRecordError(
-      file,
-      `it points at ${JSON.stringify(record.materialized.file.slice(0, 120))} instead of ${LEDGER_PATHS.inventoryFile(name)}`,
-    );
-  }
-  return record;
+  return readRecord(snapshot, file, (text) => {
+    const record = parseRecord(file, text, inventoryRecordSchema, INVENTORY_SCHEMA_VERSION);
+    checkNamedAs(file, 'name', record.name, name);
+    if (record.materialized && record.materialized.file !== LEDGER_PATHS.inventoryFile(name)) {
+      throw new LedgerRecordError(
+        file,
+        `it points at ${JSON.stringify(record.materialized.file.slice(0, 120))} instead of ${LEDGER_PATHS.inventoryFile(name)}`,
+      );
+    }
+    return record;
+  });
 }
 
 /** Where the materialized inventory of `tf:<name>` is kept, as a path on the ledger (for records and messages). */
@@ -214,50 +222,66 @@ export function listInventoryFiles(snapshot: LedgerSnapshot): Map<string, string
 
 export function readSealedOutputs(snapshot: LedgerSnapshot, name: string): SealedRecord | undefined {
   const file = LEDGER_PATHS.sealed(name);
-  const text = snapshot.read(file);
-  if (text === undefined) return undefined;
-  const record = parseRecord(file, text, sealedRecordSchema, SEALED_SCHEMA_VERSION);
-  checkNamedAs(file, 'workspace', record.workspace, name);
-  return record;
+  return readRecord(snapshot, file, (text) => {
+    const record = parseRecord(file, text, sealedRecordSchema, SEALED_SCHEMA_VERSION);
+    checkNamedAs(file, 'workspace', record.workspace, name);
+    return record;
+  });
 }
 
 // ---- pinned host keys
 
-/** The pinned store as stored (empty when there is none yet). */
+/**
+ * The pinned store's text as stored, only to tell whether a write changes it.
+ * Never hand it to ssh: readPinnedKnownHosts is the file ssh gets.
+ */
 export function readKnownHostsText(snapshot: LedgerSnapshot): string {
   return snapshot.read(LEDGER_PATHS.knownHosts) ?? '';
 }
 
-/** The pinned host keys; a store with lines that are not pins is malformed, not partly used. */
+/** The pinned host keys; a store with a line that is not an exact pin is malformed (the line is named), not partly used. */
 export function readPins(snapshot: LedgerSnapshot): Pin[] {
-  try {
-    return parseKnownHosts(readKnownHostsText(snapshot));
-  } catch (error) {
-    if (error instanceof ExocompError) throw new LedgerRecordError(LEDGER_PATHS.knownHosts, error.message);
-    throw error;
-  }
+  const pins = readRecord(snapshot, LEDGER_PATHS.knownHosts, (text) => {
+    try {
+      return parseKnownHosts(text);
+    } catch (error) {
+      if (error instanceof ExocompError) throw new LedgerRecordError(LEDGER_PATHS.knownHosts, error.message);
+      throw error;
+    }
+  });
+  return pins ?? [];
+}
+
+/**
+ * The pinned store as the known_hosts file ssh is given: the one reader of
+ * every path that hands pins to ssh (plays, converge, drift, preview,
+ * onboarding, `host known-hosts`). It is rendered from the validated pins,
+ * never the record's own text, so nothing but exact pins reaches ssh.
+ */
+export function readPinnedKnownHosts(snapshot: LedgerSnapshot): PinnedKnownHosts {
+  return renderKnownHosts(readPins(snapshot));
 }
 
 // ---- concurrency-key locks
 
 export function readLock(snapshot: LedgerSnapshot, key: string): LockRecord | undefined {
   const file = LEDGER_PATHS.lock(key);
-  const text = snapshot.read(file);
-  if (text === undefined) return undefined;
-  const record = parseRecord(file, text, lockRecordSchema, LOCK_SCHEMA_VERSION);
-  checkNamedAs(file, 'key', record.key, key);
-  return record;
+  return readRecord(snapshot, file, (text) => {
+    const record = parseRecord(file, text, lockRecordSchema, LOCK_SCHEMA_VERSION);
+    checkNamedAs(file, 'key', record.key, key);
+    return record;
+  });
 }
 
 // ---- drift checks and scheduled runs
 
 export function readDriftHistory(snapshot: LedgerSnapshot, name: string): DriftHistory | undefined {
   const file = LEDGER_PATHS.driftHistory(name);
-  const text = snapshot.read(file);
-  if (text === undefined) return undefined;
-  const record = parseRecord(file, text, driftHistorySchema, DRIFT_HISTORY_SCHEMA_VERSION);
-  checkNamedAs(file, 'name', record.name, name);
-  return record;
+  return readRecord(snapshot, file, (text) => {
+    const record = parseRecord(file, text, driftHistorySchema, DRIFT_HISTORY_SCHEMA_VERSION);
+    checkNamedAs(file, 'name', record.name, name);
+    return record;
+  });
 }
 
 /** Every workspace's drift history; malformed records are returned as errors, not dropped. */
@@ -283,11 +307,11 @@ export function listDriftHistories(snapshot: LedgerSnapshot): {
 
 export function readConvergeHistory(snapshot: LedgerSnapshot, name: string): ConvergeHistory | undefined {
   const file = LEDGER_PATHS.convergeHistory(name);
-  const text = snapshot.read(file);
-  if (text === undefined) return undefined;
-  const record = parseRecord(file, text, convergeHistorySchema, CONVERGE_HISTORY_SCHEMA_VERSION);
-  checkNamedAs(file, 'name', record.name, name);
-  return record;
+  return readRecord(snapshot, file, (text) => {
+    const record = parseRecord(file, text, convergeHistorySchema, CONVERGE_HISTORY_SCHEMA_VERSION);
+    checkNamedAs(file, 'name', record.name, name);
+    return record;
+  });
 }
 
 /** The shard results one converge run recorded so far (a malformed one is an error: the fold must not guess). */
@@ -297,10 +321,13 @@ export function readShardResults(snapshot: LedgerSnapshot, name: string, runId: 
   for (const file of snapshot.list(dir)) {
     const index = file.startsWith(dir) ? /^([1-9]\d*)\.json$/.exec(file.slice(dir.length))?.[1] : undefined;
     if (index === undefined) continue;
-    const record = parseRecord(file, snapshot.read(file) ?? '', shardResultSchema, SHARD_RESULT_SCHEMA_VERSION);
-    checkNamedAs(file, 'shard', String(record.shard.index), index);
-    checkNamedAs(file, 'run id', record.runId, runId);
-    results.push(record);
+    const record = readRecord(snapshot, file, (text) => {
+      const parsed = parseRecord(file, text, shardResultSchema, SHARD_RESULT_SCHEMA_VERSION);
+      checkNamedAs(file, 'shard', String(parsed.shard.index), index);
+      checkNamedAs(file, 'run id', parsed.runId, runId);
+      return parsed;
+    });
+    if (record) results.push(record);
   }
   return results;
 }
@@ -323,11 +350,62 @@ export function listScheduleFires(snapshot: LedgerSnapshot): ScheduleFires[] {
 
 export function readScheduleFires(snapshot: LedgerSnapshot, name: string): ScheduleFires | undefined {
   const file = LEDGER_PATHS.scheduleFires(name);
-  const text = snapshot.read(file);
-  if (text === undefined) return undefined;
-  const record = parseRecord(file, text, scheduleFiresSchema, SCHEDULE_FIRES_SCHEMA_VERSION);
-  checkNamedAs(file, 'name', record.name, name);
-  return record;
+  return readRecord(snapshot, file, (text) => {
+    const record = parseRecord(file, text, scheduleFiresSchema, SCHEDULE_FIRES_SCHEMA_VERSION);
+    checkNamedAs(file, 'name', record.name, name);
+    return record;
+  });
+}
+
+// ---- checking every record
+
+/** How each kind of ledger file is read; `undefined` for files no reader here knows. */
+function readerOf(path: string): ((snapshot: LedgerSnapshot) => unknown) | undefined {
+  const named = (pattern: RegExp, read: (snapshot: LedgerSnapshot, ...names: string[]) => unknown) => {
+    const names = pattern.exec(path)?.slice(1);
+    if (names === undefined) return undefined;
+    const problem = names.map(recordNameProblem).find((found) => found !== undefined);
+    if (problem !== undefined)
+      return (snapshot: LedgerSnapshot) => {
+        throw new LedgerRecordError(path, `its file name is not a record name: ${problem}`, {
+          ref: snapshot.refOf?.(path),
+        });
+      };
+    return (snapshot: LedgerSnapshot) => read(snapshot, ...names);
+  };
+  if (path === LEDGER_PATHS.knownHosts) return readPins;
+  return (
+    named(/^inventories\/(.+)\.inventory\.json$/, (snapshot, name) => readInventoryFile(snapshot, name)) ??
+    named(/^workflows\/(.+)\.json$/, (snapshot, id) => readWorkflow(snapshot, id)) ??
+    named(/^inventories\/(.+)\.json$/, (snapshot, name) => readInventoryRecord(snapshot, name)) ??
+    named(/^sealed\/(.+)\.json$/, (snapshot, name) => readSealedOutputs(snapshot, name)) ??
+    named(/^locks\/(.+)\.json$/, (snapshot, key) => readLock(snapshot, key)) ??
+    named(/^drift\/(.+)\.json$/, (snapshot, name) => readDriftHistory(snapshot, name)) ??
+    named(/^schedules\/(.+)\.json$/, (snapshot, name) => readScheduleFires(snapshot, name)) ??
+    named(/^converges\/([^/]+)\/history\.json$/, (snapshot, name) => readConvergeHistory(snapshot, name)) ??
+    named(/^converges\/([^/]+)\/shards\/([^/]+)\/[^/]+$/, (snapshot, name, run) =>
+      readShardResults(snapshot, name, run),
+    )
+  );
+}
+
+/**
+ * Reads every file of the ledger as its reader would, and returns each record
+ * that cannot be used (one error per file), sorted by path. Reads only.
+ */
+export function checkRecords(snapshot: LedgerSnapshot): LedgerRecordError[] {
+  const problems = new Map<string, LedgerRecordError>();
+  for (const path of snapshot.list('')) {
+    try {
+      const read = readerOf(path);
+      if (read === undefined) snapshot.read(path);
+      else read(snapshot);
+    } catch (error) {
+      if (!(error instanceof LedgerRecordError)) throw error;
+      problems.set(error.file, error);
+    }
+  }
+  return [...problems.values()].sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
 }
 
 // ---- writes

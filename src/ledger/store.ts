@@ -7,10 +7,16 @@
 export interface LedgerSnapshot {
   /** The revision this snapshot was read at (a commit id), or null for an empty ledger. */
   readonly revision: string | null;
-  /** The text of a file, or undefined when it does not exist. */
+  /**
+   * The text of a file, or undefined when it does not exist. A file whose
+   * record cannot be read (its ref is not a commit, its bytes are not UTF-8)
+   * throws a LedgerRecordError naming it: never undefined.
+   */
   read(path: string): string | undefined;
-  /** Paths of the files under a folder prefix (e.g. 'workflows/'), sorted. */
+  /** Paths of the files under a folder prefix (e.g. 'workflows/'), sorted; unreadable records included. */
   list(prefix: string): string[];
+  /** The git ref a file lives on, for messages (undefined when the store has no refs). */
+  refOf?(path: string): string | undefined;
 }
 
 /** The outcome of one mutation attempt: files to write (null deletes) and the commit message. */

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lookAheadToAgent, runPlay } from '../../src/app/plays/play.js';
 import { SecretRegistry } from '../../src/app/runtime/secrets.js';
+import { renderKnownHosts } from '../../src/domain/known-hosts.js';
 import { runProcess } from '../../src/adapters/process.js';
 import { generateKeyPair, type KeyPair } from '../support/loopback-host.js';
 
@@ -59,7 +60,7 @@ describe('a play given an agent started beforehand', () => {
       cwd: dir,
       parentEnv: process.env,
       inventoryText: JSON.stringify({ all: { hosts: { control: { ansible_connection: 'local' } } } }),
-      knownHosts: '',
+      knownHosts: renderKnownHosts([]),
       agent,
       secrets: new SecretRegistry(),
     });

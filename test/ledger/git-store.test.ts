@@ -305,7 +305,7 @@ describe('GitLedgerStore', () => {
 
   it('refuses an invalid branch name as bad usage', () => {
     expect(() => store({ branch: '../x' })).toThrow(ExocompError);
-    expect(() => store({ branch: 'a..b' })).toThrow(/invalid ledger branch/);
+    expect(() => store({ branch: 'a..b' })).toThrow(/invalid ledger name/);
   });
 
   it('refuses a path that cannot become a branch, before writing anything', async () => {
@@ -630,14 +630,17 @@ describe('the old single-branch layout', () => {
     expect(await store().migrate()).toBe(5);
   });
 
-  it('refuses to move an entry it does not understand, naming it, and writes nothing', async () => {
+  it('refuses a branch holding an entry no ledger holds as not a ledger, naming it, and writes nothing', async () => {
     await oldLedger({ 'notes/x.lock': 'hand-written\n' });
     const before = await ledgerRefs(remote);
     const error = await expectExocompError(
       store().update(() => change({ 'workflows/b.json': 'b\n' })),
-      'ledger-record',
+      'usage',
     );
     expect(error.message).toContain('notes/x.lock');
+    expect(error.message).toContain('is not an exocomp ledger');
+    await expectExocompError(store().migrate(), 'usage');
+    await expectExocompError(store().read(), 'usage');
     expect(await ledgerRefs(remote)).toBe(before);
   });
 });

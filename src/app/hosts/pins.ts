@@ -11,10 +11,11 @@ import {
   reconcilePins,
   renderKnownHosts,
   type Pin,
+  type PinnedKnownHosts,
 } from '../../domain/known-hosts.js';
 import { keyscan } from '../../adapters/ssh.js';
 import { publicKeyOf } from '../../adapters/ssh-keys.js';
-import { readKnownHostsText, readPins, RecordWrites } from '../../ledger/records.js';
+import { readKnownHostsText, readPinnedKnownHosts, readPins, RecordWrites } from '../../ledger/records.js';
 import type { AppContext } from '../runtime/context.js';
 import { LookAhead } from '../provision/look-ahead.js';
 import { loadStandingInventory } from './inventories.js';
@@ -25,7 +26,7 @@ export interface PinOutcome {
   unchanged: string[];
   rotated: string[];
   /** The whole store after pinning, for UserKnownHostsFile. */
-  knownHosts: string;
+  knownHosts: PinnedKnownHosts;
 }
 
 /** Rotation may be asked by inventory name, address or known_hosts name. */
@@ -227,7 +228,7 @@ async function resolveHost(app: AppContext, host: HostToPin): Promise<Pick<Deriv
 }
 
 /** `host known-hosts`: the pinned store, as records and as a known_hosts file. */
-export async function pinnedHosts(app: AppContext): Promise<{ pins: Pin[]; knownHosts: string }> {
+export async function pinnedHosts(app: AppContext): Promise<{ pins: Pin[]; knownHosts: PinnedKnownHosts }> {
   const snapshot = await app.store.read();
-  return { pins: readPins(snapshot), knownHosts: readKnownHostsText(snapshot) };
+  return { pins: readPins(snapshot), knownHosts: readPinnedKnownHosts(snapshot) };
 }

@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { ExocompError } from '../../domain/errors.js';
 import { failureDetail, failureSummary, type TaskResultEvent } from '../../domain/play-events.js';
 import { countedNames, someNames } from '../../domain/host-list.js';
+import type { PinnedKnownHosts } from '../../domain/known-hosts.js';
 import { scrubEnvironment } from '../../domain/run-environment.js';
 import { runPlaybook } from '../../adapters/ansible.js';
 import type { AnsibleEvent } from '../../adapters/ansible-events.js';
@@ -24,7 +25,8 @@ export interface PlayRequest {
   cwd: string;
   parentEnv: NodeJS.ProcessEnv;
   inventoryText: string;
-  knownHosts: string;
+  /** Exact pins only (readPinnedKnownHosts): the record's own text never reaches ssh. */
+  knownHosts: PinnedKnownHosts;
   remoteUser?: string;
   /** A key used directly as the identity (a 0600 private copy is handed to ssh). */
   identityFile?: string;

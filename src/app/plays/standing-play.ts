@@ -6,11 +6,12 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ExocompError } from '../../domain/errors.js';
+import type { PinnedKnownHosts } from '../../domain/known-hosts.js';
 import type { InventoryRef } from '../../domain/names.js';
 import { unsealOutputs } from '../../domain/seal.js';
 import { restrictInventory } from '../../domain/shard.js';
 import { renderAnsibleInventory } from '../../domain/inventory.js';
-import { readKnownHostsText, readSealedOutputs } from '../../ledger/records.js';
+import { readPinnedKnownHosts, readSealedOutputs } from '../../ledger/records.js';
 import type { LedgerSnapshot } from '../../ledger/store.js';
 import type { AppContext } from '../runtime/context.js';
 import { loadStandingInventory } from '../hosts/inventories.js';
@@ -68,7 +69,7 @@ function playRequest(
   app: AppContext,
   request: Omit<StandingPlayRequest, 'name' | 'sealKey'>,
   inventoryText: string,
-  knownHosts: string,
+  knownHosts: PinnedKnownHosts,
   envAdditions: Record<string, string>,
 ): PlayRequest {
   return {
@@ -103,7 +104,7 @@ export async function runStandingPlay(
   const snapshot = await app.store.read();
   const inventory = loadStandingInventory(snapshot, request.name);
   const sealed = unsealedFor(snapshot, request.name, request);
-  const knownHosts = readKnownHostsText(snapshot);
+  const knownHosts = readPinnedKnownHosts(snapshot);
   const only = request.onlyHosts;
   const text =
     only === undefined ? inventory.ansibleText : renderAnsibleInventory(restrictInventory(inventory.inventory, only));
@@ -135,6 +136,6 @@ export async function runFilePlay(
       help: 'pass an existing inventory file, or tf:<name> for a standing inventory',
     });
   });
-  const knownHosts = readKnownHostsText(await app.store.read());
+  const knownHosts = readPinnedKnownHosts(await app.store.read());
   return { outcome: await runPlay(playRequest(app, request, text, knownHosts, { ...request.runSecrets })) };
 }

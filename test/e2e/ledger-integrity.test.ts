@@ -1,0 +1,126 @@
+/**
+ * Issue 28 through the CLI: a ledger name inside another ledger's namespace is
+ * refused with exit 2 and no ref changes; a pinned store with a line that is not
+ * an exact pin makes `playbook run` refuse before ansible starts; `ledger check`
+ * lists damaged records and exits 1.
+ */
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runProcess } from '../../src/adapters/process.js';
+import { createChainFixture, type ChainFixture } from '../support/chain-fixture.js';
+
+let fx: ChainFixture;
+
+const git = async (args: string[], input?: string) =>
+  (
+    await runProcess('git', ['--git-dir', fx.ledger, ...args], {
+      env: {
+        ...process.env,
+        GIT_AUTHOR_NAME: 't',
+        GIT_AUTHOR_EMAIL: 't@t',
+        GIT_COMMITTER_NAME: 't',
+        GIT_COMMITTER_EMAIL: 't@t',
+      },
+      ...(input === undefined ? {} : { input }),
+    })
+  ).stdout.trim();
+
+const allRefs = () => git(['for-each-ref', '--format=%(refname) %(objectname)']);
+
+/** Commits `text` as the only file `path` of the record branch `path`, as a hand-made push would. */
+async function plant(path: string, text: string): Promise<void> {
+  const blob = await git(['hash-object', '-w', '--stdin'], text);
+  const parts = path.split('/');
+  let tree = await git(['mktree'], `100644 blob ${blob}\t${parts.at(-1)}\n`);
+  for (const dir of parts.slice(0, -1).reverse()) tree = await git(['mktree'], `040000 tree ${tree}\t${dir}\n`);
+  const commit = await git(['commit-tree', tree, '-m', 'hand-made']);
+  await git(['update-ref', `refs/heads/exocomp-ledger-records/${path}`, commit]);
+}
+
+beforeAll(async () => {
+  fx = await createChainFixture();
+  await plant('workflows/seed.json', '{}\n');
+});
+afterAll(async () => {
+  await fx.cleanup();
+});
+
+describe('ledger names', () => {
+  it('a name inside another ledger namespace is refused with exit 2 by every command that takes one; no ref changes', async () => {
+    const before = await allRefs();
+    for (const command of [
+      ['provision', 'status'],
+      ['ledger', 'migrate'],
+      ['ledger', 'check'],
+      ['host', 'known-hosts'],
+      ['approval', 'decide', 'seed', '--approve'],
+    ]) {
+      const result = await fx.cli([
+        ...command,
+        ...fx.ledgerArgs,
+        '--ledger-branch',
+        'exocomp-ledger-records/workflows/seed.json',
+      ]);
+      expect(result.code, `${command.join(' ')}: ${result.stderr}`).toBe(2);
+      expect(result.stderr).toContain('lies inside the record namespace of the ledger "exocomp-ledger"');
+    }
+    expect(await allRefs()).toBe(before);
+  });
+});
+
+describe('the pinned store', () => {
+  it('a wildcard line makes playbook run refuse before ansible starts, naming the record and line', async () => {
+    const key = `AAAAC3NzaC1lZDI1NTE5AAAAI${'A'.repeat(43)}`;
+    await plant('known_hosts', `127.0.0.2 ssh-ed25519 ${key}\n* ssh-ed25519 ${key}\n`);
+    const shim = await fx.ansibleShim();
+    const inventory = join(fx.dir, 'local.yml');
+    await writeFile(inventory, 'all:\n  hosts:\n    control:\n      ansible_connection: local\n');
+    const playbook = join(fx.dir, 'noop.yml');
+    await writeFile(playbook, '- hosts: all\n  gather_facts: false\n  tasks: []\n');
+    const result = await fx.cli(['playbook', 'run', playbook, '--inventory', inventory, ...fx.ledgerArgs], { env: shim.env });
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('malformed ledger record known_hosts: known_hosts line 2');
+    expect(result.stderr).toContain('refs/heads/exocomp-ledger-records/known_hosts');
+    expect(await shim.invocations()).toEqual([]);
+  });
+});
+
+describe('ledger check', () => {
+  it('lists a non-UTF-8 and a schema-invalid record with their refs, exits 1, and writes nothing', async () => {
+    await plant('workflows/latin1.json', '{"\u00e9"}\n');
+    // Re-plant with raw latin-1 bytes: git hash-object stores exactly what it is given.
+    const bytesFile = join(fx.dir, 'latin1.bin');
+    await writeFile(bytesFile, Buffer.from([0x7b, 0x22, 0xe9, 0x22, 0x7d, 0x0a]));
+    const blob = await git(['hash-object', '-w', bytesFile]);
+    const inner = await git(['mktree'], `100644 blob ${blob}\tlatin1.json\n`);
+    const tree = await git(['mktree'], `040000 tree ${inner}\tworkflows\n`);
+    await git([
+      'update-ref',
+      'refs/heads/exocomp-ledger-records/workflows/latin1.json',
+      await git(['commit-tree', tree, '-m', 'latin-1']),
+    ]);
+    await plant('workflows/invalid.json', `${JSON.stringify({ schemaVersion: 1, id: 'invalid' })}\n`);
+    const before = await allRefs();
+    const result = await fx.cli(['ledger', 'check', '--json', ...fx.ledgerArgs]);
+    expect(result.code, result.stderr).toBe(1);
+    const problems = (
+      JSON.parse(result.stdout) as { result: { problems: { file: string; ref: string; damage: string }[] } }
+    ).result.problems;
+    expect(problems).toContainEqual(
+      expect.objectContaining({
+        file: 'workflows/latin1.json',
+        damage: 'corrupt',
+        ref: 'refs/heads/exocomp-ledger-records/workflows/latin1.json',
+      }),
+    );
+    expect(problems).toContainEqual(
+      expect.objectContaining({
+        file: 'workflows/invalid.json',
+        damage: 'malformed',
+        ref: 'refs/heads/exocomp-ledger-records/workflows/invalid.json',
+      }),
+    );
+    expect(await allRefs()).toBe(before);
+  });
+});
