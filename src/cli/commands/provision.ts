@@ -18,6 +18,7 @@ import {
   addKeyOptions,
   addPlayOptions,
   allowLocalStateOption,
+  allowDestroyOption,
   readVars,
   runInputs,
   workspaceNameFor,
@@ -130,6 +131,7 @@ export function registerProvision(program: Command, io: Io): void {
             .addOption(
               new Option('--wait', 'with --require-approval: block until the decision, then continue').default(false),
             )
+            .addOption(allowDestroyOption())
             .addOption(new Option('--id <workflow-id>', 'continue this workflow instead of starting a new one')),
         ),
       ),
@@ -178,6 +180,7 @@ export function registerProvision(program: Command, io: Io): void {
         .argument('<id>', 'workflow id')
         .addOption(new Option('--tofu-binary <path>', 'OpenTofu/Terraform binary'))
         .addOption(allowLocalStateOption())
+        .addOption(allowDestroyOption())
         .addOption(
           new Option('--ssh-wait <duration>', 'wait this long for SSH banners from now on (recorded in the ledger)'),
         )
