@@ -9,14 +9,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { approvalToShow } from '../../src/app/approval/plan-view.js';
+import { approvalToShow, standingHostsOf } from '../../src/app/approval/plan-view.js';
+import { applyWorkspace } from '../../src/app/provision/apply-workspace.js';
 import { planForApproval } from '../../src/app/provision/provision.js';
 import type { AppContext } from '../../src/app/runtime/context.js';
 import { RecordingProgress } from '../../src/app/runtime/progress.js';
 import { SecretRegistry } from '../../src/app/runtime/secrets.js';
 import { renderApprovalText, renderMarkdown, viewWorkflow } from '../../src/domain/render.js';
 import { createWorkflow, type Workflow } from '../../src/domain/workflow.js';
-import { LEDGER_PATHS, serializeRecord } from '../../src/ledger/records.js';
+import { LEDGER_PATHS, readPins, serializeRecord } from '../../src/ledger/records.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import { standinPath } from '../support/tofu-standin.js';
 import { T0 } from '../support/workflows.js';
@@ -45,7 +46,7 @@ function config(hosts: { web2: boolean; web3: boolean }) {
 }
 
 const inventory = (names: string[]) => ({
-  all: { hosts: Object.fromEntries(names.map((n, i) => [n, { ansible_host: `127.0.9.${i + 1}` }])) },
+  all: { hosts: Object.fromEntries(names.map((n) => [n, { ansible_host: `127.0.9.${n.slice(-1)}` }])) },
 });
 const KEY = Buffer.concat([Buffer.from('\0\0\0\x0bssh-ed25519\0\0\0\x20', 'latin1'), Buffer.alloc(32, 7)]).toString(
   'base64',
@@ -157,6 +158,23 @@ describe('the plan view and the destroy guard, before approval', () => {
     const progress = (app.progress as RecordingProgress).events.map((e) => JSON.stringify(e)).join('\n');
     expect(progress).toContain('terraform_data.web2');
     expect(progress).not.toContain(DB_PASSWORD);
+  });
+
+  it('the approved apply retires what the view said: the replaced host’s pin and the destroyed host’s', async () => {
+    const workflow = await planForApproval(app, workflowId, inputs({ allowDestroy: true }));
+    await applyWorkspace(app, {
+      workspacePath: 'ws',
+      name: 'fleet',
+      tofuBinary: standinPath,
+      secrets: new SecretRegistry(),
+      workflowId,
+      approvedFingerprint: workflow.approval.planFingerprint!,
+      info: () => {},
+      warn: () => {},
+    });
+    const snapshot = await store.read();
+    expect(readPins(snapshot).map((p) => p.name)).toEqual([]);
+    expect(standingHostsOf(snapshot, 'fleet').map((h) => h.name)).toEqual(['web1', 'web3']);
   });
 
   it('a protected address touched is refused even with allow-destroy; the policy’s own allow-destroy lets hosts go', async () => {
