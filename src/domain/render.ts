@@ -6,6 +6,7 @@
 import { fenced } from './drift-render.js';
 import { formatDuration } from './duration.js';
 import { renderPlanViewMarkdown, renderPlanViewText, type PlanView } from './plan-view.js';
+import { timelineGantt } from './timeline.js';
 import { STEP_NAMES, type Step, type Workflow } from './workflow.js';
 
 const STATE_MARK: Record<Step['state'], string> = {
@@ -37,6 +38,8 @@ export interface WorkflowView {
   approval: Workflow['approval'];
   steps: StepView[];
   failure: Workflow['failure'] | null;
+  /** The Mermaid gantt of the steps' attempts (domain/timeline.ts); null before any step started. */
+  timeline: string | null;
 }
 
 function stepDuration(step: Step, now: Date): number | null {
@@ -65,6 +68,7 @@ export function viewWorkflow(workflow: Workflow, now: Date): WorkflowView {
       runUrl: step.runUrl,
     })),
     failure: workflow.failure ?? null,
+    timeline: timelineGantt(workflow, now) ?? null,
   };
 }
 
@@ -205,6 +209,7 @@ export function renderMarkdown(view: WorkflowView, options: MarkdownOptions = {}
         } | ${escapeCell(clip(s.detail))} |`,
     ),
   ];
+  if (view.timeline !== null) lines.push('', ...fenced('mermaid', view.timeline.split('\n')));
   const { approval } = view;
   if (approval.planFingerprint !== undefined) {
     lines.push(
