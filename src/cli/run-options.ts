@@ -66,6 +66,13 @@ export function allowLocalStateOption(): Option {
   ).default(false);
 }
 
+export function allowDestroyOption(): Option {
+  return new Option(
+    '--allow-destroy',
+    'let a plan awaiting approval destroy or replace hosts, or destroy more resources than the workspace policy allows (.exocomp/policy.yml)',
+  ).default(false);
+}
+
 /** `--schedule-name` and `--schedule-cron`: a scheduled run records its fire, so missed ticks show (docs/drift.md). */
 export function addScheduleOptions(command: Command): Command {
   return command
@@ -120,6 +127,7 @@ const keyOptionsSchema = z.object({
   runSecrets: z.string().optional(),
   tofuBinary: z.string().optional(),
   allowLocalState: z.boolean().optional(),
+  allowDestroy: z.boolean().optional(),
 });
 
 /** Builds the never-persisted run inputs and registers every secret value before anything is printed. */
@@ -146,6 +154,7 @@ export function runInputs(
   return {
     ...(o.tofuBinary ? { tofuBinary: o.tofuBinary } : {}),
     ...(o.allowLocalState ? { allowLocalState: true } : {}),
+    ...(o.allowDestroy ? { allowDestroy: true } : {}),
     ...(o.fleetKey ? { fleetKeyPath: o.fleetKey } : {}),
     ...(o.bootstrapKey ? { bootstrapKeyPath: o.bootstrapKey } : {}),
     ...(sealKey ? { sealKey } : {}),

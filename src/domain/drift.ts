@@ -77,7 +77,8 @@ export const DRIFT_EXIT_CODES: Record<DriftVerdict, 0 | 1 | 3> = { clean: 0, fai
 // Infrastructure
 // ---------------------------------------------------------------------------
 
-function actionOf(actions: readonly string[]): ResourceAction | undefined {
+/** The one action a resource change's `actions` amount to (`["delete", "create"]` is a replace). */
+export function resourceActionOf(actions: readonly string[]): ResourceAction | undefined {
   if (actions.includes('create') && actions.includes('delete')) return 'replace';
   for (const action of ['create', 'update', 'delete', 'read'] as const) if (actions.includes(action)) return action;
   return undefined;
@@ -111,20 +112,20 @@ export function infrastructureDrift(
   const resources = (plan.resource_changes ?? [])
     .map((r) => ({
       address: r.deposed ? `${r.address} (deposed ${r.deposed})` : r.address,
-      action: actionOf(r.change.actions),
+      action: resourceActionOf(r.change.actions),
     }))
     .filter((r): r is ResourceDrift => r.action !== undefined)
     .sort((a, b) => compare(a.address, b.address));
   const outputs = Object.entries(plan.output_changes ?? {})
     .map(([name, c]) => ({
       name,
-      action: actionOf(c.actions),
+      action: resourceActionOf(c.actions),
       sensitive: containsSensitive(c.before_sensitive) || containsSensitive(c.after_sensitive),
     }))
     .filter((o): o is OutputDrift => o.action !== undefined)
     .sort((a, b) => compare(a.name, b.name));
   const inventoryChange = plan.output_changes?.[INVENTORY_OUTPUT];
-  const inventoryAction = inventoryChange === undefined ? undefined : actionOf(inventoryChange.actions);
+  const inventoryAction = inventoryChange === undefined ? undefined : resourceActionOf(inventoryChange.actions);
   let hosts: InfrastructureDrift['hosts'] = { joining: [], leaving: [] };
   if (inventoryChange !== undefined && inventoryAction === 'delete') {
     hosts = { joining: [], leaving: [...currentHosts].sort() };

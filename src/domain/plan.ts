@@ -14,6 +14,8 @@ const changeSchema = z.looseObject({
   after_unknown: z.unknown().optional(),
   before_sensitive: z.unknown().optional(),
   after_sensitive: z.unknown().optional(),
+  /** Attribute paths (names and keys, never values) whose change forces a replacement. */
+  replace_paths: z.array(z.array(z.union([z.string(), z.number()]))).optional(),
 });
 
 export const planJsonSchema = z.looseObject({
@@ -22,8 +24,12 @@ export const planJsonSchema = z.looseObject({
     .array(
       z.looseObject({
         address: z.string(),
+        /** Absent for the root module. */
+        module_address: z.string().optional(),
         deposed: z.string().optional(),
         change: changeSchema,
+        /** Why the action was chosen (`replace_because_cannot_update`, `delete_because_no_resource_config`, …). */
+        action_reason: z.string().optional(),
       }),
     )
     .optional(),

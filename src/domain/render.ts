@@ -5,6 +5,8 @@
  */
 import { fenced } from './drift-render.js';
 import { formatDuration } from './duration.js';
+import { renderPlanViewMarkdown, renderPlanViewText, type PlanView } from './plan-view.js';
+import { timelineGantt } from './timeline.js';
 import { STEP_NAMES, type Step, type Workflow } from './workflow.js';
 
 const STATE_MARK: Record<Step['state'], string> = {
@@ -36,6 +38,8 @@ export interface WorkflowView {
   approval: Workflow['approval'];
   steps: StepView[];
   failure: Workflow['failure'] | null;
+  /** The Mermaid gantt of the steps' attempts (domain/timeline.ts); null before any step started. */
+  timeline: string | null;
 }
 
 function stepDuration(step: Step, now: Date): number | null {
@@ -64,6 +68,7 @@ export function viewWorkflow(workflow: Workflow, now: Date): WorkflowView {
       runUrl: step.runUrl,
     })),
     failure: workflow.failure ?? null,
+    timeline: timelineGantt(workflow, now) ?? null,
   };
 }
 
@@ -89,6 +94,14 @@ function table(rows: string[][]): string {
     .join('\n');
 }
 
+function configurationPreviewText(approval: Workflow['approval']): string[] {
+  if (approval.configFingerprint === undefined) return [];
+  return [
+    `configuration check-mode preview · fingerprint ${approval.configFingerprint.slice(0, 16)}`,
+    ...(approval.configPreview ?? '').split('\n').map((line) => `  ${line}`),
+  ];
+}
+
 export function renderText(view: WorkflowView): string {
   const lines = [
     `workflow  ${view.id}  ${view.state}`,
@@ -112,10 +125,7 @@ export function renderText(view: WorkflowView): string {
       '',
       `plan          ${approval.planSummary ?? ''} · fingerprint ${approval.planFingerprint.slice(0, 16)}`,
     );
-    if (approval.configFingerprint !== undefined) {
-      lines.push(`configuration check-mode preview · fingerprint ${approval.configFingerprint.slice(0, 16)}`);
-      lines.push(...(approval.configPreview ?? '').split('\n').map((line) => `  ${line}`));
-    }
+    lines.push(...configurationPreviewText(approval));
   }
   if (view.failure) {
     lines.push('', `failed at ${view.failure.step} (${view.failure.kind}) ${view.failure.at}: ${view.failure.summary}`);
@@ -145,8 +155,44 @@ export function configurationPreviewMarkdown(fingerprint: string, preview: strin
   ];
 }
 
-/** Markdown for job summaries and PR comments; `maxDetail` keeps comments under size limits. */
-export function renderMarkdown(view: WorkflowView, options: { maxDetail?: number } = {}): string {
+/** Where the whole plan view of a workflow can be read when a comment had to cut it. */
+export function fullPlanViewPointer(workflowId: string): string {
+  return `\`exocomp approval show ${workflowId}\` (the ledger record plan-views/${workflowId}.json)`;
+}
+
+/**
+ * `approval show`: the workflow, then what its approval binds — the plan view
+ * (hosts, then resources by module) and the configuration preview.
+ */
+export function renderApprovalText(view: WorkflowView, planView: PlanView | undefined): string {
+  const lines = [
+    `workflow  ${view.id}  ${view.state}`,
+    `workspace ${view.workspace.name} (${view.workspace.path})  playbook ${view.playbook}`,
+    `approval  ${describeApproval(view.approval)}`,
+    '',
+  ];
+  const { approval } = view;
+  if (approval.planFingerprint === undefined) lines.push('no plan was recorded for approval yet');
+  else if (planView === undefined)
+    lines.push(
+      `plan ${approval.planSummary ?? ''} · fingerprint ${approval.planFingerprint.slice(0, 16)} (no plan view was recorded with it)`,
+    );
+  else lines.push(renderPlanViewText(planView));
+  if (approval.configFingerprint !== undefined) lines.push('', ...configurationPreviewText(approval));
+  return lines.join('\n');
+}
+
+export interface MarkdownOptions {
+  /** Longest detail cell; keeps comments under size limits. */
+  maxDetail?: number;
+  /** The view of the plan the approval binds, shown in place of its one-line summary. */
+  planView?: PlanView | undefined;
+  /** The most characters the plan view may take (default 40,000). */
+  planViewLimit?: number;
+}
+
+/** Markdown for job summaries and PR comments. */
+export function renderMarkdown(view: WorkflowView, options: MarkdownOptions = {}): string {
   const maxDetail = options.maxDetail ?? 300;
   const clip = (text: string) => (text.length > maxDetail ? `${text.slice(0, maxDetail - 1)}…` : text);
   const lines = [
@@ -163,11 +209,17 @@ export function renderMarkdown(view: WorkflowView, options: { maxDetail?: number
         } | ${escapeCell(clip(s.detail))} |`,
     ),
   ];
+  if (view.timeline !== null) lines.push('', ...fenced('mermaid', view.timeline.split('\n')));
   const { approval } = view;
   if (approval.planFingerprint !== undefined) {
     lines.push(
       '',
-      `**Plan** \`${approval.planSummary ?? ''}\` · fingerprint \`${approval.planFingerprint.slice(0, 16)}\``,
+      options.planView?.fingerprint === approval.planFingerprint
+        ? renderPlanViewMarkdown(options.planView, {
+            limit: options.planViewLimit ?? 40_000,
+            fullView: fullPlanViewPointer(view.id),
+          })
+        : `**Plan** \`${approval.planSummary ?? ''}\` · fingerprint \`${approval.planFingerprint.slice(0, 16)}\``,
     );
     if (approval.configFingerprint !== undefined)
       lines.push('', ...configurationPreviewMarkdown(approval.configFingerprint, approval.configPreview ?? ''));

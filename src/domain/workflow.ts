@@ -57,8 +57,26 @@ export const stepSchema = z.object({
   lease: leaseSchema.optional(),
   runUrl: z.string().optional(),
   detail: z.string().optional(),
+  /** The attempts before the current one, oldest first (the last MAX_EARLIER_ATTEMPTS), for the timeline. */
+  earlierAttempts: z
+    .array(z.object({ startedAt: z.string(), endedAt: z.string(), outcome: z.enum(['failed', 'interrupted']) }))
+    .optional(),
 });
 export type Step = z.infer<typeof stepSchema>;
+
+export const MAX_EARLIER_ATTEMPTS = 20;
+
+/** The attempt a step is about to leave behind when it starts again: failed (it finished) or interrupted (its holder vanished). */
+function earlierAttemptsOf(step: Step, now: string): Step['earlierAttempts'] {
+  if (step.startedAt === undefined) return step.earlierAttempts;
+  const ended = step.finishedAt ?? step.lease?.heartbeatAt ?? now;
+  const attempt = {
+    startedAt: step.startedAt,
+    endedAt: ended < step.startedAt ? step.startedAt : ended,
+    outcome: step.finishedAt !== undefined ? ('failed' as const) : ('interrupted' as const),
+  };
+  return [...(step.earlierAttempts ?? []), attempt].slice(-MAX_EARLIER_ATTEMPTS);
+}
 
 export const failureSchema = z.object({
   step: z.enum(STEP_NAMES),
@@ -467,7 +485,15 @@ export function startStep(
     workflow,
     name,
     (s) => {
-      const next: Step = { ...s, state: 'running', attempts: s.attempts + 1, startedAt: at, lease };
+      const earlierAttempts = earlierAttemptsOf(s, at);
+      const next: Step = {
+        ...s,
+        state: 'running',
+        attempts: s.attempts + 1,
+        startedAt: at,
+        lease,
+        ...(earlierAttempts ? { earlierAttempts } : {}),
+      };
       delete next.finishedAt;
       delete next.detail;
       return next;

@@ -21,6 +21,7 @@ import {
 import { DRIFT_HISTORY_SCHEMA_VERSION, driftHistorySchema, type DriftHistory } from '../domain/drift-history.js';
 import { SCHEDULE_FIRES_SCHEMA_VERSION, scheduleFiresSchema, type ScheduleFires } from '../domain/schedule-fires.js';
 import { LOCK_SCHEMA_VERSION, lockRecordSchema, type LockRecord } from '../domain/lock.js';
+import { PLAN_VIEW_SCHEMA_VERSION, planViewSchema, type PlanView } from '../domain/plan-view.js';
 import { SEALED_SCHEMA_VERSION, sealedRecordSchema, type SealedRecord } from '../domain/seal.js';
 import { INVENTORY_SCHEMA_VERSION, inventoryRecordSchema, type InventoryRecord } from '../domain/standing-inventory.js';
 import { WORKFLOW_SCHEMA_VERSION, workflowSchema, type Workflow } from '../domain/workflow.js';
@@ -64,6 +65,8 @@ export const LEDGER_PATHS = {
   driftHistory: (name: string) => `drift/${checkRecordName('drift history', name)}.json`,
   scheduleFires: (name: string) => `schedules/${checkRecordName('schedule', name)}.json`,
   convergeHistory: (name: string) => `converges/${checkRecordName('inventory', name)}/history.json`,
+  /** The plan view of the plan a workflow's approval binds (a record of its own: it can be large). */
+  planView: (workflowId: string) => `plan-views/${checkRecordName('workflow', workflowId)}.json`,
   shardResultsDir: (name: string, runId: string) =>
     `converges/${checkRecordName('inventory', name)}/shards/${checkRecordName('converge run', runId)}/`,
   shardResult: (name: string, runId: string, index: number) =>
@@ -273,6 +276,18 @@ export function readLock(snapshot: LedgerSnapshot, key: string): LockRecord | un
   });
 }
 
+// ---- plan views
+
+/** The view of the plan awaiting (or given) approval; undefined when none was recorded (a plan before issue 27). */
+export function readPlanView(snapshot: LedgerSnapshot, workflowId: string): PlanView | undefined {
+  const file = LEDGER_PATHS.planView(workflowId);
+  const text = snapshot.read(file);
+  if (text === undefined) return undefined;
+  const view = parseRecord(file, text, planViewSchema, PLAN_VIEW_SCHEMA_VERSION);
+  checkNamedAs(file, 'workflowId', view.workflowId, workflowId);
+  return view;
+}
+
 // ---- drift checks and scheduled runs
 
 export function readDriftHistory(snapshot: LedgerSnapshot, name: string): DriftHistory | undefined {
@@ -457,6 +472,10 @@ export class RecordWrites extends Map<string, string | null> {
   /** Removes a folded shard result (the branch history keeps it). */
   foldedShardResult(record: ShardResult): this {
     return this.set(LEDGER_PATHS.shardResult(record.name, record.runId, record.shard.index), null);
+  }
+
+  planView(view: PlanView): this {
+    return this.set(LEDGER_PATHS.planView(view.workflowId), serializeRecord(view));
   }
 
   scheduleFires(record: ScheduleFires): this {

@@ -27,6 +27,7 @@ describe('exocomp CLI', () => {
       'provision resume',
       'approval decide',
       'approval list',
+      'approval show',
       'host onboard',
       'host known-hosts',
       'workspace apply',
@@ -58,6 +59,8 @@ describe('exocomp CLI', () => {
     expect(await help(['workspace', 'apply'])).toContain('--allow-local-state');
     expect(await help(['drift'])).toContain('--tofu-binary');
     expect(await help(['drift'])).not.toContain('--allow-local-state');
+    expect(await help(['provision', 'run'])).toContain('--allow-destroy');
+    expect(await help(['provision', 'resume'])).toContain('--allow-destroy');
   });
 
   it('every command that does work has --json', () => {

@@ -19,6 +19,8 @@ export interface RunInputs {
   rotateHostKeys: string[];
   /** In CI, apply a workspace whose state stays on the runner (see domain/state-backend.ts). */
   allowLocalState?: boolean;
+  /** Let a plan destroy or replace hosts, or destroy more than the policy's max-destroy (domain/destroy-policy.ts). */
+  allowDestroy?: boolean;
   /** The approved plan carried from the plan job: the apply step applies exactly it. */
   savedPlanFile?: string;
   /** The apply's plan, made while this run recorded the new workflow with apply running (continue-workflow.ts). */

@@ -14,6 +14,7 @@ import {
 } from '../../domain/inventory.js';
 import { renderKnownHosts } from '../../domain/known-hosts.js';
 import { planFingerprint, planHasChanges, summarizePlan, type PlanJson, type PlanSummary } from '../../domain/plan.js';
+import { buildPlanView } from '../../domain/plan-view.js';
 import { sealOutputs } from '../../domain/seal.js';
 import { isCiEnvironment, isConfigFile, judgeStateBackend, stateBackendOf } from '../../domain/state-backend.js';
 import {
@@ -41,6 +42,7 @@ import type { AppContext } from '../runtime/context.js';
 import type { SecretRegistry } from '../runtime/secrets.js';
 import { makePrivateDir } from '../../adapters/private-dir.js';
 import { LookAhead } from './look-ahead.js';
+import { standingHostsOf } from '../approval/plan-view.js';
 
 export interface ApplyRequest {
   workspacePath: string;
@@ -244,14 +246,14 @@ async function finishApply(
   app: AppContext,
   request: ApplyRequest,
   tofu: TofuPort,
-  { applied, summary }: { applied: boolean; summary: PlanSummary },
+  { applied, summary, approvedPlan }: { applied: boolean; summary: PlanSummary; approvedPlan?: PlanJson },
 ): Promise<ApplyOutcome> {
   if (!applied) request.info('no changes: the workspace already matches its configuration');
   const outputs = await tofu.outputs();
   for (const output of Object.values(outputs)) {
     if (output.sensitive) registerSensitive(request.secrets, output.value);
   }
-  const { eventLine, outputCount, hostCount, capture, inventory } = captureApply(app, request, outputs);
+  const { eventLine, outputCount, hostCount, capture, inventory } = captureApply(app, request, outputs, approvedPlan);
   if (!request.deferCapture) {
     await app.store.update((snapshot) => {
       // A runner that lost its step records nothing, not even a capture it finished.
@@ -289,7 +291,7 @@ async function applyApprovedPlan(
   tofu: TofuPort,
   request: ApplyRequest,
   planFile: string,
-): Promise<{ applied: boolean; summary: PlanSummary }> {
+): Promise<{ applied: boolean; summary: PlanSummary; approvedPlan: PlanJson }> {
   const plan =
     request.savedPlanFile === undefined
       ? await planWorkspace(tofu, request.vars, planFile)
@@ -307,7 +309,7 @@ async function applyApprovedPlan(
   }
   const applied = planHasChanges(plan.plan);
   if (applied) await tofu.apply(planFile);
-  return { applied, summary };
+  return { applied, summary, approvedPlan: plan.plan };
 }
 
 /** A plan saved by an earlier job: the workspace is initialised (providers) and the plan read back. */
@@ -346,7 +348,7 @@ function pinNamesOf(text: string | undefined): Set<string> {
  * registration, the sealed outputs, and the retirement of pins for hosts this
  * apply dropped (unless another standing inventory still names them).
  */
-function captureApply(app: AppContext, request: ApplyRequest, outputs: TofuOutputs) {
+function captureApply(app: AppContext, request: ApplyRequest, outputs: TofuOutputs, approvedPlan?: PlanJson) {
   const captured = captureInventory(outputs);
   const text = renderInventoryFile(captured.inventory);
   const file = inventoryFileLocation(request.name);
@@ -394,6 +396,8 @@ function captureApply(app: AppContext, request: ApplyRequest, outputs: TofuOutpu
     const after = pinNamesOf(text);
     const dropped = [...pinNamesOf(readInventoryFile(snapshot, request.name))].filter((pin) => !after.has(pin));
     const retired = retiredPins(snapshot, request.name, dropped);
+    // The approval showed the reviewer these hosts replaced, their pins retired: they are onboarded again with new keys.
+    if (approvedPlan) for (const pin of replacedHostPins(snapshot, request, approvedPlan)) retired.add(pin);
     if (retired.size > 0 && readKnownHostsText(snapshot) !== '') {
       const kept = readPins(snapshot).filter((pin) => !retired.has(pin.name));
       writes.knownHosts(renderKnownHosts(kept));
@@ -408,6 +412,18 @@ function captureApply(app: AppContext, request: ApplyRequest, outputs: TofuOutpu
   // Before the write (the wait for the banners starts beside it), the record it will make: only its registration date may differ.
   const inventory = () => resolveStandingInventory(request.name, written ?? recordFor(now), text);
   return { eventLine, outputCount: captured.outputCount, hostCount: captured.hostCount, capture, inventory };
+}
+
+/** The pins of the hosts an approved plan replaced, as its plan view named them (domain/plan-view.ts). */
+function replacedHostPins(snapshot: LedgerSnapshot, request: ApplyRequest, plan: PlanJson): string[] {
+  const view = buildPlanView({
+    plan,
+    fingerprint: request.approvedFingerprint ?? '',
+    workflowId: request.workflowId ?? request.name,
+    workspace: request.name,
+    currentHosts: standingHostsOf(snapshot, request.name),
+  });
+  return view.hosts.filter((h) => h.fate === 'replaced').flatMap((h) => h.pinsRetired);
 }
 
 /** The dropped pins no other standing inventory still names. */

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { ExocompError } from '../../domain/errors.js';
 import { WORKFLOW_ID_MAX_LENGTH } from '../../domain/names.js';
 import { summarizePlan } from '../../domain/plan.js';
+import { renderPlanViewText } from '../../domain/plan-view.js';
 import { INVENTORY_SCHEMA_VERSION, type InventoryRecord } from '../../domain/standing-inventory.js';
 import {
   awaitApproval,
@@ -33,6 +34,7 @@ import {
 } from './apply-workspace.js';
 import type { RunInputs } from '../plays/run-inputs.js';
 import { previewWorkflowConfiguration } from '../approval/config-preview.js';
+import { viewAndGuardPlan } from '../approval/plan-view.js';
 import { saveWorkflow } from './workflows.js';
 
 export interface ProvisionRequest {
@@ -133,6 +135,12 @@ export async function planForApproval(
     const plan = await planWorkspace(tofu, workflow.options.vars, keepPlanFile ?? join(scratch, 'exocomp.tfplan'));
     const summary = formatPlanSummary(summarizePlan(plan.plan));
     info(`plan ${summary} · fingerprint ${plan.fingerprint.slice(0, 16)}`);
+    // Before anything binds an approval: a plan the destroy guard refuses is never recorded.
+    const planView = await viewAndGuardPlan(app, workflow, plan, {
+      workspaceDir: await requireWorkspaceDir(workflow.workspace.path, app.cwd),
+      allowDestroy: inputs.allowDestroy ?? false,
+    });
+    info(renderPlanViewText(planView));
     const config = await previewWorkflowConfiguration(app, workflow, inputs, { info });
     if (config.kind === 'previewed')
       info(`configuration preview · fingerprint ${config.fingerprint.slice(0, 16)}\n${config.preview}`);
@@ -149,6 +157,7 @@ export async function planForApproval(
             : {}),
         }),
       `${workflowId}: awaiting approval (plan ${summary}${config.kind === 'previewed' ? ', configuration previewed' : ''})`,
+      () => ({ writes: new RecordWrites().planView(planView), message: 'plan view recorded' }),
     );
   } finally {
     await rm(scratch, { recursive: true, force: true });

@@ -3,8 +3,9 @@ import { userInfo } from 'node:os';
 import { z } from 'zod';
 import { UsageError } from '../../domain/errors.js';
 import { parseWorkflowId } from '../../domain/names.js';
-import { renderText, viewWorkflow } from '../../domain/render.js';
+import { renderApprovalText, renderMarkdown, renderText, viewWorkflow } from '../../domain/render.js';
 import { decide, pendingApprovals } from '../../app/approval/approvals.js';
+import { approvalToShow } from '../../app/approval/plan-view.js';
 import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
 
 const decideOptions = z
@@ -53,6 +54,28 @@ export function registerApproval(program: Command, io: Io): void {
           `\ncontinue with: exocomp provision resume ${id}  (a waiting \`provision run --wait\` continues by itself)`,
         );
     }
+  });
+
+  addLedgerOptions(
+    approval
+      .command('show')
+      .description(
+        'what approving a workflow releases: the hosts and resources its plan changes, and the configuration preview',
+      )
+      .argument('<id>', 'workflow id')
+      .addOption(new Option('--format <format>', 'text or markdown').choices(['text', 'markdown']).default('text')),
+  ).action(async (id: string, options: Record<string, unknown>) => {
+    parseWorkflowId(id);
+    const { format } = parseOptions(z.object({ format: z.enum(['text', 'markdown']) }), options);
+    const settings = globalSettings(options);
+    const context = await buildContext(settings, io);
+    const { workflow, planView } = await approvalToShow(context, id);
+    const view = viewWorkflow(workflow, context.now());
+    if (settings.json) io.out(JSON.stringify({ workflow: view, planView: planView ?? null }));
+    else if (format === 'markdown')
+      // The ledger record is the whole view: nothing is cut here.
+      io.out(renderMarkdown(view, { planView, planViewLimit: Number.MAX_SAFE_INTEGER }));
+    else io.out(renderApprovalText(view, planView));
   });
 
   addLedgerOptions(approval.command('list').description('workflows waiting for a decision')).action(

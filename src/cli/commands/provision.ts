@@ -4,9 +4,10 @@ import { parseDuration } from '../../domain/duration.js';
 import { parseUserName, parseWorkflowId } from '../../domain/names.js';
 import { renderDriftHistory } from '../../domain/drift-history.js';
 import { describeMissedTicks } from '../../domain/schedule-fires.js';
-import { renderText, viewWorkflow } from '../../domain/render.js';
+import { renderMarkdown, renderText, viewWorkflow } from '../../domain/render.js';
 import { checkPlaybookFile } from '../../app/provision/input-checks.js';
 import { localGate } from '../../app/approval/gates/local.js';
+import { approvalToShow } from '../../app/approval/plan-view.js';
 import { continueWorkflow, type ContinueOutcome } from '../../app/provision/continue-workflow.js';
 import { newWorkflowId } from '../../app/provision/provision.js';
 import type { AppContext } from '../../app/runtime/context.js';
@@ -18,6 +19,7 @@ import {
   addKeyOptions,
   addPlayOptions,
   allowLocalStateOption,
+  allowDestroyOption,
   readVars,
   runInputs,
   workspaceNameFor,
@@ -130,6 +132,7 @@ export function registerProvision(program: Command, io: Io): void {
             .addOption(
               new Option('--wait', 'with --require-approval: block until the decision, then continue').default(false),
             )
+            .addOption(allowDestroyOption())
             .addOption(new Option('--id <workflow-id>', 'continue this workflow instead of starting a new one')),
         ),
       ),
@@ -178,6 +181,7 @@ export function registerProvision(program: Command, io: Io): void {
         .argument('<id>', 'workflow id')
         .addOption(new Option('--tofu-binary <path>', 'OpenTofu/Terraform binary'))
         .addOption(allowLocalStateOption())
+        .addOption(allowDestroyOption())
         .addOption(
           new Option('--ssh-wait <duration>', 'wait this long for SSH banners from now on (recorded in the ledger)'),
         )
@@ -216,12 +220,21 @@ export function registerProvision(program: Command, io: Io): void {
     provision
       .command('status')
       .description('show a workflow from the ledger (all workflows when no id is given)')
-      .argument('[id]', 'workflow id'),
+      .argument('[id]', 'workflow id')
+      .addOption(
+        new Option('--format <format>', 'one workflow as text, or as markdown (with its timeline as a Mermaid gantt)')
+          .choices(['text', 'markdown'])
+          .default('text'),
+      ),
   ).action(async (id: string | undefined, raw: Record<string, unknown>) => {
     if (id !== undefined) parseWorkflowId(id);
     const settings = globalSettings(raw);
     const context = await buildContext(settings, io);
     if (id === undefined) return renderStatus(io, settings.json, await ledgerStatus(context));
+    if (raw.format === 'markdown' && !settings.json) {
+      const { workflow, planView } = await approvalToShow(context, id);
+      return io.out(renderMarkdown(viewWorkflow(workflow, context.now()), { planView }));
+    }
     const view = await workflowStatus(context, id);
     io.out(settings.json ? JSON.stringify(view) : renderText(view));
   });

@@ -4,6 +4,7 @@
  * a decision is pending, the exact way to approve or reject.
  */
 import { configurationPreviewMarkdown, renderMarkdown, viewWorkflow } from '../../domain/render.js';
+import type { PlanView } from '../../domain/plan-view.js';
 import type { Workflow } from '../../domain/workflow.js';
 import type { SweepEntry } from '../../app/provision/interrupted.js';
 import type { PlanJobOutcome } from '../../app/provision/plan-job.js';
@@ -25,6 +26,8 @@ export interface StatusOptions {
   approvalMode?: 'environment' | 'dispatch';
   /** An extra line (e.g. why the apply was refused). */
   note?: string;
+  /** The view of the plan the approval binds (readPlanView), shown in place of its summary line. */
+  planView?: PlanView | undefined;
 }
 
 /** `+1 ~0 -2` → `+ 1 to add, ~ 0 to change, − 2 to destroy`. */
@@ -57,8 +60,18 @@ function approvalLines(workflow: Workflow, options: StatusOptions): string[] {
   ];
 }
 
+/** Room the plan view leaves for the rest of the comment. */
+const PLAN_VIEW_LIMIT = COMMENT_LIMIT - 16_000;
+
 function render(workflow: Workflow, options: StatusOptions, maxDetail: number): string {
-  const lines = [commentMarker(workflow.id), renderMarkdown(viewWorkflow(workflow, options.now), { maxDetail })];
+  const lines = [
+    commentMarker(workflow.id),
+    renderMarkdown(viewWorkflow(workflow, options.now), {
+      maxDetail,
+      planView: options.planView,
+      planViewLimit: PLAN_VIEW_LIMIT,
+    }),
+  ];
   if (workflow.approval.planSummary) lines.push('', `Plan: ${describePlanSummary(workflow.approval.planSummary)}`);
   lines.push(...approvalLines(workflow, options));
   if (options.note) lines.push('', options.note);

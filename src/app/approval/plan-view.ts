@@ -1,0 +1,89 @@
+/**
+ * The plan view a reviewer approves (domain/plan-view.ts), built from the
+ * saved plan and the standing inventory, and the destroy guard judged on it
+ * (domain/destroy-policy.ts) before anything is recorded for approval.
+ */
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parseDestroyPolicy, judgeDestroy, destroyRefusal, POLICY_FILE } from '../../domain/destroy-policy.js';
+import { ExocompError } from '../../domain/errors.js';
+import { deriveHosts, knownHostsName, parseInventory } from '../../domain/inventory.js';
+import type { PlanJson } from '../../domain/plan.js';
+import { buildPlanView, type PlanView, type StandingHost } from '../../domain/plan-view.js';
+import type { Workflow } from '../../domain/workflow.js';
+import { readInventoryFile, readPins, readPlanView, requireWorkflow } from '../../ledger/records.js';
+import type { LedgerSnapshot } from '../../ledger/store.js';
+import type { AppContext } from '../runtime/context.js';
+
+/** The hosts tf:<name> names now, each with the pins recorded for its address; none before the first apply. */
+export function standingHostsOf(snapshot: LedgerSnapshot, name: string): StandingHost[] {
+  const text = readInventoryFile(snapshot, name);
+  if (text === undefined) return [];
+  const pins = readPins(snapshot);
+  return deriveHosts(parseInventory(JSON.parse(text), `tf:${name}`)).map((host) => {
+    const pinName = knownHostsName(host.address, host.port);
+    return {
+      name: host.name,
+      pins: host.local ? [] : [...new Set(pins.filter((p) => p.name === pinName).map((p) => p.name))],
+    };
+  });
+}
+
+/** The workspace's destroy policy (`.exocomp/policy.yml`), the default when there is none. */
+export async function readDestroyPolicy(workspaceDir: string) {
+  let text: string | undefined;
+  try {
+    text = await readFile(join(workspaceDir, POLICY_FILE), 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+      throw new ExocompError('usage', `cannot read ${POLICY_FILE}: ${(error as Error).message}`, {
+        help: `make ${POLICY_FILE} in the workspace a readable file, or remove it`,
+      });
+    }
+  }
+  return parseDestroyPolicy(text);
+}
+
+/**
+ * The view of a plan made for `workflow`, refused by the destroy guard unless
+ * the policy and `allowDestroy` let it through. Nothing is written here.
+ */
+export async function viewAndGuardPlan(
+  app: AppContext,
+  workflow: Workflow,
+  plan: { plan: PlanJson; fingerprint: string },
+  run: { workspaceDir: string; allowDestroy: boolean },
+): Promise<PlanView> {
+  const snapshot = await app.store.read();
+  const view = buildPlanView({
+    plan: plan.plan,
+    fingerprint: plan.fingerprint,
+    workflowId: workflow.id,
+    workspace: workflow.workspace.name,
+    currentHosts: standingHostsOf(snapshot, workflow.workspace.name),
+  });
+  const verdict = judgeDestroy(view, await readDestroyPolicy(run.workspaceDir), run);
+  if (!verdict.allowed) throw destroyRefusal(workflow.workspace.name, verdict);
+  return view;
+}
+
+/** `approval show <id>`: the workflow and the view of the plan its approval binds (undefined when none was recorded). */
+export async function approvalToShow(
+  app: AppContext,
+  workflowId: string,
+): Promise<{ workflow: Workflow; planView: PlanView | undefined }> {
+  const snapshot = await app.store.read();
+  const workflow = requireWorkflow(snapshot, workflowId);
+  const planView = readPlanView(snapshot, workflowId);
+  // Both are written in one commit: a view of another plan was not written by exocomp.
+  if (planView !== undefined && planView.fingerprint !== workflow.approval.planFingerprint) {
+    throw new ExocompError(
+      'ledger-record',
+      `the plan view recorded for ${workflowId} is of another plan than the one its approval binds`,
+      {
+        help: 'inspect the plan-views record on the ledger branch (git log -p); plan the workflow again to replace it',
+      },
+    );
+  }
+  return { workflow, planView };
+}
