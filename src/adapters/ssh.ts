@@ -148,6 +148,8 @@ export interface WaitForSshOptions {
   /** How often onWaiting reports the hosts still pending. */
   waitingReportEveryMs?: number;
   signal?: AbortSignal | undefined;
+  /** How one attempt reads a host's banner; default: probeSshBanner (a direct TCP connection). */
+  probe?: ((host: SshTarget, budgetMs: number, signal?: AbortSignal) => Promise<BannerProbe>) | undefined;
   onReady?(host: SshTarget, elapsedMs: number): void;
   /** The hosts still without a banner (with the last reason seen), and the time spent so far. */
   onWaiting?(pending: { name: string; lastReason?: string }[], elapsedMs: number): void;
@@ -214,6 +216,8 @@ export async function waitForSsh(hosts: readonly SshTarget[], options: WaitForSs
     attemptTimeoutMs = 1_000,
     waitingReportEveryMs = 5_000,
     signal,
+    probe = (host: SshTarget, budgetMs: number, probeSignal?: AbortSignal) =>
+      probeSshBanner(host.address, host.port, budgetMs, { signal: probeSignal }),
     onReady,
     onWaiting,
   } = options;
@@ -237,7 +241,7 @@ export async function waitForSsh(hosts: readonly SshTarget[], options: WaitForSs
       const budget = Math.min(attemptTimeout, remaining);
       let result: BannerProbe;
       try {
-        result = await probeSshBanner(host.address, host.port, budget, { signal });
+        result = await probe(host, budget, signal);
       } finally {
         slots.release();
       }
