@@ -14,7 +14,7 @@ import { ExocompError } from '../domain/errors.js';
 import { knownHostsName } from '../domain/inventory.js';
 import { makePrivateDir } from './private-dir.js';
 import { runProcess } from './process.js';
-import type { BannerProbe } from './ssh.js';
+import { printable, type BannerProbe } from './ssh.js';
 
 export interface JumpCredentials {
   /** Private keys offered to the bastions, in order (and nothing else). */
@@ -74,6 +74,31 @@ interface Master {
   done: boolean;
 }
 
+/** Each value as `-o value`. */
+const sshOptions = (...values: string[]): string[] => values.flatMap((value) => ['-o', value]);
+
+/** Every ssh here: the given store only, nothing learnt or forwarded, never a prompt, errors only. */
+const COMMON_OPTIONS = [
+  'GlobalKnownHostsFile=/dev/null',
+  'HashKnownHosts=no',
+  'CheckHostIP=no',
+  'UpdateHostKeys=no',
+  'BatchMode=yes',
+  'ForwardAgent=no',
+  'ForwardX11=no',
+  'LogLevel=ERROR',
+];
+
+const NO_AUTHENTICATION = [
+  'PubkeyAuthentication=no',
+  'PasswordAuthentication=no',
+  'KbdInteractiveAuthentication=no',
+  'GSSAPIAuthentication=no',
+  'HostbasedAuthentication=no',
+  'IdentityAgent=none',
+  'IdentitiesOnly=yes',
+];
+
 const KEY_TYPES: readonly (readonly [string, string])[] = [
   ['ed25519', 'ssh-ed25519'],
   ['ecdsa', 'ecdsa-sha2-nistp256,ecdsa-sha2-nistp384,ecdsa-sha2-nistp521'],
@@ -129,26 +154,12 @@ export class JumpSession {
     return [
       '-F',
       '/dev/null',
-      '-o',
-      `UserKnownHostsFile=${this.knownHostsFile}`,
-      '-o',
-      'GlobalKnownHostsFile=/dev/null',
-      '-o',
-      'StrictHostKeyChecking=yes',
-      '-o',
-      'CheckHostIP=no',
-      '-o',
-      'UpdateHostKeys=no',
-      '-o',
-      'BatchMode=yes',
-      '-o',
-      'ForwardAgent=no',
-      '-o',
-      'ForwardX11=no',
-      '-o',
-      `ConnectTimeout=${timeoutSec}`,
-      '-o',
-      'LogLevel=ERROR',
+      ...sshOptions(
+        `UserKnownHostsFile=${this.knownHostsFile}`,
+        'StrictHostKeyChecking=yes',
+        ...COMMON_OPTIONS,
+        `ConnectTimeout=${timeoutSec}`,
+      ),
     ];
   }
 
@@ -353,45 +364,16 @@ export class JumpSession {
             [
               '-F',
               '/dev/null',
-              '-o',
-              `ProxyCommand=${proxy}`,
-              '-o',
-              `UserKnownHostsFile=${scratch}`,
-              '-o',
-              'GlobalKnownHostsFile=/dev/null',
-              '-o',
-              'StrictHostKeyChecking=accept-new',
-              '-o',
-              `HostKeyAlgorithms=${algorithms}`,
-              '-o',
-              'HashKnownHosts=no',
-              '-o',
-              'CheckHostIP=no',
-              '-o',
-              'UpdateHostKeys=no',
-              '-o',
-              'BatchMode=yes',
-              // No authentication: the capture never offers a key, a password or the agent.
-              '-o',
-              'PubkeyAuthentication=no',
-              '-o',
-              'PasswordAuthentication=no',
-              '-o',
-              'KbdInteractiveAuthentication=no',
-              '-o',
-              'GSSAPIAuthentication=no',
-              '-o',
-              'HostbasedAuthentication=no',
-              '-o',
-              'IdentityAgent=none',
-              '-o',
-              'IdentitiesOnly=yes',
-              '-o',
-              'ForwardAgent=no',
-              '-o',
-              `ConnectTimeout=${Math.max(1, Math.ceil(timeoutMs / 1000))}`,
-              '-o',
-              'LogLevel=ERROR',
+              ...sshOptions(
+                `ProxyCommand=${proxy}`,
+                `UserKnownHostsFile=${scratch}`,
+                'StrictHostKeyChecking=accept-new',
+                `HostKeyAlgorithms=${algorithms}`,
+                ...COMMON_OPTIONS,
+                // No authentication: the capture never offers a key, a password or the agent.
+                ...NO_AUTHENTICATION,
+                `ConnectTimeout=${Math.max(1, Math.ceil(timeoutMs / 1000))}`,
+              ),
               '-p',
               String(port),
               '--',
@@ -470,8 +452,7 @@ function lastLine(stderr: string): string {
     .map((l) => l.trim())
     .filter((l) => l !== '' && !l.startsWith('Warning: Permanently added'))
     .pop();
-  // eslint-disable-next-line no-control-regex -- control characters are exactly what is replaced
-  return line === undefined ? '' : `: ${line.replace(/[\x00-\x1f\x7f-\xff]/g, '?').slice(0, 200)}`;
+  return line === undefined ? '' : `: ${printable(line, 200)}`;
 }
 
 /** The first `SSH-` line a `-W` channel delivers, within timeoutMs; the child is ended either way. */
@@ -497,8 +478,7 @@ function readBanner(child: ChildProcess, timeoutMs: number, signal?: AbortSignal
     child.stdout?.on('data', (chunk: Buffer) => {
       pending += chunk.toString('latin1');
       const line = pending.split('\n').find((l) => l.startsWith('SSH-'));
-      // eslint-disable-next-line no-control-regex -- control characters are exactly what is replaced
-      if (line !== undefined) finish({ ok: true, banner: line.replace(/[\x00-\x1f\x7f-\xff]/g, '?').slice(0, 255) });
+      if (line !== undefined) finish({ ok: true, banner: printable(line.replace(/\r$/, ''), 255) });
       else if (pending.length > MAX_BYTES_BEFORE_BANNER) finish({ ok: false, reason: 'it sent no SSH banner' });
     });
     child.once('exit', () => finish({ ok: false, reason: `${CHANNEL_CLOSED} without an SSH banner` }));

@@ -20,7 +20,7 @@ const MAX_BYTES_BEFORE_BANNER = 8 * 1024;
 const SILENT_AFTER_CONNECT = 'the port accepted a connection but sent no SSH banner';
 
 /** Banners and stray lines come from the network and end up in logs: keep them printable and short. */
-function printable(text: string, max = 120): string {
+export function printable(text: string, max = 120): string {
   // eslint-disable-next-line no-control-regex -- control characters are exactly what is replaced
   const clean = text.replace(/[\x00-\x1f\x7f-\xff]/g, '?');
   return clean.length > max ? `${clean.slice(0, max)}…` : clean;

@@ -46,6 +46,8 @@ describe('provision run through a bastion, on a network the runner cannot reach 
       '--fleet-key',
       fx.fleet.privateKeyPath,
     ]);
+  const provisionRun = (sshWait: string) =>
+    cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', 'edge', '--ssh-wait', sshWait]);
   const tcpFromRunner = (address: string, port: number) =>
     net.exec(net.runner, ['bash', '-c', `exec 3<>/dev/tcp/${address}/${port}`]);
 
@@ -88,17 +90,7 @@ describe('provision run through a bastion, on a network the runner cannot reach 
       await net.destroy();
       throw error;
     }
-    run = await cli([
-      'provision',
-      'run',
-      fx.workspace,
-      'site.yml',
-      ...fx.keys,
-      '--workspace-name',
-      'edge',
-      '--ssh-wait',
-      '60s',
-    ]);
+    run = await provisionRun('60s');
   });
 
   afterAll(async () => {
@@ -153,17 +145,7 @@ describe('provision run through a bastion, on a network the runner cannot reach 
   it('a bastion that is down is one error naming it, within the wait bound', async () => {
     await bastion.stop();
     const started = Date.now();
-    const result = await cli([
-      'provision',
-      'run',
-      fx.workspace,
-      'site.yml',
-      ...fx.keys,
-      '--workspace-name',
-      'edge',
-      '--ssh-wait',
-      '4s',
-    ]);
+    const result = await provisionRun('4s');
     const elapsed = Date.now() - started;
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/bastion bastion \(.*\) gave no SSH banner within the wait/);

@@ -215,7 +215,7 @@ class HostImpl implements LoopbackHost {
 
   private sshdConfig(): string {
     return [
-      `ListenAddress ${this.address}:${this.port}`,
+      `ListenAddress ${this.address.includes(':') ? `[${this.address}]` : this.address}:${this.port}`,
       `HostKey ${this.hostKeyPath}`,
       `PidFile ${this.pidFilePath}`,
       'PermitRootLogin prohibit-password',
