@@ -50,39 +50,6 @@ export function checkHop(hop: Hop, source: string): Hop {
   return hop;
 }
 
-const HOP_SPEC = /^(?:([^@]*)@)?(?:\[([^\]]*)\]|([^:[\]]*))(?::([^:]*))?$/;
-
-/**
- * The `--bastion` setting: `[user@]host[:port]`, an IPv6 address in brackets
- * (`[fd00::1]:2222`), two hops separated by a comma (the outer one first).
- */
-export function parseBastionSetting(text: string, source = 'the bastion setting'): Hop[] {
-  const specs = text.split(',');
-  if (specs.length > MAX_HOPS) {
-    throw new ExocompError('usage', `${source} names ${specs.length} hops; at most ${MAX_HOPS} are allowed`, {
-      help: 'name one bastion, or two separated by a comma (the outer one first)',
-    });
-  }
-  return specs.map((spec) => {
-    const match = HOP_SPEC.exec(spec);
-    if (match === null) throw hopError(source, 'host', spec, 'is not [user@]host[:port]');
-    const [, user, bracketed, plain, portText] = match;
-    const address = bracketed ?? plain ?? '';
-    if (portText !== undefined && !/^\d{1,5}$/.test(portText)) {
-      throw hopError(source, 'port', portText, 'is not a port number');
-    }
-    return checkHop(
-      {
-        name: spec,
-        address,
-        port: portText === undefined ? 22 : Number(portText),
-        ...(user === undefined ? {} : { user }),
-      },
-      source,
-    );
-  });
-}
-
 /** The hosts a route is resolved for: a name, its connection, and the host its `exocomp_bastion` names. */
 export interface RoutedHost {
   name: string;

@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest';
-import { parseBastionSetting } from '../../src/domain/bastion.js';
 import { ExocompError } from '../../src/domain/errors.js';
 import { deriveHosts, parseInventory } from '../../src/domain/inventory.js';
 
@@ -112,35 +111,5 @@ describe('exocomp_bastion: the inventory host a host is reached through', () => 
         /exocomp_bastion must be a non-empty string/,
       );
     });
-  });
-});
-
-describe('parseBastionSetting: the run setting', () => {
-  it('reads [user@]host[:port], IPv6 in brackets, and two hops outer first', () => {
-    expect(parseBastionSetting('ops@bastion.example.com:2222')).toEqual([
-      { name: 'ops@bastion.example.com:2222', address: 'bastion.example.com', port: 2222, user: 'ops' },
-    ]);
-    expect(parseBastionSetting('[fd00::1]:22,10.0.0.1')).toEqual([
-      { name: '[fd00::1]:22', address: 'fd00::1', port: 22 },
-      { name: '10.0.0.1', address: '10.0.0.1', port: 22 },
-    ]);
-    expect(() => parseBastionSetting('a,b,c')).toThrow(/names 3 hops; at most 2/);
-  });
-
-  it.each([
-    ['-oProxyCommand=id', 'host'],
-    ['bastion%h', 'host'],
-    ['{{x}}', 'host'],
-    ['bastion\n-oX', 'host'],
-    ['root -oProxyCommand=id@bastion', 'user'],
-    ['-l@bastion', 'user'],
-    ['%r@bastion', 'user'],
-    ['root\n@bastion', 'user'],
-    ['bastion:22 -oX', 'port'],
-    ['bastion:0', 'port'],
-    ['bastion:%p', 'port'],
-    ['[fd00::1]:99999', 'port'],
-  ])('%j is refused naming the bastion %s', (text, field) => {
-    expect(() => parseBastionSetting(text)).toThrow(new RegExp(`bastion ${field} `));
   });
 });
