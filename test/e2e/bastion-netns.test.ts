@@ -72,6 +72,14 @@ describe('provision run through a bastion, on a network the runner cannot reach 
         privates.push(host);
         await host.start();
       }
+      // p4 is on the private link's IPv6 prefix: IPv6 end to end through the bastion.
+      const v6 = await createLoopbackHost({
+        rootAuthorizedKey: fx.bootstrap.publicKey,
+        address: net.privateAddress6(2),
+        netns: net.private,
+      });
+      privates.push(v6);
+      await v6.start();
       await fx.setInventory({
         all: {
           hosts: { bastion: { ansible_host: bastion.address, ansible_user: 'root' } },
@@ -109,7 +117,7 @@ describe('provision run through a bastion, on a network the runner cannot reach 
     expect((await tcpFromRunner(bastion.address, 22)).code).toBe(0);
   });
 
-  it('waits for, pins, onboards and configures the three private hosts through the bastion', async () => {
+  it('waits for, pins, onboards and configures the private hosts (one late, one on IPv6) through the bastion', async () => {
     expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
     expect(run.stderr).toMatch(/bastion bastion: key pinned/);
     const knownHosts = (await fx.ledgerFile('known_hosts')) ?? '';
@@ -139,7 +147,9 @@ describe('provision run through a bastion, on a network the runner cannot reach 
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/bastion bastion .*presented a host key other than the pinned one/);
     expect(await fx.ledgerFile('known_hosts')).toBe(before);
-    for (const host of privates) expect(await host.readFile('/tmp/exocomp-configured-p1')).toBeUndefined();
+    for (const [i, host] of privates.entries()) {
+      expect(await host.readFile(`/tmp/exocomp-configured-p${i + 1}`)).toBeUndefined();
+    }
   });
 
   it('a bastion that is down is one error naming it, within the wait bound', async () => {
@@ -149,7 +159,7 @@ describe('provision run through a bastion, on a network the runner cannot reach 
     const elapsed = Date.now() - started;
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/bastion bastion \(.*\) gave no SSH banner within the wait/);
-    expect(result.stderr).toMatch(/the 3 host\(s\) behind it \(p1, p2, p3\) could not be probed/);
+    expect(result.stderr).toMatch(/the 4 host\(s\) behind it \(p1, p2, p3, p4\) could not be probed/);
     expect(result.stderr).not.toMatch(/p1 \(.*\): /);
     // The wait is 4 s; the rest is the CLI, the stand-in's apply and the ledger.
     expect(elapsed).toBeLessThan(40_000);
