@@ -108,16 +108,11 @@ const KEY_TYPES: readonly (readonly [string, string])[] = [
 export class JumpSession {
   private readonly masters = new Map<string, Master>();
   private closing: Promise<void> | undefined;
-  private readonly onExit = (): void => {
-    for (const master of this.masters.values()) master.child.kill('SIGKILL');
-  };
 
   private constructor(
     private readonly dir: string,
     private readonly options: JumpSessionOptions,
-  ) {
-    process.once('exit', this.onExit);
-  }
+  ) {}
 
   /** A session with a private directory and no master yet; open() connects. */
   static async start(options: JumpSessionOptions): Promise<JumpSession> {
@@ -248,11 +243,16 @@ export class JumpSession {
       ...proxy,
       ...this.hopArgs(hop),
     ];
-    const child = spawn('ssh', args, { env: this.env(), stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn('/bin/sh', ['-c', LIFELINE, 'exocomp-jump', 'ssh', ...args], {
+      env: this.env(),
+      stdio: ['pipe', 'ignore', 'pipe'],
+    });
+    child.stdin?.on('error', () => undefined);
     const master: Master = { route, socket, child, stderr: '', exited: Promise.resolve(), done: false };
     master.exited = new Promise((resolve) => {
       child.once('exit', () => {
         master.done = true;
+        child.stdin?.end();
         resolve();
       });
       child.once('error', (error) => {
@@ -280,7 +280,7 @@ export class JumpSession {
       );
       if (check.code === 0) return;
       if (performance.now() > deadline) {
-        master.child.kill('SIGTERM');
+        master.child.stdin?.end();
         throw new BastionError(
           hop.name,
           `${where} did not let us connect in time`,
@@ -427,20 +427,27 @@ export class JumpSession {
   }
 
   private async shutDown(): Promise<void> {
-    process.removeListener('exit', this.onExit);
     for (const master of [...this.masters.values()].reverse()) {
       if (!master.done) {
         await runProcess('ssh', ['-F', '/dev/null', '-o', `ControlPath=${master.socket}`, '-O', 'exit', 'x'], {
           env: this.env(),
           timeoutMs: 5_000,
         }).catch(() => undefined);
-        master.child.kill('SIGTERM');
+        master.child.stdin?.end();
       }
       await master.exited;
     }
     await rm(this.dir, { recursive: true, force: true });
   }
 }
+
+/**
+ * Runs a master (`"$@"`) tied to this process's life: a watcher reads the pipe
+ * from us and ends the master when it closes — on close(), or when this process
+ * dies in any way (kill -9 included). ssh itself closes the inherited fd 3.
+ */
+const LIFELINE =
+  'exec 3<&0; "$@" </dev/null & pid=$!; { cat <&3 >/dev/null; kill "$pid" 2>/dev/null; } & exec 3<&-; wait "$pid"';
 
 const CHANNEL_CLOSED = 'the channel closed';
 const MAX_BYTES_BEFORE_BANNER = 8 * 1024;

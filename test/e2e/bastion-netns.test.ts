@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliPath, createChainFixture, type ChainFixture, type CliResult } from '../support/chain-fixture.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
 import { createPrivateNetwork, type PrivateNetwork } from '../support/netns.js';
+import { scaled } from '../support/time.js';
 
 const sitePlaybook = new URL('../fixtures/playbooks/site.yml', import.meta.url).pathname;
 
@@ -99,7 +100,8 @@ describe('provision run through a bastion, on a network the runner cannot reach 
       throw error;
     }
     run = await provisionRun('60s');
-  });
+    // Five hosts, three plays and a shared machine: more than the default hook bound.
+  }, scaled(600_000));
 
   afterAll(async () => {
     try {
