@@ -23,6 +23,8 @@ export interface PlaybookRun {
   env: NodeJS.ProcessEnv;
   /** The pinned store: the only file host keys are verified against. */
   knownHostsFile: string;
+  /** An ssh_config (`-F`) holding the ProxyCommands to hosts behind bastions (adapters/ssh-jump.ts). */
+  sshConfigFile?: string | undefined;
   /** Connect as this user on every host, over any `ansible_user` in the inventory. */
   remoteUser?: string;
   /** Authenticate with this key on every host, over any key named in the inventory. */
@@ -104,6 +106,8 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
     await mkdir(callbackDir, { mode: 0o700 });
     await writeFile(join(callbackDir, `${EVENTS_CALLBACK_NAME}.py`), EVENTS_CALLBACK_SOURCE, { mode: 0o600 });
     const verifyArgs = [
+      // A bastion's route (ProxyCommand through exocomp's own strict ssh), when hosts sit behind one.
+      ...(run.sshConfigFile === undefined ? [] : [`-F ${sshSafePath(run.sshConfigFile, 'the ssh_config file')}`]),
       `-o UserKnownHostsFile=${knownHostsFile}`,
       '-o GlobalKnownHostsFile=/dev/null',
       '-o StrictHostKeyChecking=yes',

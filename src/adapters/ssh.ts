@@ -22,7 +22,7 @@ const MAX_BYTES_BEFORE_BANNER = 8 * 1024;
 const SILENT_AFTER_CONNECT = 'the port accepted a connection but sent no SSH banner';
 
 /** Banners and stray lines come from the network and end up in logs: keep them printable and short. */
-function printable(text: string, max = 120): string {
+export function printable(text: string, max = 120): string {
   // eslint-disable-next-line no-control-regex -- control characters are exactly what is replaced
   const clean = text.replace(/[\x00-\x1f\x7f-\xff]/g, '?');
   return clean.length > max ? `${clean.slice(0, max)}…` : clean;
@@ -150,6 +150,8 @@ export interface WaitForSshOptions {
   /** How often onWaiting reports the hosts still pending. */
   waitingReportEveryMs?: number;
   signal?: AbortSignal | undefined;
+  /** How one attempt reads a host's banner; default: probeSshBanner (a direct TCP connection). */
+  probe?: ((host: SshTarget, budgetMs: number, signal?: AbortSignal) => Promise<BannerProbe>) | undefined;
   onReady?(host: SshTarget, elapsedMs: number): void;
   /** The hosts still without a banner (with the last reason seen), and the time spent so far. */
   onWaiting?(pending: { name: string; lastReason?: string }[], elapsedMs: number): void;
@@ -225,6 +227,8 @@ async function waitForEveryBanner(hosts: readonly SshTarget[], options: WaitForS
     attemptTimeoutMs = 1_000,
     waitingReportEveryMs = 5_000,
     signal,
+    probe = (host: SshTarget, budgetMs: number, probeSignal?: AbortSignal) =>
+      probeSshBanner(host.address, host.port, budgetMs, { signal: probeSignal }),
     onReady,
     onWaiting,
   } = options;
@@ -248,7 +252,7 @@ async function waitForEveryBanner(hosts: readonly SshTarget[], options: WaitForS
       const budget = Math.min(attemptTimeout, remaining);
       let result: BannerProbe;
       try {
-        result = await probeSshBanner(host.address, host.port, budget, { signal });
+        result = await probe(host, budget, signal);
       } finally {
         slots.release();
       }

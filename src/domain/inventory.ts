@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ExocompError } from './errors.js';
 import { quoteValue } from './names.js';
+import { BASTION_VARIABLE, resolveRoutes, type Hop } from './bastion.js';
 
 /**
  * The static inventory model: the YAML/JSON inventory format ansible's yaml
@@ -305,6 +306,8 @@ export interface DerivedHost {
   user?: string;
   /** ansible_connection is `local`: nothing to probe or scan. */
   local: boolean;
+  /** The bastions it is reached through, outermost first (from `exocomp_bastion`); absent: reached directly. */
+  via?: Hop[];
 }
 
 interface GroupFacts {
@@ -542,14 +545,34 @@ export function deriveHosts(inv: StaticInventory): DerivedHost[] {
     const [depthB, priorityB, nameB] = sortKey(b);
     return depthA - depthB || priorityA - priorityB || (nameA < nameB ? -1 : nameA > nameB ? 1 : 0);
   };
-  return [...memberships.keys()].sort().map((host) => {
+  const derived = [...memberships.keys()].sort().map((host) => {
     const effective = new Map<string, unknown>();
     for (const group of [...(memberships.get(host) as Set<string>)].sort(byPrecedence)) {
       for (const [key, value] of (groups.get(group) as GroupFacts).vars) effective.set(key, value);
     }
     for (const [key, value] of hostVars.get(host) ?? []) effective.set(key, value);
-    return deriveHost(host, effective);
+    return { ...deriveHost(host, effective), bastion: bastionName(host, effective) };
   });
+  const routes = resolveRoutes(derived);
+  return derived.map(({ bastion: _named, ...host }) => {
+    const via = routes.get(host.name) ?? [];
+    return via.length === 0 || host.local ? host : { ...host, via };
+  });
+}
+
+/** The inventory host `exocomp_bastion` names: a host name, never options or templates. */
+function bastionName(host: string, vars: Map<string, unknown>): string | undefined {
+  const name = stringVar(host, vars, BASTION_VARIABLE);
+  if (name === undefined) return undefined;
+  const problem = keyProblem(name, 'host');
+  if (problem !== undefined) {
+    throw hostError(
+      host,
+      `${BASTION_VARIABLE} must name another host of the inventory: ${problem}`,
+      `set ${BASTION_VARIABLE} to the name of the inventory host to connect through`,
+    );
+  }
+  return name;
 }
 
 /** The name known_hosts files use: `address` on port 22, `[address]:port` otherwise; lower-cased as ssh looks it up. */

@@ -36,6 +36,8 @@ export interface HostOptions {
   startDelayMs?: number;
   /** sshd's MaxStartups (unauthenticated connections at once); default 100. */
   maxStartups?: string;
+  /** A network namespace the test created (test/support/netns.ts): sshd listens on `address` there. */
+  netns?: string;
 }
 
 export interface LoopbackHost {
@@ -121,7 +123,8 @@ function sweepOrphanedHostDirectories(): void {
 
 async function pickAddress(options: HostOptions, port: number): Promise<string> {
   if (options.address !== undefined) {
-    if (!(await canListen(options.address, port))) {
+    // An address inside another network namespace cannot be tried from here.
+    if (options.netns === undefined && !(await canListen(options.address, port))) {
       throw new Error(
         `${options.address}:${port} is already in use; choose another address or port for the loopback host`,
       );
@@ -214,7 +217,7 @@ class HostImpl implements LoopbackHost {
 
   private sshdConfig(): string {
     return [
-      `ListenAddress ${this.address}:${this.port}`,
+      `ListenAddress ${this.address.includes(':') ? `[${this.address}]` : this.address}:${this.port}`,
       `HostKey ${this.hostKeyPath}`,
       `PidFile ${this.pidFilePath}`,
       'PermitRootLogin prohibit-password',
@@ -304,9 +307,11 @@ exit 0
     if (this.destroyed) throw new Error(`loopback host ${this.id} was destroyed`);
     if (this.child) throw new Error(`loopback host ${this.id} is already running`);
     await rm(this.pidFilePath, { force: true });
+    const netns = this.options.netns === undefined ? [] : ['ip', 'netns', 'exec', this.options.netns];
     const child = spawn(
-      'unshare',
+      netns[0] ?? 'unshare',
       [
+        ...[...netns.slice(1), ...(netns.length > 0 ? ['unshare'] : [])],
         '--mount',
         '--propagation',
         'private',

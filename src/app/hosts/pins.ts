@@ -224,6 +224,12 @@ async function resolveHost(app: AppContext, host: HostToPin): Promise<Pick<Deriv
     (h) => h.name === host.host && !h.local,
   );
   if (!found) throw new UsageError(`tf:${host.inventory} names no SSH host ${host.host}`);
+  if (found.via !== undefined) {
+    throw new UsageError(
+      `${host.host} is reached through bastion ${found.via.map((hop) => hop.name).join(' → ')}: host onboard scans directly`,
+      'pin or rotate it with the chain: exocomp provision run or resume with --rotate-host-key <host> (docs/networks.md)',
+    );
+  }
   return found;
 }
 

@@ -15,6 +15,8 @@ import { scrubEnvironment } from '../../domain/run-environment.js';
 import { runPlaybook } from '../../adapters/ansible.js';
 import type { AnsibleEvent } from '../../adapters/ansible-events.js';
 import { SshAgent } from '../../adapters/ssh.js';
+import { JumpSession } from '../../adapters/ssh-jump.js';
+import { hasBastions, routesOf, type RoutedHost } from '../hosts/jump.js';
 import type { SecretRegistry } from '../runtime/secrets.js';
 import { makePrivateDir } from '../../adapters/private-dir.js';
 import { LookAhead, type Say } from '../provision/look-ahead.js';
@@ -46,6 +48,8 @@ export interface PlayRequest {
   onOutput?: ((line: string) => void) | undefined;
   /** Each play, task and host result as the play runs (see app/progress.ts playProgress). */
   onEvent?: ((event: AnsibleEvent) => void) | undefined;
+  /** The hosts the play may reach with their bastions: those behind one are reached through it (docs/networks.md). */
+  hosts?: readonly RoutedHost[] | undefined;
   /** Stops the play when aborted; runPlay then rejects with the signal's reason. */
   signal?: AbortSignal | undefined;
   /**
@@ -80,6 +84,7 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
   }
   const privateDir = await makePrivateDir('run');
   let agent: SshAgent | undefined;
+  let jump: JumpSession | undefined;
   let playbookClosing: Promise<void> | undefined;
   try {
     // .yml: the standing inventory is YAML with !unsafe values; a JSON file given by the user is YAML too.
@@ -100,6 +105,19 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
     if (request.agent) agent = await request.agent.take(UNHEARD);
     else if (request.agentKeyFile) agent = await agentHolding(request.agentKeyFile);
     if (agent) Object.assign(env, agent.env());
+    if (request.hosts !== undefined && hasBastions(request.hosts)) {
+      // The bastions' masters authenticate as the play does: the same key, and its remote user when it has one.
+      jump = await JumpSession.open(routesOf(request.hosts), {
+        knownHosts: request.knownHosts,
+        credentials: {
+          identityFiles: identityFile ? [identityFile] : [],
+          agentSocket: agent?.socketPath,
+          user: request.remoteUser,
+        },
+        signal: request.signal,
+      });
+    }
+    const sshConfigFile = jump ? await jump.writeSshConfig(request.hosts ?? []) : undefined;
     const collectionsPath = vendoredCollectionsPath(request.cwd);
     const result = await runPlaybook({
       playbook,
@@ -107,6 +125,7 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
       cwd: workDir,
       env,
       knownHostsFile,
+      ...(sshConfigFile ? { sshConfigFile } : {}),
       ...(request.remoteUser ? { remoteUser: request.remoteUser } : {}),
       ...(identityFile ? { privateKeyFile: identityFile } : {}),
       ...(request.extraVars ? { extraVars: request.extraVars } : {}),
@@ -131,7 +150,7 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
       failures: result.failures,
     };
   } finally {
-    const closing = closePlay(playbookClosing, agent, privateDir);
+    const closing = closePlay(playbookClosing, agent, privateDir, jump);
     // Only a play that ran hands its closing on (its playbook run did); otherwise it is closed before the error propagates.
     if (playbookClosing && request.deferClose) request.deferClose(closing);
     else await closing;
@@ -167,10 +186,12 @@ async function closePlay(
   playbookClosing: Promise<void> | undefined,
   agent: SshAgent | undefined,
   privateDir: string,
+  jump: JumpSession | undefined,
 ): Promise<void> {
   try {
     await playbookClosing;
   } finally {
+    await jump?.close();
     await agent?.stop();
     await rm(privateDir, { recursive: true, force: true });
   }

@@ -120,7 +120,10 @@ export async function runStandingPlay(
       },
     );
   }
-  const outcome = await runPlay(playRequest(app, request, text, knownHosts, { ...sealed, ...request.runSecrets }));
+  const outcome = await runPlay({
+    ...playRequest(app, request, text, knownHosts, { ...sealed, ...request.runSecrets }),
+    hosts: inventory.hosts.filter((h) => !h.local && (only === undefined || only.has(h.name))),
+  });
   return { outcome, hostCount };
 }
 

@@ -7,6 +7,7 @@ import { ExocompError } from '../../../domain/errors.js';
 import type { HandedOn, StepContext, StepResult } from './step.js';
 import type { ResolvedInventory } from '../../../domain/standing-inventory.js';
 import { lookAheadToSshWait } from './ssh-wait.js';
+import { hasBastions } from '../../hosts/jump.js';
 import { applyWorkspace } from '../apply-workspace.js';
 import { checkApprovedConfiguration } from '../../approval/config-preview.js';
 
@@ -65,6 +66,8 @@ export async function applyStep({
       // An inventory that does not resolve fails ssh-wait, which resolves it again.
       return { inventory };
     }
+    // Behind a bastion the wait pins the bastion first: ssh-wait does it, with the run's keys (app/hosts/jump.ts).
+    if (hasBastions(resolved.hosts)) return { inventory };
     return {
       inventory,
       sshWait: lookAheadToSshWait(resolved, workflow.options.sshWaitMs, { scanKeys: true, interrupt: app.interrupt }),

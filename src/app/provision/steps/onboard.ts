@@ -11,6 +11,7 @@ import type { StepContext, StepResult } from './step.js';
 import { loadStandingInventory } from '../../hosts/inventories.js';
 import type { ResolvedInventory } from '../../../domain/standing-inventory.js';
 import { pinHostKeys } from '../../hosts/pins.js';
+import { hasBastions, scanBehindBastions } from '../../hosts/jump.js';
 import { lookAheadToAgent, playFailedError, runPlay } from '../../plays/play.js';
 import { playProgress } from '../../runtime/progress.js';
 import { proveFleetLogins } from '../../hosts/fleet-login.js';
@@ -64,7 +65,15 @@ async function pinAndPlay(
 ): Promise<string> {
   // The fleet key's public half is derived while the keys are pinned: neither waits for the other.
   const pinning = async () => {
-    const scanned = handedOn.hostKeys ? await handedOn.hostKeys.take({ info, warn }) : undefined;
+    const scanned = handedOn.hostKeys
+      ? await handedOn.hostKeys.take({ info, warn })
+      : hasBastions(hosts)
+        ? await scanBehindBastions(app, hosts, {
+            rotate: inputs.rotateHostKeys,
+            credentials: { identityFiles: [keys.bootstrapKeyPath, keys.fleetKeyPath] },
+            signal,
+          })
+        : undefined;
     signal.throwIfAborted();
     return pinHostKeys(app, hosts, inputs.rotateHostKeys, { signal, ...(scanned ? { scanned } : {}) });
   };
@@ -82,6 +91,7 @@ async function pinAndPlay(
     inventoryText: inventory.ansibleText,
     knownHosts: pins.knownHosts,
     identityFile: keys.bootstrapKeyPath,
+    hosts,
     extraVars: { exocomp_fleet_pubkey: fleetPublicKey, exocomp_onboard_user: workflow.options.onboardUser },
     limit: hosts.map((h) => h.name).join(','),
     secrets: inputs.secrets,

@@ -11,6 +11,7 @@ import { LookAhead } from '../look-ahead.js';
 import { lookAheadToHostKeys, type ScannedHostKeys } from '../../hosts/pins.js';
 import { loadStandingInventory } from '../../hosts/inventories.js';
 import { countedNames } from '../../../domain/host-list.js';
+import { hasBastions, waitThroughBastions } from '../../hosts/jump.js';
 
 /** What the wait saw: how many hosts it waited for, and the scan of their keys once every banner answered. */
 export interface SshWaited {
@@ -67,38 +68,72 @@ export function lookAheadToSshWait(
 export async function sshWaitStep({
   app,
   workflow,
+  inputs,
   info,
   warn,
   signal,
   handedOn,
   nextRunsHere,
 }: StepContext): Promise<string | StepResult> {
+  const inventory = handedOn.sshWait
+    ? undefined
+    : (handedOn.inventory?.() ?? loadStandingInventory(await app.store.read(), workflow.workspace.name));
+  if (inventory !== undefined && hasBastions(inventory.hosts)) {
+    return waitBehindBastions({ app, workflow, inputs, info, signal, nextRunsHere }, inventory);
+  }
   const waiting =
     handedOn.sshWait ??
-    lookAheadToSshWait(
-      handedOn.inventory?.() ?? loadStandingInventory(await app.store.read(), workflow.workspace.name),
-      workflow.options.sshWaitMs,
-      {
-        scanKeys: nextRunsHere,
-        interrupt: app.interrupt,
-      },
-    );
+    lookAheadToSshWait(inventory as ResolvedInventory, workflow.options.sshWaitMs, {
+      scanKeys: nextRunsHere,
+      interrupt: app.interrupt,
+    });
   const { hostCount, skipped, missing, hostKeys } = await waiting.take({ info, warn }, signal);
   if (hostCount === 0) return `no SSH hosts to wait for (${skipped} local)`;
-  if (missing.length > 0) {
-    const names = missing.map((m) => m.name);
-    throw new ExocompError(
-      'ssh-wait',
-      `no SSH banner within ${formatDuration(workflow.options.sshWaitMs)} from ${missing.length === 1 ? missing[0]!.line : `${countedNames(names)} (first: ${missing[0]!.line})`}`,
-      {
-        help: 'check the host booted and its security group/firewall allows the port; resume with a longer --ssh-wait',
-        detail: missing.map((m) => m.line).join('\n'),
-        hosts: names,
-      },
-    );
-  }
+  if (missing.length > 0) throw noBanner(workflow.options.sshWaitMs, missing);
   const detail = `${hostCount} host(s) answered${skipped > 0 ? `, ${skipped} local skipped` : ''}`;
   return { detail, ...(hostKeys ? { handOn: { hostKeys } } : {}) };
+}
+
+function noBanner(boundMs: number, missing: readonly { name: string; line: string }[]): ExocompError {
+  const names = missing.map((m) => m.name);
+  const which = missing.length === 1 ? missing[0]!.line : `${countedNames(names)} (first: ${missing[0]!.line})`;
+  return new ExocompError('ssh-wait', `no SSH banner within ${formatDuration(boundMs)} from ${which}`, {
+    help: 'check the host booted and its security group/firewall allows the port; resume with a longer --ssh-wait',
+    detail: missing.map((m) => m.line).join('\n'),
+    hosts: names,
+  });
+}
+
+/**
+ * The wait when hosts sit behind bastions: each bastion's key pinned and one
+ * connection opened to it (with the run's bootstrap and fleet keys), then every
+ * banner probed through it; the keys are captured before that connection closes.
+ */
+async function waitBehindBastions(
+  { app, workflow, inputs, info, signal, nextRunsHere }: Omit<StepContext, 'warn' | 'handedOn' | 'deferClose'>,
+  inventory: ResolvedInventory,
+): Promise<string | StepResult> {
+  const hosts = inventory.hosts.filter((h) => !h.local);
+  const skipped = inventory.hosts.length - hosts.length;
+  const boundMs = workflow.options.sshWaitMs;
+  info(`waiting up to ${formatDuration(boundMs)} for ${hosts.length} host(s): ${hosts.map((h) => h.name).join(', ')}`);
+  const identityFiles = [inputs.bootstrapKeyPath, inputs.fleetKeyPath].filter((key): key is string => !!key);
+  const { missing, scanned } = await waitThroughBastions(app, hosts, {
+    boundMs,
+    rotate: inputs.rotateHostKeys,
+    credentials: { identityFiles },
+    scanKeys: nextRunsHere,
+    say: info,
+    signal,
+  });
+  if (missing.length > 0) throw noBanner(boundMs, missing);
+  const detail = `${hosts.length} host(s) answered${skipped > 0 ? `, ${skipped} local skipped` : ''}`;
+  if (scanned === undefined) return detail;
+  const hostKeys = new LookAhead<ScannedHostKeys>(
+    async () => scanned,
+    async () => undefined,
+  );
+  return { detail, handOn: { hostKeys } };
 }
 
 const LISTED_SEPARATELY = 5;

@@ -1,0 +1,143 @@
+/**
+ * Bastions (jump hosts) as data (docs/networks.md): a host is reached through at
+ * most MAX_HOPS hops, each a host, a port and a user — never ssh options. exocomp
+ * builds every ssh command line and ProxyCommand itself from these fields, so
+ * each is checked to hold nothing ssh or a shell would read as more than a value.
+ */
+import { ExocompError } from './errors.js';
+import { quoteValue } from './names.js';
+
+export interface Hop {
+  /** The inventory host it is, or the address as given on the command line. */
+  name: string;
+  address: string;
+  port: number;
+  /** The user to log in to the hop as; absent: the play's user. */
+  user?: string;
+}
+
+/** The host or group variable that names the inventory host a host is reached through. */
+export const BASTION_VARIABLE = 'exocomp_bastion';
+export const MAX_HOPS = 2;
+
+// Like ansible_host, but without '%': ssh expands %-tokens in a ProxyCommand, so a hop's address holds none.
+const HOP_ADDRESS = /^[A-Za-z0-9_:][A-Za-z0-9._:-]*$/;
+const HOP_USER = /^[A-Za-z0-9_][A-Za-z0-9._-]*$/;
+
+export type HopField = 'host' | 'port' | 'user';
+
+const FIELD_HELP: Record<HopField, string> = {
+  host: 'a bastion host is a DNS name or an IPv4/IPv6 address: letters, digits, . _ - and : (no spaces, %, quotes, templates or options)',
+  port: 'a bastion port is a whole number from 1 to 65535',
+  user: "a bastion user is letters, digits, '.', '_' and '-', not starting with '-'",
+};
+
+function hopError(source: string, field: HopField, value: string, why: string): ExocompError {
+  return new ExocompError('usage', `${source}: bastion ${field} ${quoteValue(value)} ${why}`, {
+    help: FIELD_HELP[field],
+  });
+}
+
+/** Checks one hop's fields; throws naming the field. */
+export function checkHop(hop: Hop, source: string): Hop {
+  if (!HOP_ADDRESS.test(hop.address)) throw hopError(source, 'host', hop.address, 'is not a host name or IP address');
+  if (!Number.isInteger(hop.port) || hop.port < 1 || hop.port > 65535) {
+    throw hopError(source, 'port', String(hop.port), 'is not a port number');
+  }
+  if (hop.user !== undefined && !HOP_USER.test(hop.user)) {
+    throw hopError(source, 'user', hop.user, 'is not a user name');
+  }
+  return hop;
+}
+
+/** The hosts a route is resolved for: a name, its connection, and the host its `exocomp_bastion` names. */
+export interface RoutedHost {
+  name: string;
+  address: string;
+  port: number;
+  user?: string | undefined;
+  local: boolean;
+  bastion?: string | undefined;
+}
+
+function routeError(host: string, problem: string, help: string): ExocompError {
+  return new ExocompError('inventory', `host ${quoteValue(host)}: ${BASTION_VARIABLE} ${problem}`, { help });
+}
+
+/**
+ * The hops each host is reached through (outermost first), resolved from the
+ * inventory host its `exocomp_bastion` names; that host may itself be reached
+ * through one more. Refuses a name that is no SSH host of the inventory, a loop,
+ * and more than MAX_HOPS hops.
+ */
+export function resolveRoutes(hosts: readonly RoutedHost[]): Map<string, Hop[]> {
+  const byName = new Map(hosts.map((h) => [h.name, h]));
+  const routes = new Map<string, Hop[]>();
+  const routeOf = (host: RoutedHost, seen: readonly string[]): Hop[] => {
+    const known = routes.get(host.name);
+    if (known !== undefined) return known;
+    if (host.bastion === undefined) return [];
+    const bastion = byName.get(host.bastion);
+    if (bastion === undefined || bastion.local) {
+      throw routeError(
+        host.name,
+        `names ${quoteValue(host.bastion)}, which is no SSH host of the inventory`,
+        `set ${BASTION_VARIABLE} to the name of the inventory host to connect through`,
+      );
+    }
+    if (bastion.name === host.name || seen.includes(bastion.name)) {
+      throw routeError(
+        host.name,
+        `forms a loop (${[...seen, host.name, bastion.name].join(' → ')})`,
+        'a bastion cannot be reached through the hosts behind it',
+      );
+    }
+    const outer = routeOf(bastion, [...seen, host.name]);
+    const hop = checkHop(
+      {
+        name: bastion.name,
+        address: bastion.address,
+        port: bastion.port,
+        ...(bastion.user ? { user: bastion.user } : {}),
+      },
+      `host ${quoteValue(bastion.name)} (the bastion of ${quoteValue(host.name)})`,
+    );
+    const route = [...outer, hop];
+    if (route.length > MAX_HOPS) {
+      throw routeError(
+        host.name,
+        `leads through ${route.length} hops (${route.map((h) => h.name).join(' → ')}); at most ${MAX_HOPS} are allowed`,
+        'reach the host through one bastion, or a bastion behind another',
+      );
+    }
+    routes.set(host.name, route);
+    return route;
+  };
+  for (const host of hosts) routeOf(host, []);
+  checkOneRoutePerAddress(hosts, routes);
+  return routes;
+}
+
+/** ssh matches its configuration on the address alone: one address, one way to reach it. */
+function checkOneRoutePerAddress(hosts: readonly RoutedHost[], routes: ReadonlyMap<string, Hop[]>): void {
+  const seen = new Map<string, { host: string; route: string }>();
+  for (const host of hosts) {
+    if (host.local) continue;
+    const route = (routes.get(host.name) ?? []).map((h) => `${h.user ?? ''}@${h.address}:${h.port}`).join(',');
+    const address = host.address.toLowerCase();
+    const earlier = seen.get(address);
+    if (earlier !== undefined && earlier.route !== route) {
+      throw routeError(
+        host.name,
+        `reaches address ${quoteValue(host.address)} another way than host ${quoteValue(earlier.host)} does`,
+        'hosts that share an address must share their bastion',
+      );
+    }
+    seen.set(address, { host: host.name, route });
+  }
+}
+
+/** The route as people read it: `bastion` or `outer → inner`. */
+export function describeRoute(route: readonly Hop[]): string {
+  return route.map((hop) => hop.name).join(' → ');
+}

@@ -1,0 +1,169 @@
+/**
+ * Hosts behind a bastion (issue 26; docs/networks.md), on a network the test
+ * builds from namespaces (test/support/netns.ts): the CLI runs in `runner`,
+ * which reaches only the bastion; the private hosts answer only the bastion.
+ * Real sshd, ssh, ansible-core and git; the OpenTofu stand-in.
+ */
+import { spawn } from 'node:child_process';
+import { cp } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cliPath, createChainFixture, type ChainFixture, type CliResult } from '../support/chain-fixture.js';
+import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
+import { createPrivateNetwork, type PrivateNetwork } from '../support/netns.js';
+import { scaled } from '../support/time.js';
+
+const sitePlaybook = new URL('../fixtures/playbooks/site.yml', import.meta.url).pathname;
+
+describe('provision run through a bastion, on a network the runner cannot reach directly', () => {
+  let net: PrivateNetwork;
+  let fx: ChainFixture;
+  let bastion: LoopbackHost;
+  const privates: LoopbackHost[] = [];
+  let run: CliResult;
+
+  /** The CLI as a process of the runner namespace. */
+  const cli = (args: string[]): Promise<CliResult> =>
+    new Promise((resolve) => {
+      const child = spawn('ip', ['netns', 'exec', net.runner, process.execPath, cliPath, ...args], {
+        cwd: fx.dir,
+        env: fx.env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('close', (code) => resolve({ code: code ?? 1, stdout, stderr }));
+    });
+  const converge = () =>
+    cli([
+      'playbook',
+      'run',
+      'site.yml',
+      '--inventory',
+      'tf:edge',
+      ...fx.ledgerArgs,
+      '--fleet-key',
+      fx.fleet.privateKeyPath,
+    ]);
+  const provisionRun = (sshWait: string) =>
+    cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', 'edge', '--ssh-wait', sshWait]);
+  const tcpFromRunner = (address: string, port: number) =>
+    net.exec(net.runner, ['bash', '-c', `exec 3<>/dev/tcp/${address}/${port}`]);
+
+  beforeAll(async () => {
+    net = await createPrivateNetwork(3);
+    try {
+      fx = await createChainFixture('edge');
+      bastion = await createLoopbackHost({
+        rootAuthorizedKey: fx.bootstrap.publicKey,
+        address: net.bastionOuter,
+        netns: net.bastion,
+      });
+      await bastion.start();
+      for (const i of [2, 3, 4]) {
+        const host = await createLoopbackHost({
+          rootAuthorizedKey: fx.bootstrap.publicKey,
+          address: net.privateAddress(i),
+          netns: net.private,
+          // The last one boots late: the wait through the bastion has something real to wait for.
+          ...(i === 4 ? { startDelayMs: 3_000 } : {}),
+        });
+        privates.push(host);
+        await host.start();
+      }
+      // p4 is on the private link's IPv6 prefix: IPv6 end to end through the bastion.
+      const v6 = await createLoopbackHost({
+        rootAuthorizedKey: fx.bootstrap.publicKey,
+        address: net.privateAddress6(2),
+        netns: net.private,
+      });
+      privates.push(v6);
+      await v6.start();
+      await fx.setInventory({
+        all: {
+          hosts: { bastion: { ansible_host: bastion.address, ansible_user: 'root' } },
+          children: {
+            private: {
+              hosts: Object.fromEntries(
+                privates.map((h, i) => [`p${i + 1}`, { ansible_host: h.address, ansible_user: 'root' }]),
+              ),
+              vars: { exocomp_bastion: 'bastion' },
+            },
+          },
+        },
+      });
+      await cp(sitePlaybook, join(fx.dir, 'site.yml'));
+    } catch (error) {
+      await net.destroy();
+      throw error;
+    }
+    run = await provisionRun('60s');
+    // Five hosts, three plays and a shared machine: more than the default hook bound.
+  }, scaled(600_000));
+
+  afterAll(async () => {
+    try {
+      for (const host of [bastion, ...privates]) await host?.destroy();
+      await fx?.cleanup();
+    } finally {
+      await net?.destroy();
+    }
+  });
+
+  it('the runner cannot open a TCP connection to a private host, only to the bastion', async () => {
+    const direct = await tcpFromRunner(privates[0]!.address, 22);
+    expect(direct.code).not.toBe(0);
+    expect(direct.stderr).toMatch(/unreachable/i);
+    expect((await tcpFromRunner(bastion.address, 22)).code).toBe(0);
+  });
+
+  it('waits for, pins, onboards and configures the private hosts (one late, one on IPv6) through the bastion', async () => {
+    expect(run.code, `${run.stdout}\n${run.stderr}`).toBe(0);
+    expect(run.stderr).toMatch(/bastion bastion: key pinned/);
+    const knownHosts = (await fx.ledgerFile('known_hosts')) ?? '';
+    for (const host of [bastion, ...privates]) {
+      expect(knownHosts).toContain(`${host.address} ${await host.hostPublicKey()}`);
+    }
+    for (const [i, host] of privates.entries()) {
+      expect(await host.readFile(`/tmp/exocomp-configured-p${i + 1}`)).toContain('user=');
+    }
+    expect(await bastion.readFile('/tmp/exocomp-configured-bastion')).toContain('user=');
+  });
+
+  it('a scheduled converge of tf:edge goes through the bastion too', async () => {
+    for (const host of privates) await host.exec('rm -f /tmp/exocomp-configured-*');
+    const result = await converge();
+    expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
+    for (const [i, host] of privates.entries()) {
+      expect(await host.readFile(`/tmp/exocomp-configured-p${i + 1}`)).toContain('user=');
+    }
+  });
+
+  it('a rekeyed bastion is refused before any play, and nothing is re-pinned', async () => {
+    const before = await fx.ledgerFile('known_hosts');
+    for (const host of privates) await host.exec('rm -f /tmp/exocomp-configured-*');
+    await bastion.rekey();
+    const result = await converge();
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/bastion bastion .*presented a host key other than the pinned one/);
+    expect(await fx.ledgerFile('known_hosts')).toBe(before);
+    for (const [i, host] of privates.entries()) {
+      expect(await host.readFile(`/tmp/exocomp-configured-p${i + 1}`)).toBeUndefined();
+    }
+  });
+
+  it('a bastion that is down is one error naming it, within the wait bound', async () => {
+    await bastion.stop();
+    const started = Date.now();
+    const result = await provisionRun('4s');
+    const elapsed = Date.now() - started;
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/bastion bastion \(.*\) gave no SSH banner within the wait/);
+    expect(result.stderr).toMatch(/the 4 host\(s\) behind it \(p1, p2, p3, p4\) could not be probed/);
+    expect(result.stderr).not.toMatch(/p1 \(.*\): /);
+    // The wait is 4 s; the rest is the CLI, the stand-in's apply and the ledger.
+    expect(elapsed).toBeLessThan(40_000);
+  });
+});
