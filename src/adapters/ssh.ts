@@ -653,6 +653,8 @@ export interface LoginCheckOptions {
   identityFile: string;
   /** The pinned store: the only file the host's key is checked against. */
   knownHostsFile: string;
+  /** The route through bastions (src/adapters/ssh-jump.ts), when hosts sit behind one. */
+  sshConfigFile?: string | undefined;
   /** ssh clients at once (each costs a key exchange of CPU on this machine). */
   concurrency: number;
   timeoutSec?: number;
@@ -668,7 +670,7 @@ export type LoginCheck = { name: string; ok: true } | { name: string; ok: false;
  * another connection's master. Never throws for a host: a refusal is a result.
  */
 export async function checkLogins(targets: readonly SshTarget[], options: LoginCheckOptions): Promise<LoginCheck[]> {
-  const { user, identityFile, knownHostsFile, timeoutSec = 30, signal } = options;
+  const { user, identityFile, knownHostsFile, sshConfigFile, timeoutSec = 30, signal } = options;
   const slots = new Slots(Math.max(1, Math.floor(options.concurrency)));
   const check = async (target: SshTarget): Promise<LoginCheck> => {
     await slots.acquire();
@@ -677,6 +679,7 @@ export async function checkLogins(targets: readonly SshTarget[], options: LoginC
       const result = await runProcess(
         'ssh',
         [
+          ...(sshConfigFile === undefined ? [] : ['-F', sshConfigFile]),
           ...['-o', 'BatchMode=yes', '-o', 'ControlMaster=no', '-o', 'ControlPath=none'],
           ...['-o', 'IdentitiesOnly=yes', '-o', 'IdentityAgent=none', '-o', `IdentityFile=${identityFile}`],
           ...['-o', 'PreferredAuthentications=publickey', '-o', 'StrictHostKeyChecking=yes'],

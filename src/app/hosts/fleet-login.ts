@@ -12,6 +12,8 @@ import { countedNames } from '../../domain/host-list.js';
 import type { DerivedHost } from '../../domain/inventory.js';
 import { checkLogins } from '../../adapters/ssh.js';
 import { makePrivateDir } from '../../adapters/private-dir.js';
+import { JumpSession } from '../../adapters/ssh-jump.js';
+import { hasBastions, routesOf } from './jump.js';
 
 export interface FleetLoginRequest {
   user: string;
@@ -24,13 +26,24 @@ export interface FleetLoginRequest {
 /** Logs every host in as the fleet user; throws naming every host that refused or could not be reached. */
 export async function proveFleetLogins(hosts: readonly DerivedHost[], request: FleetLoginRequest): Promise<void> {
   const dir = await makePrivateDir('login');
+  let jump: JumpSession | undefined;
   try {
     const identityFile = join(dir, 'identity');
     await copyFile(request.fleetKeyPath, identityFile);
     await chmod(identityFile, 0o600);
     const knownHostsFile = join(dir, 'known_hosts');
     await writeFile(knownHostsFile, request.knownHosts, { mode: 0o600 });
+    // Hosts behind a bastion are logged in through it, the bastion's key checked like theirs (docs/networks.md).
+    if (hasBastions(hosts)) {
+      jump = await JumpSession.open(routesOf(hosts), {
+        knownHosts: request.knownHosts,
+        credentials: { identityFiles: [identityFile], user: request.user },
+        signal: request.signal,
+      });
+    }
+    const sshConfigFile = jump ? await jump.writeSshConfig(hosts) : undefined;
     const results = await checkLogins(hosts, {
+      sshConfigFile,
       user: request.user,
       identityFile,
       knownHostsFile,
@@ -52,6 +65,7 @@ export async function proveFleetLogins(hosts: readonly DerivedHost[], request: F
       },
     );
   } finally {
+    await jump?.close();
     await rm(dir, { recursive: true, force: true });
   }
 }
