@@ -33,6 +33,7 @@ import {
 } from './apply-workspace.js';
 import type { RunInputs } from '../plays/run-inputs.js';
 import { previewWorkflowConfiguration } from '../approval/config-preview.js';
+import { checkPlaybookFile } from './input-checks.js';
 import { saveWorkflow } from './workflows.js';
 
 export interface ProvisionRequest {
@@ -57,6 +58,10 @@ export async function checkProvision(
   request: ProvisionRequest,
   inputs: Pick<RunInputs, 'tofuBinary' | 'allowLocalState'>,
 ): Promise<void> {
+  // A wrong playbook path is refused here, in every face, before the first ledger write and before any tofu call.
+  checkPlaybookFile(request.playbook, 'the playbook', app.cwd);
+  if (request.options.onboardPlaybook)
+    checkPlaybookFile(request.options.onboardPlaybook, 'the onboard playbook', app.cwd);
   await requireWorkspaceDir(request.workspacePath, app.cwd);
   await checkStateBackend(app, request.workspacePath, inputs.allowLocalState ?? false);
   await locateTofu({ tofuBinary: inputs.tofuBinary, env: app.env });
