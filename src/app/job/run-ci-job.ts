@@ -87,7 +87,7 @@ export async function runCiJob(raw: JobSettingsInput, face: CiJobFace): Promise<
       ...(face.toolCache ? { toolCache: face.toolCache(app) } : {}),
       publish: (workflow) => publishStatus(settings, face, app, workflow),
     });
-    if (outcome.kind === 'awaiting-approval')
+    if (outcome.workflow.state === 'awaiting-approval')
       platform.log.notice(
         `workflow ${outcome.workflow.id} is awaiting approval; nothing was applied. ${gate?.howToDecide(outcome.workflow) ?? ''}`.trim(),
       );

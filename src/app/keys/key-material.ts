@@ -41,7 +41,7 @@ export interface KeyMaterialSource {
 }
 
 /** What a value that is a path holds, or undefined when it names no file (any other failure is a refusal). */
-async function readIfFile(source: KeyMaterialSource): Promise<string | undefined> {
+async function readIfFile(source: KeyMaterialSource): Promise<{ text: string; mode: number } | undefined> {
   if (!ONE_WORD.test(source.given.trim())) return undefined;
   const path = resolve(source.cwd, source.given.trim());
   const info = await stat(path).catch((error: NodeJS.ErrnoException) => {
@@ -57,12 +57,13 @@ async function readIfFile(source: KeyMaterialSource): Promise<string | undefined
       `${source.role}${shown(source.given)} is not a file`,
       'pass the key file itself, or the key as a value',
     );
-  return readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => {
+  const text = await readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => {
     throw new UsageError(
       `${source.role}${shown(source.given)} cannot be read (${error.code ?? error.message})`,
       'make the file readable by the user the job runs as',
     );
   });
+  return { text, mode: info.mode & 0o777 };
 }
 
 /** Shown in a refusal only when it reads as a path: anything else might be a mistyped secret. */
@@ -75,16 +76,19 @@ function shown(given: string): string {
  * (made by the caller, removed with the run); its text is registered as a
  * secret first. Refuses, before anything is recorded, a value that is neither
  * a private key nor a readable file, and a key a run cannot use (public half,
- * passphrase).
+ * passphrase). A file others may read still works (the copy is private);
+ * `warnOpen`, where the person who keeps the file can fix it (the CLI), hears of it.
  */
 export async function privateKeyFile(
   source: KeyMaterialSource,
   privateDir: string,
   name: string,
   secrets: SecretRegistry,
+  warnOpen?: (message: string) => void,
 ): Promise<string> {
   const isValue = PRIVATE_KEY.test(source.given);
-  const text = isValue ? source.given : await readIfFile(source);
+  const file = isValue ? undefined : await readIfFile(source);
+  const text = isValue ? source.given : file?.text;
   if (text === undefined)
     throw new UsageError(
       `${source.role}${shown(source.given)} is neither an SSH private key nor the path of a readable file`,
@@ -95,6 +99,10 @@ export async function privateKeyFile(
   // Judged as the private copy it becomes: the runner's file mode does not matter.
   const problem = judgeKeyFile({ role, path: '', isFile: true, mode: 0o600, text });
   if (problem) throw new UsageError(problem.message, problem.help);
+  if (file && (file.mode & 0o077) !== 0)
+    warnOpen?.(
+      `${role} can be read by others (mode 0${file.mode.toString(8)}); the run uses a private copy, but keep the key itself private: chmod 600 ${source.given.trim()}`,
+    );
   const path = join(privateDir, name);
   // OpenSSH refuses a private key file without its final newline.
   await writeFile(path, text.endsWith('\n') ? text : `${text}\n`, { mode: 0o600, flag: 'wx' });
@@ -108,7 +116,7 @@ export async function privateKeyFile(
  */
 export async function sealKeyOf(source: KeyMaterialSource, secrets: SecretRegistry): Promise<string> {
   const given = source.given;
-  const fromFile = given.trim() === '' ? undefined : await readIfFile(source);
+  const fromFile = given.trim() === '' ? undefined : (await readIfFile(source))?.text;
   if (fromFile === undefined && PATH_LIKE.test(given.trim()))
     throw new UsageError(
       `${source.role} ${quoteValue(given.trim())} looks like a file path, but no file is there; a path is never used as the seal key`,
