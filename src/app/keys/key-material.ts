@@ -66,9 +66,13 @@ async function readIfFile(source: KeyMaterialSource): Promise<{ text: string; mo
   return { text, mode: info.mode & 0o777 };
 }
 
+/** A short word of path characters with no long base64-like run: safe to show, unlike a mistyped secret. */
+const SHOWABLE = /^(?!.*[A-Za-z0-9]{40})[\w.~/-]{1,200}$/;
+
 /** Shown in a refusal only when it reads as a path: anything else might be a mistyped secret. */
 function shown(given: string): string {
-  return PATH_LIKE.test(given.trim()) ? ` ${quoteValue(given.trim())}` : '';
+  const word = given.trim();
+  return PATH_LIKE.test(word) || SHOWABLE.test(word) ? ` ${quoteValue(word)}` : '';
 }
 
 /**
@@ -95,18 +99,18 @@ export async function privateKeyFile(
       'give the private key itself (a masked variable or secret) or the path of a file holding it (a File variable)',
     );
   secrets.add(text, text.trim());
-  const role = isValue ? source.role : `${source.role} (file ${quoteValue(source.given.trim())})`;
+  const path = isValue ? '' : source.given.trim();
   // Judged as the private copy it becomes: the runner's file mode does not matter.
-  const problem = judgeKeyFile({ role, path: '', isFile: true, mode: 0o600, text });
+  const problem = judgeKeyFile({ role: source.role, path, isFile: true, mode: 0o600, text });
   if (problem) throw new UsageError(problem.message, problem.help);
   if (file && (file.mode & 0o077) !== 0)
     warnOpen?.(
-      `${role} can be read by others (mode 0${file.mode.toString(8)}); the run uses a private copy, but keep the key itself private: chmod 600 ${source.given.trim()}`,
+      `${source.role} ${path} can be read by others (mode 0${file.mode.toString(8)}); the run uses a private copy, but keep the key itself private: chmod 600 ${path}`,
     );
-  const path = join(privateDir, name);
+  const copy = join(privateDir, name);
   // OpenSSH refuses a private key file without its final newline.
-  await writeFile(path, text.endsWith('\n') ? text : `${text}\n`, { mode: 0o600, flag: 'wx' });
-  return path;
+  await writeFile(copy, text.endsWith('\n') ? text : `${text}\n`, { mode: 0o600, flag: 'wx' });
+  return copy;
 }
 
 /**
