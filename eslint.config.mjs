@@ -4,6 +4,38 @@ import eslint from '@eslint/js';
 import { defineConfig } from 'eslint/config';
 import tseslint from 'typescript-eslint';
 
+/**
+ * The layer table of docs/architecture.md as a rule: each folder under src/
+ * names the layers it may not import (ESLint core no-restricted-imports, one
+ * `files` block per layer; no plugin needed). Patterns match the import
+ * specifier, e.g. `../../platform/gitlab/job.js`.
+ */
+const LAYERS = ['app', 'adapters', 'ledger', 'platform', 'cli', 'actions'];
+const forbidden = (layers, why) => ({
+  'no-restricted-imports': [
+    'error',
+    {
+      patterns: layers.map((layer) => ({
+        group: [`**/${layer}/**`],
+        message: `${why} (docs/architecture.md, "Layers")`,
+      })),
+    },
+  ],
+});
+const boundaries = [
+  ['src/domain/**', LAYERS, 'the domain is pure: no I/O, no other layer'],
+  [
+    'src/adapters/**',
+    ['app', 'ledger', 'platform', 'cli', 'actions'],
+    'an adapter wraps one external tool and knows only the domain',
+  ],
+  ['src/ledger/**', ['app', 'platform', 'cli', 'actions'], 'the ledger knows the domain and its own git plumbing only'],
+  ['src/app/**', ['platform', 'cli', 'actions'], 'the core is platform-neutral: a face supplies its ports'],
+  ['src/platform/**', ['cli', 'actions'], 'a CI face is reached from its entry points, never the other way'],
+  ['src/cli/**', ['actions'], 'the CLI is an entry point of its own'],
+  ['src/actions/**', ['cli', 'ledger', 'adapters'], 'an entry point parses inputs, calls one use case, renders'],
+].map(([files, layers, why]) => ({ files: [files], rules: forbidden(layers, why) }));
+
 export default defineConfig(
   { ignores: ['dist/**', 'dist.building-*/**', 'node_modules/**', '.exocomp/**', 'coverage/**'] },
   eslint.configs.recommended,
@@ -23,6 +55,7 @@ export default defineConfig(
       ],
     },
   },
+  ...boundaries,
   {
     // Tests read JSON a command or a double printed; zod checks those shapes in the code under test, not in the test.
     files: ['test/**/*.ts', 'bench/**/*.ts'],

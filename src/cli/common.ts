@@ -2,6 +2,7 @@
  * The options every command shares (docs/architecture.md, "Entry points"), parsed once into a typed
  * settings object, and the context a use case runs in.
  */
+import { rmSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { z } from 'zod';
 import { UsageError } from '../domain/errors.js';
@@ -15,6 +16,7 @@ import { SecretGuardedStore } from '../app/runtime/secret-guarded-store.js';
 import { describeZodIssues } from '../ledger/records.js';
 import { JsonProgress, TerminalProgress } from './terminal.js';
 import { interruptOnSignals } from '../adapters/signals.js';
+import { makePrivateDir } from '../adapters/private-dir.js';
 import { inertJson, inertLines } from '../domain/runner-log.js';
 
 export interface GlobalSettings {
@@ -126,9 +128,9 @@ export async function buildContext(settings: GlobalSettings, io: Io): Promise<Ap
     branch: settings.ledgerBranch,
     retryForMs: settings.ledgerRetryForMs,
   });
-  const store = io.secrets
-    ? new SecretGuardedStore(gitStore, io.secrets, (message) => progress.emit({ type: 'warning', message }))
-    : gitStore;
+  // Always behind the guard: a command that learned no secret still refuses a record that carries a registered one.
+  const secrets = io.secrets ?? new SecretRegistry();
+  const store = new SecretGuardedStore(gitStore, secrets, (message) => progress.emit({ type: 'warning', message }));
   return {
     store,
     ledgerBranch: settings.ledgerBranch,
@@ -138,6 +140,17 @@ export async function buildContext(settings: GlobalSettings, io: Io): Promise<Ap
     progress,
     interrupt: cliInterrupt(),
   };
+}
+
+let privateDir: Promise<string> | undefined;
+
+/** This run's private (0700) directory for key copies, made once and removed when the process exits. */
+export function runPrivateDir(): Promise<string> {
+  privateDir ??= makePrivateDir('run').then((dir) => {
+    process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+    return dir;
+  });
+  return privateDir;
 }
 
 let interrupt: AbortSignal | undefined;

@@ -8,16 +8,16 @@ import { z } from 'zod';
 import { UsageError } from '../domain/errors.js';
 import { defaultWorkspaceName, parseWorkspaceName } from '../domain/names.js';
 import { parseScheduleTick, type ScheduleTick } from '../domain/schedule-fires.js';
-import { parseSealKey } from '../domain/seal.js';
+import { KEY_VARIABLES } from '../domain/key-variables.js';
 import type { AppContext } from '../app/runtime/context.js';
 import { parseMapping, parseRunSecrets } from '../app/plays/mappings.js';
 import { playProgress } from '../app/runtime/progress.js';
 import type { RunInputs } from '../app/plays/run-inputs.js';
 import { SecretRegistry } from '../app/runtime/secrets.js';
-import { readPrivateKeyFile } from '../adapters/ssh-keys.js';
+import { privateKeyFile, sealKeyOf } from '../app/keys/key-material.js';
 import { describeZodIssues } from '../ledger/records.js';
 import type { AnsibleEvent } from '../domain/play-events.js';
-import type { Io } from './common.js';
+import { runPrivateDir, type Io } from './common.js';
 
 export function addKeyOptions(command: Command): Command {
   return command
@@ -130,33 +130,44 @@ const keyOptionsSchema = z.object({
   allowDestroy: z.boolean().optional(),
 });
 
-/** Builds the never-persisted run inputs and registers every secret value before anything is printed. */
-export function runInputs(
+/**
+ * Builds the never-persisted run inputs and registers every secret value
+ * before anything is printed. Keys go through the one key-material reader
+ * (src/app/keys/key-material.ts): each is copied into this run's private
+ * 0600 file, so a key file others can read works, with a warning to fix it.
+ */
+export async function runInputs(
   options: Record<string, unknown>,
   env: NodeJS.ProcessEnv,
-  rotateHostKeys: string[] = [],
-  secrets: SecretRegistry = new SecretRegistry(),
-): RunInputs {
+  rotateHostKeys: string[],
+  io: Io,
+): Promise<RunInputs> {
+  const secrets = io.secrets ?? new SecretRegistry();
+  const warn = (message: string) => io.err(`warning: ${message}`);
   const parsed = keyOptionsSchema.safeParse(options);
   if (!parsed.success) throw new UsageError(`bad options: ${describeZodIssues(parsed.error)}`);
   const o = parsed.data;
-  const rawSeal = o.sealKey ?? env.EXOCOMP_SEAL_KEY;
-  const sealKey = rawSeal === undefined || rawSeal === '' ? undefined : parseSealKey(rawSeal);
-  secrets.add(sealKey);
+  const cwd = process.cwd();
+  const rawSeal = o.sealKey ?? env[KEY_VARIABLES.seal];
+  const sealKey =
+    rawSeal === undefined || rawSeal === ''
+      ? undefined
+      : await sealKeyOf(
+          { role: o.sealKey === undefined ? KEY_VARIABLES.seal : '--seal-key', given: rawSeal, cwd },
+          secrets,
+        );
   const runSecrets = readRunSecrets(o.runSecrets);
   secrets.add(...Object.values(runSecrets));
-  for (const [keyFile, role] of [
-    [o.fleetKey, '--fleet-key'],
-    [o.bootstrapKey, '--bootstrap-key'],
-  ] as const) {
-    if (keyFile !== undefined) secrets.add(readPrivateKeyFile(keyFile, role));
-  }
+  const keyFile = async (given: string | undefined, role: string, name: string) =>
+    given === undefined ? undefined : privateKeyFile({ role, given, cwd }, await runPrivateDir(), name, secrets, warn);
+  const fleetKeyPath = await keyFile(o.fleetKey, '--fleet-key', 'fleet-key');
+  const bootstrapKeyPath = await keyFile(o.bootstrapKey, '--bootstrap-key', 'bootstrap-key');
   return {
     ...(o.tofuBinary ? { tofuBinary: o.tofuBinary } : {}),
     ...(o.allowLocalState ? { allowLocalState: true } : {}),
     ...(o.allowDestroy ? { allowDestroy: true } : {}),
-    ...(o.fleetKey ? { fleetKeyPath: o.fleetKey } : {}),
-    ...(o.bootstrapKey ? { bootstrapKeyPath: o.bootstrapKey } : {}),
+    ...(fleetKeyPath ? { fleetKeyPath } : {}),
+    ...(bootstrapKeyPath ? { bootstrapKeyPath } : {}),
     ...(sealKey ? { sealKey } : {}),
     runSecrets,
     rotateHostKeys,

@@ -5,6 +5,7 @@
  * its pipeline schedule. Pure, and byte-stable: the same spec always renders the
  * same bytes, so nothing about the file changes when the hosts do.
  */
+import { KEY_VARIABLES } from './key-variables.js';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { convertCron } from './cron.js';
@@ -200,8 +201,8 @@ function convergeStep(spec: ScheduleSpec, extra: string[]): string[] {
     `          playbook: ${yamlQuote(spec.playbook)}`,
     ...(spec.args.length > 0 ? ['          args: |', ...spec.args.map((arg) => `            ${arg}`)] : []),
     ...extra,
-    '          fleet-private-key: ${{ secrets.EXOCOMP_FLEET_PRIVATE_KEY }}',
-    '          seal-key: ${{ secrets.EXOCOMP_SEAL_KEY }}',
+    `          fleet-private-key: \${{ secrets.${KEY_VARIABLES.fleet} }}`,
+    `          seal-key: \${{ secrets.${KEY_VARIABLES.seal} }}`,
     `          ledger-branch: ${yamlQuote(spec.ledgerBranch)}`,
   ];
 }
@@ -224,8 +225,8 @@ function driftJob(spec: ScheduleSpec): string[] {
     `          target: ${yamlQuote(spec.target)}`,
     `          playbook: ${yamlQuote(spec.playbook)}`,
     `          schedule-name: ${yamlQuote(spec.name)}`,
-    '          fleet-private-key: ${{ secrets.EXOCOMP_FLEET_PRIVATE_KEY }}',
-    '          seal-key: ${{ secrets.EXOCOMP_SEAL_KEY }}',
+    `          fleet-private-key: \${{ secrets.${KEY_VARIABLES.fleet} }}`,
+    `          seal-key: \${{ secrets.${KEY_VARIABLES.seal} }}`,
     `          ledger-branch: ${yamlQuote(spec.ledgerBranch)}`,
   ];
 }
@@ -417,8 +418,8 @@ export function renderGitLabSchedule(
     '  Target branch:     the default branch',
     `  Variable:          ${GITLAB_SCHEDULE_VARIABLE} = ${spec.name}`,
     'CI/CD variables (Settings → CI/CD → Variables; masked, protected):',
-    '  EXOCOMP_FLEET_KEY  type File: the fleet private key',
-    '  EXOCOMP_SEAL_KEY   the seal key (unseals the workspace outputs for the play)',
+    `  ${KEY_VARIABLES.fleet}  type File (or a masked Variable): the fleet private key`,
+    `  ${KEY_VARIABLES.seal}   the seal key, as a File or a masked Variable (unseals the workspace outputs for the play)`,
     ...(drift ? ['  EXOCOMP_GITLAB_TOKEN  a project access token with the api scope: the sticky drift issue'] : []),
   ].join('\n');
   return { file: `${file}\n`, settings: `${settings}\n` };

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createChainFixture, sshHostVars, type ChainFixture } from '../support/chain-fixture.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
+import { KEY_VARIABLES } from '../../src/domain/key-variables.js';
 
 const sitePlaybook = new URL('../fixtures/playbooks/site.yml', import.meta.url).pathname;
 
@@ -48,21 +49,22 @@ describe('exocomp keys init', () => {
       expect(((await stat(join(keys, file))).mode & 0o777).toString(8)).toBe('600');
     for (const file of ['fleet_ed25519.pub', 'bootstrap_ed25519.pub'])
       expect((await stat(join(keys, file))).isFile()).toBe(true);
-    for (const secret of ['EXOCOMP_FLEET_PRIVATE_KEY', 'EXOCOMP_BOOTSTRAP_PRIVATE_KEY', 'EXOCOMP_SEAL_KEY'])
-      expect(init.stdout).toContain(`gh secret set ${secret} < `);
+    for (const secret of Object.values(KEY_VARIABLES)) expect(init.stdout).toContain(`gh secret set ${secret} < `);
     const again = await fx.cli(['keys', 'init', '--dir', keys]);
     expect(again.code).toBe(2);
     expect(again.stderr).toMatch(/already exist.*never overwritten silently/);
   });
 
-  it('refuses a key others can read before the ledger is touched, with the chmod that fixes it', async () => {
+  it('uses a key others can read through a private copy, warning with the chmod that fixes it (issue 23)', async () => {
     const fleet = join(keys, 'fleet_ed25519');
     await chmod(fleet, 0o644);
-    const result = await fx.cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.common, ...keyArgs()]);
+    // The missing playbook stops the run after the keys were read, before the ledger is touched.
+    const result = await fx.cli(['provision', 'run', fx.workspace, 'gone.yml', ...fx.common, ...keyArgs()]);
     await chmod(fleet, 0o600);
-    expect(result.code).toBe(2);
-    expect(result.stderr).toContain(`permissions 0644 of --fleet-key ${fleet} are too open`);
+    expect(result.stderr).toContain(`--fleet-key ${fleet} can be read by others (mode 0644)`);
     expect(result.stderr).toContain(`chmod 600 ${fleet}`);
+    expect(result.stderr).toContain('the playbook "gone.yml" does not exist');
+    expect(result.code).toBe(2);
     expect(await fx.ledgerMessages()).toEqual([]);
   });
 

@@ -322,6 +322,8 @@ describe('continueWorkflow: a new workflow no approval holds', () => {
       join(workspace, 'exocomp.auto.tfvars.json'),
       JSON.stringify({ ansible_inventory: { all: { hosts: options.hosts ?? {} } } }),
     );
+    // The provision checks refuse a missing playbook before the first write (issue 23).
+    await writeFile(join(dir, 'site.yml'), '- hosts: all\n  tasks: []\n');
     const log = join(dir, 'standin.log');
     const memory = new MemoryLedgerStore();
     let writes = 0;

@@ -113,7 +113,7 @@ describe('schedule add --kind drift', () => {
         target: 'tf:edge',
         playbook: 'site.yml',
         'schedule-name': 'fleet',
-        'fleet-private-key': '${{ secrets.EXOCOMP_FLEET_PRIVATE_KEY }}',
+        'fleet-private-key': '${{ secrets.EXOCOMP_FLEET_KEY }}',
         'seal-key': '${{ secrets.EXOCOMP_SEAL_KEY }}',
         'ledger-branch': 'exocomp-ledger',
       },

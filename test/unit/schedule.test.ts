@@ -78,7 +78,7 @@ describe('renderGitHubSchedule', () => {
       args: '--check\n--limit\nweb\n--tags\nbase\n',
       'concurrency-key': 'fleet-converge',
       'schedule-name': 'fleet-converge',
-      'fleet-private-key': '${{ secrets.EXOCOMP_FLEET_PRIVATE_KEY }}',
+      'fleet-private-key': '${{ secrets.EXOCOMP_FLEET_KEY }}',
       'seal-key': '${{ secrets.EXOCOMP_SEAL_KEY }}',
       'ledger-branch': 'exocomp-ledger',
     });

@@ -1,17 +1,17 @@
 /** The ledger view of one workflow (outputs, summary, sticky comment), or a table of all of them. */
 import * as core from '@actions/core';
-import { listWorkflows, requireWorkflow } from '../../ledger/records.js';
+import { ledgerStatus, workflowRecord } from '../../app/status/status.js';
 import { openLedger, publishWorkflow, runAction } from '../../platform/github/session.js';
 
 await runAction('status', async (session) => {
   const s = session.settings;
   const app = await openLedger(session, s, { provePushAccess: false });
-  const snapshot = await app.store.read();
   if (s['workflow-id'] !== undefined) {
-    await publishWorkflow(session, app, requireWorkflow(snapshot, s['workflow-id']), { comment: s.comment });
+    await publishWorkflow(session, app, await workflowRecord(app, s['workflow-id']), { comment: s.comment });
     return;
   }
-  const { workflows, errors } = listWorkflows(snapshot);
+  // The status use case reads the ledger; this entry point only renders.
+  const { workflows, errors } = await ledgerStatus(app);
   const rows = workflows.map(
     (w) => `| \`${w.id}\` | ${w.state} | ${w.workspace.name} | ${w.playbook} | ${w.updatedAt} |`,
   );

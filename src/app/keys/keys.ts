@@ -7,6 +7,7 @@ import { chmod, lstat, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { UsageError } from '../../domain/errors.js';
 import { generateKeyPair } from '../../adapters/ssh-keys.js';
+import { KEY_VARIABLES } from '../../domain/key-variables.js';
 
 export interface KeyFile {
   /** What it is for. */
@@ -22,20 +23,20 @@ export interface KeyFile {
 export const KEY_FILES = {
   fleet: {
     name: 'fleet_ed25519',
-    secret: 'EXOCOMP_FLEET_PRIVATE_KEY',
+    secret: KEY_VARIABLES.fleet,
     option: '--fleet-key',
     purpose: 'the fleet key: onboarding installs its public half; plays connect with it',
   },
   bootstrap: {
     name: 'bootstrap_ed25519',
-    secret: 'EXOCOMP_BOOTSTRAP_PRIVATE_KEY',
+    secret: KEY_VARIABLES.bootstrap,
     option: '--bootstrap-key',
     purpose: "the bootstrap key: a new host's image or cloud-init authorizes its public half; only onboarding uses it",
   },
   seal: {
     name: 'seal.key',
-    secret: 'EXOCOMP_SEAL_KEY',
-    option: '--seal-key "$(cat …)" or EXOCOMP_SEAL_KEY',
+    secret: KEY_VARIABLES.seal,
+    option: `--seal-key keys/seal.key or ${KEY_VARIABLES.seal}`,
     purpose: "the seal key: encrypts the workspace's sensitive outputs in the ledger",
   },
 } as const;

@@ -50,6 +50,9 @@ export interface GateApproval {
   selfReviewAllowed: boolean;
 }
 
+/** Calls a job makes that never fail it (src/app/runtime/optional-call.ts). */
+export type OptionalIntegration = 'status-comment' | 'change-request-lookup' | 'drift-issue' | 'liveness-lookup';
+
 export type StatusCommentOutcome = { kind: 'created' | 'updated'; id: number } | { kind: 'refused'; reason: string };
 
 /** Files kept with a run, for a later job or run (the sealed plan). */
@@ -89,6 +92,13 @@ export interface CiPlatform {
    * outcome, never an error.
    */
   upsertStatusComment(changeRequest: number, key: string, body: string): Promise<StatusCommentOutcome>;
+  /**
+   * The pull/merge request a run that names none reports to (a push: the
+   * request whose head is the pushed commit). Optional: a failure is a notice.
+   */
+  readonly findChangeRequest?: () => Promise<number | undefined>;
+  /** What to grant so an optional integration works, for the notice when it is refused or unreachable. */
+  readonly grants?: Partial<Record<OptionalIntegration, string>>;
 
   /** Plan upload/download; only the jobs that move plans load it (it is large), so it is optional. */
   readonly artifacts?: ArtifactPort;

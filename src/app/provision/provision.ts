@@ -35,6 +35,7 @@ import {
 import type { RunInputs } from '../plays/run-inputs.js';
 import { previewWorkflowConfiguration } from '../approval/config-preview.js';
 import { viewAndGuardPlan } from '../approval/plan-view.js';
+import { checkPlaybookFile } from './input-checks.js';
 import { saveWorkflow } from './workflows.js';
 
 export interface ProvisionRequest {
@@ -59,6 +60,10 @@ export async function checkProvision(
   request: ProvisionRequest,
   inputs: Pick<RunInputs, 'tofuBinary' | 'allowLocalState'>,
 ): Promise<void> {
+  // A wrong playbook path is refused here, in every face, before the first ledger write and before any tofu call.
+  checkPlaybookFile(request.playbook, 'the playbook', app.cwd);
+  if (request.options.onboardPlaybook)
+    checkPlaybookFile(request.options.onboardPlaybook, 'the onboard playbook', app.cwd);
   await requireWorkspaceDir(request.workspacePath, app.cwd);
   await checkStateBackend(app, request.workspacePath, inputs.allowLocalState ?? false);
   await locateTofu({ tofuBinary: inputs.tofuBinary, env: app.env });

@@ -21,7 +21,12 @@ export interface LedgerStatus {
 }
 
 export async function workflowStatus(app: AppContext, id: string): Promise<WorkflowView> {
-  return viewWorkflow(requireWorkflow(await app.store.read(), id), app.now());
+  return viewWorkflow(await workflowRecord(app, id), app.now());
+}
+
+/** The workflow record `id` (a face renders it its own way); refuses an id the ledger does not hold. */
+export async function workflowRecord(app: AppContext, id: string): Promise<Workflow> {
+  return requireWorkflow(await app.store.read(), id);
 }
 
 export async function ledgerStatus(app: AppContext): Promise<LedgerStatus> {

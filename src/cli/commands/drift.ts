@@ -67,7 +67,7 @@ export function registerDrift(program: Command, io: Io): void {
     });
     const vars = readVars(o.varsFile);
     const context = await buildContext(settings, io);
-    const inputs = runInputs(raw, context.env, [], io.secrets);
+    const inputs = await runInputs(raw, context.env, [], io);
     const issue = o.gitlabIssue ? gitlabJobDriftIssue(process.env, inputs.secrets) : undefined;
     const { onOutput, ...reporting } = playReporting(context, inputs.secrets, settings.json, io);
     const result = await runDriftCheck(context, target, {

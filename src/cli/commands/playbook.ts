@@ -133,7 +133,7 @@ export function registerPlaybook(program: Command, io: Io): void {
       names: { target: '--inventory', shard: '--shard', foldShards: '--shards', runId: '--run-id' },
     });
     const context = await buildContext(settings, io);
-    const inputs = runInputs(raw, context.env, [], io.secrets);
+    const inputs = await runInputs(raw, context.env, [], io);
     const result = await converge(context, job, {
       playbook: book,
       remoteUser: o.remoteUser,

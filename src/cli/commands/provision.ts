@@ -141,9 +141,8 @@ export function registerProvision(program: Command, io: Io): void {
     const settings = globalSettings(raw);
     const o = parseOptions(runOptions, raw);
     const name = workspaceNameFor(workspace, o.workspaceName);
-    checkPlaybookFile(playbook, 'playbook');
     const vars = readVars(o.varsFile);
-    const inputs = runInputs(raw, process.env, o.rotateHostKey, io.secrets);
+    const inputs = await runInputs(raw, process.env, o.rotateHostKey, io);
     const context = await buildContext(settings, io);
     const outcome = await continueWorkflow(context, {
       workflowId: o.id ?? newWorkflowId(name),
@@ -202,7 +201,7 @@ export function registerProvision(program: Command, io: Io): void {
     parseWorkflowId(id);
     const o = parseOptions(resumeOptions, raw);
     const settings = globalSettings(raw);
-    const inputs = runInputs(raw, process.env, o.rotateHostKey, io.secrets);
+    const inputs = await runInputs(raw, process.env, o.rotateHostKey, io);
     const context = await buildContext(settings, io);
     const outcome = await resumeWorkflow(context, {
       workflowId: id,

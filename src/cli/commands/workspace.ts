@@ -25,7 +25,7 @@ export function registerWorkspace(program: Command, io: Io): void {
     const name = workspaceNameFor(dir, o.workspaceName);
     const vars = readVars(o.varsFile);
     const context = await buildContext(settings, io);
-    const inputs = runInputs(options, context.env, [], io.secrets);
+    const inputs = await runInputs(options, context.env, [], io);
     const info = (message: string) => context.progress.emit({ type: 'info', message });
     const warn = (message: string) => context.progress.emit({ type: 'warning', message });
     const outcome = await applyWorkspace(context, {

@@ -5,16 +5,15 @@
  * to outputs, the job summary and the sticky comment.
  */
 import * as core from '@actions/core';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describeError, UsageError } from '../../domain/errors.js';
-import { judgeKeyFile } from '../../domain/key-file.js';
+import { describeError } from '../../domain/errors.js';
 import { interruptOnSignals } from '../../adapters/signals.js';
-import { parseSealKey } from '../../domain/seal.js';
 import { viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
 import type { AppContext } from '../../app/runtime/context.js';
 import { parseRunSecrets } from '../../app/plays/mappings.js';
+import { privateKeyFile, sealKeyOf } from '../../app/keys/key-material.js';
 import { loadStandingInventory } from '../../app/hosts/inventories.js';
 import type { RunInputs } from '../../app/plays/run-inputs.js';
 import { SecretRegistry } from '../../app/runtime/secrets.js';
@@ -178,23 +177,25 @@ export interface RunInputSettings {
   'rotate-host-keys'?: string[];
 }
 
-/** The run's secrets as files and values: key files are 0600 in the scratch directory, removed at the end. */
+/**
+ * The run's secrets as files and values, through the one key-material reader:
+ * each key (the secret's value, or the path of a file holding it) becomes a
+ * 0600 file in the scratch directory, removed at the end.
+ */
 export async function githubRunInputs(
   session: Session<ActionName>,
   settings: RunInputSettings & { token: string },
 ): Promise<RunInputs> {
-  const sealKey = settings['seal-key'] === undefined ? undefined : parseSealKey(settings['seal-key']);
-  session.secrets.add(sealKey);
+  const source = (input: string, given: string) => ({ role: `the ${input} input`, given, cwd: session.run.workspace });
+  const seal = settings['seal-key'];
+  const sealKey = seal === undefined ? undefined : await sealKeyOf(source('seal-key', seal), session.secrets);
   const runSecrets =
     settings['run-secrets'] === undefined ? {} : parseRunSecrets(settings['run-secrets'], 'the run-secrets input');
   session.secrets.add(...Object.values(runSecrets));
-  const fleetKeyPath = await writeKey(session.scratch, 'fleet-key', settings['fleet-private-key'], 'fleet-private-key');
-  const bootstrapKeyPath = await writeKey(
-    session.scratch,
-    'bootstrap-key',
-    settings['bootstrap-private-key'],
-    'bootstrap-private-key',
-  );
+  const keyFile = (input: string, given: string | undefined, name: string) =>
+    given === undefined ? undefined : privateKeyFile(source(input, given), session.scratch, name, session.secrets);
+  const fleetKeyPath = await keyFile('fleet-private-key', settings['fleet-private-key'], 'fleet-key');
+  const bootstrapKeyPath = await keyFile('bootstrap-private-key', settings['bootstrap-private-key'], 'bootstrap-key');
   return {
     ...(settings['tofu-binary'] ? { tofuBinary: settings['tofu-binary'] } : {}),
     ...(settings['allow-local-state'] ? { allowLocalState: true } : {}),
@@ -205,21 +206,6 @@ export async function githubRunInputs(
     rotateHostKeys: settings['rotate-host-keys'] ?? [],
     secrets: session.secrets,
   };
-}
-
-async function writeKey(
-  dir: string,
-  name: string,
-  contents: string | undefined,
-  input: string,
-): Promise<string | undefined> {
-  if (contents === undefined) return undefined;
-  const path = join(dir, name);
-  // OpenSSH refuses a private key file without its final newline.
-  await writeFile(path, contents.endsWith('\n') ? contents : `${contents}\n`, { mode: 0o600 });
-  const problem = judgeKeyFile({ role: `the ${input} input`, path: '', isFile: true, mode: 0o600, text: contents });
-  if (problem) throw new UsageError(problem.message, problem.help);
-  return path;
 }
 
 /**

@@ -2,38 +2,29 @@
  * What `exocomp gitlab plan|apply|resume` does inside a GitLab job: read the
  * job's settings from CI/CD variables (the templates set them from their spec
  * inputs) once, build the CI-platform port and the ledger reached with the
- * job's credential (after a dry-run push), hand one request to
- * continueWorkflow, and publish the outcome: a dotenv report, the log, the
- * sticky MR note. The decisions stay in the core.
+ * job's credential, and map the variables into the core's JobSettings:
+ * runCiJob (src/app/job/) assembles and runs the job, publishes the status
+ * (dotenv outputs, the log, the sticky MR note) and says the exit code. The
+ * decisions stay in the core.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { describeError, ExocompError } from '../../domain/errors.js';
 import { parseDuration } from '../../domain/duration.js';
+import { KEY_VARIABLES } from '../../domain/key-variables.js';
 import { defaultWorkspaceName, parseWorkspaceName, workflowIdProblem } from '../../domain/names.js';
-import { renderMarkdown, viewWorkflow } from '../../domain/render.js';
-import { parseSealKey } from '../../domain/seal.js';
 import type { Workflow } from '../../domain/workflow.js';
-import {
-  continueWorkflow,
-  failureOf,
-  type ContinueOutcome,
-  type ContinueRequest,
-} from '../../app/provision/continue-workflow.js';
-import type { AppContext } from '../../app/runtime/context.js';
-import type { ApprovalGate } from '../../app/ports/approval-gate.js';
+import { jobContext, runCiJob, type CiJobFace } from '../../app/job/run-ci-job.js';
+import type { JobSettingsInput } from '../../app/job/job-settings.js';
 import type { CiPlatform } from '../../app/ports/ci-platform.js';
 import { sweepInterrupted } from '../../app/provision/interrupted.js';
-import { environmentGate } from '../../app/approval/gates/environment.js';
-import type { RunInputs } from '../../app/plays/run-inputs.js';
 import { SecretRegistry } from '../../app/runtime/secrets.js';
 import { DEFAULT_LEDGER_BRANCH } from '../../ledger/git-store.js';
 import { GitLabApi, GITLAB_TOKEN_VARIABLE } from './api.js';
-import { readGitLabJob } from './job.js';
+import { readGitLabJob, type GitLabJob } from './job.js';
 import { LEDGER_TOKEN_VARIABLE, openGitLabLedger } from './ledger.js';
 import { createGitLabLog, type GitLabLog } from './log.js';
-import { manualJobGate } from './manual-gate.js';
 import { gitlabPlatform } from './platform.js';
 import { GitLabProgress } from './progress.js';
 import { findMergeRequest } from './status-note.js';
@@ -66,9 +57,9 @@ const settingsSchema = z.object({
   EXOCOMP_SSH_WAIT: z.string().default('5m'),
   EXOCOMP_ONBOARD_USER: z.string().default('exocomp'),
   EXOCOMP_TOFU_BINARY: z.string().optional(),
-  EXOCOMP_FLEET_KEY: z.string().optional(),
-  EXOCOMP_BOOTSTRAP_KEY: z.string().optional(),
-  EXOCOMP_SEAL_KEY: z.string().optional(),
+  [KEY_VARIABLES.fleet]: z.string().optional(),
+  [KEY_VARIABLES.bootstrap]: z.string().optional(),
+  [KEY_VARIABLES.seal]: z.string().optional(),
   EXOCOMP_MR_NOTE: z
     .enum(['true', 'false'])
     .default('true')
@@ -99,133 +90,105 @@ export function readGitLabSettings(env: NodeJS.ProcessEnv): GitLabSettings {
 /** Runs one job; returns the exit code (0 also while awaiting approval). Nothing thrown escapes unredacted. */
 export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const secrets = new SecretRegistry();
-  secrets.add(env.CI_JOB_TOKEN, env[GITLAB_TOKEN_VARIABLE], env[LEDGER_TOKEN_VARIABLE], env.EXOCOMP_SEAL_KEY);
+  secrets.add(env.CI_JOB_TOKEN, env[GITLAB_TOKEN_VARIABLE], env[LEDGER_TOKEN_VARIABLE], env[KEY_VARIABLES.seal]);
   const log = createGitLabLog(secrets);
   try {
     const settings = readGitLabSettings(env);
     const job = readGitLabJob(env);
-    const api = new GitLabApi(
-      job.serverUrl,
-      { jobToken: job.jobToken, accessToken: env[GITLAB_TOKEN_VARIABLE] || undefined },
+    const platform = jobPlatform(job, settings, env, secrets, log);
+    const branch = settings.EXOCOMP_LEDGER_BRANCH;
+    const ledger = openGitLabLedger({ job, branch, ledgerProject: settings.EXOCOMP_LEDGER_PROJECT, env, secrets });
+    const name = workspaceNameOf(settings);
+    const stateEnv = settings.EXOCOMP_STATE === 'gitlab' ? gitlabStateEnv(job, name ?? 'default') : {};
+    const face: CiJobFace = {
+      platform,
       secrets,
-    );
-    const mergeRequestIid = settings.EXOCOMP_MR_NOTE ? await findMergeRequest(api, job.projectId, job) : undefined;
-    const platform = gitlabPlatform({
-      job,
-      api,
-      log,
-      secrets,
-      env,
-      mergeRequestIid,
-      allowSelfApproval: settings.EXOCOMP_ALLOW_SELF_APPROVAL,
-    });
-    const ledger = openGitLabLedger({
-      job,
-      branch: settings.EXOCOMP_LEDGER_BRANCH,
-      ledgerProject: settings.EXOCOMP_LEDGER_PROJECT,
-      env,
-      secrets,
-    });
-    // The sweeper only reads the ledger (and starts pipelines).
-    if (kind !== 'sweep') await ledger.preflight();
-    const workspaceName = settings.EXOCOMP_WORKSPACE_NAME
-      ? parseWorkspaceName(settings.EXOCOMP_WORKSPACE_NAME)
-      : settings.EXOCOMP_WORKSPACE
-        ? defaultWorkspaceName(settings.EXOCOMP_WORKSPACE)
-        : undefined;
-    const stateEnv = settings.EXOCOMP_STATE === 'gitlab' ? gitlabStateEnv(job, workspaceName ?? 'default') : {};
-    const app: AppContext = {
-      store: ledger.store,
-      ledgerBranch: settings.EXOCOMP_LEDGER_BRANCH,
-      now: () => new Date(),
+      ledger: kind === 'sweep' ? { store: ledger.store } : ledger,
+      progress: new GitLabProgress(log),
       cwd: job.projectDir,
       env: { ...withoutTokens(env), ...stateEnv },
-      progress: new GitLabProgress(log),
+      tempDir: job.tempDir,
+      published: async (workflow) => writeTerraformReport(kind, job.projectDir, workflow),
     };
-    if (kind === 'sweep') {
-      await sweep(app, platform, log);
-      return 0;
-    }
-    const inputs = runInputs(settings, secrets);
-    const workflowId =
-      settings.EXOCOMP_WORKFLOW_ID ?? (workspaceName ? `${workspaceName}-${job.pipelineId}` : undefined);
-    if (!workflowId)
-      throw new ExocompError(
-        'usage',
-        'no workflow: EXOCOMP_WORKFLOW_ID is not set and there is no workspace to start one',
-        {
-          help: 'set the workspace input, or run with EXOCOMP_WORKFLOW_ID',
-        },
-      );
-    const publish = async (workflow: Workflow) => {
-      platform.setOutput('workflow-id', workflow.id);
-      platform.setOutput('workflow-state', workflow.state);
-      const report = terraformReport(workflow.approval.planSummary);
-      if (kind === 'plan' && report)
-        writeFileSync(join(job.projectDir, TERRAFORM_REPORT_FILE), `${JSON.stringify(report)}\n`);
-      const body = secrets.redact(renderMarkdown(viewWorkflow(workflow, app.now())));
-      if (mergeRequestIid === undefined) return;
-      try {
-        const outcome = await platform.upsertStatusComment(mergeRequestIid, workflow.id, body);
-        if (outcome.kind === 'refused') log.notice(outcome.reason);
-        else log.info(`${outcome.kind} the status note on !${mergeRequestIid}`);
-      } catch (error) {
-        log.warning(`could not update the status note on !${mergeRequestIid}: ${describeError(error)}`);
-      }
-    };
-    const create = (): ContinueRequest['create'] => {
-      if (kind !== 'plan' && !(kind === 'apply' && settings.EXOCOMP_APPROVAL === 'none')) return undefined;
-      return () => {
-        if (!settings.EXOCOMP_WORKSPACE || !settings.EXOCOMP_PLAYBOOK || !workspaceName) {
-          throw new ExocompError('usage', 'starting a workflow needs the workspace and playbook inputs');
-        }
-        return {
-          workspacePath: settings.EXOCOMP_WORKSPACE,
-          workspaceName,
-          playbook: settings.EXOCOMP_PLAYBOOK,
-          requireApproval: settings.EXOCOMP_APPROVAL !== 'none',
-          trigger: platform.run.trigger,
-          requester: platform.run.actor,
-          options: {
-            sshWaitMs: parseDuration(settings.EXOCOMP_SSH_WAIT),
-            onboardUser: settings.EXOCOMP_ONBOARD_USER,
-            check: false,
-          },
-        };
-      };
-    };
-    const gate: ApprovalGate | undefined =
-      settings.EXOCOMP_APPROVAL === 'environment'
-        ? environmentGate(platform, settings.EXOCOMP_ENVIRONMENT ?? job.environment)
-        : settings.EXOCOMP_APPROVAL === 'manual'
-          ? manualJobGate(platform, {
-              startedByPerson: settings.CI_JOB_MANUAL,
-              allowSelfApproval: settings.EXOCOMP_ALLOW_SELF_APPROVAL,
-              jobName: job.jobName,
-            })
-          : undefined;
-    const createRequest = create();
-    const outcome: ContinueOutcome = await continueWorkflow(app, {
-      workflowId,
-      ...(createRequest ? { create: createRequest } : {}),
-      inputs,
-      ...(kind === 'apply' && gate ? { gate } : {}),
-      scope: kind === 'plan' ? 'plan' : kind === 'apply' ? 'apply' : 'chain',
-      ci: { platform, scratch: job.tempDir },
-      publish,
-    });
-    if (outcome.workflow.state === 'awaiting-approval') {
-      log.notice(
-        `workflow ${outcome.workflow.id} is awaiting approval; nothing was applied. ${gate ? gate.howToDecide(outcome.workflow) : ''}`.trim(),
-      );
-    }
-    const failure = failureOf(outcome);
-    if (failure) throw failure;
-    return 0;
+    if (kind === 'sweep') return await sweep(face, branch, log);
+    return (await runCiJob(jobSettingsOf(kind, settings, job, name), face)).code;
   } catch (error) {
     log.error(describeError(error));
     return error instanceof ExocompError ? error.exitCode : 1;
   }
+}
+
+/** The platform port of this job; the merge request of a push pipeline is looked up only for the status note. */
+function jobPlatform(
+  job: GitLabJob,
+  settings: GitLabSettings,
+  env: NodeJS.ProcessEnv,
+  secrets: SecretRegistry,
+  log: GitLabLog,
+): CiPlatform {
+  const accessToken = env[GITLAB_TOKEN_VARIABLE] || undefined;
+  const api = new GitLabApi(job.serverUrl, { jobToken: job.jobToken, accessToken }, secrets);
+  const allowSelfApproval = settings.EXOCOMP_ALLOW_SELF_APPROVAL;
+  const mergeRequestIid = job.mergeRequestIid;
+  return {
+    ...gitlabPlatform({ job, api, log, secrets, env, mergeRequestIid, allowSelfApproval }),
+    findChangeRequest: () => findMergeRequest(api, job.projectId, job),
+    grants: { 'status-comment': STATUS_NOTE_GRANT, 'change-request-lookup': STATUS_NOTE_GRANT },
+  };
+}
+
+/** What the status note needs on GitLab (the job token may not write notes). */
+const STATUS_NOTE_GRANT = `${GITLAB_TOKEN_VARIABLE}, an access token with the api scope and at least the Reporter role`;
+
+function workspaceNameOf(settings: GitLabSettings): string | undefined {
+  if (settings.EXOCOMP_WORKSPACE_NAME) return parseWorkspaceName(settings.EXOCOMP_WORKSPACE_NAME);
+  return settings.EXOCOMP_WORKSPACE ? defaultWorkspaceName(settings.EXOCOMP_WORKSPACE) : undefined;
+}
+
+/**
+ * The job's CI/CD variables as the core's settings. The plan job starts the
+ * workflow (or the apply job, when nobody approves); the apply job asks the
+ * gate; configure and resume continue what the ledger holds.
+ */
+function jobSettingsOf(
+  kind: Exclude<GitLabJobKind, 'sweep'>,
+  settings: GitLabSettings,
+  job: GitLabJob,
+  workspaceName: string | undefined,
+): JobSettingsInput {
+  const starts = kind === 'plan' || (kind === 'apply' && settings.EXOCOMP_APPROVAL === 'none');
+  return {
+    scope: kind === 'plan' ? 'plan' : kind === 'apply' ? 'apply' : 'chain',
+    ...(settings.EXOCOMP_WORKFLOW_ID ? { workflowId: settings.EXOCOMP_WORKFLOW_ID } : {}),
+    ...(starts && settings.EXOCOMP_WORKSPACE
+      ? {
+          start: {
+            workspace: settings.EXOCOMP_WORKSPACE,
+            ...(workspaceName ? { workspaceName } : {}),
+            ...(settings.EXOCOMP_PLAYBOOK ? { playbook: settings.EXOCOMP_PLAYBOOK } : {}),
+            onboardUser: settings.EXOCOMP_ONBOARD_USER,
+            sshWaitMs: parseDuration(settings.EXOCOMP_SSH_WAIT),
+          },
+        }
+      : {}),
+    approval: {
+      mode: kind === 'apply' ? settings.EXOCOMP_APPROVAL : settings.EXOCOMP_APPROVAL === 'none' ? 'none' : 'elsewhere',
+      ...(settings.EXOCOMP_ENVIRONMENT || job.environment
+        ? { environment: settings.EXOCOMP_ENVIRONMENT ?? job.environment }
+        : {}),
+      selfApproval: settings.EXOCOMP_ALLOW_SELF_APPROVAL ? 'allow' : 'refuse',
+      job: { name: job.jobName, startedByHand: settings.CI_JOB_MANUAL },
+    },
+    keys: {
+      ...(settings[KEY_VARIABLES.fleet] ? { fleet: settings[KEY_VARIABLES.fleet] } : {}),
+      ...(settings[KEY_VARIABLES.bootstrap] ? { bootstrap: settings[KEY_VARIABLES.bootstrap] } : {}),
+      ...(settings[KEY_VARIABLES.seal] ? { seal: settings[KEY_VARIABLES.seal] } : {}),
+    },
+    ...(settings.EXOCOMP_TOFU_BINARY ? { tofuBinary: settings.EXOCOMP_TOFU_BINARY } : {}),
+    allowLocalState: settings.EXOCOMP_ALLOW_LOCAL_STATE,
+    ledgerBranch: settings.EXOCOMP_LEDGER_BRANCH,
+    statusComment: settings.EXOCOMP_MR_NOTE,
+  };
 }
 
 /**
@@ -234,13 +197,14 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
  * (the pipeline trigger API, EXOCOMP_WORKFLOW_ID), which the resume template's
  * job runs. A live holder, or one that cannot be judged, is left alone.
  */
-async function sweep(app: AppContext, platform: CiPlatform, log: GitLabLog): Promise<void> {
-  const entries = await sweepInterrupted(app, platform);
+async function sweep(face: CiJobFace, ledgerBranch: string, log: GitLabLog): Promise<number> {
+  const entries = await sweepInterrupted(jobContext(face, ledgerBranch), face.platform);
   for (const { id, step, action, target, ref } of entries) {
     if (action === 'dispatched') log.info(`${id}: ${step} was interrupted; continued in ${target} on ${ref}`);
     else log.info(`${id}: ${step} is held by a ${action === 'live' ? 'running' : 'possibly running'} job; left alone`);
   }
   if (entries.length === 0) log.info('no workflow is held by a GitLab job');
+  return 0;
 }
 
 /** The plan job's `reports: terraform` file: the merge request widget shows its counts. */
@@ -254,20 +218,10 @@ export function terraformReport(
   return match ? { create: Number(match[1]), update: Number(match[2]), delete: Number(match[3]) } : undefined;
 }
 
-function runInputs(settings: GitLabSettings, secrets: SecretRegistry): RunInputs {
-  const sealKey = settings.EXOCOMP_SEAL_KEY === undefined ? undefined : parseSealKey(settings.EXOCOMP_SEAL_KEY);
-  secrets.add(sealKey);
-  return {
-    ...(settings.EXOCOMP_TOFU_BINARY ? { tofuBinary: settings.EXOCOMP_TOFU_BINARY } : {}),
-    ...(settings.EXOCOMP_ALLOW_LOCAL_STATE ? { allowLocalState: true } : {}),
-    // File variables: GitLab writes the key to a file and the variable holds its path.
-    ...(settings.EXOCOMP_FLEET_KEY ? { fleetKeyPath: settings.EXOCOMP_FLEET_KEY } : {}),
-    ...(settings.EXOCOMP_BOOTSTRAP_KEY ? { bootstrapKeyPath: settings.EXOCOMP_BOOTSTRAP_KEY } : {}),
-    ...(sealKey ? { sealKey } : {}),
-    runSecrets: {},
-    rotateHostKeys: [],
-    secrets,
-  };
+/** The plan job's terraform report, beside the status. */
+function writeTerraformReport(kind: GitLabJobKind, projectDir: string, workflow: Workflow): void {
+  const report = terraformReport(workflow.approval.planSummary);
+  if (kind === 'plan' && report) writeFileSync(join(projectDir, TERRAFORM_REPORT_FILE), `${JSON.stringify(report)}\n`);
 }
 
 /** No child process (tofu, ansible) inherits the job's API and ledger tokens. */
@@ -276,7 +230,7 @@ function withoutTokens(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
     'CI_JOB_TOKEN',
     GITLAB_TOKEN_VARIABLE,
     LEDGER_TOKEN_VARIABLE,
-    'EXOCOMP_SEAL_KEY',
+    ...Object.values(KEY_VARIABLES),
     'CI_REGISTRY_PASSWORD',
     'CI_DEPENDENCY_PROXY_PASSWORD',
   ]);

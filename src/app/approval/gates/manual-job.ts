@@ -1,15 +1,16 @@
 /**
- * Manual mode (GitLab Free): the apply job is `when: manual` on a protected
- * branch; whoever runs it (GITLAB_USER_LOGIN of that job) is the approver. The
+ * Manual mode (GitLab Free, or any platform whose jobs a person starts by
+ * hand): the apply job is `when: manual` on a protected branch; whoever runs
+ * it (the run's actor: GITLAB_USER_LOGIN of that job) is the approver. The
  * requester may not approve their own workflow unless self-approval is allowed;
  * the decision is recorded in the ledger. The plan always came from an earlier
  * job, so the approver saw it.
  */
-import { ExocompError } from '../../domain/errors.js';
-import { decide } from '../../app/approval/approvals.js';
-import { judgeSelfApproval, requireRightToDecide } from '../../app/approval/gates/approver.js';
-import type { ApprovalGate } from '../../app/ports/approval-gate.js';
-import type { CiPlatform } from '../../app/ports/ci-platform.js';
+import { ExocompError } from '../../../domain/errors.js';
+import { decide } from '../approvals.js';
+import { judgeSelfApproval, requireRightToDecide } from './approver.js';
+import type { ApprovalGate } from '../../ports/approval-gate.js';
+import type { CiPlatform } from '../../ports/ci-platform.js';
 
 export function manualJobGate(
   platform: CiPlatform,

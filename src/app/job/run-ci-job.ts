@@ -1,0 +1,261 @@
+/**
+ * One CI job, assembled once for every face. A face (GitHub action, GitLab
+ * job, a new CI platform) maps its environment into JobSettings and supplies
+ * its CiPlatform and the ledger reached with its credential; this builds the
+ * use-case context (always behind the secret guard), reads the key material
+ * and secrets, builds the run inputs and the new-workflow request, chooses the
+ * approval gate, moves the workflow forward (continueWorkflow), publishes the
+ * status, and turns the outcome into an exit code.
+ */
+import { rm } from 'node:fs/promises';
+import { describeError, ExocompError, UsageError } from '../../domain/errors.js';
+import { defaultWorkspaceName } from '../../domain/names.js';
+import { renderMarkdown, viewWorkflow } from '../../domain/render.js';
+import type { Workflow } from '../../domain/workflow.js';
+import type { LedgerStore } from '../../ledger/store.js';
+import { makePrivateDir } from '../../adapters/private-dir.js';
+import { dispatchGate } from '../approval/gates/dispatch.js';
+import { environmentGate } from '../approval/gates/environment.js';
+import { manualJobGate } from '../approval/gates/manual-job.js';
+import { privateKeyFile, sealKeyOf } from '../keys/key-material.js';
+import type { RunInputs } from '../plays/run-inputs.js';
+import type { ApprovalGate } from '../ports/approval-gate.js';
+import type { CiPlatform } from '../ports/ci-platform.js';
+import {
+  continueWorkflow,
+  failureOf,
+  type ContinueOutcome,
+  type ContinueRequest,
+} from '../provision/continue-workflow.js';
+import type { ProvisionRequest } from '../provision/provision.js';
+import type { AppContext } from '../runtime/context.js';
+import { optionalCall } from '../runtime/optional-call.js';
+import type { ProgressListener } from '../runtime/progress.js';
+import { SecretGuardedStore } from '../runtime/secret-guarded-store.js';
+import type { SecretRegistry } from '../runtime/secrets.js';
+import { parseJobSettings, type JobSettings, type JobSettingsInput } from './job-settings.js';
+
+/** What a face supplies besides its settings. */
+export interface CiJobFace {
+  platform: CiPlatform;
+  /** Every secret the face knows (its tokens); the job adds the keys and run-secrets. */
+  secrets: SecretRegistry;
+  /** The ledger reached with the job's credential; `preflight` proves it may push, so a missing right fails fast. */
+  ledger: { store: LedgerStore; preflight?: () => Promise<void> };
+  progress: ProgressListener;
+  /** Where the job's files are: relative workspace and playbook paths start here. */
+  cwd: string;
+  /** What tofu and the plays get: the face has taken its own tokens out. */
+  env: NodeJS.ProcessEnv;
+  /** Under which the run's private directory (key copies, plans) is made and removed at the end. */
+  tempDir: string;
+  interrupt?: AbortSignal;
+  now?: () => Date;
+  /** A tool cache restored around the apply (GitHub's provider cache). */
+  toolCache?: (app: AppContext) => NonNullable<ContinueRequest['toolCache']>;
+  /** The status as markdown; default: the workflow's rendered view. */
+  statusMarkdown?: (workflow: Workflow, now: Date) => string;
+  /** What else the face publishes with the status (its own outputs, a report file). */
+  published?: (workflow: Workflow, app: AppContext) => Promise<void>;
+}
+
+export interface CiJobResult {
+  /** 0 also while the workflow awaits approval. */
+  code: number;
+  outcome?: ContinueOutcome;
+}
+
+/** Runs the job; nothing thrown escapes, and whatever is logged is redacted. */
+export async function runCiJob(raw: JobSettingsInput, face: CiJobFace): Promise<CiJobResult> {
+  const { platform, secrets } = face;
+  let privateDir: string | undefined;
+  try {
+    const settings = parseJobSettings(raw);
+    privateDir = await makePrivateDir('job', face.tempDir);
+    const inputs = await readRunInputs(settings, face, privateDir);
+    // Every input is read and checked by now; the first network call proves the ledger can be written.
+    await face.ledger.preflight?.();
+    const app = jobContext(face, settings.ledgerBranch);
+    const gate = gateFor(settings, platform);
+    const outcome = await continueWorkflow(app, {
+      workflowId: workflowIdOf(settings, platform),
+      ...(startsWorkflow(settings) ? { create: () => newWorkflow(settings, platform) } : {}),
+      inputs,
+      ...(gate ? { gate } : {}),
+      scope: settings.scope,
+      ci: { platform, scratch: privateDir },
+      ...(face.toolCache ? { toolCache: face.toolCache(app) } : {}),
+      publish: (workflow) => publishStatus(settings, face, app, workflow),
+    });
+    if (outcome.workflow.state === 'awaiting-approval')
+      platform.log.notice(
+        `workflow ${outcome.workflow.id} is awaiting approval; nothing was applied. ${gate?.howToDecide(outcome.workflow) ?? ''}`.trim(),
+      );
+    const failure = failureOf(outcome);
+    if (failure) throw failure;
+    return { code: 0, outcome };
+  } catch (error) {
+    platform.log.error(secrets.redact(describeError(error)));
+    return { code: error instanceof ExocompError ? error.exitCode : 1 };
+  } finally {
+    if (privateDir) await rm(privateDir, { recursive: true, force: true });
+  }
+}
+
+/** The use-case context: the ledger always behind the secret guard, so no face can write a secret into a record. */
+export function jobContext(face: CiJobFace, ledgerBranch: string): AppContext {
+  const warn = (message: string) => face.progress.emit({ type: 'warning', message });
+  return {
+    store: new SecretGuardedStore(face.ledger.store, face.secrets, warn),
+    ledgerBranch,
+    now: face.now ?? (() => new Date()),
+    cwd: face.cwd,
+    env: face.env,
+    progress: face.progress,
+    ...(face.interrupt ? { interrupt: face.interrupt } : {}),
+  };
+}
+
+/** The never-persisted run inputs: each key copied into the run's private directory, every secret registered first. */
+async function readRunInputs(settings: JobSettings, face: CiJobFace, privateDir: string): Promise<RunInputs> {
+  const { keys } = settings;
+  const source = (role: string, given: string) => ({ role, given, cwd: face.cwd });
+  face.secrets.add(...Object.values(settings.runSecrets));
+  const sealKey =
+    keys.seal === undefined ? undefined : await sealKeyOf(source('the seal key', keys.seal), face.secrets);
+  const keyFile = (given: string | undefined, role: string, name: string) =>
+    given === undefined ? undefined : privateKeyFile(source(role, given), privateDir, name, face.secrets);
+  const fleetKeyPath = await keyFile(keys.fleet, 'the fleet key', 'fleet-key');
+  const bootstrapKeyPath = await keyFile(keys.bootstrap, 'the bootstrap key', 'bootstrap-key');
+  return {
+    ...(settings.tofuBinary ? { tofuBinary: settings.tofuBinary } : {}),
+    ...(settings.allowLocalState ? { allowLocalState: true } : {}),
+    ...(fleetKeyPath ? { fleetKeyPath } : {}),
+    ...(bootstrapKeyPath ? { bootstrapKeyPath } : {}),
+    ...(sealKey ? { sealKey } : {}),
+    runSecrets: settings.runSecrets,
+    rotateHostKeys: settings.rotateHostKeys,
+    secrets: face.secrets,
+  };
+}
+
+function workspaceNameOf(start: NonNullable<JobSettings['start']>): string {
+  return start.workspaceName ?? defaultWorkspaceName(start.workspace);
+}
+
+/** The given workflow, or `<workspace name>-<run id>`: stable across re-runs of the run, so a re-run resumes it. */
+function workflowIdOf(settings: JobSettings, platform: CiPlatform): string {
+  if (settings.workflowId !== undefined) return settings.workflowId;
+  if (settings.start === undefined)
+    throw new UsageError(
+      'no workflow to continue: no workflow id was given, and no workspace to start one',
+      'give the workflow id (the plan job’s workflow-id output), or the workspace and playbook',
+    );
+  return `${workspaceNameOf(settings.start)}-${platform.run.id}`;
+}
+
+/** Only a job that plans or applies starts a workflow; a later step's job continues one. */
+function startsWorkflow(settings: JobSettings): boolean {
+  return settings.start !== undefined && ['plan', 'apply', 'chain'].includes(settings.scope);
+}
+
+/** The workflow this job starts; its files are checked with the rest of the provision checks, before the first write. */
+function newWorkflow(settings: JobSettings, platform: CiPlatform): ProvisionRequest {
+  const start = settings.start as NonNullable<JobSettings['start']>;
+  if (start.playbook === undefined)
+    throw new UsageError('starting a workflow needs the playbook', 'give the configure playbook (the playbook input)');
+  return {
+    workspacePath: start.workspace,
+    workspaceName: workspaceNameOf(start),
+    playbook: start.playbook,
+    requireApproval: start.requireApproval ?? settings.approval.mode !== 'none',
+    trigger: platform.run.trigger,
+    requester: platform.run.actor,
+    options: {
+      sshWaitMs: start.sshWaitMs,
+      onboardUser: start.onboardUser,
+      ...(start.onboardPlaybook ? { onboardPlaybook: start.onboardPlaybook } : {}),
+      ...(start.vars && Object.keys(start.vars).length > 0 ? { vars: start.vars } : {}),
+      check: false,
+    },
+  };
+}
+
+/** The gate a job that may apply asks; none where the decision is made elsewhere (a plan job, a later step). */
+function gateFor(settings: JobSettings, platform: CiPlatform): ApprovalGate | undefined {
+  if (settings.scope !== 'apply' && settings.scope !== 'chain') return undefined;
+  const { mode, environment, selfApproval, job } = settings.approval;
+  switch (mode) {
+    case 'environment':
+      return environmentGate(platform, environment, selfApproval === 'warn' ? 'warn' : 'refuse');
+    case 'manual':
+      return manualJobGate(platform, {
+        startedByPerson: job?.startedByHand ?? false,
+        allowSelfApproval: selfApproval === 'allow',
+        jobName: job?.name ?? 'job',
+      });
+    case 'dispatch':
+      return dispatchGate();
+    case 'none':
+    case 'elsewhere':
+      return undefined;
+  }
+}
+
+/**
+ * The status, whenever the job ends once the workflow is known: the outputs
+ * every face has, the run's summary, the sticky comment on its pull/merge
+ * request, then the face's own extras. Everything after the outputs is optional.
+ */
+async function publishStatus(
+  settings: JobSettings,
+  face: CiJobFace,
+  app: AppContext,
+  workflow: Workflow,
+): Promise<void> {
+  const { platform, secrets } = face;
+  platform.setOutput('workflow-id', workflow.id);
+  platform.setOutput('workflow-state', workflow.state);
+  const now = app.now();
+  const body = secrets.redact(face.statusMarkdown?.(workflow, now) ?? renderMarkdown(viewWorkflow(workflow, now)));
+  const grants = platform.grants ?? {};
+  await optionalCall(platform.log, secrets, { skipped: 'no run summary', grant: undefined }, () =>
+    platform.writeSummary(body),
+  );
+  const changeRequest = settings.statusComment ? await changeRequestOf(face) : undefined;
+  if (changeRequest !== undefined) {
+    const outcome = await optionalCall(
+      platform.log,
+      secrets,
+      { skipped: `no status comment on ${changeRequest}`, grant: grants['status-comment'] },
+      () => platform.upsertStatusComment(changeRequest, workflow.id, body),
+    );
+    if (outcome?.kind === 'refused') platform.log.notice(secrets.redact(outcome.reason));
+    else if (outcome) platform.log.info(`${outcome.kind} the status comment on ${changeRequest}`);
+  }
+  await face.published?.(workflow, app);
+}
+
+const changeRequests = new WeakMap<CiJobFace, Promise<number | undefined>>();
+
+/** The run's pull/merge request, looked up once per job when the run names none (optional). */
+function changeRequestOf(face: CiJobFace): Promise<number | undefined> {
+  const { platform } = face;
+  if (platform.run.changeRequest !== undefined || !platform.findChangeRequest)
+    return Promise.resolve(platform.run.changeRequest);
+  let found = changeRequests.get(face);
+  if (!found) {
+    const lookup = platform.findChangeRequest;
+    found = optionalCall(
+      platform.log,
+      face.secrets,
+      {
+        skipped: 'no status comment: its pull/merge request was not found',
+        grant: platform.grants?.['change-request-lookup'],
+      },
+      () => lookup(),
+    );
+    changeRequests.set(face, found);
+  }
+  return found;
+}
