@@ -78,7 +78,9 @@ describe('the pinned store', () => {
     await writeFile(inventory, 'all:\n  hosts:\n    control:\n      ansible_connection: local\n');
     const playbook = join(fx.dir, 'noop.yml');
     await writeFile(playbook, '- hosts: all\n  gather_facts: false\n  tasks: []\n');
-    const result = await fx.cli(['playbook', 'run', playbook, '--inventory', inventory, ...fx.ledgerArgs], { env: shim.env });
+    const result = await fx.cli(['playbook', 'run', playbook, '--inventory', inventory, ...fx.ledgerArgs], {
+      env: shim.env,
+    });
     expect(result.code).not.toBe(0);
     expect(result.stderr).toContain('malformed ledger record known_hosts: known_hosts line 2');
     expect(result.stderr).toContain('refs/heads/exocomp-ledger-records/known_hosts');
