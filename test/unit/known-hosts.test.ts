@@ -91,12 +91,12 @@ describe('parseKnownHosts', () => {
     [
       'a @cert-authority marker',
       () => `@cert-authority *.example.com ${keys.ed1.keyType} ${keys.ed1.key}`,
-      'known_hosts line 2: markers such as @cert-authority and @revoked are not pins',
+      'known_hosts line 2: @cert-authority lines are not pins, and the pinned store holds pins only',
     ],
     [
       'a @revoked marker',
       () => `@revoked h ${keys.ed1.keyType} ${keys.ed1.key}`,
-      'known_hosts line 2: markers such as @cert-authority and @revoked are not pins',
+      'known_hosts line 2: markers such as @revoked are not pins',
     ],
     ['a line without a key', () => `h ${keys.ed1.keyType}`, 'known_hosts line 2: expected `name keytype key`'],
     ['a name alone', () => 'h', 'known_hosts line 2: expected `name keytype key`'],
