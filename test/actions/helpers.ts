@@ -55,6 +55,8 @@ export interface RunOptions {
   runId?: number;
   runAttempt?: number;
   actor?: string;
+  /** Who started this attempt (GITHUB_TRIGGERING_ACTOR; a re-run by someone else); default: the actor. */
+  triggeringActor?: string;
   event?: RunnerEvent;
   token?: string;
   workflowFile?: string;
@@ -107,6 +109,7 @@ export async function createActionFixture(workspaceFixture = 'edge'): Promise<Ac
         runId: options.runId ?? 5001,
         runAttempt: options.runAttempt ?? 1,
         actor,
+        ...(options.triggeringActor ? { triggeringActor: options.triggeringActor } : {}),
         workflowRef: `${REPOSITORY}/.github/workflows/${options.workflowFile ?? 'provision.yml'}@refs/heads/main`,
         job: options.job ?? action,
       };

@@ -46,6 +46,14 @@ export interface GateApproval {
    * when the platform judged self-approval itself (GitLab's allow-self-approval).
    */
   selfReviewAllowed: boolean;
+  /**
+   * Who started the attempt the gate held, when the platform says (GitHub: the
+   * triggering actor of a re-run). The self-approval rule applies to them as
+   * well as to the workflow's requester, and a gate without self-review kept
+   * out only them: GitHub blocks whoever triggered the attempt, so after
+   * someone else re-ran it the requester could approve their own plan.
+   */
+  attemptActor?: string;
 }
 
 export type StatusCommentOutcome = { kind: 'created' | 'updated'; id: number } | { kind: 'refused'; reason: string };

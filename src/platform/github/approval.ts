@@ -46,17 +46,18 @@ export async function requireEnvironmentApproval(
       },
     );
   }
-  const reviews = (await github.listRunApprovals(run.repository, run.runId)).filter((review) =>
-    review.environments.includes(environment),
-  );
-  const rejected = reviews.find((review) => review.state === 'rejected');
-  if (rejected) {
-    throw new ExocompError('approval', `${rejected.user} rejected the deployment to "${environment}"`, {
+  // The review log names no attempt and no time, oldest entry first. This job runs, so GitHub approved this
+  // attempt's deployment (a rejection ends the attempt before the job starts), and a re-run starts only after the
+  // last attempt ended: the newest decision is this attempt's. A rejection of an earlier attempt does not count.
+  const decision = (await github.listRunApprovals(run.repository, run.runId))
+    .filter((review) => review.environments.includes(environment))
+    .at(-1);
+  if (decision?.state === 'rejected') {
+    throw new ExocompError('approval', `${decision.user} rejected the deployment to "${environment}"`, {
       help: 'nothing was applied',
     });
   }
-  const approved = reviews.find((review) => review.state === 'approved');
-  if (!approved) {
+  if (decision === undefined) {
     throw new ExocompError(
       'approval',
       `run ${run.runId} has no approval for environment "${environment}"; refusing to apply`,
@@ -66,10 +67,12 @@ export async function requireEnvironmentApproval(
     );
   }
   return {
-    by: approved.user,
-    via: `environment ${environment} (run ${run.runId})`,
-    comment: approved.comment,
+    by: decision.user,
+    via: `environment ${environment} (run ${run.runId}, attempt ${run.runAttempt})`,
+    comment: decision.comment,
     selfReviewAllowed: !protection.preventSelfReview,
+    // GitHub's "Prevent self-review" blocks only whoever triggered this attempt.
+    attemptActor: run.triggeringActor,
   };
 }
 
