@@ -11,6 +11,8 @@ import type { Holder, HolderProbe } from '../runtime/lease.js';
 export interface CiRun {
   /** Numeric id of the run; recorded in the ledger (e.g. where a sealed plan was uploaded). */
   id: number;
+  /** The attempt of the run, where the platform re-runs a run in attempts (GitHub); names the plan artifact it uploads. */
+  attempt?: number;
   /** A link a person can open. */
   url: string;
   /** Who started this run (on a re-run, who re-ran it): the requester of a workflow it creates. */

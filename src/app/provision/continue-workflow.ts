@@ -260,12 +260,12 @@ async function planAndShip(app: AppContext, request: ContinueRequest, workflow: 
   }
   const planFile = join(ci.scratch, 'exocomp.tfplan');
   await planForApproval(app, workflow.id, request.inputs, planFile);
-  await uploadSealedPlan(ci.platform.artifacts, planFile, sealKey, workflow.id, ci.scratch);
-  const runId = ci.platform.run.id;
+  const { id: runId, attempt } = ci.platform.run;
+  await uploadSealedPlan(ci.platform.artifacts, planFile, sealKey, workflow.id, ci.scratch, attempt);
   const shipped = await saveWorkflow(
     app,
     workflow.id,
-    (w) => recordPlanRun(w, runId, app.now()),
+    (w) => recordPlanRun(w, runId, app.now(), attempt),
     `${workflow.id}: sealed plan in run ${runId}`,
   );
   info(app, `uploaded the sealed plan for the apply job (an artifact of run ${runId})`);
@@ -283,7 +283,7 @@ async function approvedPlanFile(
   request: ContinueRequest,
   workflow: Workflow,
 ): Promise<string | undefined> {
-  const { planFingerprint, planRunId } = workflow.approval;
+  const { planFingerprint, planRunId, planRunAttempt } = workflow.approval;
   // Nothing approved to bring, or applied already (a resume): the chain skips the apply.
   if (planFingerprint === undefined || stepOf(workflow, 'apply').state === 'succeeded') return undefined;
   const ci = request.ci;
@@ -306,16 +306,18 @@ async function approvedPlanFile(
     sealKey,
     workflow.id,
     join(ci.scratch, 'plan'),
+    planRunAttempt,
   );
   if (file === undefined) {
     throw new ExocompError(
       'approval',
-      `approved plan artifact not found: run ${planRunId} holds no ${planArtifactName(workflow.id)} (it expired, or was deleted)`,
+      `approved plan artifact not found: run ${planRunId} holds no ${planArtifactName(workflow.id, planRunAttempt)} (it expired, or was deleted)`,
       {
         help: 'nothing was applied; start a new workflow so a fresh plan is reviewed (on GitHub, raise the plan job’s artifact-retention-days, default 7, when approvals take longer)',
       },
     );
   }
-  info(app, `applying the approved plan from the plan job (sealed artifact) of run ${planRunId}`);
+  const ofAttempt = planRunAttempt === undefined ? '' : `, attempt ${planRunAttempt}`;
+  info(app, `applying the approved plan from the plan job (sealed artifact) of run ${planRunId}${ofAttempt}`);
   return file;
 }
