@@ -198,13 +198,14 @@ describe('dispatch mode', () => {
   });
   afterAll(async () => fx?.cleanup());
 
-  const approve = (actor: string, runId: number, decision = 'approve') =>
+  const approve = (actor: string, runId: number, decision = 'approve', ref = 'refs/heads/main') =>
     fx.run('approve', {
       runId,
       actor,
       job: 'approve',
+      ref,
       workflowFile: 'exocomp-approve.yml',
-      event: events.workflowDispatch(REPOSITORY, actor, { 'workflow-id': id, decision }),
+      event: events.workflowDispatch(REPOSITORY, actor, { 'workflow-id': id, decision }, ref),
       with: { 'workflow-id': id, decision },
     });
 
@@ -243,6 +244,22 @@ describe('dispatch mode', () => {
     const result = await approve('alice', 7102);
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(/alice requested workflow edge-7001 and may not decide it/);
+    expect(fx.double.state.dispatches).toEqual([]);
+  });
+
+  it('refuses an approval dispatched from another branch or a tag: ledger unchanged, nothing dispatched', async () => {
+    const before = await fx.ledgerHistory();
+    for (const [runId, ref] of [
+      [7104, 'refs/heads/bob-edits'],
+      [7105, 'refs/tags/v-approve'],
+    ] as const) {
+      const result = await approve('bob', runId, 'approve', ref);
+      expect(result.code).toBe(1);
+      expect(result.stdout).toContain(`this approval runs from ${ref}, not from the default branch main`);
+      expect(result.stdout).toMatch(/nothing was recorded/);
+    }
+    expect(await fx.ledgerHistory()).toBe(before);
+    expect(workflowRecord(await fx.ledgerFile(`workflows/${id}.json`)).approval.state).toBe('pending');
     expect(fx.double.state.dispatches).toEqual([]);
   });
 

@@ -59,6 +59,8 @@ export interface RunOptions {
   triggeringActor?: string;
   event?: RunnerEvent;
   token?: string;
+  /** The ref the run is on (GITHUB_REF, and the workflow file's ref); default refs/heads/main. */
+  ref?: string;
   workflowFile?: string;
   job?: string;
   env?: NodeJS.ProcessEnv;
@@ -110,7 +112,8 @@ export async function createActionFixture(workspaceFixture = 'edge'): Promise<Ac
         runAttempt: options.runAttempt ?? 1,
         actor,
         ...(options.triggeringActor ? { triggeringActor: options.triggeringActor } : {}),
-        workflowRef: `${REPOSITORY}/.github/workflows/${options.workflowFile ?? 'provision.yml'}@refs/heads/main`,
+        ...(options.ref ? { ref: options.ref } : {}),
+        workflowRef: `${REPOSITORY}/.github/workflows/${options.workflowFile ?? 'provision.yml'}@${options.ref ?? 'refs/heads/main'}`,
         job: options.job ?? action,
       };
       const invocation: ActionInvocation = {

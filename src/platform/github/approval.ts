@@ -76,6 +76,26 @@ export async function requireEnvironmentApproval(
   };
 }
 
+/**
+ * A dispatch-mode decision counts only from the approve workflow as the default branch holds it: otherwise anyone
+ * with write access could dispatch an edited copy from their own branch (`allow-self-approval: true`). For
+ * `workflow_dispatch`, GITHUB_SHA is the head of the dispatched ref, so a run on the default branch runs a commit
+ * on it; a tag or another branch is refused before the ledger is opened. Rulesets keep the branch itself reviewed.
+ */
+export function requireDefaultBranchDecision(run: RunContext): void {
+  const branch = run.defaultBranch;
+  const expected = branch === undefined ? undefined : `refs/heads/${branch}`;
+  const workflowAt = run.workflowRef?.split('@')[1];
+  if (expected !== undefined && run.ref === expected && workflowAt === expected) return;
+  throw new ExocompError(
+    'approval',
+    `this approval runs from ${workflowAt || run.ref || 'an unknown ref'}, not from the default branch${branch ? ` ${branch}` : ''}: a decision counts only from the approve workflow the default branch holds; nothing was recorded`,
+    {
+      help: `run the approve workflow on ${branch ?? 'the default branch'} (\`gh workflow run <approve workflow> --ref ${branch ?? '<default branch>'} -f workflow-id=… -f decision=…\`), and protect that branch with a ruleset (docs/github.md, "Making separation of duties hold")`,
+    },
+  );
+}
+
 const RANK: Record<RepoPermission, number> = { none: 0, read: 1, triage: 2, write: 3, maintain: 4, admin: 5 };
 
 /** Deciding an approval needs write access or above. */
