@@ -61,6 +61,27 @@ describe('CI', () => {
   });
 });
 
+describe('the release workflow', () => {
+  it('moves the major tag with the release app’s token, and says what to set up when the app is missing', async () => {
+    const release = parseYaml(await readFile(join(repoRoot, '.github/workflows/release.yml'), 'utf8'));
+    const steps: { name?: string; uses?: string; id?: string; run?: string; env?: Record<string, string> }[] =
+      release.jobs.release.steps;
+    const index = (name: string) => steps.findIndex((step) => step.name === name);
+    const check = steps[index('The release app is configured')];
+    expect(check?.run).toContain('::error::moving $MAJOR needs a GitHub App token');
+    expect(check?.run).toMatch(/EXOCOMP_RELEASE_APP_ID and EXOCOMP_RELEASE_APP_PRIVATE_KEY/);
+    const mint = steps[index("Mint the release app's token")];
+    expect(mint?.uses).toMatch(/^actions\/create-github-app-token@[0-9a-f]{40}$/);
+    const move = steps[index('Move the major tag')];
+    expect(move?.env?.TOKEN).toBe('${{ steps.app-token.outputs.token }}');
+    expect(move?.run).not.toContain('github.token');
+    expect(index('The release app is configured')).toBeLessThan(index('Move the major tag'));
+    // The checkout's GITHUB_TOKEN would be sent with the push otherwise.
+    expect(steps[0]?.uses).toMatch(/^actions\/checkout@/);
+    expect((steps[0] as { with?: Record<string, unknown> }).with?.['persist-credentials']).toBe(false);
+  });
+});
+
 /** The colors the Marketplace accepts for `branding.color` (docs: metadata syntax for GitHub Actions, "branding"). */
 const BRANDING_COLORS = ['white', 'black', 'yellow', 'blue', 'green', 'orange', 'red', 'purple', 'gray-dark'];
 
