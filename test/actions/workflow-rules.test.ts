@@ -61,6 +61,20 @@ describe('CI', () => {
   });
 });
 
+describe('the reusable workflow', () => {
+  it('grants permissions per job, and an OIDC token only to the jobs that run tofu (plan, apply)', async () => {
+    const workflow = parseYaml(await readFile(join(repoRoot, '.github/workflows/provision-reusable.yml'), 'utf8'));
+    expect(workflow.permissions).toBeUndefined();
+    const jobs = Object.entries(workflow.jobs as Record<string, { permissions?: Record<string, string> }>);
+    expect(jobs.map(([name]) => name)).toEqual(['plan', 'apply', 'ssh-wait', 'onboard', 'configure']);
+    for (const [name, job] of jobs) {
+      const chain = { contents: 'write', 'pull-requests': 'write', actions: 'read' };
+      const expected = name === 'plan' || name === 'apply' ? { ...chain, 'id-token': 'write' } : chain;
+      expect(job.permissions, name).toEqual(expected);
+    }
+  });
+});
+
 describe('the release workflow', () => {
   it('moves the major tag with the release app’s token, and says what to set up when the app is missing', async () => {
     const release = parseYaml(await readFile(join(repoRoot, '.github/workflows/release.yml'), 'utf8'));
