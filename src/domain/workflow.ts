@@ -106,6 +106,11 @@ export const approvalSchema = z.object({
   configPreview: z.string().optional(),
   /** The CI run whose artifacts hold that plan's saved plan, sealed; unset when no sealed plan was shipped. */
   planRunId: z.number().int().optional(),
+  /**
+   * The attempt of that run which uploaded it (GitHub re-runs): a run's artifact names are unique across its
+   * attempts, so each attempt's plan has its own. Unset in records made before attempts were recorded.
+   */
+  planRunAttempt: z.number().int().positive().optional(),
 });
 export type Approval = z.infer<typeof approvalSchema>;
 
@@ -299,6 +304,7 @@ export function awaitApproval(
     }
     // An earlier plan's artifact is not this plan's; recordPlanRun names the new one once it is shipped.
     delete approval.planRunId;
+    delete approval.planRunAttempt;
   }
   const { failure, ...rest } = workflow;
   // A plan that succeeds clears the failure of the one before it.
@@ -344,11 +350,16 @@ export function recordPlanFailure(
 }
 
 /** Records the CI run whose artifacts hold the sealed saved plan of the plan awaiting approval. */
-export function recordPlanRun(workflow: Workflow, runId: number, now: Date): Workflow {
+export function recordPlanRun(workflow: Workflow, runId: number, now: Date, runAttempt?: number): Workflow {
   if (workflow.approval.planFingerprint === undefined) {
     throw new IllegalTransitionError(`workflow ${workflow.id} recorded no plan, so no run holds its saved plan`);
   }
-  return { ...workflow, approval: { ...workflow.approval, planRunId: runId }, updatedAt: now.toISOString() };
+  const { planRunAttempt: _earlier, ...approval } = workflow.approval;
+  return {
+    ...workflow,
+    approval: { ...approval, planRunId: runId, ...(runAttempt === undefined ? {} : { planRunAttempt: runAttempt }) },
+    updatedAt: now.toISOString(),
+  };
 }
 
 /**

@@ -45,12 +45,14 @@ describe('environment mode', () => {
     await setInventory(fx, '127.0.0.1');
     fx.double.state.environments['staging'] = {};
     fx.double.state.environments['production'] = { requiredReviewers: ['bob'] };
+    fx.double.state.environments['guarded'] = { requiredReviewers: ['alice', 'bob'], preventSelfReview: true };
   });
   afterAll(async () => fx?.cleanup());
 
-  const apply = (runId: number, environment: string) =>
+  const apply = (runId: number, environment: string, attempt: { runAttempt?: number; triggeringActor?: string } = {}) =>
     fx.run('apply', {
       runId,
+      ...attempt,
       job: 'apply',
       with: {
         'workflow-id': `edge-${runId}`,
@@ -101,7 +103,11 @@ describe('environment mode', () => {
     expect(result.outputs.state).toBe('provisioning');
     expect(JSON.parse(result.outputs.steps!)[0]).toMatchObject({ name: 'apply', state: 'succeeded', attempts: 1 });
     const record = workflowRecord(await fx.ledgerFile('workflows/edge-6003.json'));
-    expect(record.approval).toMatchObject({ state: 'approved', by: 'bob', via: 'environment production (run 6003)' });
+    expect(record.approval).toMatchObject({
+      state: 'approved',
+      by: 'bob',
+      via: 'environment production (run 6003, attempt 1)',
+    });
     expect(fx.double.requestsTo('GET /repos/{owner}/{repo}/actions/runs/{run_id}/approvals').length).toBeGreaterThan(0);
     expect(fx.double.violations).toEqual([]);
   });
@@ -118,6 +124,52 @@ describe('environment mode', () => {
     expect(result.log).toMatch(/needs: plan/);
     expect(await fx.applyCount()).toBe(appliesBefore);
     expect(workflowRecord(await fx.ledgerFile('workflows/edge-6004.json')).approval.state).toBe('pending');
+  });
+
+  it('applies a re-run approved after an earlier attempt was rejected: the newest decision is this attempt’s', async () => {
+    // Attempt 1: bob rejects, so GitHub fails the apply job without starting it. "Re-run all jobs": attempt 2 plans again.
+    const first = await fx.run('plan', { runId: 6006, with: planInputs() });
+    expect(first.code, describeRun(first)).toBe(0);
+    fx.double.state.approvals[6006] = [{ state: 'rejected', user: 'bob', environments: ['production'] }];
+    const second = await fx.run('plan', { runId: 6006, runAttempt: 2, with: planInputs() });
+    expect(second.code, describeRun(second)).toBe(0);
+    fx.double.state.approvals[6006].push({ state: 'approved', user: 'bob', environments: ['production'] });
+    const result = await apply(6006, 'production', { runAttempt: 2 });
+    expect(result.code, describeRun(result)).toBe(0);
+    expect(JSON.parse(result.outputs.steps!)[0]).toMatchObject({ name: 'apply', state: 'succeeded' });
+    const record = workflowRecord(await fx.ledgerFile('workflows/edge-6006.json'));
+    expect(record.approval).toMatchObject({
+      state: 'approved',
+      by: 'bob',
+      via: 'environment production (run 6006, attempt 2)',
+    });
+  });
+
+  it('refuses the requester approving a re-run a third party started, though GitHub let them (prevent self-review)', async () => {
+    const plan = await fx.run('plan', { runId: 6007, actor: 'alice', with: planInputs() });
+    expect(plan.code, describeRun(plan)).toBe(0);
+    // Attempt 1 was rejected; carol re-ran the workflow, so GitHub's "Prevent self-review" now blocks carol, not alice.
+    fx.double.state.approvals[6007] = [
+      { state: 'rejected', user: 'bob', environments: ['guarded'] },
+      { state: 'approved', user: 'alice', environments: ['guarded'] },
+    ];
+    const appliesBefore = await fx.applyCount();
+    const result = await apply(6007, 'guarded', { runAttempt: 2, triggeringActor: 'carol' });
+    expect(result.code).toBe(1);
+    expect(result.log).toMatch(/alice approved a deployment they requested: environment guarded prevents self-review/);
+    expect(result.log).toMatch(/kept out only carol, who started this attempt/);
+    expect(await fx.applyCount()).toBe(appliesBefore);
+    expect(workflowRecord(await fx.ledgerFile('workflows/edge-6007.json')).approval.state).toBe('pending');
+  });
+
+  it('refuses whoever started the attempt approving it where the environment allows self-review', async () => {
+    const plan = await fx.run('plan', { runId: 6008, actor: 'alice', with: planInputs() });
+    expect(plan.code, describeRun(plan)).toBe(0);
+    fx.double.state.approvals[6008] = [{ state: 'approved', user: 'carol', environments: ['production'] }];
+    const result = await apply(6008, 'production', { runAttempt: 2, triggeringActor: 'carol' });
+    expect(result.code).toBe(1);
+    expect(result.log).toMatch(/carol approved an attempt of workflow edge-6008 they started/);
+    expect(workflowRecord(await fx.ledgerFile('workflows/edge-6008.json')).approval.state).toBe('pending');
   });
 
   it('refuses the requester approving their own deployment where the environment allows self-review', async () => {
@@ -146,13 +198,14 @@ describe('dispatch mode', () => {
   });
   afterAll(async () => fx?.cleanup());
 
-  const approve = (actor: string, runId: number, decision = 'approve') =>
+  const approve = (actor: string, runId: number, decision = 'approve', ref = 'refs/heads/main') =>
     fx.run('approve', {
       runId,
       actor,
       job: 'approve',
+      ref,
       workflowFile: 'exocomp-approve.yml',
-      event: events.workflowDispatch(REPOSITORY, actor, { 'workflow-id': id, decision }),
+      event: events.workflowDispatch(REPOSITORY, actor, { 'workflow-id': id, decision }, ref),
       with: { 'workflow-id': id, decision },
     });
 
@@ -191,6 +244,22 @@ describe('dispatch mode', () => {
     const result = await approve('alice', 7102);
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(/alice requested workflow edge-7001 and may not decide it/);
+    expect(fx.double.state.dispatches).toEqual([]);
+  });
+
+  it('refuses an approval dispatched from another branch or a tag: ledger unchanged, nothing dispatched', async () => {
+    const before = await fx.ledgerHistory();
+    for (const [runId, ref] of [
+      [7104, 'refs/heads/bob-edits'],
+      [7105, 'refs/tags/v-approve'],
+    ] as const) {
+      const result = await approve('bob', runId, 'approve', ref);
+      expect(result.code).toBe(1);
+      expect(result.stdout).toContain(`this approval runs from ${ref}, not from the default branch main`);
+      expect(result.stdout).toMatch(/nothing was recorded/);
+    }
+    expect(await fx.ledgerHistory()).toBe(before);
+    expect(workflowRecord(await fx.ledgerFile(`workflows/${id}.json`)).approval.state).toBe('pending');
     expect(fx.double.state.dispatches).toEqual([]);
   });
 

@@ -112,7 +112,7 @@ describe('dispatch mode: the continuation applies the plan sealed by the run tha
 
   it('plan (run 100) → approve (run 101) → continuation (run 102) applies the plan of run 100, planning nothing anew', async () => {
     await planAndApprove(100);
-    const sealed = results.newest(planArtifactName('edge-100'));
+    const sealed = results.newest(planArtifactName('edge-100', 1));
     expect(sealed?.runId).toBe(100);
     expect((await record('edge-100')).approval).toMatchObject({ state: 'approved', planRunId: 100 });
 
@@ -130,7 +130,7 @@ describe('dispatch mode: the continuation applies the plan sealed by the run tha
     // Fetched across runs through the REST API, with the job's token.
     const listed = fx.double.requestsTo(LIST_ARTIFACTS);
     expect(listed.map((request) => [request.params.run_id, request.status])).toEqual([['100', 200]]);
-    expect(listed[0]!.url).toContain(`name=${planArtifactName('edge-100')}`);
+    expect(listed[0]!.url).toContain(`name=${planArtifactName('edge-100', 1)}`);
     expect(
       fx.double.requestsTo(DOWNLOAD_ARTIFACT).map((request) => [request.params.artifact_id, request.status]),
     ).toEqual([[String(sealed!.id), 302]]);
@@ -153,7 +153,7 @@ describe('dispatch mode: the continuation applies the plan sealed by the run tha
         expect(ran.code, ran.stderr).toBe(0);
       }
       results.replace(
-        planArtifactName('edge-200'),
+        planArtifactName('edge-200', 1),
         sealPlan(await readFile(join(elsewhere, 'other.tfplan')), sealKey, 'edge-200'),
       );
     } finally {
@@ -177,11 +177,11 @@ describe('dispatch mode: the continuation applies the plan sealed by the run tha
     expect(withoutPermission.stdout).toContain('GitHub refused to list the artifacts of run 300');
     expect(withoutPermission.stdout).toContain('actions: read');
 
-    results.remove(planArtifactName('edge-300'));
+    results.remove(planArtifactName('edge-300', 1));
     const missing = await provision(303, { continues: 'edge-300' });
     expect(missing.code).toBe(1);
     expect(missing.stdout).toContain(
-      `approved plan artifact not found: run 300 holds no ${planArtifactName('edge-300')}`,
+      `approved plan artifact not found: run 300 holds no ${planArtifactName('edge-300', 1)}`,
     );
 
     expect(await fx.applyCount()).toBe(applies);

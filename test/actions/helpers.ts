@@ -55,8 +55,12 @@ export interface RunOptions {
   runId?: number;
   runAttempt?: number;
   actor?: string;
+  /** Who started this attempt (GITHUB_TRIGGERING_ACTOR; a re-run by someone else); default: the actor. */
+  triggeringActor?: string;
   event?: RunnerEvent;
   token?: string;
+  /** The ref the run is on (GITHUB_REF, and the workflow file's ref); default refs/heads/main. */
+  ref?: string;
   workflowFile?: string;
   job?: string;
   env?: NodeJS.ProcessEnv;
@@ -107,7 +111,9 @@ export async function createActionFixture(workspaceFixture = 'edge'): Promise<Ac
         runId: options.runId ?? 5001,
         runAttempt: options.runAttempt ?? 1,
         actor,
-        workflowRef: `${REPOSITORY}/.github/workflows/${options.workflowFile ?? 'provision.yml'}@refs/heads/main`,
+        ...(options.triggeringActor ? { triggeringActor: options.triggeringActor } : {}),
+        ...(options.ref ? { ref: options.ref } : {}),
+        workflowRef: `${REPOSITORY}/.github/workflows/${options.workflowFile ?? 'provision.yml'}@${options.ref ?? 'refs/heads/main'}`,
         job: options.job ?? action,
       };
       const invocation: ActionInvocation = {

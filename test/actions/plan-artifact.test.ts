@@ -19,6 +19,16 @@ const HOSTNAME = 'github.localhost';
 const sealKey = 'artifact-seal-key-0123456789abcdef';
 const sensitive = ['loopback-only-sealed-password', 'loopback-only-api-token'];
 
+function restoreEnv(saved: { token: string | undefined; url: string | undefined }): void {
+  for (const [name, value] of [
+    ['ACTIONS_RUNTIME_TOKEN', saved.token],
+    ['ACTIONS_RESULTS_URL', saved.url],
+  ] as const) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+}
+
 describe('the sealed plan artifact', () => {
   let fx: ActionFixture;
   let results: ResultsDouble;
@@ -37,6 +47,22 @@ describe('the sealed plan artifact', () => {
     await results?.close();
     await fx?.cleanup();
   });
+
+  /** Uploads a small file as artifact `name` from a job of run `runId`'s attempt `runAttempt`, as @actions/artifact does. */
+  const uploadAs = async (runId: number, runAttempt: number, name: string) => {
+    const { DefaultArtifactClient } = await import('@actions/artifact');
+    const scratch = await mkdtemp(join(tmpdir(), 'exocomp-upload-'));
+    const saved = { token: process.env.ACTIONS_RUNTIME_TOKEN, url: process.env.ACTIONS_RESULTS_URL };
+    try {
+      process.env.ACTIONS_RUNTIME_TOKEN = results.runtimeToken(runId, 'plan', runAttempt);
+      process.env.ACTIONS_RESULTS_URL = results.url.replace(HOSTNAME, '127.0.0.1');
+      await writeFile(join(scratch, name), 'x');
+      await new DefaultArtifactClient().uploadArtifact(name, [join(scratch, name)], scratch, { skipArchive: true });
+    } finally {
+      restoreEnv(saved);
+      await rm(scratch, { recursive: true, force: true });
+    }
+  };
 
   const job = (action: 'plan' | 'apply', runId: number, runAttempt = 1) =>
     fx.run(action, {
@@ -61,7 +87,7 @@ describe('the sealed plan artifact', () => {
     const plan = await job('plan', 9500);
     expect(plan.code, describeRun(plan)).toBe(0);
     expect(plan.stdout).toContain('uploaded the sealed plan for the apply job');
-    const artifact = results.newest(planArtifactName('edge-9500'));
+    const artifact = results.newest(planArtifactName('edge-9500', 1));
     expect(artifact?.content.length).toBeGreaterThan(100);
     for (const value of [...sensitive, sealKey]) expect(artifact!.content.includes(Buffer.from(value))).toBe(false);
     const opened = unsealPlan(artifact!.content, sealKey, 'edge-9500').toString('utf8');
@@ -96,18 +122,12 @@ describe('the sealed plan artifact', () => {
       process.env.ACTIONS_RUNTIME_TOKEN = results.runtimeToken(9800, 'apply', 2);
       process.env.ACTIONS_RESULTS_URL = results.url.replace(HOSTNAME, '127.0.0.1');
       const client = new DefaultArtifactClient();
-      const { artifact } = await client.getArtifact(planArtifactName('edge-9800'));
+      const { artifact } = await client.getArtifact(planArtifactName('edge-9800', 1));
       await expect(client.downloadArtifact(artifact.id, { path: scratch, skipDecompress: true })).rejects.toThrow(
         /404.*workflow run not found/,
       );
     } finally {
-      for (const [name, value] of [
-        ['ACTIONS_RUNTIME_TOKEN', saved.token],
-        ['ACTIONS_RESULTS_URL', saved.url],
-      ] as const) {
-        if (value === undefined) delete process.env[name];
-        else process.env[name] = value;
-      }
+      restoreEnv(saved);
       await rm(scratch, { recursive: true, force: true });
     }
     fx.double.state.approvals[9800] = [{ state: 'approved', user: 'bob', environments: ['production'] }];
@@ -119,6 +139,41 @@ describe('the sealed plan artifact', () => {
     expect(
       fx.double.requestsTo('GET /repos/{owner}/{repo}/actions/runs/{run_id}/artifacts').at(-1)?.params.run_id,
     ).toBe('9800');
+    expect(results.violations).toEqual([]);
+    expect(fx.double.violations).toEqual([]);
+  });
+
+  it('"Re-run all jobs" plans again under the attempt’s own name, and the apply applies the plan its approval bound', async () => {
+    await writeFile(join(fx.workspace, 'exocomp.auto.tfvars.json'), inventory('127.0.0.4'));
+    const first = await job('plan', 9900);
+    expect(first.code, describeRun(first)).toBe(0);
+    // Attempt 1's deployment was rejected; the re-run plans again (the workspace changed meanwhile).
+    fx.double.state.approvals[9900] = [{ state: 'rejected', user: 'bob', environments: ['production'] }];
+    await writeFile(join(fx.workspace, 'exocomp.auto.tfvars.json'), inventory('127.0.0.5'));
+    const second = await job('plan', 9900, 2);
+    expect(second.code, describeRun(second)).toBe(0);
+    expect(results.newest(planArtifactName('edge-9900', 1))).toBeDefined();
+    expect(results.newest(planArtifactName('edge-9900', 2))).toBeDefined();
+    const record = JSON.parse((await fx.ledgerFile('workflows/edge-9900.json'))!);
+    expect(record.approval).toMatchObject({ planRunId: 9900, planRunAttempt: 2 });
+    // The service refuses a name the run holds already, whichever attempt uploads it (GitHub's 409).
+    await expect(uploadAs(9900, 3, planArtifactName('edge-9900', 2))).rejects.toThrow(/409.*already exists/);
+
+    fx.double.state.approvals[9900].push({ state: 'approved', user: 'bob', environments: ['production'] });
+    const before = await fx.applyCount();
+    const apply = await job('apply', 9900, 2);
+    expect(apply.code, describeRun(apply)).toBe(0);
+    expect(apply.stdout).toContain('sealed artifact) of run 9900, attempt 2');
+    expect(await fx.applyCount()).toBe(before + 1);
+
+    // "Re-run all jobs" after the approval: the plan job has nothing to plan (no upload), the apply job finishes.
+    const replan = await job('plan', 9900, 3);
+    expect(replan.code, describeRun(replan)).toBe(0);
+    expect(replan.stdout).toContain('nothing to plan');
+    expect(results.newest(planArtifactName('edge-9900', 3))).toBeUndefined();
+    const reapply = await job('apply', 9900, 3);
+    expect(reapply.code, describeRun(reapply)).toBe(0);
+    expect(await fx.applyCount()).toBe(before + 1);
     expect(results.violations).toEqual([]);
     expect(fx.double.violations).toEqual([]);
   });
@@ -139,7 +194,7 @@ describe('the sealed plan artifact', () => {
         expect(ran.code, ran.stderr).toBe(0);
       }
       results.replace(
-        planArtifactName('edge-9600'),
+        planArtifactName('edge-9600', 1),
         sealPlan(await readFile(join(elsewhere, 'other.tfplan')), sealKey, 'edge-9600'),
       );
     } finally {
@@ -157,7 +212,7 @@ describe('the sealed plan artifact', () => {
   it('refuses an artifact sealed for another workflow', async () => {
     const plan = await job('plan', 9700);
     expect(plan.code, describeRun(plan)).toBe(0);
-    results.replace(planArtifactName('edge-9700'), results.newest(planArtifactName('edge-9500'))!.content);
+    results.replace(planArtifactName('edge-9700', 1), results.newest(planArtifactName('edge-9500', 1))!.content);
     fx.double.state.approvals[9700] = [{ state: 'approved', user: 'bob', environments: ['production'] }];
     const apply = await job('apply', 9700);
     expect(apply.code).toBe(1);

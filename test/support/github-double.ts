@@ -131,7 +131,10 @@ export interface SeedIssue {
 export interface GitHubDoubleState {
   /** token → identity and permissions; unknown tokens get 401. */
   tokens: Record<string, TokenGrant>;
-  /** run id → reviews of its deployments. */
+  /**
+   * run id → reviews of its deployments, oldest first, served in that order. As on GitHub, an entry names no
+   * attempt and no time: a re-run's review is simply a later entry.
+   */
   approvals: Record<number, SeedReview[]>;
   /** environment name → protection rules; unknown names get 404. */
   environments: Record<string, SeedEnvironment>;

@@ -175,6 +175,12 @@ export class ResultsDouble {
       case 'CreateArtifact': {
         if (typeof message.name !== 'string' || message.version !== 7)
           this.violations.push(`CreateArtifact: name/version ${JSON.stringify(message)}`);
+        // A name is unique in the run, across its attempts: a re-run uploading it again gets the service's 409.
+        if (this.artifacts.some((a) => a.runId === scope.runId && a.name === message.name))
+          return json(response, 409, {
+            code: 'already_exists',
+            msg: 'an artifact with this name already exists on the workflow run',
+          });
         const artifact: StoredArtifact = {
           id: ++this.lastId,
           runId: scope.runId,

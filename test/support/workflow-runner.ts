@@ -503,11 +503,11 @@ export class WorkflowRunner {
       files: {},
       env: base.env,
     });
-    if (/^actions\/checkout@v\d+$/.test(uses)) {
+    if (/^actions\/checkout@(v\d+|[0-9a-f]{40})$/.test(uses)) {
       await cp(this.setting.repositoryDir, workspace, { recursive: true });
       return done(`checked out ${this.setting.repository}\n`);
     }
-    if (/^opentofu\/setup-opentofu@v\d+$/.test(uses)) {
+    if (/^opentofu\/setup-opentofu@(v\d+|[0-9a-f]{40})$/.test(uses)) {
       if (inputs.tofu_wrapper !== 'false')
         throw new Error(
           'opentofu/setup-opentofu without tofu_wrapper: false wraps tofu in a script the emulation does not model (the docs ask for false)',

@@ -10,6 +10,7 @@ import {
   judgeLease,
   LeaseHeldError,
   nextStep,
+  recordPlanRun,
   resumeWorkflow,
   startStep,
   STEP_NAMES,
@@ -264,6 +265,21 @@ describe('approval', () => {
     expect(() => decideApproval(w, { approve: true, by: 'carol', via: 'cli', now: at(6) })).toThrow(
       /already rejected by bob/,
     );
+  });
+
+  it('records the run and attempt holding the sealed plan, and forgets both when a new plan is recorded', () => {
+    let w = awaitApproval(fresh(true), t0, { fingerprint: 'abc', summary: '+1 ~0 -0' });
+    w = recordPlanRun(w, 42, at(1), 2);
+    expect(w.approval).toMatchObject({ planRunId: 42, planRunAttempt: 2 });
+    // A platform without attempts records none, and an earlier attempt's is not kept beside the new run.
+    expect(recordPlanRun(w, 43, at(2)).approval).toMatchObject({ planRunId: 43 });
+    expect(recordPlanRun(w, 43, at(2)).approval.planRunAttempt).toBeUndefined();
+    w = awaitApproval(w, at(3), { fingerprint: 'def', summary: '+2 ~0 -0' });
+    expect(w.approval.planRunId).toBeUndefined();
+    expect(w.approval.planRunAttempt).toBeUndefined();
+    expect(workflowSchema.parse(JSON.parse(JSON.stringify(recordPlanRun(w, 44, at(4), 3))))).toMatchObject({
+      approval: { planRunId: 44, planRunAttempt: 3 },
+    });
   });
 
   it('refuses decisions and waits where no approval is required', () => {

@@ -1,14 +1,16 @@
 /**
- * Dispatch-mode approval, run by `workflow_dispatch`: the actor needs write
+ * Dispatch-mode approval, run by `workflow_dispatch` from the default branch: the actor needs write
  * access (and is not the requester unless self-approval is allowed); the
  * decision is recorded, and an approval dispatches the chain's continuation
  * with the workflow id.
  */
 import { decideByDispatch } from '../../app/approval/approvals.js';
+import { requireDefaultBranchDecision } from '../../platform/github/approval.js';
 import { openLedger, publishWorkflow, runAction } from '../../platform/github/session.js';
 
 await runAction('approve', async (session) => {
   const s = session.settings;
+  requireDefaultBranchDecision(session.run);
   const app = await openLedger(session, s, { provePushAccess: true });
   const { workflow, dispatched } = await decideByDispatch(app, session.platform, {
     workflowId: s['workflow-id'],

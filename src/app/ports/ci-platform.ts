@@ -11,6 +11,8 @@ import type { Holder, HolderProbe } from '../runtime/lease.js';
 export interface CiRun {
   /** Numeric id of the run; recorded in the ledger (e.g. where a sealed plan was uploaded). */
   id: number;
+  /** The attempt of the run, where the platform re-runs a run in attempts (GitHub); names the plan artifact it uploads. */
+  attempt?: number;
   /** A link a person can open. */
   url: string;
   /** Who started this run (on a re-run, who re-ran it): the requester of a workflow it creates. */
@@ -48,6 +50,14 @@ export interface GateApproval {
    * when the platform judged self-approval itself (GitLab's allow-self-approval).
    */
   selfReviewAllowed: boolean;
+  /**
+   * Who started the attempt the gate held, when the platform says (GitHub: the
+   * triggering actor of a re-run). The self-approval rule applies to them as
+   * well as to the workflow's requester, and a gate without self-review kept
+   * out only them: GitHub blocks whoever triggered the attempt, so after
+   * someone else re-ran it the requester could approve their own plan.
+   */
+  attemptActor?: string;
 }
 
 /** Calls a job makes that never fail it (src/app/runtime/optional-call.ts). */

@@ -310,18 +310,18 @@ async function planAndShip(app: AppContext, request: ContinueRequest, workflow: 
   }
   // A private directory of this process (0700, pid in its name): never a path another job shares.
   const dir = await makePrivateDir('plan', ci.scratch);
+  const { id: runId, attempt } = ci.platform.run;
   try {
     const planFile = join(dir, 'exocomp.tfplan');
     await planForApproval(app, workflow.id, request.inputs, planFile);
-    await uploadSealedPlan(ci.platform.artifacts, planFile, sealKey, workflow.id, dir);
+    await uploadSealedPlan(ci.platform.artifacts, planFile, sealKey, workflow.id, dir, attempt);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
-  const runId = ci.platform.run.id;
   const shipped = await saveWorkflow(
     app,
     workflow.id,
-    (w) => recordPlanRun(w, runId, app.now()),
+    (w) => recordPlanRun(w, runId, app.now(), attempt),
     `${workflow.id}: sealed plan in run ${runId}`,
   );
   info(app, `uploaded the sealed plan for the apply job (an artifact of run ${runId})`);
@@ -339,7 +339,7 @@ async function approvedPlanFile(
   request: ContinueRequest,
   workflow: Workflow,
 ): Promise<{ file: string; dir: string } | undefined> {
-  const { planFingerprint, planRunId } = workflow.approval;
+  const { planFingerprint, planRunId, planRunAttempt } = workflow.approval;
   // Nothing approved to bring, or applied already (a resume): the chain skips the apply.
   if (planFingerprint === undefined || stepOf(workflow, 'apply').state === 'succeeded') return undefined;
   const ci = request.ci;
@@ -357,22 +357,28 @@ async function approvedPlanFile(
     return undefined;
   }
   const dir = await makePrivateDir('plan', ci.scratch);
-  const file = await downloadSealedPlan(ci.platform.artifacts, planRunId, sealKey, workflow.id, dir).catch(
-    async (error: unknown) => {
-      await rm(dir, { recursive: true, force: true });
-      throw error;
-    },
-  );
+  const file = await downloadSealedPlan(
+    ci.platform.artifacts,
+    planRunId,
+    sealKey,
+    workflow.id,
+    dir,
+    planRunAttempt,
+  ).catch(async (error: unknown) => {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  });
   if (file === undefined) {
     await rm(dir, { recursive: true, force: true });
     throw new ExocompError(
       'approval',
-      `approved plan artifact not found: run ${planRunId} holds no ${planArtifactName(workflow.id)} (it expired, or was deleted)`,
+      `approved plan artifact not found: run ${planRunId} holds no ${planArtifactName(workflow.id, planRunAttempt)} (it expired, or was deleted)`,
       {
         help: 'nothing was applied; start a new workflow so a fresh plan is reviewed (on GitHub, raise the plan job’s artifact-retention-days, default 7, when approvals take longer)',
       },
     );
   }
-  info(app, `applying the approved plan from the plan job (sealed artifact) of run ${planRunId}`);
+  const ofAttempt = planRunAttempt === undefined ? '' : `, attempt ${planRunAttempt}`;
+  info(app, `applying the approved plan from the plan job (sealed artifact) of run ${planRunId}${ofAttempt}`);
   return { file, dir };
 }

@@ -58,8 +58,14 @@ export function unsealPlan(sealed: Buffer, sealKey: string, workflowId: string):
   }
 }
 
-export function planArtifactName(workflowId: string): string {
-  return `exocomp-plan-${workflowId}.sealed`;
+/**
+ * The artifact holding the sealed plan an attempt made. A run's artifact names are unique across its attempts
+ * (GitHub answers a second upload of a name with 409 "an artifact with this name already exists on the workflow
+ * run"), so a re-run that plans again uploads under its own attempt's name; records without an attempt keep the
+ * name they were uploaded under.
+ */
+export function planArtifactName(workflowId: string, runAttempt?: number): string {
+  return `exocomp-plan-${workflowId}${runAttempt === undefined ? '' : `-attempt-${runAttempt}`}.sealed`;
 }
 
 export async function uploadSealedPlan(
@@ -68,8 +74,9 @@ export async function uploadSealedPlan(
   sealKey: string,
   workflowId: string,
   dir: string,
+  runAttempt?: number,
 ): Promise<void> {
-  const sealedFile = join(dir, planArtifactName(workflowId));
+  const sealedFile = join(dir, planArtifactName(workflowId, runAttempt));
   await writeFile(sealedFile, sealPlan(await readFile(planFile), sealKey, workflowId), { mode: 0o600 });
   await store.upload(sealedFile);
 }
@@ -81,8 +88,9 @@ export async function downloadSealedPlan(
   sealKey: string,
   workflowId: string,
   dir: string,
+  runAttempt?: number,
 ): Promise<string | undefined> {
-  const sealedFile = await store.download(planArtifactName(workflowId), runId, join(dir, 'download'));
+  const sealedFile = await store.download(planArtifactName(workflowId, runAttempt), runId, join(dir, 'download'));
   if (sealedFile === undefined) return undefined;
   const planFile = join(dir, 'approved.tfplan');
   await writeFile(planFile, unsealPlan(await readFile(sealedFile), sealKey, workflowId), { mode: 0o600 });

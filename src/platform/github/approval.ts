@@ -46,17 +46,18 @@ export async function requireEnvironmentApproval(
       },
     );
   }
-  const reviews = (await github.listRunApprovals(run.repository, run.runId)).filter((review) =>
-    review.environments.includes(environment),
-  );
-  const rejected = reviews.find((review) => review.state === 'rejected');
-  if (rejected) {
-    throw new ExocompError('approval', `${rejected.user} rejected the deployment to "${environment}"`, {
+  // The review log names no attempt and no time, oldest entry first. This job runs, so GitHub approved this
+  // attempt's deployment (a rejection ends the attempt before the job starts), and a re-run starts only after the
+  // last attempt ended: the newest decision is this attempt's. A rejection of an earlier attempt does not count.
+  const decision = (await github.listRunApprovals(run.repository, run.runId))
+    .filter((review) => review.environments.includes(environment))
+    .at(-1);
+  if (decision?.state === 'rejected') {
+    throw new ExocompError('approval', `${decision.user} rejected the deployment to "${environment}"`, {
       help: 'nothing was applied',
     });
   }
-  const approved = reviews.find((review) => review.state === 'approved');
-  if (!approved) {
+  if (decision === undefined) {
     throw new ExocompError(
       'approval',
       `run ${run.runId} has no approval for environment "${environment}"; refusing to apply`,
@@ -66,11 +67,33 @@ export async function requireEnvironmentApproval(
     );
   }
   return {
-    by: approved.user,
-    via: `environment ${environment} (run ${run.runId})`,
-    comment: approved.comment,
+    by: decision.user,
+    via: `environment ${environment} (run ${run.runId}, attempt ${run.runAttempt})`,
+    comment: decision.comment,
     selfReviewAllowed: !protection.preventSelfReview,
+    // GitHub's "Prevent self-review" blocks only whoever triggered this attempt.
+    attemptActor: run.triggeringActor,
   };
+}
+
+/**
+ * A dispatch-mode decision counts only from the approve workflow as the default branch holds it: otherwise anyone
+ * with write access could dispatch an edited copy from their own branch (`allow-self-approval: true`). For
+ * `workflow_dispatch`, GITHUB_SHA is the head of the dispatched ref, so a run on the default branch runs a commit
+ * on it; a tag or another branch is refused before the ledger is opened. Rulesets keep the branch itself reviewed.
+ */
+export function requireDefaultBranchDecision(run: RunContext): void {
+  const branch = run.defaultBranch;
+  const expected = branch === undefined ? undefined : `refs/heads/${branch}`;
+  const workflowAt = run.workflowRef?.split('@')[1];
+  if (expected !== undefined && run.ref === expected && workflowAt === expected) return;
+  throw new ExocompError(
+    'approval',
+    `this approval runs from ${workflowAt || run.ref || 'an unknown ref'}, not from the default branch${branch ? ` ${branch}` : ''}: a decision counts only from the approve workflow the default branch holds; nothing was recorded`,
+    {
+      help: `run the approve workflow on ${branch ?? 'the default branch'} (\`gh workflow run <approve workflow> --ref ${branch ?? '<default branch>'} -f workflow-id=… -f decision=…\`), and protect that branch with a ruleset (docs/github.md, "Making separation of duties hold")`,
+    },
+  );
 }
 
 const RANK: Record<RepoPermission, number> = { none: 0, read: 1, triage: 2, write: 3, maintain: 4, admin: 5 };

@@ -29,6 +29,7 @@ export function githubPlatform(options: {
     name: 'github',
     run: {
       id: run.runId,
+      attempt: run.runAttempt,
       url: run.runUrl,
       actor: run.triggeringActor,
       changeRequest: run.pullRequest,

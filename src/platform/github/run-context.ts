@@ -23,6 +23,10 @@ export interface RunContext {
   sha: string;
   /** The short ref name (branch or tag) the run is on. */
   refName: string;
+  /** The full ref the run is on (`refs/heads/main`, `refs/tags/v1`, `refs/pull/7/merge`); '' when unknown. */
+  ref: string;
+  /** The repository's default branch, as the event payload names it. */
+  defaultBranch: string | undefined;
   actor: string;
   /** Who started this attempt (differs from actor on a re-run). */
   triggeringActor: string;
@@ -47,6 +51,7 @@ const envSchema = z.object({
   GITHUB_RUN_ATTEMPT: z.coerce.number().int().positive().default(1),
   GITHUB_SHA: z.string().default(''),
   GITHUB_REF_NAME: z.string().default(''),
+  GITHUB_REF: z.string().default(''),
   GITHUB_ACTOR: z.string().min(1),
   GITHUB_TRIGGERING_ACTOR: z.string().optional(),
   GITHUB_EVENT_NAME: z.string().min(1),
@@ -62,6 +67,7 @@ const payloadSchema = z.looseObject({
   pull_request: z.looseObject({ number: z.number().int() }).optional(),
   issue: z.looseObject({ number: z.number().int() }).optional(),
   schedule: z.string().optional(),
+  repository: z.looseObject({ default_branch: z.string().min(1).optional() }).optional(),
 });
 
 export function readRunContext(env: NodeJS.ProcessEnv, cwd: string): RunContext {
@@ -86,6 +92,8 @@ export function readRunContext(env: NodeJS.ProcessEnv, cwd: string): RunContext 
     runUrl: `${serverUrl}/${e.GITHUB_REPOSITORY}/actions/runs/${e.GITHUB_RUN_ID}/attempts/${e.GITHUB_RUN_ATTEMPT}`,
     sha: e.GITHUB_SHA,
     refName: e.GITHUB_REF_NAME,
+    ref: e.GITHUB_REF,
+    defaultBranch: payload.repository?.default_branch,
     actor: e.GITHUB_ACTOR,
     triggeringActor: e.GITHUB_TRIGGERING_ACTOR || e.GITHUB_ACTOR,
     eventName: e.GITHUB_EVENT_NAME,

@@ -5,7 +5,9 @@
  */
 import { ExocompError } from '../../../domain/errors.js';
 import type { ApprovalGate } from '../../ports/approval-gate.js';
-import type { CiPlatform } from '../../ports/ci-platform.js';
+import type { CiPlatform, GateApproval } from '../../ports/ci-platform.js';
+import type { Workflow } from '../../../domain/workflow.js';
+import type { AppContext } from '../../runtime/context.js';
 import { decide } from '../approvals.js';
 import { judgeSelfApproval } from './approver.js';
 
@@ -46,14 +48,7 @@ export function environmentGate(
         );
       }
       const approval = await platform.gatedJobApproval(environment);
-      // With "Prevent self-review" on, the platform kept the requester out already.
-      const message = `${approval.by} approved a deployment they requested, and environment ${environment ?? ''} allows self-review`;
-      const fix = 'turn on "Prevent self-review" in the environment’s required reviewers';
-      judgeSelfApproval(app, approval.by, workflow, approval.selfReviewAllowed ? selfReview : 'allow', {
-        refused: `${message}; refusing to apply`,
-        help: `${fix}, and have someone else approve (or set self-review: warn)`,
-        warned: `${message}: ${fix}`,
-      });
+      judgeGateSelfApproval(app, approval, workflow, environment, selfReview);
       app.progress.emit({ type: 'info', message: `approved by ${approval.by} via ${approval.via}` });
       return decide(app, workflow.id, {
         approve: true,
@@ -66,4 +61,45 @@ export function environmentGate(
     howToDecide: () =>
       `awaiting approval: a reviewer of environment ${environment ?? '(none named)'} approves the deployment on the run page`,
   };
+}
+
+/**
+ * The self-approval rule for the workflow's requester and for whoever started
+ * the approved attempt. With "Prevent self-review" on, the platform kept out
+ * only the attempt's starter (the requester, when it names no attempt actor);
+ * anyone else among them who approved is refused here, as the setting means.
+ */
+function judgeGateSelfApproval(
+  app: AppContext,
+  approval: GateApproval,
+  workflow: Workflow,
+  environment: string | undefined,
+  selfReview: SelfReview,
+): void {
+  const attemptActor = approval.attemptActor ?? workflow.requester;
+  const keptOut = approval.selfReviewAllowed ? undefined : attemptActor;
+  const fix = 'turn on "Prevent self-review" in the environment’s required reviewers';
+  for (const starter of new Set([workflow.requester, attemptActor])) {
+    if (approval.by !== starter || starter === keptOut) continue;
+    const what =
+      starter === workflow.requester
+        ? 'a deployment they requested'
+        : `an attempt of workflow ${workflow.id} they started`;
+    const message = approval.selfReviewAllowed
+      ? `${approval.by} approved ${what}, and environment ${environment ?? ''} allows self-review`
+      : `${approval.by} approved ${what}: environment ${environment ?? ''} prevents self-review, but the gate kept out only ${attemptActor}, who started this attempt`;
+    judgeSelfApproval(
+      app,
+      approval.by,
+      { ...workflow, requester: starter },
+      approval.selfReviewAllowed ? selfReview : 'refuse',
+      {
+        refused: `${message}; refusing to apply`,
+        help: approval.selfReviewAllowed
+          ? `${fix}, and have someone else approve (or set self-review: warn)`
+          : 'have a reviewer who neither requested the workflow nor started this attempt approve a new attempt',
+        warned: `${message}: ${fix}`,
+      },
+    );
+  }
 }
