@@ -106,8 +106,8 @@ describe('every workflow the docs present, run as written with only the document
     }
     secretNames = await documentedSecretNames();
     const values: Record<string, string> = {
-      EXOCOMP_FLEET_PRIVATE_KEY: await readFile(fx.fleet.privateKeyPath, 'utf8'),
-      EXOCOMP_BOOTSTRAP_PRIVATE_KEY: await readFile(fx.bootstrap.privateKeyPath, 'utf8'),
+      EXOCOMP_FLEET_KEY: await readFile(fx.fleet.privateKeyPath, 'utf8'),
+      EXOCOMP_BOOTSTRAP_KEY: await readFile(fx.bootstrap.privateKeyPath, 'utf8'),
       EXOCOMP_SEAL_KEY: randomBytes(32).toString('base64'),
       EXOCOMP_RUN_SECRETS: 'GREETING: hello from a secret\n',
     };
@@ -134,7 +134,7 @@ describe('every workflow the docs present, run as written with only the document
 
   it('docs/github.md names the secrets the workflows use', () => {
     expect(secretNames).toEqual(
-      expect.arrayContaining(['EXOCOMP_FLEET_PRIVATE_KEY', 'EXOCOMP_BOOTSTRAP_PRIVATE_KEY', 'EXOCOMP_SEAL_KEY']),
+      expect.arrayContaining(['EXOCOMP_FLEET_KEY', 'EXOCOMP_BOOTSTRAP_KEY', 'EXOCOMP_SEAL_KEY']),
     );
   });
 
