@@ -4,6 +4,7 @@ import { scaled } from './test/support/time.js';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    setupFiles: ['test/support/setup-env.ts'],
     // EXOCOMP_TEST_TIME_FACTOR scales these on a loaded machine (test/support/time.ts).
     testTimeout: scaled(120_000),
     hookTimeout: scaled(120_000),

@@ -196,10 +196,10 @@ const CASES: Array<[string, () => Promise<string[]>, RegExp, 1 | 2]> = [
   [
     'missing bootstrap key',
     keyRun('--bootstrap-key', 'keys/missing'),
-    /--bootstrap-key "keys\/missing" is neither an SSH private key nor the path of a readable file/,
+    /--bootstrap-key ".*keys\/missing" is neither an SSH private key nor the path of a readable file/,
     2,
   ],
-  ['key that is a directory', keyRun('--fleet-key', 'keys'), /--fleet-key .*keys is not a file/, 2],
+  ['key that is a directory', keyRun('--fleet-key', 'keys'), /--fleet-key ".*keys" is not a file/, 2],
   // Playbooks.
   ['missing playbook', playbookRun('nope.yml'), /playbook "nope\.yml" does not exist/, 2],
   ['playbook that is a directory', playbookRun('plays'), /playbook "plays" is a directory, not a playbook file/, 2],

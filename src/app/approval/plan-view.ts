@@ -67,6 +67,23 @@ export async function viewAndGuardPlan(
   return view;
 }
 
+/**
+ * The view a published status shows beside the workflow (job summary, PR comment, MR note). Publishing is optional,
+ * so a view that cannot be read is a warning there, never the job's failure; `approval show` names the corruption.
+ */
+export async function planViewToPublish(
+  app: AppContext,
+  workflowId: string,
+  warn: (message: string) => void,
+): Promise<PlanView | undefined> {
+  try {
+    return readPlanView(await app.store.read(), workflowId);
+  } catch (error) {
+    warn(`the plan view is not shown: ${error instanceof Error ? error.message : String(error)}`);
+    return undefined;
+  }
+}
+
 /** `approval show <id>`: the workflow and the view of the plan its approval binds (undefined when none was recorded). */
 export async function approvalToShow(
   app: AppContext,

@@ -12,9 +12,11 @@ import { describeError, ExocompError, UsageError } from '../../domain/errors.js'
 import { defaultWorkspaceName } from '../../domain/names.js';
 import { renderMarkdown, viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
+import type { PlanView } from '../../domain/plan-view.js';
 import type { LedgerStore } from '../../ledger/store.js';
 import { makePrivateDir } from '../../adapters/private-dir.js';
 import { dispatchGate } from '../approval/gates/dispatch.js';
+import { planViewToPublish } from '../approval/plan-view.js';
 import { environmentGate } from '../approval/gates/environment.js';
 import { manualJobGate } from '../approval/gates/manual-job.js';
 import { privateKeyFile, sealKeyOf } from '../keys/key-material.js';
@@ -54,7 +56,7 @@ export interface CiJobFace {
   /** A tool cache restored around the apply (GitHub's provider cache). */
   toolCache?: (app: AppContext) => NonNullable<ContinueRequest['toolCache']>;
   /** The status as markdown; default: the workflow's rendered view. */
-  statusMarkdown?: (workflow: Workflow, now: Date) => string;
+  statusMarkdown?: (workflow: Workflow, now: Date, planView: PlanView | undefined) => string;
   /** What else the face publishes with the status (its own outputs, a report file). */
   published?: (workflow: Workflow, app: AppContext) => Promise<void>;
 }
@@ -207,6 +209,9 @@ function gateFor(settings: JobSettings, platform: CiPlatform): ApprovalGate | un
  * every face has, the run's summary, the sticky comment on its pull/merge
  * request, then the face's own extras. Everything after the outputs is optional.
  */
+// GitLab's note limit is 1,000,000 characters; the view is cut well below it so a note stays readable.
+const MR_NOTE_PLAN_VIEW_LIMIT = 40_000;
+
 async function publishStatus(
   settings: JobSettings,
   face: CiJobFace,
@@ -217,7 +222,13 @@ async function publishStatus(
   platform.setOutput('workflow-id', workflow.id);
   platform.setOutput('workflow-state', workflow.state);
   const now = app.now();
-  const body = secrets.redact(face.statusMarkdown?.(workflow, now) ?? renderMarkdown(viewWorkflow(workflow, now)));
+  const planView = await planViewToPublish(app, workflow.id, (message) =>
+    platform.log.warning(secrets.redact(message)),
+  );
+  const body = secrets.redact(
+    face.statusMarkdown?.(workflow, now, planView) ??
+      renderMarkdown(viewWorkflow(workflow, now), { planView, planViewLimit: MR_NOTE_PLAN_VIEW_LIMIT }),
+  );
   const grants = platform.grants ?? {};
   await optionalCall(platform.log, secrets, { skipped: 'no run summary', grant: undefined }, () =>
     platform.writeSummary(body),

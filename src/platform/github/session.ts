@@ -30,6 +30,7 @@ import { isChainAction, RunningStepMemo } from './running-step.js';
 import { ciHolder } from './holder.js';
 import { readRunContext, type RunContext } from './run-context.js';
 import { statusMarkdown, type StatusOptions } from './status.js';
+import { planViewToPublish } from '../../app/approval/plan-view.js';
 
 export interface Session<N extends ActionName> {
   settings: Settings<(typeof ACTION_INPUTS)[N]>;
@@ -249,7 +250,12 @@ export async function publishWorkflow(
   platform.setOutput('steps', JSON.stringify(view.steps));
   platform.setOutput('inventory', `tf:${workflow.workspace.name}`);
   platform.setOutput('hosts', JSON.stringify(await hostsOf(app, workflow.workspace.name)));
-  const body = session.secrets.redact(statusMarkdown(workflow, { ...options, run: session.run, now: session.now() }));
+  const planView = await planViewToPublish(app, workflow.id, (message) =>
+    platform.log.warning(session.secrets.redact(message)),
+  );
+  const body = session.secrets.redact(
+    statusMarkdown(workflow, { ...options, planView, run: session.run, now: session.now() }),
+  );
   await platform.writeSummary(body);
   const issue = options.comment
     ? (session.run.pullRequest ?? workflow.trigger.pullRequest ?? (await pullRequestOfPush(session)))
