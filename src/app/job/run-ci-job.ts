@@ -78,12 +78,14 @@ export async function runCiJob(raw: JobSettingsInput, face: CiJobFace): Promise<
     // Every input is read and checked by now; the first network call proves the ledger can be written.
     await face.ledger.preflight?.();
     const app = jobContext(face, settings.ledgerBranch);
+    // A plan job asks no gate, but its notice says how the gate of the job that applies is passed.
     const gate = gateFor(settings, platform);
+    const appliesHere = settings.scope === 'apply' || settings.scope === 'chain';
     const outcome = await continueWorkflow(app, {
       workflowId: workflowIdOf(settings, platform),
       ...(startsWorkflow(settings) ? { create: () => newWorkflow(settings, platform) } : {}),
       inputs,
-      ...(gate ? { gate } : {}),
+      ...(gate && appliesHere ? { gate } : {}),
       scope: settings.scope,
       ci: { platform, scratch: privateDir },
       ...(face.toolCache ? { toolCache: face.toolCache(app) } : {}),
@@ -183,9 +185,8 @@ function newWorkflow(settings: JobSettings, platform: CiPlatform): ProvisionRequ
   };
 }
 
-/** The gate a job that may apply asks; none where the decision is made elsewhere (a plan job, a later step). */
+/** The gate of the job that applies; none where the decision is made elsewhere (a later step). */
 function gateFor(settings: JobSettings, platform: CiPlatform): ApprovalGate | undefined {
-  if (settings.scope !== 'apply' && settings.scope !== 'chain') return undefined;
   const { mode, environment, selfApproval, job } = settings.approval;
   switch (mode) {
     case 'environment':

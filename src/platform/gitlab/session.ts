@@ -172,7 +172,13 @@ function jobSettingsOf(
         }
       : {}),
     approval: {
-      mode: kind === 'apply' ? settings.EXOCOMP_APPROVAL : settings.EXOCOMP_APPROVAL === 'none' ? 'none' : 'elsewhere',
+      // The plan job names the apply job's gate in its notice; configure and resume never decide.
+      mode:
+        kind === 'apply' || kind === 'plan'
+          ? settings.EXOCOMP_APPROVAL
+          : settings.EXOCOMP_APPROVAL === 'none'
+            ? 'none'
+            : 'elsewhere',
       ...(settings.EXOCOMP_ENVIRONMENT || job.environment
         ? { environment: settings.EXOCOMP_ENVIRONMENT ?? job.environment }
         : {}),
