@@ -201,19 +201,23 @@ export class JumpSession {
    * is quoted as ssh's own ProxyJump quotes it.
    */
   proxyCommand(route: readonly Hop[]): string {
+    return ['ssh', ...this.forwardArgs(route, "'[%h]:%p'")].join(' ');
+  }
+
+  /** ssh's arguments for a `-W` channel to `target` over the master of `route`, checked like every hop. */
+  private forwardArgs(route: readonly Hop[], target: string): string[] {
     const master = this.masterFor(route);
     const hop = route[route.length - 1] as Hop;
     return [
-      'ssh',
       ...this.strictOptions(),
       '-o',
       `ControlPath=${master.socket}`,
       '-o',
       'ControlMaster=no',
       '-W',
-      "'[%h]:%p'",
+      target,
       ...this.hopArgs(hop),
-    ].join(' ');
+    ];
   }
 
   /** Opens the master of `route` (its outer hops' first); a route already open is kept. */
@@ -317,27 +321,19 @@ export class JumpSession {
     signal?: AbortSignal,
   ): Promise<BannerProbe> {
     const master = this.masterFor(route);
-    const hop = route[route.length - 1] as Hop;
-    const child = spawn(
-      'ssh',
-      [
-        ...this.strictOptions(),
-        '-o',
-        `ControlPath=${master.socket}`,
-        '-o',
-        'ControlMaster=no',
-        '-W',
-        forwardTarget(address, port),
-        ...this.hopArgs(hop),
-      ],
-      { env: this.env(), stdio: ['pipe', 'pipe', 'ignore'] },
-    );
+    const child = spawn('ssh', this.forwardArgs(route, forwardTarget(address, port)), {
+      env: this.env(),
+      stdio: ['pipe', 'pipe', 'ignore'],
+    });
     const result = await readBanner(child, timeoutMs, signal);
     if (master.done) this.masterFor(route);
     if (result.ok || !result.reason.startsWith(CHANNEL_CLOSED)) return result;
     // The bastion reports why it could not connect on the master's own stderr.
     const why = /open failed: ([^\r\n]*)\s*$/.exec(master.stderr)?.[1];
-    return { ok: false, reason: `bastion ${hop.name} could not connect to it${why ? ` (${why})` : ''}` };
+    return {
+      ok: false,
+      reason: `bastion ${(route[route.length - 1] as Hop).name} could not connect to it${why ? ` (${why})` : ''}`,
+    };
   }
 
   /**
