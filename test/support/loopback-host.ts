@@ -68,7 +68,7 @@ export interface LoopbackHost {
 }
 
 export const HOSTS_ROOT = '/run/exocomp-test-hosts';
-const OVERLAID_PATHS = ['/etc', '/home', '/root', '/var', '/opt', '/srv', '/usr/local'] as const;
+const OVERLAID_PATHS = ['/etc', '/home', '/var', '/opt', '/srv', '/usr/local'] as const;
 const SSHD_READY_TIMEOUT_MS = scaled(15_000);
 const STOP_TIMEOUT_MS = scaled(10_000);
 /** What a root shell inside the host gets, instead of the test process's environment. */
@@ -260,6 +260,12 @@ mount_overlay() {
   done
 }
 ${overlays}
+# root's home starts as a fresh image's (/etc/skel), not the runner's: none of its keys or tool set-up (a
+# runner's .bashrc may start pyenv, which every ssh command would then run, and put its python first).
+mkdir -p "$D/root-home"
+[ -e "$D/provisioned" ] || cp -a /etc/skel/. "$D/root-home/"
+chmod 700 "$D/root-home"
+mount -n --bind "$D/root-home" /root
 mount -n -t tmpfs -o mode=1777 tmpfs /tmp
 staging=/tmp/.exocomp-run
 mkdir "$staging"
