@@ -102,7 +102,8 @@ async function main(): Promise<void> {
       const outcome = await runPlay({
         playbook,
         cwd: root,
-        parentEnv: { PATH: process.env.PATH, HOME: root },
+        // ansible's default forks, as the bare side runs (exocomp would derive them from the host count).
+        parentEnv: { PATH: process.env.PATH, HOME: root, ANSIBLE_FORKS: '5' },
         inventoryText,
         knownHosts: renderKnownHosts(parseKnownHosts(knownHosts)),
         remoteUser: 'root',

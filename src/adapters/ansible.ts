@@ -46,6 +46,8 @@ export interface PlaybookRun {
   /** Each play, task and host result as it happens, already redacted. */
   onEvent?(event: AnsibleEvent): void;
   collectionsPath?: string;
+  /** Hosts worked on at once (ANSIBLE_FORKS); absent: ansible's own setting. */
+  forks?: number | undefined;
   /** Stops ansible-playbook when aborted; the run then rejects with the signal's reason. */
   signal?: AbortSignal | undefined;
   /**
@@ -152,6 +154,7 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
       // The callback writes to fd 3, a pipe read while the play runs (progress as it happens).
       [EVENTS_FD_ENV]: '3',
     };
+    if (run.forks !== undefined) env.ANSIBLE_FORKS = String(run.forks);
     delete env.ANSIBLE_CONFIG;
     delete env.ANSIBLE_FORCE_COLOR;
     if (run.collectionsPath !== undefined) env.ANSIBLE_COLLECTIONS_PATH = resolve(run.cwd, run.collectionsPath);

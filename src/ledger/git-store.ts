@@ -107,11 +107,38 @@ interface RefState {
   entries: ReadonlyMap<string, TreeEntry>;
 }
 
-/** A record ref that points at something other than a commit (a blob, a tree, an annotated tag). */
+/** A record ref that points at something other than a commit (a blob, a tree, an annotated tag, a missing object). */
 interface NonCommitRef {
   record: string;
+  /** The object's type, or `missing` when the repository does not hold it. */
   type: string;
   object: string;
+}
+
+/** How git (LC_ALL=C) names the object of a ref that the remote does not hold, when a fetch asks for it. */
+const MISSING_OBJECT = /(?:not our ref|bad object) ([0-9a-f]{40,64})/;
+
+/** The corruption of a record whose ref is not a commit; `consequence` says what else it stops. */
+function nonCommitError(
+  branch: string,
+  { record, type, object }: NonCommitRef,
+  consequence = 'every other record stays usable',
+): LedgerRecordError {
+  const ref = recordRef(branch, record);
+  const problem =
+    type === 'missing'
+      ? `its ref points at ${object}, an object the repository does not hold, not a commit`
+      : `its ref points at a ${type} (${object}), not a commit`;
+  return new LedgerRecordError(record, problem, {
+    ref,
+    damage: 'corrupt',
+    help:
+      `nothing was written; ${consequence}. A record's ref always points at a commit: find the ` +
+      `record's last commit (\`git log --all --format='%H %cd %s' -- ${record}\`, or the ref's reflog) and point ` +
+      `the ref back at it (\`git update-ref ${ref} <commit> ${object}\` in that repository, or ` +
+      `\`git push --force-with-lease=${ref}:${object} <remote> <commit>:${ref}\`), or delete the ref if the record ` +
+      'should not exist',
+  });
 }
 
 /** A ledger ref: the old single branch (name null) or a record's branch. */
@@ -577,7 +604,7 @@ export class GitLedgerStore implements LedgerStore {
       sameTips(await this.remoteTips(git), this.lastSeen.tips)
     )
       return this.lastSeen;
-    await this.fetchShared(git, lock);
+    const missing = await this.fetchShared(git, lock);
     const listed = await git.run([
       'for-each-ref',
       '--format=%(objectname) %(objecttype) %(tree) %(refname)',
@@ -602,6 +629,14 @@ export class GitLedgerStore implements LedgerStore {
       else if (name.startsWith(recordsPrefix) && recordRefProblem(name.slice(recordsPrefix.length)) === undefined) {
         refs.push({ name: name.slice(recordsPrefix.length), commit, tree });
       }
+    }
+    for (const [ref, object] of missing) {
+      tips.set(ref, object);
+      const name = ref.slice('refs/heads/'.length);
+      if (name === this.branch) throw this.notALedger(`it points at ${object}, an object the repository does not hold`);
+      const record = name.slice(`${this.branch}${RECORDS_SUFFIX}/`.length);
+      if (name.startsWith(`${this.branch}${RECORDS_SUFFIX}/`) && recordRefProblem(record) === undefined)
+        nonCommits.push({ record, type: 'missing', object });
     }
     this.cacheRefs = tips.size > 0 ? 'some' : 'unknown';
     const listings = await this.listTrees(
@@ -651,11 +686,11 @@ export class GitLedgerStore implements LedgerStore {
    * another's fetch first asks the remote whether that fetch already brought
    * its tips, and fetches only if not.
    */
-  private async fetchShared(git: GitCli, lock: CacheLock): Promise<void> {
+  private async fetchShared(git: GitCli, lock: CacheLock): Promise<Map<string, string>> {
     const { release, waited } = await lock.acquire();
     try {
-      if (waited && sameTips(await this.remoteTips(git), await this.cacheTips(git))) return;
-      await this.fetch(git);
+      if (waited && sameTips(await this.remoteTips(git), await this.cacheTips(git))) return new Map();
+      return await this.fetch(git);
     } finally {
       await release();
     }
@@ -688,9 +723,15 @@ export class GitLedgerStore implements LedgerStore {
     return tips;
   }
 
-  /** Fetches the tips of every ledger ref; a concurrent fetch in a shared cache is waited out. */
-  private async fetch(git: GitCli): Promise<void> {
+  /**
+   * Fetches the tips of every ledger ref; a concurrent fetch in a shared cache is waited out.
+   * Returns the remote refs that point at an object the remote does not hold (name → object):
+   * git refuses the whole fetch for one of them, so each is left out (a negative refspec) and
+   * its stale copy in the cache dropped, to be reported as that record's corruption alone.
+   */
+  private async fetch(git: GitCli): Promise<Map<string, string>> {
     const refspec = `+refs/heads/${this.branch}*:${this.cachePrefix}${this.branch}*`;
+    const missing = new Map<string, string>();
     // A fresh cache (a new CI runner) takes the tips only; a cache that has them
     // takes just the new commits, without marking each new tip as a shallow
     // boundary (that list would grow by one per write and slow every push).
@@ -712,12 +753,19 @@ export class GitLedgerStore implements LedgerStore {
           '--no-auto-gc',
           this.remote,
           refspec,
+          ...[...missing.keys()].map((name) => `^${name}`),
         ],
         { timeoutMs: NETWORK_TIMEOUT_MS },
       );
-      if (fetched.code === 0) return;
+      if (fetched.code === 0) return this.dropCached(git, missing);
       // A shallow fetch that matches no ref exits 1 without a word: make sure the ledger is indeed empty.
-      if (fetched.stderr.trim() === '' && (await this.remoteIsEmpty(git))) return;
+      if (fetched.stderr.trim() === '' && (await this.remoteIsEmpty(git, missing))) return missing;
+      const absent = MISSING_OBJECT.exec(fetched.stderr)?.[1];
+      if (absent !== undefined && attempt < 50) {
+        const before = missing.size;
+        for (const [name, object] of await this.remoteTips(git)) if (object === absent) missing.set(name, object);
+        if (missing.size > before) continue;
+      }
       // Empty when the fetch looked, a ref now (another writer created the first record in between): look again.
       const createdMeanwhile = fetched.stderr.trim() === '';
       if (
@@ -731,18 +779,29 @@ export class GitLedgerStore implements LedgerStore {
     }
   }
 
+  /** Deletes the cache's copies of `refs` (remote names), so no stale commit stands in for them; returns them. */
+  private async dropCached(git: GitCli, refs: Map<string, string>): Promise<Map<string, string>> {
+    const deletes = [...refs.keys()].map((name) => `delete ${this.cachePrefix}${name.slice('refs/heads/'.length)}\n`);
+    if (deletes.length > 0) {
+      const dropped = await git.run(['update-ref', '--stdin'], { input: deletes.join('') });
+      if (dropped.code !== 0) throw this.cacheFailure('update-ref', dropped.stderr);
+    }
+    return refs;
+  }
+
   private unreachable(stderr: string): ExocompError {
     return new ExocompError('ledger-unreachable', `cannot read the ${this.description}: ${this.gitMessage(stderr)}`, {
       help: `check that ${this.shownRemote} exists and is reachable from here with read access; --ledger (or the ledger-repository input) chooses another repository`,
     });
   }
 
-  /** True when the remote has no ref of this ledger; then the cache's copy is emptied too. */
-  private async remoteIsEmpty(git: GitCli): Promise<boolean> {
+  /** True when the remote has no ref of this ledger but those `left out`; then the cache's copy is emptied too. */
+  private async remoteIsEmpty(git: GitCli, leftOut: ReadonlyMap<string, string>): Promise<boolean> {
     const listed = await git.run(['ls-remote', '--heads', this.remote, `refs/heads/${this.branch}*`], {
       timeoutMs: NETWORK_TIMEOUT_MS,
     });
-    if (listed.code !== 0 || listed.stdout.trim() !== '') return false;
+    const names = listed.stdout.split('\n').flatMap((line) => line.split('\t')[1] ?? []);
+    if (listed.code !== 0 || names.some((name) => !leftOut.has(name))) return false;
     const local = await git.run(['for-each-ref', '--format=delete %(refname)', this.cachePrefix]);
     if (local.stdout.trim() !== '') await git.run(['update-ref', '--stdin'], { input: local.stdout });
     return true;
@@ -828,6 +887,12 @@ export class GitLedgerStore implements LedgerStore {
       conflicts.push(ref.startsWith(namespace) ? ref.slice(namespace.length) : ref);
     }
     if (conflicts.length > 0) return { ok: false, conflicts: [...new Set(conflicts)] };
+    // git's receive-pack checks new objects against every ref, so a ref to a missing object refuses every push.
+    const broken = /bad object (refs\/heads\/\S+)/.exec(output)?.[1];
+    const brokenRecord = this.lastSeen?.nonCommits.find((ref) => recordRef(this.branch, ref.record) === broken);
+    if (brokenRecord) {
+      throw nonCommitError(this.branch, brokenRecord, 'the repository refuses every push until that ref is repaired');
+    }
     const remoteRejected = /\[remote rejected\]/.test(output);
     if (remoteRejected && /hook declined|GH0\d\d|protected branch|rule violation|ruleset/i.test(output)) {
       throw new ExocompError(
@@ -926,22 +991,7 @@ function stateOf(
   const files = new Map<string, string>();
   const contents = new Map<string, string | null>();
   const damaged = new Map<string, LedgerRecordError>();
-  for (const { record, type, object } of nonCommits) {
-    const ref = recordRef(branch, record);
-    damaged.set(
-      record,
-      new LedgerRecordError(record, `its ref points at a ${type} (${object}), not a commit`, {
-        ref,
-        damage: 'corrupt',
-        help:
-          `nothing was written; every other record stays usable. A record's ref always points at a commit: find the ` +
-          `record's last commit (\`git log --all --format='%H %cd %s' -- ${record}\`, or the ref's reflog) and point ` +
-          `the ref back at it (\`git update-ref ${ref} <commit> ${object}\` in that repository, or ` +
-          `\`git push --force-with-lease=${ref}:${object} <remote> <commit>:${ref}\`), or delete the ref if the record ` +
-          'should not exist',
-      }),
-    );
-  }
+  for (const nonCommit of nonCommits) damaged.set(nonCommit.record, nonCommitError(branch, nonCommit));
   for (const [path, blob] of chosen) {
     const content = objects.has(blob) ? objects.get(blob)! : '';
     contents.set(blob, content);

@@ -1,10 +1,13 @@
 /**
  * Issue 28 through the CLI: a ledger name inside another ledger's namespace is
- * refused with exit 2 and no ref changes; a pinned store with a line that is not
- * an exact pin makes `playbook run` refuse before ansible starts; `ledger check`
- * lists damaged records and exits 1.
+ * refused with exit 2 and no ref changes; a record ref that is not a commit (an
+ * annotated tag, a tag to a tree or a blob, an object the repository lacks) makes
+ * `provision status` and `approval decide` name the corruption, never "absent",
+ * and write nothing; a pinned store with a line that is not an exact pin makes
+ * `playbook run` refuse before ansible starts; `ledger check` lists damaged
+ * records and exits 1.
  */
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
@@ -67,6 +70,44 @@ describe('ledger names', () => {
     }
     expect(await allRefs()).toBe(before);
   });
+});
+
+describe('a record ref that is not a commit', () => {
+  const ref = 'refs/heads/exocomp-ledger-records/workflows/seed.json';
+  /** A tag object (no ref) pointing at `object` of `type`. */
+  const tagOf = (object: string, type: string) =>
+    git(['mktag'], `object ${object}\ntype ${type}\ntag seed-${type}\ntagger t <t@t> 0 +0000\n\nhand-made\n`);
+  const targets: Record<string, (commit: string) => Promise<string>> = {
+    'an annotated tag': (commit) => tagOf(commit, 'commit'),
+    'a tag to a tree': async (commit) => tagOf(await git(['rev-parse', `${commit}^{tree}`]), 'tree'),
+    'a tag to a blob': async (commit) => tagOf(await git(['rev-parse', `${commit}:workflows/seed.json`]), 'blob'),
+    'an object the repository lacks': async (commit) => 'e'.repeat(commit.length),
+  };
+
+  for (const [what, target] of Object.entries(targets)) {
+    it(`${what}: status and approval decide name the corruption and the ref, never "absent"; nothing is written`, async () => {
+      const refFile = join(fx.ledger, ref);
+      const commit = (await readFile(refFile, 'utf8')).trim();
+      // git update-ref refuses a non-commit on a branch; a tampered remote (or a push of one) holds it all the same.
+      await writeFile(refFile, `${await target(commit)}\n`);
+      try {
+        const before = await allRefs();
+        for (const command of [
+          ['provision', 'status', 'seed'],
+          ['approval', 'decide', 'seed', '--approve'],
+        ]) {
+          const result = await fx.cli([...command, ...fx.ledgerArgs]);
+          expect(result.code, `${command.join(' ')}: ${result.stderr}`).toBe(1);
+          expect(result.stderr).toContain('corrupt ledger record workflows/seed.json: its ref points at');
+          expect(result.stderr).toContain(`(ref ${ref})`);
+          expect(result.stderr).not.toMatch(/no workflow|credentials|permissions/);
+        }
+        expect(await allRefs()).toBe(before);
+      } finally {
+        await writeFile(refFile, `${commit}\n`);
+      }
+    });
+  }
 });
 
 describe('the pinned store', () => {

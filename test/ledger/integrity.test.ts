@@ -112,11 +112,13 @@ describe('ledger names', () => {
 describe('record refs that are not commits', () => {
   const ref = 'refs/heads/exocomp-ledger-records/workflows/w1.json';
 
-  async function pointRecordAt(kind: 'blob' | 'tree' | 'tag'): Promise<string> {
+  async function pointRecordAt(kind: 'blob' | 'tree' | 'tag' | 'missing'): Promise<string> {
     await store().update(() => change({ 'workflows/w1.json': 'w1\n', 'workflows/w2.json': 'w2\n' }));
     const commit = (await git(['--git-dir', remote, 'rev-parse', ref])).stdout.trim();
     let target: string;
-    if (kind === 'blob') target = (await git(['--git-dir', remote, 'rev-parse', `${commit}:workflows/w1.json`])).stdout;
+    if (kind === 'missing') target = 'e'.repeat(commit.length);
+    else if (kind === 'blob')
+      target = (await git(['--git-dir', remote, 'rev-parse', `${commit}:workflows/w1.json`])).stdout;
     else if (kind === 'tree') target = (await git(['--git-dir', remote, 'rev-parse', `${commit}^{tree}`])).stdout;
     else {
       await git(['--git-dir', remote, 'tag', '-a', '-m', 'a tag', 'w1-tag', commit]);
@@ -127,11 +129,13 @@ describe('record refs that are not commits', () => {
     return target.trim();
   }
 
-  for (const kind of ['blob', 'tree', 'tag'] as const) {
-    it(`a ref to a ${kind} is corruption naming the ref, never absent; a write over it is refused and writes nothing`, async () => {
+  for (const kind of ['blob', 'tree', 'tag', 'missing'] as const) {
+    it(`a ref to a ${kind} object is corruption naming the ref, never absent; a write over it is refused and writes nothing`, async () => {
+      // A cache that read the record while it was sound must not keep serving that copy.
+      const cache = join(temp.path, 'cache-shared');
+      await new GitLedgerStore({ remote, cacheDir: cache }).read();
       const object = await pointRecordAt(kind);
-      const snapshot = await store().read();
-      const type = kind === 'tag' ? 'tag' : kind;
+      const snapshot = await new GitLedgerStore({ remote, cacheDir: cache }).read();
       let thrown: unknown;
       try {
         readWorkflow(snapshot, 'w1');
@@ -141,7 +145,9 @@ describe('record refs that are not commits', () => {
       expect(thrown).toBeInstanceOf(LedgerRecordError);
       const error = thrown as LedgerRecordError;
       expect(error.message).toContain(
-        `corrupt ledger record workflows/w1.json: its ref points at a ${type} (${object})`,
+        kind === 'missing'
+          ? `corrupt ledger record workflows/w1.json: its ref points at ${object}, an object the repository does not hold`
+          : `corrupt ledger record workflows/w1.json: its ref points at a ${kind} (${object})`,
       );
       expect(error.message).toContain(ref);
       expect(error.help).toContain('git log --all');
@@ -154,6 +160,15 @@ describe('record refs that are not commits', () => {
       expect(refused.message).toContain(ref);
       expect(refused.message).not.toMatch(/credentials|permissions/);
       expect(await allRefs()).toBe(before);
+      if (kind === 'missing') {
+        // git's receive-pack then refuses every push (it checks new objects against every ref): named, not a credentials hint.
+        const blocked = await rejection(store().update(() => change({ 'workflows/w2.json': 'w2 again\n' })));
+        expect(blocked.message).toContain(`corrupt ledger record workflows/w1.json`);
+        expect(blocked.message).toContain(ref);
+        expect(blocked.help).toContain('the repository refuses every push until that ref is repaired');
+        expect(await allRefs()).toBe(before);
+        return;
+      }
       // Other records are written as usual.
       await store().update(() => change({ 'workflows/w2.json': 'w2 again\n' }));
       expect((await store().read()).read('workflows/w2.json')).toBe('w2 again\n');

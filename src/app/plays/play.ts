@@ -6,12 +6,14 @@
  */
 import { existsSync } from 'node:fs';
 import { chmod, copyFile, mkdir, rm, writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ExocompError } from '../../domain/errors.js';
 import { failureDetail, failureSummary, type TaskResultEvent } from '../../domain/play-events.js';
 import { countedNames, someNames } from '../../domain/host-list.js';
 import type { PinnedKnownHosts } from '../../domain/known-hosts.js';
 import { scrubEnvironment } from '../../domain/run-environment.js';
+import { chooseForks } from '../../domain/forks.js';
 import { runPlaybook } from '../../adapters/ansible.js';
 import type { AnsibleEvent } from '../../adapters/ansible-events.js';
 import { SshAgent } from '../../adapters/ssh.js';
@@ -48,6 +50,8 @@ export interface PlayRequest {
   onOutput?: ((line: string) => void) | undefined;
   /** Each play, task and host result as the play runs (see app/progress.ts playProgress). */
   onEvent?: ((event: AnsibleEvent) => void) | undefined;
+  /** How many hosts the play targets, local ones included: its forks follow (domain/forks.ts). Unknown for a user's file. */
+  hostCount?: number | undefined;
   /** The hosts the play may reach with their bastions: those behind one are reached through it (docs/networks.md). */
   hosts?: readonly RoutedHost[] | undefined;
   /** Stops the play when aborted; runPlay then rejects with the signal's reason. */
@@ -135,6 +139,7 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
       ...(request.tags ? { tags: request.tags } : {}),
       ...(request.passthrough ? { passthrough: request.passthrough } : {}),
       ...(existsSync(collectionsPath) ? { collectionsPath } : {}),
+      forks: chooseForks(request.hostCount, availableParallelism(), env.ANSIBLE_FORKS),
       secrets: request.secrets.list(),
       ...(request.onOutput ? { onOutput: request.onOutput } : {}),
       ...(request.onEvent ? { onEvent: request.onEvent } : {}),

@@ -122,6 +122,7 @@ export async function runStandingPlay(
   }
   const outcome = await runPlay({
     ...playRequest(app, request, text, knownHosts, { ...sealed, ...request.runSecrets }),
+    hostCount,
     hosts: inventory.hosts.filter((h) => !h.local && (only === undefined || only.has(h.name))),
   });
   return { outcome, hostCount };

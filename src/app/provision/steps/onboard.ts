@@ -91,6 +91,7 @@ async function pinAndPlay(
     inventoryText: inventory.ansibleText,
     knownHosts: pins.knownHosts,
     identityFile: keys.bootstrapKeyPath,
+    hostCount: hosts.length,
     hosts,
     extraVars: { exocomp_fleet_pubkey: fleetPublicKey, exocomp_onboard_user: workflow.options.onboardUser },
     limit: hosts.map((h) => h.name).join(','),
