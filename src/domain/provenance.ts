@@ -83,8 +83,9 @@ export interface ApplyFacts {
   playbook: string;
   /** planFingerprint of the plan that was applied (what an approval binds). */
   planDigest: string;
-  state: StateIdentity;
-  /** The commit the job ran on; absent where none is known (a workstation outside git). */
+  /** The state the apply left; undefined only when the workspace has none (a configuration that manages nothing). */
+  state?: StateIdentity;
+  /** The commit the job ran on, and its repository (`owner/repo`, a GitLab project path); absent where none is known. */
   commit?: { sha: string; repository?: string };
   /** sha256 of the workspace's configuration (workspaceTreeDigest). */
   workspaceDigest: string;
@@ -93,7 +94,6 @@ export interface ApplyFacts {
   approval: Approval;
   /** Who ran the apply: the CI run's URL, or a local builder id. */
   builderId: string;
-  exocompVersion: string;
   startedOn?: string;
   finishedOn: string;
 }
@@ -141,8 +141,8 @@ export function buildProvenanceStatement(facts: ApplyFacts): ProvenanceStatement
       ? [
           {
             name: MATERIAL_NAMES.commit,
-            ...(facts.commit.repository ? { uri: `git+${facts.commit.repository}@${facts.commit.sha}` } : {}),
             digest: { gitCommit: facts.commit.sha },
+            ...(facts.commit.repository ? { annotations: { repository: facts.commit.repository } } : {}),
           },
         ]
       : []),
@@ -162,11 +162,19 @@ export function buildProvenanceStatement(facts: ApplyFacts): ProvenanceStatement
     _type: STATEMENT_TYPE,
     subject: [
       { name: SUBJECT_NAMES.plan, digest: { sha256: facts.planDigest }, annotations: { workflow: facts.workflowId } },
-      {
-        name: SUBJECT_NAMES.state,
-        digest: { sha256: stateDigest(facts.state) },
-        annotations: { workspace: facts.workspace.name, lineage: facts.state.lineage, serial: facts.state.serial },
-      },
+      ...(facts.state
+        ? [
+            {
+              name: SUBJECT_NAMES.state,
+              digest: { sha256: stateDigest(facts.state) },
+              annotations: {
+                workspace: facts.workspace.name,
+                lineage: facts.state.lineage,
+                serial: facts.state.serial,
+              },
+            },
+          ]
+        : []),
     ],
     predicateType: SLSA_PROVENANCE_V1,
     predicate: {
@@ -176,7 +184,7 @@ export function buildProvenanceStatement(facts: ApplyFacts): ProvenanceStatement
         resolvedDependencies: dependencies,
       },
       runDetails: {
-        builder: { id: facts.builderId, version: { exocomp: facts.exocompVersion } },
+        builder: { id: facts.builderId },
         metadata: {
           invocationId: facts.workflowId,
           ...(facts.startedOn ? { startedOn: facts.startedOn } : {}),
@@ -276,7 +284,11 @@ export function verifyProvenance(statement: ProvenanceStatement, evidence: Prove
   const claimedText = claimed.success
     ? `serial ${claimed.data.serial} of lineage ${claimed.data.lineage}`
     : '(unreadable)';
-  if (evidence.state === undefined) {
+  if (evidence.state === undefined && stateSubject === undefined) {
+    check(`subject ${SUBJECT_NAMES.state}`, true, 'no state then, none now');
+  } else if (stateSubject === undefined) {
+    check(`subject ${SUBJECT_NAMES.state}`, false, 'the statement names no state, but the workspace has one now');
+  } else if (evidence.state === undefined) {
     check(
       `subject ${SUBJECT_NAMES.state}`,
       false,

@@ -34,12 +34,11 @@ function facts(overrides: Partial<ApplyFacts> = {}): ApplyFacts {
     playbook: 'site.yml',
     planDigest: PLAN,
     state: { lineage: '5f1c-lineage', serial: 3 },
-    commit: { sha: '1'.repeat(40), repository: 'https://github.com/acme/infra' },
+    commit: { sha: '1'.repeat(40), repository: 'acme/infra' },
     workspaceDigest: 'b'.repeat(64),
     playbookDigest: 'd'.repeat(64),
     approval,
     builderId: 'https://github.com/acme/infra/actions/runs/7',
-    exocompVersion: '0.1.0',
     startedOn: '2026-12-01T10:01:00.000Z',
     finishedOn: '2026-12-01T10:02:00.000Z',
     ...overrides,
@@ -80,8 +79,8 @@ describe('the provenance statement', () => {
     expect(dependencies.map((d) => d.name)).toEqual(['commit', 'workspace', 'playbook', 'approval']);
     expect(dependencies[0]).toEqual({
       name: 'commit',
-      uri: `git+https://github.com/acme/infra@${'1'.repeat(40)}`,
       digest: { gitCommit: '1'.repeat(40) },
+      annotations: { repository: 'acme/infra' },
     });
     expect(dependencies[3]!.annotations).toEqual({
       state: 'approved',
@@ -92,7 +91,7 @@ describe('the provenance statement', () => {
       configFingerprint: 'c'.repeat(64),
     });
     expect(statement.predicate.runDetails).toEqual({
-      builder: { id: 'https://github.com/acme/infra/actions/runs/7', version: { exocomp: '0.1.0' } },
+      builder: { id: 'https://github.com/acme/infra/actions/runs/7' },
       metadata: {
         invocationId: 'edge-0123abcd',
         startedOn: '2026-12-01T10:01:00.000Z',
@@ -101,7 +100,7 @@ describe('the provenance statement', () => {
     });
   });
 
-  it('leaves out the commit when none is known, and a repository-less commit has no uri', () => {
+  it('leaves out the commit when none is known, and a commit without a repository is not annotated', () => {
     const { commit: _omit, ...withoutCommit } = facts();
     expect(
       buildProvenanceStatement(withoutCommit).predicate.buildDefinition.resolvedDependencies.map((d) => d.name),
@@ -196,6 +195,14 @@ describe('verifyProvenance', () => {
       (c) => !c.ok,
     )!.detail;
     expect(detail).toMatch(/serial 3 .* serial 4/);
+  });
+
+  it('a workspace without state: no state subject, and verify wants none now', () => {
+    const { state: _none, ...stateless } = facts();
+    const own = buildProvenanceStatement(stateless);
+    expect(own.subject.map((s) => s.name)).toEqual(['plan']);
+    expect(failed(own, evidence({ state: undefined }))).toEqual([]);
+    expect(failed(own, evidence())).toEqual(['subject state']);
   });
 
   it('names the state when the statement was edited to match another state', () => {
