@@ -12,6 +12,7 @@ import {
   type PlanJson,
   type PlanSummary,
 } from '../domain/plan.js';
+import { stateIdentitySchema, type StateIdentity } from '../domain/provenance.js';
 import { redact, runProcess } from './process.js';
 
 export const VARS_FILE = 'exocomp.auto.tfvars.json';
@@ -98,6 +99,8 @@ export interface TofuPort {
    */
   applyReadingPlan(planFile: string, onPlan?: (plan: PlanJson) => void): Promise<PlanJson>;
   outputs(): Promise<TofuOutputs>;
+  /** The current state's lineage and serial (`state pull`); undefined when the workspace has no state yet. */
+  stateIdentity(): Promise<StateIdentity | undefined>;
 }
 
 export interface TofuDriverOptions {
@@ -169,7 +172,7 @@ export class TofuDriver implements TofuPort {
 
   async showPlan(planFile: string): Promise<PlanJson> {
     const stdout = await this.run(['show', '-json', planFile], { machineOutput: true });
-    const plan = this.parseJson('show', stdout, planJsonSchema);
+    const plan = this.parseJson('show -json', stdout, planJsonSchema);
     this.addSecrets(sensitiveStringsInPlan(plan));
     return plan;
   }
@@ -207,13 +210,21 @@ export class TofuDriver implements TofuPort {
 
   async outputs(): Promise<TofuOutputs> {
     const stdout = await this.run(['output', '-json'], { machineOutput: true });
-    const outputs = this.parseJson('output', stdout, outputsSchema) as TofuOutputs;
+    const outputs = this.parseJson('output -json', stdout, outputsSchema) as TofuOutputs;
     const revealed: string[] = [];
     for (const output of Object.values(outputs)) {
       if (output.sensitive) collectStrings(output.value, revealed);
     }
     this.addSecrets(revealed);
     return outputs;
+  }
+
+  async stateIdentity(): Promise<StateIdentity | undefined> {
+    // `state pull` prints the raw state (https://opentofu.org/docs/cli/commands/state/pull/), and nothing
+    // (its "Empty state" note goes to stderr) when there is none. Only two fields are kept: the state holds secrets.
+    const stdout = await this.run(['state', 'pull'], { machineOutput: true });
+    if (stdout.trim() === '') return undefined;
+    return this.parseJson('state pull', stdout, stateIdentitySchema);
   }
 
   private get toolName(): string {
@@ -288,7 +299,7 @@ export class TofuDriver implements TofuPort {
     try {
       data = JSON.parse(stdout);
     } catch {
-      throw new ExocompError('tool-failed', `${this.toolName} ${subcommand} -json printed something that is not JSON`, {
+      throw new ExocompError('tool-failed', `${this.toolName} ${subcommand} printed something that is not JSON`, {
         help: 'use OpenTofu ≥ 1.6 or Terraform ≥ 1.0 and make sure no wrapper script adds text to its output',
       });
     }
@@ -298,7 +309,7 @@ export class TofuDriver implements TofuPort {
       const where = parsed.error.issues.map((issue) => issue.path.join('.') || '(root)').join(', ');
       throw new ExocompError(
         'tool-failed',
-        `${this.toolName} ${subcommand} -json printed JSON of an unexpected shape (at ${where})`,
+        `${this.toolName} ${subcommand} printed JSON of an unexpected shape (at ${where})`,
         {
           help: 'use OpenTofu ≥ 1.6 or Terraform ≥ 1.0',
         },

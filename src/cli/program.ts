@@ -15,6 +15,7 @@ import { registerInventory } from './commands/inventory.js';
 import { registerKeys } from './commands/keys.js';
 import { registerLedger } from './commands/ledger.js';
 import { registerPlaybook } from './commands/playbook.js';
+import { registerProvenance } from './commands/provenance.js';
 import { registerProvision } from './commands/provision.js';
 import { registerSchedule } from './commands/schedule.js';
 import { registerWorkspace } from './commands/workspace.js';
@@ -30,6 +31,7 @@ export function buildProgram(io: Io): Command {
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
   registerProvision(program, io);
   registerApproval(program, io);
+  registerProvenance(program, io);
   registerWorkspace(program, io);
   registerPlaybook(program, io);
   registerInventory(program, io);

@@ -22,6 +22,7 @@ import { DRIFT_HISTORY_SCHEMA_VERSION, driftHistorySchema, type DriftHistory } f
 import { SCHEDULE_FIRES_SCHEMA_VERSION, scheduleFiresSchema, type ScheduleFires } from '../domain/schedule-fires.js';
 import { LOCK_SCHEMA_VERSION, lockRecordSchema, type LockRecord } from '../domain/lock.js';
 import { PLAN_VIEW_SCHEMA_VERSION, planViewSchema, type PlanView } from '../domain/plan-view.js';
+import { PROVENANCE_SCHEMA_VERSION, provenanceRecordSchema, type ProvenanceRecord } from '../domain/provenance.js';
 import { SEALED_SCHEMA_VERSION, sealedRecordSchema, type SealedRecord } from '../domain/seal.js';
 import { INVENTORY_SCHEMA_VERSION, inventoryRecordSchema, type InventoryRecord } from '../domain/standing-inventory.js';
 import { WORKFLOW_SCHEMA_VERSION, workflowSchema, type Workflow } from '../domain/workflow.js';
@@ -67,6 +68,8 @@ export const LEDGER_PATHS = {
   convergeHistory: (name: string) => `converges/${checkRecordName('inventory', name)}/history.json`,
   /** The plan view of the plan a workflow's approval binds (a record of its own: it can be large). */
   planView: (workflowId: string) => `plan-views/${checkRecordName('workflow', workflowId)}.json`,
+  /** The provenance statement of a workflow's apply (docs/provenance.md). */
+  provenance: (workflowId: string) => `provenance/${checkRecordName('workflow', workflowId)}.json`,
   shardResultsDir: (name: string, runId: string) =>
     `converges/${checkRecordName('inventory', name)}/shards/${checkRecordName('converge run', runId)}/`,
   shardResult: (name: string, runId: string, index: number) =>
@@ -288,6 +291,18 @@ export function readPlanView(snapshot: LedgerSnapshot, workflowId: string): Plan
   return view;
 }
 
+// ---- provenance
+
+/** The provenance of a workflow's apply; undefined when its apply has not succeeded (or ran before provenance was recorded). */
+export function readProvenance(snapshot: LedgerSnapshot, workflowId: string): ProvenanceRecord | undefined {
+  const file = LEDGER_PATHS.provenance(workflowId);
+  return readRecord(snapshot, file, (text) => {
+    const record = parseRecord(file, text, provenanceRecordSchema, PROVENANCE_SCHEMA_VERSION);
+    checkNamedAs(file, 'workflowId', record.workflowId, workflowId);
+    return record;
+  });
+}
+
 // ---- drift checks and scheduled runs
 
 export function readDriftHistory(snapshot: LedgerSnapshot, name: string): DriftHistory | undefined {
@@ -395,6 +410,7 @@ function readerOf(path: string): ((snapshot: LedgerSnapshot) => unknown) | undef
     named(/^inventories\/(.+)\.json$/, (snapshot, name) => readInventoryRecord(snapshot, name)) ??
     named(/^sealed\/(.+)\.json$/, (snapshot, name) => readSealedOutputs(snapshot, name)) ??
     named(/^locks\/(.+)\.json$/, (snapshot, key) => readLock(snapshot, key)) ??
+    named(/^provenance\/(.+)\.json$/, (snapshot, id) => readProvenance(snapshot, id)) ??
     named(/^drift\/(.+)\.json$/, (snapshot, name) => readDriftHistory(snapshot, name)) ??
     named(/^schedules\/(.+)\.json$/, (snapshot, name) => readScheduleFires(snapshot, name)) ??
     named(/^converges\/([^/]+)\/history\.json$/, (snapshot, name) => readConvergeHistory(snapshot, name)) ??
@@ -476,6 +492,10 @@ export class RecordWrites extends Map<string, string | null> {
 
   planView(view: PlanView): this {
     return this.set(LEDGER_PATHS.planView(view.workflowId), serializeRecord(view));
+  }
+
+  provenance(record: ProvenanceRecord): this {
+    return this.set(LEDGER_PATHS.provenance(record.workflowId), serializeRecord(record));
   }
 
   scheduleFires(record: ScheduleFires): this {

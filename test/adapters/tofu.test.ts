@@ -269,6 +269,20 @@ describe('TofuDriver against the OpenTofu stand-in', () => {
     expect(planHasChanges(again.plan)).toBe(false);
   });
 
+  it('reads the state identity with state pull: none before the first apply, then its lineage and serial', async () => {
+    const tofu = driver();
+    await tofu.writeVars({ ansible_inventory: INVENTORY });
+    await planned(tofu);
+    expect(await tofu.stateIdentity()).toBeUndefined();
+    await tofu.apply('exocomp.tfplan');
+    const state = JSON.parse(await readFile(join(workspace, 'terraform.tfstate'), 'utf8'));
+    expect(await tofu.stateIdentity()).toEqual({ lineage: state.lineage, serial: state.serial });
+    expect(invocationsOf(await readStandinLog(logFile), 'state').map((entry) => entry.argv)).toEqual([
+      ['state', 'pull'],
+      ['state', 'pull'],
+    ]);
+  });
+
   it('gives the same plan the same fingerprint and a changed input a different one', async () => {
     const tofu = driver();
     await tofu.writeVars({ ansible_inventory: INVENTORY });

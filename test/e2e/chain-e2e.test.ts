@@ -117,7 +117,7 @@ describe('provision run: the four steps on two SSH hosts and a local one', () =>
     expect(transitions).toEqual([
       `${id}: created for edge (site.yml); apply running (${holder})`,
       // The capture of tf:edge is in the same commit (on the inventory's branch too).
-      `${id}: apply succeeded; ssh-wait running (${holder}); tf:edge: capture 1 output(s) naming 3 host(s)`,
+      `${id}: apply succeeded; ssh-wait running (${holder}); tf:edge: capture 1 output(s) naming 3 host(s); provenance of the apply`,
       `${id}: ssh-wait succeeded; onboard running (${holder})`,
       `${id}: onboard succeeded; configure running (${holder})`,
       `${id}: configure succeeded`,

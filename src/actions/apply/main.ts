@@ -7,6 +7,7 @@
 import { continueWorkflow } from '../../app/provision/continue-workflow.js';
 import { actionsArtifacts } from '../../platform/github/artifacts.js';
 import { approvalGate, jobRequest, renderOutcome } from '../../platform/github/chain-job.js';
+import { applyAttestation } from '../../platform/github/attest.js';
 import { providerCache } from '../../platform/github/provider-cache.js';
 import { githubRunInputs, openLedger, runAction } from '../../platform/github/session.js';
 
@@ -15,7 +16,8 @@ await runAction(
   async (session) => {
     const s = session.settings;
     const app = await openLedger(session, s, { provePushAccess: true });
-    const inputs = await githubRunInputs(session, s);
+    const sign = async () => (await import('./attest.js')).attest;
+    const inputs = { ...(await githubRunInputs(session, s)), ...applyAttestation(session, sign) };
     const outcome = await continueWorkflow(app, {
       workflowId: s['workflow-id'],
       inputs,

@@ -9,6 +9,7 @@ import {
   renderOutcome,
   workspaceNameOf,
 } from '../../platform/github/chain-job.js';
+import { applyAttestation } from '../../platform/github/attest.js';
 import { providerCache } from '../../platform/github/provider-cache.js';
 import { githubRunInputs, openLedger, runAction } from '../../platform/github/session.js';
 
@@ -17,7 +18,8 @@ await runAction(
   async (session) => {
     const s = session.settings;
     const app = await openLedger(session, s, { provePushAccess: true });
-    const inputs = await githubRunInputs(session, s);
+    const sign = async () => (await import('./attest.js')).attest;
+    const inputs = { ...(await githubRunInputs(session, s)), ...applyAttestation(session, sign) };
     const outcome = await continueWorkflow(app, {
       workflowId: s['workflow-id'] ?? defaultWorkflowId(workspaceNameOf(s), session.run),
       create: newWorkflowRequest(session, s, s['require-approval']),

@@ -4,6 +4,7 @@
  */
 import type { PlannedApply } from '../provision/apply-workspace.js';
 import type { LookAhead } from '../provision/look-ahead.js';
+import type { ProvenanceAttestation } from '../ports/attestor.js';
 import type { SecretRegistry } from '../runtime/secrets.js';
 
 export interface RunInputs {
@@ -25,6 +26,8 @@ export interface RunInputs {
   savedPlanFile?: string;
   /** The apply's plan, made while this run recorded the new workflow with apply running (continue-workflow.ts). */
   plannedApply?: LookAhead<PlannedApply>;
+  /** Whether and how the apply's provenance is attested (asked on GitHub with `attest`); unset: not asked. */
+  attestation?: ProvenanceAttestation;
   secrets: SecretRegistry;
 }
 

@@ -15,6 +15,7 @@ import {
 import { renderKnownHosts } from '../../domain/known-hosts.js';
 import { planFingerprint, planHasChanges, summarizePlan, type PlanJson, type PlanSummary } from '../../domain/plan.js';
 import { buildPlanView } from '../../domain/plan-view.js';
+import type { StateIdentity } from '../../domain/provenance.js';
 import { sealOutputs } from '../../domain/seal.js';
 import { isCiEnvironment, isConfigFile, judgeStateBackend, stateBackendOf } from '../../domain/state-backend.js';
 import {
@@ -67,6 +68,8 @@ export interface ApplyRequest {
   deferCapture?: boolean;
   /** The plan, made before the apply was recorded as running (lookAheadToApply); only for an apply no approval binds. */
   planned?: LookAhead<PlannedApply> | undefined;
+  /** Read the state's lineage and serial after the apply (`ApplyOutcome.state`), for its provenance. */
+  identifyState?: boolean;
 }
 
 export interface ApplyOutcome {
@@ -79,6 +82,10 @@ export interface ApplyOutcome {
   hostCount: number;
   applied: boolean;
   summary: PlanSummary;
+  /** planFingerprint of the plan that was applied (or, without changes, read). */
+  planDigest: string;
+  /** The state the apply left, when the request asked to identify it (undefined: the workspace has no state). */
+  state?: StateIdentity | undefined;
 }
 
 export function formatPlanSummary(summary: PlanSummary): string {
@@ -246,10 +253,13 @@ async function finishApply(
   app: AppContext,
   request: ApplyRequest,
   tofu: TofuPort,
-  { applied, summary, approvedPlan }: { applied: boolean; summary: PlanSummary; approvedPlan?: PlanJson },
+  { applied, summary, planDigest, approvedPlan }: AppliedPlan,
 ): Promise<ApplyOutcome> {
   if (!applied) request.info('no changes: the workspace already matches its configuration');
-  const outputs = await tofu.outputs();
+  const [outputs, state] = await Promise.all([
+    tofu.outputs(),
+    request.identifyState ? tofu.stateIdentity() : Promise.resolve(undefined),
+  ]);
   for (const output of Object.values(outputs)) {
     if (output.sensitive) registerSensitive(request.secrets, output.value);
   }
@@ -268,22 +278,28 @@ async function finishApply(
     hostCount,
     applied,
     summary,
+    planDigest,
+    ...(request.identifyState ? { state } : {}),
     ...(request.deferCapture ? { capture, inventory } : {}),
   };
 }
 
+/** What applying a plan found: whether it changed anything, its summary and digest, and the approved plan itself. */
+interface AppliedPlan {
+  applied: boolean;
+  summary: PlanSummary;
+  planDigest: string;
+  approvedPlan?: PlanJson;
+}
+
 /** tofu applies the plan while it is read back for its summary and sensitive values; a plan without changes is only read. */
-async function applyPlanned(
-  tofu: TofuPort,
-  request: ApplyRequest,
-  planned: PlannedApply,
-): Promise<{ applied: boolean; summary: PlanSummary }> {
+async function applyPlanned(tofu: TofuPort, request: ApplyRequest, planned: PlannedApply): Promise<AppliedPlan> {
   const tell = (plan: PlanJson) => request.info(`plan: ${formatPlanSummary(summarizePlan(plan))}`);
   const plan = planned.changes
     ? await tofu.applyReadingPlan(planned.planFile, tell)
     : await tofu.showPlan(planned.planFile);
   if (!planned.changes) tell(plan);
-  return { applied: planned.changes, summary: summarizePlan(plan) };
+  return { applied: planned.changes, summary: summarizePlan(plan), planDigest: planFingerprint(plan) };
 }
 
 /** The approved plan (planned again here, or the saved plan carried from the plan job) is applied only if it is the one approved. */
@@ -291,7 +307,7 @@ async function applyApprovedPlan(
   tofu: TofuPort,
   request: ApplyRequest,
   planFile: string,
-): Promise<{ applied: boolean; summary: PlanSummary; approvedPlan: PlanJson }> {
+): Promise<AppliedPlan & { approvedPlan: PlanJson }> {
   const plan =
     request.savedPlanFile === undefined
       ? await planWorkspace(tofu, request.vars, planFile)
@@ -309,7 +325,7 @@ async function applyApprovedPlan(
   }
   const applied = planHasChanges(plan.plan);
   if (applied) await tofu.apply(planFile);
-  return { applied, summary, approvedPlan: plan.plan };
+  return { applied, summary, planDigest: plan.fingerprint, approvedPlan: plan.plan };
 }
 
 /** A plan saved by an earlier job: the workspace is initialised (providers) and the plan read back. */

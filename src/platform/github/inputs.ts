@@ -117,6 +117,9 @@ const TOFU = {
   'seal-key': secret(),
 };
 
+/** Attest the apply's provenance with the job's id-token (src/platform/github/attest.ts). */
+const ATTEST = { attest: flag(false) };
+
 const KEYS = {
   'fleet-private-key': secret(),
   'bootstrap-private-key': secret(),
@@ -165,6 +168,7 @@ export const ACTION_INPUTS = {
     ...NEW_WORKFLOW,
     ...APPROVAL,
     ...TOFU,
+    ...ATTEST,
     ...KEYS,
     ...LEDGER,
     ...COMMENT,
@@ -190,6 +194,7 @@ export const ACTION_INPUTS = {
     environment: APPROVAL.environment,
     'self-review': APPROVAL['self-review'],
     ...TOFU,
+    ...ATTEST,
     ...LEDGER,
     ...COMMENT,
   },

@@ -41,6 +41,8 @@ export interface RunContext {
   schedule: string | undefined;
   runnerTemp: string;
   workspace: string;
+  /** The job may request an OIDC token: `permissions: id-token: write` makes the runner set ACTIONS_ID_TOKEN_REQUEST_URL. */
+  idToken: boolean;
 }
 
 const envSchema = z.object({
@@ -60,6 +62,7 @@ const envSchema = z.object({
   GITHUB_WORKFLOW_REF: z.string().optional(),
   RUNNER_TEMP: z.string().optional(),
   GITHUB_WORKSPACE: z.string().optional(),
+  ACTIONS_ID_TOKEN_REQUEST_URL: z.string().optional(),
 });
 
 /** The few payload fields the actions read; everything else is ignored. */
@@ -104,6 +107,7 @@ export function readRunContext(env: NodeJS.ProcessEnv, cwd: string): RunContext 
     schedule: e.GITHUB_EVENT_NAME === 'schedule' ? payload.schedule : undefined,
     runnerTemp: e.RUNNER_TEMP ?? tmpdir(),
     workspace: e.GITHUB_WORKSPACE ?? cwd,
+    idToken: (e.ACTIONS_ID_TOKEN_REQUEST_URL ?? '') !== '',
   };
 }
 

@@ -10,6 +10,8 @@ import { lookAheadToSshWait } from './ssh-wait.js';
 import { hasBastions } from '../../hosts/jump.js';
 import { applyWorkspace } from '../apply-workspace.js';
 import { checkApprovedConfiguration } from '../../approval/config-preview.js';
+import { RecordWrites, type RecordsChange } from '../../../ledger/records.js';
+import { applyMaterials, provenanceOfApply } from '../provenance.js';
 
 export async function applyStep({
   app,
@@ -31,6 +33,8 @@ export async function applyStep({
   }
   // The approval binds the configuration preview too: a changed playbook (or host) voids it.
   if (workflow.approval.state === 'approved') await checkApprovedConfiguration(app, workflow, inputs, { info, signal });
+  // What the apply is made from is digested before it runs: its provenance names these, not what is there afterwards.
+  const materials = await applyMaterials(app, workflow);
   const outcome = await applyWorkspace(app, {
     workspacePath: workflow.workspace.path,
     name: workflow.workspace.name,
@@ -49,10 +53,25 @@ export async function applyStep({
     signal,
     // The capture is written with the step's success: one commit, and none at all for a runner that lost the step.
     deferCapture: true,
+    identifyState: true,
   });
+  const provenance = await provenanceOfApply(
+    app,
+    workflow,
+    { planDigest: outcome.planDigest, state: outcome.state, materials },
+    inputs.attestation,
+    { info, warn },
+  );
+  const capture = outcome.capture;
+  // The statement is written with the step's success (and the capture): one commit, as before.
+  const records: RecordsChange = (snapshot) => {
+    const change = capture?.(snapshot) ?? { writes: new RecordWrites(), message: `tf:${workflow.workspace.name}` };
+    change.writes.provenance(provenance);
+    return { ...change, message: `${change.message}; provenance of the apply` };
+  };
   return {
     detail: outcome.eventLine,
-    ...(outcome.capture ? { records: outcome.capture } : {}),
+    records,
     ...(outcome.inventory ? { handOn: handOn(outcome.inventory) } : {}),
   };
 
