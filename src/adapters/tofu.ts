@@ -17,6 +17,7 @@ import {
   diagnosticLines,
   readUiLine,
   readValidateJson,
+  redactDiagnostic,
   type TofuDiagnostic,
 } from '../domain/tofu-diagnostics.js';
 import { redact, runProcess } from './process.js';
@@ -421,14 +422,4 @@ function shownText(stdout: string, output: OutputKind): string {
     .split('\n')
     .flatMap((line) => readUiLine(line)?.text ?? [line])
     .join('\n');
-}
-
-function redactDiagnostic(d: TofuDiagnostic, redactText: (text: string) => string): TofuDiagnostic {
-  return {
-    ...d,
-    summary: redactText(d.summary),
-    ...(d.detail === undefined ? {} : { detail: redactText(d.detail) }),
-    ...(d.address === undefined ? {} : { address: redactText(d.address) }),
-    ...(d.file === undefined ? {} : { file: redactText(d.file) }),
-  };
 }

@@ -65,6 +65,17 @@ function toDiagnostic(data: unknown): TofuDiagnostic | undefined {
   };
 }
 
+/** The diagnostic with every text in it passed through `redact`. */
+export function redactDiagnostic(d: TofuDiagnostic, redact: (text: string) => string): TofuDiagnostic {
+  return {
+    ...d,
+    summary: redact(d.summary),
+    ...(d.detail === undefined ? {} : { detail: redact(d.detail) }),
+    ...(d.address === undefined ? {} : { address: redact(d.address) }),
+    ...(d.file === undefined ? {} : { file: redact(d.file) }),
+  };
+}
+
 /** `main.tf line 15` (or nothing, for a diagnostic about no file). */
 function whereOf(d: TofuDiagnostic): string | undefined {
   return d.file === undefined ? undefined : `${d.file}${d.line === undefined ? '' : ` line ${d.line}`}`;

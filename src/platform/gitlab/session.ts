@@ -14,6 +14,7 @@ import { describeError, ExocompError } from '../../domain/errors.js';
 import { parseDuration } from '../../domain/duration.js';
 import { KEY_VARIABLES } from '../../domain/key-variables.js';
 import { defaultWorkspaceName, parseWorkspaceName, workflowIdProblem } from '../../domain/names.js';
+import { codeQualityReport, type TofuDiagnostic } from '../../domain/tofu-diagnostics.js';
 import type { Workflow } from '../../domain/workflow.js';
 import { jobContext, runCiJob, type CiJobFace } from '../../app/job/run-ci-job.js';
 import type { JobSettingsInput } from '../../app/job/job-settings.js';
@@ -92,6 +93,7 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
   const secrets = new SecretRegistry();
   secrets.add(env.CI_JOB_TOKEN, env[GITLAB_TOKEN_VARIABLE], env[LEDGER_TOKEN_VARIABLE], env[KEY_VARIABLES.seal]);
   const log = createGitLabLog(secrets);
+  const progress = new GitLabProgress(log);
   try {
     const settings = readGitLabSettings(env);
     const job = readGitLabJob(env);
@@ -104,7 +106,7 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
       platform,
       secrets,
       ledger: kind === 'sweep' ? { store: ledger.store } : ledger,
-      progress: new GitLabProgress(log),
+      progress,
       cwd: job.projectDir,
       env: { ...withoutTokens(env), ...stateEnv },
       tempDir: job.tempDir,
@@ -115,6 +117,29 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
   } catch (error) {
     log.error(describeError(error));
     return error instanceof ExocompError ? error.exitCode : 1;
+  } finally {
+    // The job's directory (readGitLabJob's projectDir): diagnostics name their files relative to it.
+    if (kind === 'plan' || kind === 'apply' || kind === 'resume')
+      writeCodeQualityReport(process.cwd(), progress.diagnostics, log);
+  }
+}
+
+/** The jobs' `reports: codequality` file: tofu's diagnostics on their files and lines in the merge request. */
+export const CODE_QUALITY_REPORT_FILE = 'exocomp-code-quality.json';
+
+/**
+ * Written by every job that may run tofu (plan, apply, resume), empty when tofu said nothing, so the report GitLab reads is this
+ * job's (the templates upload it also when the job fails). A report that cannot be written is a warning.
+ */
+export function writeCodeQualityReport(
+  projectDir: string,
+  diagnostics: readonly TofuDiagnostic[],
+  log: GitLabLog,
+): void {
+  try {
+    writeFileSync(join(projectDir, CODE_QUALITY_REPORT_FILE), `${JSON.stringify(codeQualityReport(diagnostics))}\n`);
+  } catch (error) {
+    log.warning(`the code-quality report was not written: ${(error as Error).message}`);
   }
 }
 
