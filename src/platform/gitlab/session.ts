@@ -55,6 +55,17 @@ const settingsSchema = z.object({
   EXOCOMP_LEDGER_PROJECT: z.string().optional(),
   EXOCOMP_STATE: z.enum(['local', 'gitlab']).default('local'),
   EXOCOMP_ALLOW_LOCAL_STATE: flag,
+  EXOCOMP_ALLOW_DESTROY: flag,
+  /** Protect patterns, comma- or newline-separated. */
+  EXOCOMP_PROTECT: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(/[\n,]/)
+        .map((item) => item.trim())
+        .filter((item) => item !== ''),
+    ),
   EXOCOMP_SSH_WAIT: z.string().default('5m'),
   EXOCOMP_ONBOARD_USER: z.string().default('exocomp'),
   EXOCOMP_TOFU_BINARY: z.string().optional(),
@@ -217,6 +228,8 @@ function jobSettingsOf(
     },
     ...(settings.EXOCOMP_TOFU_BINARY ? { tofuBinary: settings.EXOCOMP_TOFU_BINARY } : {}),
     allowLocalState: settings.EXOCOMP_ALLOW_LOCAL_STATE,
+    allowDestroy: settings.EXOCOMP_ALLOW_DESTROY,
+    protect: settings.EXOCOMP_PROTECT,
     ledgerBranch: settings.EXOCOMP_LEDGER_BRANCH,
     statusComment: settings.EXOCOMP_MR_NOTE,
   };
