@@ -481,7 +481,7 @@ export class WorkflowRunner {
     const environmentUrl =
       url === undefined
         ? undefined
-        : interpolate(url, scopeOf({ steps: steps, github: this.githubContext(frame.trigger) as Context }, status));
+        : interpolate(url, scopeOf({ steps: steps, github: this.githubContext(frame.trigger) }, status));
     return { name, conclusion: status, steps: runs, outputs, ...(environmentUrl ? { environmentUrl } : {}) };
   }
 
