@@ -19,7 +19,11 @@ import { gitlabHolderId, parseGitLabHolderId, readGitLabJob, type GitLabJob } fr
 import { openGitLabLedger } from '../../src/platform/gitlab/ledger.js';
 import { createGitLabLog } from '../../src/platform/gitlab/log.js';
 import { GitLabProgress } from '../../src/platform/gitlab/progress.js';
-import { CODE_QUALITY_REPORT_FILE, writeCodeQualityReport } from '../../src/platform/gitlab/session.js';
+import {
+  CODE_QUALITY_REPORT_FILE,
+  readGitLabSettings,
+  writeCodeQualityReport,
+} from '../../src/platform/gitlab/session.js';
 import { TerminalProgress } from '../../src/cli/terminal.js';
 import type { ProgressEvent } from '../../src/app/runtime/progress.js';
 import { findMergeRequest, statusMarker, upsertStatusNote } from '../../src/platform/gitlab/status-note.js';
@@ -492,6 +496,19 @@ describe('log sections and state backend', () => {
     expect(out).not.toContain('hunter2');
     expect(out).toContain('^[[0Ksection_end:1:fake');
     expect(out.split('\u001b[0Ksection_end')).toHaveLength(2);
+  });
+
+  it('reads the destroy guard’s template inputs: allow-destroy, and protect as a comma-separated list', () => {
+    expect(
+      readGitLabSettings({ EXOCOMP_ALLOW_DESTROY: 'true', EXOCOMP_PROTECT: 'module.db, aws_instance.*' }),
+    ).toMatchObject({
+      EXOCOMP_ALLOW_DESTROY: true,
+      EXOCOMP_PROTECT: ['module.db', 'aws_instance.*'],
+    });
+    expect(readGitLabSettings({ EXOCOMP_PROTECT: '' })).toMatchObject({
+      EXOCOMP_ALLOW_DESTROY: false,
+      EXOCOMP_PROTECT: [],
+    });
   });
 
   it('collects tofu’s diagnostics into the job’s code-quality report (an empty one when tofu said nothing)', async () => {
