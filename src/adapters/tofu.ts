@@ -13,6 +13,14 @@ import {
   type PlanSummary,
 } from '../domain/plan.js';
 import { stateIdentitySchema, type StateIdentity } from '../domain/provenance.js';
+import {
+  diagnosticHeadline,
+  diagnosticLines,
+  readUiLine,
+  readValidateJson,
+  redactDiagnostic,
+  type TofuDiagnostic,
+} from '../domain/tofu-diagnostics.js';
 import { redact, runProcess } from './process.js';
 
 export const VARS_FILE = 'exocomp.auto.tfvars.json';
@@ -112,6 +120,8 @@ export interface TofuDriverOptions {
   secrets?: readonly string[];
   /** Called with each line the command prints, secrets redacted. */
   onOutput?: ((line: string, stream: 'stdout' | 'stderr') => void) | undefined;
+  /** Called with each diagnostic (error or warning) of validate, plan and apply, secrets redacted; its lines go to onOutput too. */
+  onDiagnostic?: ((diagnostic: TofuDiagnostic) => void) | undefined;
   /** Stops the running command when aborted; every later command then throws the signal's reason. */
   signal?: AbortSignal | undefined;
 }
@@ -123,6 +133,7 @@ export class TofuDriver implements TofuPort {
   private readonly workspaceDir: string;
   private readonly env: NodeJS.ProcessEnv;
   private readonly onOutput: TofuDriverOptions['onOutput'];
+  private readonly onDiagnostic: TofuDriverOptions['onDiagnostic'];
   private readonly signal: AbortSignal | undefined;
   /** Grows as plans and outputs reveal sensitive values. */
   private readonly secrets: string[] = [];
@@ -132,6 +143,7 @@ export class TofuDriver implements TofuPort {
     this.workspaceDir = options.workspaceDir;
     this.env = options.env;
     this.onOutput = options.onOutput;
+    this.onDiagnostic = options.onDiagnostic;
     this.signal = options.signal;
     this.addSecrets(options.secrets ?? []);
   }
@@ -147,11 +159,11 @@ export class TofuDriver implements TofuPort {
   }
 
   async validate(): Promise<void> {
-    await this.run(['validate', '-no-color']);
+    await this.run(['validate', '-json', '-no-color'], { output: 'validate-json' });
   }
 
   async plan(planFile: string): Promise<PlanResult> {
-    await this.run(['plan', '-input=false', '-no-color', `-out=${planFile}`]);
+    await this.run(['plan', '-input=false', '-no-color', '-json', `-out=${planFile}`], { output: 'ui-json' });
     const plan = await this.showPlan(planFile);
     return { summary: summarizePlan(plan), fingerprint: planFingerprint(plan), plan };
   }
@@ -164,21 +176,22 @@ export class TofuDriver implements TofuPort {
 
   async planChanges(planFile: string): Promise<boolean> {
     const { code } = await this.runWithCode(
-      ['plan', '-input=false', '-no-color', '-detailed-exitcode', `-out=${planFile}`],
+      ['plan', '-input=false', '-no-color', '-json', '-detailed-exitcode', `-out=${planFile}`],
       [0, 2],
+      { output: 'ui-json' },
     );
     return code === 2;
   }
 
   async showPlan(planFile: string): Promise<PlanJson> {
-    const stdout = await this.run(['show', '-json', planFile], { machineOutput: true });
+    const stdout = await this.run(['show', '-json', planFile], { output: 'data' });
     const plan = this.parseJson('show -json', stdout, planJsonSchema);
     this.addSecrets(sensitiveStringsInPlan(plan));
     return plan;
   }
 
   async apply(planFile: string): Promise<void> {
-    await this.run(['apply', '-input=false', '-no-color', planFile]);
+    await this.run(['apply', '-input=false', '-no-color', '-json', planFile], { output: 'ui-json' });
   }
 
   async applyReadingPlan(planFile: string, onPlan?: (plan: PlanJson) => void): Promise<PlanJson> {
@@ -189,7 +202,10 @@ export class TofuDriver implements TofuPort {
     });
     const [read, applied] = await Promise.allSettled([
       reading,
-      this.runWithCode(['apply', '-input=false', '-no-color', planFile], [0], { after: reading }),
+      this.runWithCode(['apply', '-input=false', '-no-color', '-json', planFile], [0], {
+        after: reading,
+        output: 'ui-json',
+      }),
     ]);
     if (read.status === 'rejected') {
       this.signal?.throwIfAborted();
@@ -209,7 +225,7 @@ export class TofuDriver implements TofuPort {
   }
 
   async outputs(): Promise<TofuOutputs> {
-    const stdout = await this.run(['output', '-json'], { machineOutput: true });
+    const stdout = await this.run(['output', '-json'], { output: 'data' });
     const outputs = this.parseJson('output -json', stdout, outputsSchema) as TofuOutputs;
     const revealed: string[] = [];
     for (const output of Object.values(outputs)) {
@@ -222,7 +238,7 @@ export class TofuDriver implements TofuPort {
   async stateIdentity(): Promise<StateIdentity | undefined> {
     // `state pull` prints the raw state (https://opentofu.org/docs/cli/commands/state/pull/), and nothing
     // (its "Empty state" note goes to stderr) when there is none. Only two fields are kept: the state holds secrets.
-    const stdout = await this.run(['state', 'pull'], { machineOutput: true });
+    const stdout = await this.run(['state', 'pull'], { output: 'data' });
     if (stdout.trim() === '') return undefined;
     return this.parseJson('state pull', stdout, stateIdentitySchema);
   }
@@ -232,24 +248,25 @@ export class TofuDriver implements TofuPort {
   }
 
   /**
-   * Runs one command in the workspace and returns its stdout. Machine output
+   * Runs one command in the workspace and returns its stdout. `data` output
    * (JSON with sensitive values in clear) is neither streamed nor redacted: it
    * is parsed, never shown. Everything that is shown is redacted here, line by
    * line, so a secret split across output chunks is still caught.
    */
-  private async run(args: string[], { machineOutput = false } = {}): Promise<string> {
-    return (await this.runWithCode(args, [0], { machineOutput })).stdout;
+  private async run(args: string[], { output = 'text' }: { output?: OutputKind } = {}): Promise<string> {
+    return (await this.runWithCode(args, [0], { output })).stdout;
   }
 
   /**
-   * Runs one command; an exit code outside `okCodes` is a failure. With
-   * `after`, its lines are held, and a failure is described, only once `after`
-   * settled (it may reveal values to redact); when `after` fails they are dropped.
+   * Runs one command; an exit code outside `okCodes` is a failure, described
+   * by its error diagnostics when it printed any. With `after`, its lines are
+   * held, and a failure is described, only once `after` settled (it may reveal
+   * values to redact); when `after` fails they are dropped.
    */
   private async runWithCode(
     args: string[],
     okCodes: readonly number[],
-    { machineOutput = false, after }: { machineOutput?: boolean; after?: Promise<unknown> } = {},
+    { output = 'text', after }: { output?: OutputKind; after?: Promise<unknown> } = {},
   ): Promise<{ stdout: string; code: number }> {
     const command = `${this.toolName} ${args[0]}`;
     const shown =
@@ -259,9 +276,14 @@ export class TofuDriver implements TofuPort {
             () => true,
             () => false,
           );
-    const splitters = machineOutput
-      ? undefined
-      : { stdout: this.lineSplitter('stdout', shown), stderr: this.lineSplitter('stderr', shown) };
+    const diagnostics: TofuDiagnostic[] = [];
+    const streamed = output === 'text' || output === 'ui-json';
+    const splitters = streamed
+      ? {
+          stdout: this.lineSplitter('stdout', output === 'ui-json' ? diagnostics : undefined, shown),
+          stderr: this.lineSplitter('stderr', undefined, shown),
+        }
+      : undefined;
     this.signal?.throwIfAborted();
     let result;
     try {
@@ -283,15 +305,33 @@ export class TofuDriver implements TofuPort {
     this.signal?.throwIfAborted();
     // Nothing of this command may be shown: the caller reports why, with the exit code.
     if (shown !== undefined && !(await shown)) return { stdout: '', code: result.signal === null ? result.code : -1 };
+    if (output === 'validate-json') {
+      for (const diagnostic of readValidateJson(result.stdout) ?? []) this.report(diagnostic, 'stdout', diagnostics);
+    }
     if (!okCodes.includes(result.code) || result.signal !== null) {
       const how =
         result.signal !== null ? `was ended by signal ${result.signal}` : `failed with exit code ${result.code}`;
-      const tail = this.tailOf(result.stderr.trim() === '' ? result.stdout : result.stderr);
-      throw new ExocompError('tool-failed', `${command} ${how}${tail === '' ? '' : `:\n${tail}`}`, {
+      const errors = diagnostics.filter((d) => d.severity === 'error');
+      const described =
+        errors.length > 0
+          ? errors
+              .flatMap((d) => [diagnosticHeadline(d), ...(d.detail ? [`  ${d.detail.split('\n').join('\n  ')}`] : [])])
+              .join('\n')
+          : this.tailOf(result.stderr.trim() === '' ? shownText(result.stdout, output) : result.stderr);
+      throw new ExocompError('tool-failed', `${command} ${how}${described === '' ? '' : `:\n${described}`}`, {
         help: `fix the workspace or its inputs and run again; the full output of ${command} is in the log above`,
+        ...(errors.length > 0 ? { detail: errors.map(diagnosticHeadline).join('\n') } : {}),
       });
     }
     return { stdout: result.stdout, code: result.code };
+  }
+
+  /** A diagnostic, redacted: shown as tofu's text, kept for the failure, and told to onDiagnostic. */
+  private report(diagnostic: TofuDiagnostic, stream: 'stdout' | 'stderr', kept: TofuDiagnostic[]): void {
+    const redacted = redactDiagnostic(diagnostic, (text) => this.redact(text));
+    kept.push(redacted);
+    for (const line of diagnosticLines(redacted)) this.onOutput?.(line, stream);
+    this.onDiagnostic?.(redacted);
   }
 
   private parseJson<T>(subcommand: string, stdout: string, schema: z.ZodType<T>): T {
@@ -338,15 +378,24 @@ export class TofuDriver implements TofuPort {
     this.secrets.sort((a, b) => b.length - a.length);
   }
 
-  /** Splits output into lines and shows each, redacted; with `shown`, lines wait for it, and are dropped when it is false. */
+  /**
+   * Splits output into lines and shows each, redacted; with `diagnostics`, each line is a JSON UI message, shown as
+   * its text, its diagnostic kept there. With `shown`, lines wait for it, and are dropped when it is false.
+   */
   private lineSplitter(
     stream: 'stdout' | 'stderr',
+    diagnostics?: TofuDiagnostic[],
     shown?: Promise<boolean>,
   ): { push(chunk: string): void; flush(): void } {
     let pending = '';
     let state: 'holding' | 'showing' | 'dropping' = shown === undefined ? 'showing' : 'holding';
     const held: string[] = [];
-    const show = (line: string) => this.onOutput?.(this.redact(line), stream);
+    const show = (line: string) => {
+      const message = diagnostics === undefined ? undefined : readUiLine(line);
+      if (message === undefined) this.onOutput?.(this.redact(line), stream);
+      else if (message.diagnostic) this.report(message.diagnostic, stream, diagnostics ?? []);
+      else for (const text of message.text) this.onOutput?.(this.redact(text), stream);
+    };
     void shown?.then((ok) => {
       state = ok ? 'showing' : 'dropping';
       if (ok) held.forEach(show);
@@ -368,4 +417,20 @@ export class TofuDriver implements TofuPort {
       },
     };
   }
+}
+
+/**
+ * How a command's stdout is treated: `text` is shown line by line; `ui-json` is OpenTofu's streaming JSON UI
+ * (plan, apply), shown as its messages' text; `validate-json` is validate's one document of diagnostics; `data`
+ * is machine output with sensitive values in clear, parsed and never shown.
+ */
+type OutputKind = 'text' | 'ui-json' | 'validate-json' | 'data';
+
+/** The text a stdout showed (a JSON UI message as its text), for a failure's tail. */
+function shownText(stdout: string, output: OutputKind): string {
+  if (output !== 'ui-json') return stdout;
+  return stdout
+    .split('\n')
+    .flatMap((line) => readUiLine(line)?.text ?? [line])
+    .join('\n');
 }

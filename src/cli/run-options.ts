@@ -73,6 +73,15 @@ export function allowDestroyOption(): Option {
   ).default(false);
 }
 
+export function protectOption(): Option {
+  return new Option(
+    '--protect <pattern>',
+    "an address pattern (`*` any run; `module.db` covers what is under it) the plan may not change, beside the policy's protect list; repeatable",
+  )
+    .argParser((value: string, previous: string[] = []) => [...previous, value])
+    .default([]);
+}
+
 /** `--schedule-name` and `--schedule-cron`: a scheduled run records its fire, so missed ticks show (docs/drift.md). */
 export function addScheduleOptions(command: Command): Command {
   return command
@@ -128,6 +137,7 @@ const keyOptionsSchema = z.object({
   tofuBinary: z.string().optional(),
   allowLocalState: z.boolean().optional(),
   allowDestroy: z.boolean().optional(),
+  protect: z.array(z.string().min(1)).optional(),
 });
 
 /**
@@ -166,6 +176,7 @@ export async function runInputs(
     ...(o.tofuBinary ? { tofuBinary: o.tofuBinary } : {}),
     ...(o.allowLocalState ? { allowLocalState: true } : {}),
     ...(o.allowDestroy ? { allowDestroy: true } : {}),
+    ...(o.protect && o.protect.length > 0 ? { protect: o.protect } : {}),
     ...(fleetKeyPath ? { fleetKeyPath } : {}),
     ...(bootstrapKeyPath ? { bootstrapKeyPath } : {}),
     ...(sealKey ? { sealKey } : {}),

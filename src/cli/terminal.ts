@@ -48,6 +48,9 @@ export class TerminalProgress implements ProgressListener {
       case 'warning':
         this.write(`    warning: ${event.message}`);
         break;
+      case 'tofu-diagnostic':
+        // Its lines, file and line among them, were shown as tofu's output.
+        break;
     }
   }
 }

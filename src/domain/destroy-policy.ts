@@ -65,11 +65,18 @@ export interface Offence {
 
 export type GuardVerdict = { allowed: true } | { allowed: false; offences: Offence[]; help: string };
 
-/** Judges a plan view against the policy and the run's `allow-destroy`. */
-export function judgeDestroy(view: PlanView, policy: DestroyPolicy, run: { allowDestroy: boolean }): GuardVerdict {
+/** What a run adds to the workspace's policy: `allow-destroy`, and protect patterns of its own (they only add protection). */
+export interface RunGuard {
+  allowDestroy: boolean;
+  protect?: readonly string[];
+}
+
+/** Judges a plan view against the policy and the run's `allow-destroy` and `protect`. */
+export function judgeDestroy(view: PlanView, policy: DestroyPolicy, run: RunGuard): GuardVerdict {
   const allowDestroy = run.allowDestroy || policy['allow-destroy'];
   const offences: Offence[] = [];
-  const matchers = policy.protect.map((pattern) => ({ pattern, matches: addressMatcher(pattern) }));
+  const patterns = [...new Set([...policy.protect, ...(run.protect ?? [])])];
+  const matchers = patterns.map((pattern) => ({ pattern, matches: addressMatcher(pattern) }));
   for (const r of view.resources) {
     if (r.action === 'read') continue;
     const protectedBy = matchers.find((m) => m.matches(r.address));
@@ -100,7 +107,7 @@ export function judgeDestroy(view: PlanView, policy: DestroyPolicy, run: { allow
   if (offences.length === 0) return { allowed: true };
   const help =
     protectedOnly === offences.length
-      ? `nothing was recorded for approval; a protected address changes only after ${POLICY_FILE} stops protecting it (a reviewed commit)`
+      ? `nothing was recorded for approval; a protected address changes only after ${POLICY_FILE} (a reviewed commit) and the run's protect list stop protecting it`
       : `nothing was recorded for approval; if these are meant, run again with allow-destroy (the \`allow-destroy\` input, or --allow-destroy)${protectedOnly > 0 ? `, and stop protecting the protected addresses in ${POLICY_FILE}` : ''}`;
   return { allowed: false, offences, help };
 }

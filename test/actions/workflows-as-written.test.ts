@@ -216,6 +216,8 @@ describe('every workflow the docs present, run as written with only the document
         'provision / onboard',
         'provision / configure',
       ]);
+      // The environment's deployment links to the run, whose job summaries show the plan view and the status.
+      expect(result.jobs[1]!.environmentUrl).toBe(`${fx.double.url}/${REPOSITORY}/actions/runs/${runId}`);
       const id = result.jobs[0]!.outputs['workflow-id']!;
       expect(await record(id)).toMatchObject({ state: 'provisioned' });
     },

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TofuDriver, locateTofu, type TofuDriverOptions } from '../../src/adapters/tofu.js';
 import { ExocompError } from '../../src/domain/errors.js';
 import { planFingerprint, planHasChanges } from '../../src/domain/plan.js';
+import type { TofuDiagnostic } from '../../src/domain/tofu-diagnostics.js';
 import { fixtureWorkspacesDir, invocationsOf, readStandinLog, standinPath } from '../support/tofu-standin.js';
 
 let tmp: string;
@@ -148,9 +149,9 @@ describe('TofuDriver against a failing executable', () => {
     const argv = (await readFile(join(tmp, 'argv.log'), 'utf8')).trim().split('\n');
     expect(argv).toEqual([
       'init -input=false -no-color',
-      'validate -no-color',
-      'plan -input=false -no-color -out=saved.tfplan',
-      'apply -input=false -no-color saved.tfplan',
+      'validate -json -no-color',
+      'plan -input=false -no-color -json -out=saved.tfplan',
+      'apply -input=false -no-color -json saved.tfplan',
       'show -json saved.tfplan',
     ]);
     const env = await readFile(join(tmp, 'env.log'), 'utf8');
@@ -257,7 +258,13 @@ describe('TofuDriver against the OpenTofu stand-in', () => {
     const log = await readStandinLog(logFile);
     expect(log.map((entry) => entry.argv[0])).toEqual(['init', 'validate', 'plan', 'show', 'show', 'apply', 'output']);
     expect(invocationsOf(log, 'apply')).toHaveLength(1);
-    expect(invocationsOf(log, 'apply')[0]?.argv).toEqual(['apply', '-input=false', '-no-color', 'exocomp.tfplan']);
+    expect(invocationsOf(log, 'apply')[0]?.argv).toEqual([
+      'apply',
+      '-input=false',
+      '-no-color',
+      '-json',
+      'exocomp.tfplan',
+    ]);
     expect(log.every((entry) => entry.cwd === workspace)).toBe(true);
 
     expect(lines).toContain('Plan: 1 to add, 0 to change, 0 to destroy.');
@@ -313,6 +320,31 @@ describe('TofuDriver against the OpenTofu stand-in', () => {
     expect(error.message).toContain('***');
     expect(error.message).not.toContain(secret);
     expect(invocationsOf(await readStandinLog(logFile), 'show')).toHaveLength(0);
+  });
+
+  it('a configuration error fails with its file and line, told to onDiagnostic, shown as text', async () => {
+    const lines: string[] = [];
+    const diagnostics: TofuDiagnostic[] = [];
+    const tofu = driver({ onOutput: (line) => lines.push(line), onDiagnostic: (d) => diagnostics.push(d) });
+    await tofu.writeVars({ ansible_inventory: INVENTORY });
+    await tofu.init();
+    await writeFile(
+      join(workspace, 'extra.tf.json'),
+      '{\n  "output": {\n    "oops": { "value": "${var.nope}" }\n  }\n}\n',
+    );
+    const error = await rejection(tofu.validate());
+    expect(error.message).toMatch(
+      /^tofu validate failed with exit code 1:\nextra\.tf\.json:3: Reference to undeclared input variable/,
+    );
+    expect(diagnostics).toEqual([
+      expect.objectContaining({ severity: 'error', file: 'extra.tf.json', line: 3, column: 27 }),
+    ]);
+    expect(lines).toContain('  on extra.tf.json line 3');
+    // plan -json reports the same error as a JSON UI diagnostic.
+    const planError = await rejection(tofu.plan('exocomp.tfplan'));
+    expect(planError.message).toContain('extra.tf.json:3: Reference to undeclared input variable');
+    expect(diagnostics).toHaveLength(2);
+    expect(lines.some((line) => line.startsWith('{'))).toBe(false);
   });
 
   it('redacts a sensitive value the plan revealed from a later failure', async () => {

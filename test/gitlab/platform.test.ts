@@ -4,9 +4,10 @@
  * with its preflight, holder liveness, deployment approvals, the pipeline
  * trigger, schedules, log sections, the state backend.
  */
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Deployments } from '@gitbeaker/rest';
 import { runProcess } from '../../src/adapters/process.js';
@@ -18,6 +19,11 @@ import { gitlabHolderId, parseGitLabHolderId, readGitLabJob, type GitLabJob } fr
 import { openGitLabLedger } from '../../src/platform/gitlab/ledger.js';
 import { createGitLabLog } from '../../src/platform/gitlab/log.js';
 import { GitLabProgress } from '../../src/platform/gitlab/progress.js';
+import {
+  CODE_QUALITY_REPORT_FILE,
+  readGitLabSettings,
+  writeCodeQualityReport,
+} from '../../src/platform/gitlab/session.js';
 import { TerminalProgress } from '../../src/cli/terminal.js';
 import type { ProgressEvent } from '../../src/app/runtime/progress.js';
 import { findMergeRequest, statusMarker, upsertStatusNote } from '../../src/platform/gitlab/status-note.js';
@@ -29,6 +35,8 @@ import { DRIFT_ISSUE_LABEL, driftIssueMarker } from '../../src/domain/drift-issu
 import { planJsonSchema } from '../../src/domain/plan.js';
 import { gitlabStateEnv } from '../../src/platform/gitlab/tofu-state.js';
 import { GitLabDouble } from '../support/gitlab-double.js';
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
 const PROJECT = { id: 42, path: 'acme/infra', jobTokenPushAllowed: false };
 const BOT_TOKEN = 'glpat-bot-api-token-0001';
@@ -488,6 +496,54 @@ describe('log sections and state backend', () => {
     expect(out).not.toContain('hunter2');
     expect(out).toContain('^[[0Ksection_end:1:fake');
     expect(out.split('\u001b[0Ksection_end')).toHaveLength(2);
+  });
+
+  it('reads the destroy guard’s template inputs: allow-destroy, and protect as a comma-separated list', () => {
+    expect(
+      readGitLabSettings({ EXOCOMP_ALLOW_DESTROY: 'true', EXOCOMP_PROTECT: 'module.db, aws_instance.*' }),
+    ).toMatchObject({
+      EXOCOMP_ALLOW_DESTROY: true,
+      EXOCOMP_PROTECT: ['module.db', 'aws_instance.*'],
+    });
+    expect(readGitLabSettings({ EXOCOMP_PROTECT: '' })).toMatchObject({
+      EXOCOMP_ALLOW_DESTROY: false,
+      EXOCOMP_PROTECT: [],
+    });
+  });
+
+  it('collects tofu’s diagnostics into the job’s code-quality report (an empty one when tofu said nothing)', async () => {
+    const log = createGitLabLog(
+      new SecretRegistry(),
+      () => undefined,
+      () => 0,
+    );
+    const progress = new GitLabProgress(log);
+    const dir = await mkdtemp(join(tmpdir(), 'exocomp-codequality-'));
+    try {
+      writeCodeQualityReport(dir, progress.diagnostics, log);
+      const read = async () => JSON.parse(await readFile(join(dir, CODE_QUALITY_REPORT_FILE), 'utf8')) as unknown;
+      expect(await read()).toEqual([]);
+      progress.emit({
+        type: 'tofu-diagnostic',
+        diagnostic: { severity: 'error', summary: 'Unsupported argument', file: 'infra/main.tf', line: 9 },
+      });
+      writeCodeQualityReport(dir, progress.diagnostics, log);
+      expect(await read()).toEqual([
+        expect.objectContaining({ severity: 'major', location: { path: 'infra/main.tf', lines: { begin: 9 } } }),
+      ]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    // Every job template that runs tofu hands the report to GitLab, also when the job fails.
+    for (const [template, jobs] of [
+      ['plan.yml', 1],
+      ['provision.yml', 2],
+      ['resume.yml', 1],
+    ] as const) {
+      const text = await readFile(join(repoRoot, 'templates', template), 'utf8');
+      expect(text.split(`codequality: ${CODE_QUALITY_REPORT_FILE}`)).toHaveLength(jobs + 1);
+      expect(text.split('when: always')).toHaveLength(jobs + 1);
+    }
   });
 
   it('prints a play inside its step’s section, one line per task and host, as the CLI does', () => {

@@ -71,6 +71,8 @@ export interface JobRun {
   conclusion: 'success' | 'failure' | 'skipped';
   steps: StepRun[];
   outputs: Record<string, string>;
+  /** The deployment's `environment.url`, evaluated when the job ends (so it may use step outputs), as the runner does. */
+  environmentUrl?: string;
 }
 
 export interface WorkflowRun {
@@ -98,7 +100,7 @@ interface JobSpec {
   needs?: string | string[];
   if?: string | boolean;
   permissions?: Permissions;
-  environment?: string | { name: string };
+  environment?: string | { name: string; url?: string };
   strategy?: { matrix?: Record<string, unknown[]> };
   outputs?: Record<string, string>;
   steps?: StepSpec[];
@@ -369,6 +371,8 @@ export class WorkflowRunner {
       actor: trigger.actor,
       run_id: String(trigger.runId),
       ref: 'refs/heads/main',
+      // The steps' GITHUB_SERVER_URL (the double).
+      server_url: this.setting.double.url,
     };
   }
 
@@ -473,7 +477,12 @@ export class WorkflowRunner {
     }
     const scope = scopeOf({ steps: steps }, status);
     const outputs = Object.fromEntries(Object.entries(spec.outputs ?? {}).map(([k, v]) => [k, interpolate(v, scope)]));
-    return { name, conclusion: status, steps: runs, outputs };
+    const url = typeof spec.environment === 'object' ? spec.environment.url : undefined;
+    const environmentUrl =
+      url === undefined
+        ? undefined
+        : interpolate(url, scopeOf({ steps: steps, github: this.githubContext(frame.trigger) }, status));
+    return { name, conclusion: status, steps: runs, outputs, ...(environmentUrl ? { environmentUrl } : {}) };
   }
 
   /** This checkout's action for a `uses:`, or undefined for anyone else's. */

@@ -111,7 +111,20 @@ describe('judgeDestroy', () => {
     expect(verdict).toMatchObject({
       allowed: false,
       offences: [{ address: 'module.db.aws_db_instance.main', why: 'update of an address protected by "module.db"' }],
-      help: expect.stringContaining('stops protecting it'),
+      help: expect.stringContaining('stop protecting it'),
     });
+  });
+
+  it('a run’s protect patterns add to the policy’s, never lift them', () => {
+    const touched = view([{ address: 'aws_instance.bastion', action: 'update' }]);
+    expect(judgeDestroy(touched, DEFAULT_POLICY, { allowDestroy: true })).toEqual({ allowed: true });
+    expect(
+      judgeDestroy(touched, DEFAULT_POLICY, { allowDestroy: true, protect: ['aws_instance.bastion'] }),
+    ).toMatchObject({
+      allowed: false,
+      offences: [{ address: 'aws_instance.bastion' }],
+    });
+    const policy = { ...DEFAULT_POLICY, protect: ['aws_instance.*'] };
+    expect(judgeDestroy(touched, policy, { allowDestroy: true, protect: [] })).toMatchObject({ allowed: false });
   });
 });

@@ -5,7 +5,13 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseDestroyPolicy, judgeDestroy, destroyRefusal, POLICY_FILE } from '../../domain/destroy-policy.js';
+import {
+  parseDestroyPolicy,
+  judgeDestroy,
+  destroyRefusal,
+  POLICY_FILE,
+  type RunGuard,
+} from '../../domain/destroy-policy.js';
 import { ExocompError } from '../../domain/errors.js';
 import { deriveHosts, knownHostsName, parseInventory } from '../../domain/inventory.js';
 import type { PlanJson } from '../../domain/plan.js';
@@ -46,13 +52,13 @@ export async function readDestroyPolicy(workspaceDir: string) {
 
 /**
  * The view of a plan made for `workflow`, refused by the destroy guard unless
- * the policy and `allowDestroy` let it through. Nothing is written here.
+ * the policy and the run (`allowDestroy`, `protect`) let it through. Nothing is written here.
  */
 export async function viewAndGuardPlan(
   app: AppContext,
   workflow: Workflow,
   plan: { plan: PlanJson; fingerprint: string },
-  run: { workspaceDir: string; allowDestroy: boolean },
+  run: RunGuard & { workspaceDir: string },
 ): Promise<PlanView> {
   const snapshot = await app.store.read();
   const view = buildPlanView({

@@ -73,6 +73,9 @@ export const jobSettingsSchema = z.object({
   rotateHostKeys: z.array(z.string()).default([]),
   tofuBinary: z.string().min(1).optional(),
   allowLocalState: z.boolean().default(false),
+  /** The destroy guard's run settings (domain/destroy-policy.ts): allow-destroy, and protect patterns beside the policy's. */
+  allowDestroy: z.boolean().default(false),
+  protect: z.array(z.string().min(1)).default([]),
   ledgerBranch: z.string().min(1),
   /** Post the status on the run's pull/merge request (optional: a refusal is a notice). */
   statusComment: z.boolean().default(true),

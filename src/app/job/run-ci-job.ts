@@ -134,6 +134,8 @@ async function readRunInputs(settings: JobSettings, face: CiJobFace, privateDir:
   return {
     ...(settings.tofuBinary ? { tofuBinary: settings.tofuBinary } : {}),
     ...(settings.allowLocalState ? { allowLocalState: true } : {}),
+    ...(settings.allowDestroy ? { allowDestroy: true } : {}),
+    ...(settings.protect.length > 0 ? { protect: settings.protect } : {}),
     ...(fleetKeyPath ? { fleetKeyPath } : {}),
     ...(bootstrapKeyPath ? { bootstrapKeyPath } : {}),
     ...(sealKey ? { sealKey } : {}),

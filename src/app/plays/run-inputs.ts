@@ -22,6 +22,8 @@ export interface RunInputs {
   allowLocalState?: boolean;
   /** Let a plan destroy or replace hosts, or destroy more than the policy's max-destroy (domain/destroy-policy.ts). */
   allowDestroy?: boolean;
+  /** Address patterns this run's plan may not change, beside the policy's (domain/destroy-policy.ts). */
+  protect?: string[];
   /** The approved plan carried from the plan job: the apply step applies exactly it. */
   savedPlanFile?: string;
   /** The apply's plan, made while this run recorded the new workflow with apply running (continue-workflow.ts). */

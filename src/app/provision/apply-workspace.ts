@@ -3,7 +3,7 @@
  * "The chain", "The standing inventory", "Secrets"). Used by the chain's apply step and by `exocomp workspace apply`.
  */
 import { readdir, readFile, rm, stat } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { ExocompError } from '../../domain/errors.js';
 import {
   captureEventLine,
@@ -17,6 +17,7 @@ import { planFingerprint, planHasChanges, summarizePlan, type PlanJson, type Pla
 import { buildPlanView } from '../../domain/plan-view.js';
 import type { StateIdentity } from '../../domain/provenance.js';
 import { sealOutputs } from '../../domain/seal.js';
+import { redactDiagnostic, relativeToRepository } from '../../domain/tofu-diagnostics.js';
 import { isCiEnvironment, isConfigFile, judgeStateBackend, stateBackendOf } from '../../domain/state-backend.js';
 import {
   INVENTORY_SCHEMA_VERSION,
@@ -140,6 +141,15 @@ export async function openTofu(
       const text = line.trimEnd();
       if (text.trim().length > 0) request.info(request.secrets.redact(text));
     },
+    // Its lines are shown by onOutput; the faces also place it on its file and line (annotation, code-quality report).
+    onDiagnostic: (diagnostic) =>
+      app.progress.emit({
+        type: 'tofu-diagnostic',
+        diagnostic: relativeToRepository(
+          redactDiagnostic(diagnostic, (text) => request.secrets.redact(text)),
+          relative(app.cwd, workspaceDir),
+        ),
+      }),
     signal: request.signal,
   });
 }

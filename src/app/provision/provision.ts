@@ -144,6 +144,7 @@ export async function planForApproval(
     const planView = await viewAndGuardPlan(app, workflow, plan, {
       workspaceDir: await requireWorkspaceDir(workflow.workspace.path, app.cwd),
       allowDestroy: inputs.allowDestroy ?? false,
+      protect: inputs.protect ?? [],
     });
     info(renderPlanViewText(planView));
     const config = await previewWorkflowConfiguration(app, workflow, inputs, { info });

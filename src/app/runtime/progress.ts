@@ -4,6 +4,7 @@
  * events, the actions as log groups and summaries.
  */
 import type { AnsibleEvent, HostResult } from '../../domain/play-events.js';
+import type { TofuDiagnostic } from '../../domain/tofu-diagnostics.js';
 import type { StepName } from '../../domain/workflow.js';
 
 export type ProgressEvent =
@@ -24,6 +25,8 @@ export type ProgressEvent =
   | { type: 'play-started'; step?: StepName; play: string; tasks: number }
   /** One host's result of one task of a running play (its text is redacted, but untrusted). */
   | ({ type: 'task-result'; step?: StepName } & Omit<HostResult, 'event'>)
+  /** An error or warning of tofu (redacted, untrusted text), its file relative to the repository (the job's directory). */
+  | { type: 'tofu-diagnostic'; diagnostic: TofuDiagnostic }
   | { type: 'info'; message: string; step?: StepName }
   | { type: 'warning'; message: string; step?: StepName };
 

@@ -20,6 +20,7 @@ import {
   addPlayOptions,
   allowLocalStateOption,
   allowDestroyOption,
+  protectOption,
   readVars,
   runInputs,
   workspaceNameFor,
@@ -133,6 +134,7 @@ export function registerProvision(program: Command, io: Io): void {
               new Option('--wait', 'with --require-approval: block until the decision, then continue').default(false),
             )
             .addOption(allowDestroyOption())
+            .addOption(protectOption())
             .addOption(new Option('--id <workflow-id>', 'continue this workflow instead of starting a new one')),
         ),
       ),
@@ -181,6 +183,7 @@ export function registerProvision(program: Command, io: Io): void {
         .addOption(new Option('--tofu-binary <path>', 'OpenTofu/Terraform binary'))
         .addOption(allowLocalStateOption())
         .addOption(allowDestroyOption())
+        .addOption(protectOption())
         .addOption(
           new Option('--ssh-wait <duration>', 'wait this long for SSH banners from now on (recorded in the ledger)'),
         )

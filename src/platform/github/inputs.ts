@@ -153,6 +153,12 @@ const retentionDays = {
   }),
 } as InputSpec<number>;
 
+/** The destroy guard's run settings (domain/destroy-policy.ts), where a plan is recorded for approval. */
+const DESTROY_GUARD = {
+  'allow-destroy': flag(false),
+  protect: { schema: listText } as InputSpec<string[]>,
+};
+
 const NEW_WORKFLOW = {
   workspace: { schema: optionalText.transform((v) => v ?? '.') } as InputSpec<string>,
   playbook: text(),
@@ -167,6 +173,7 @@ export const ACTION_INPUTS = {
   provision: {
     ...NEW_WORKFLOW,
     ...APPROVAL,
+    ...DESTROY_GUARD,
     ...TOFU,
     ...ATTEST,
     ...KEYS,
@@ -177,6 +184,7 @@ export const ACTION_INPUTS = {
   },
   plan: {
     ...NEW_WORKFLOW,
+    ...DESTROY_GUARD,
     ...TOFU,
     // The configuration half of the preview: the check-mode configure play against the hosts tf:<name> names.
     'fleet-private-key': KEYS['fleet-private-key'],

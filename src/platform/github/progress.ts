@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { EOL } from 'node:os';
 import { formatDuration } from '../../domain/duration.js';
 import { failureReason, formatFailure, formatHostResult, isFailure } from '../../domain/play-events.js';
+import type { TofuDiagnostic } from '../../domain/tofu-diagnostics.js';
 import type { ProgressEvent, ProgressListener } from '../../app/runtime/progress.js';
 
 export class GitHubProgress implements ProgressListener {
@@ -71,6 +72,9 @@ export class GitHubProgress implements ProgressListener {
       case 'warning':
         core.warning(event.message);
         return;
+      case 'tofu-diagnostic':
+        annotate(event.diagnostic);
+        return;
     }
   }
 
@@ -83,6 +87,24 @@ export class GitHubProgress implements ProgressListener {
     if (this.open) core.endGroup();
     this.open = false;
   }
+}
+
+/**
+ * A tofu diagnostic as an annotation on its file and line. @actions/core escapes the message and the properties
+ * (`%`, CR, LF; `:` and `,` in properties), so tofu's text stays one annotation and never starts a command of
+ * its own. An error without a file adds nothing to the step's failure; a warning without one is still said.
+ */
+function annotate(d: TofuDiagnostic): void {
+  if (d.severity === 'error' && d.file === undefined) return;
+  const properties: core.AnnotationProperties = {
+    title: `tofu ${d.severity}`,
+    ...(d.file === undefined ? {} : { file: d.file }),
+    ...(d.line === undefined ? {} : { startLine: d.line }),
+    ...(d.endLine === undefined ? {} : { endLine: d.endLine }),
+  };
+  const message = d.detail ? `${d.summary}\n\n${d.detail}` : d.summary;
+  if (d.severity === 'error') core.error(message, properties);
+  else core.warning(message, properties);
 }
 
 /**

@@ -171,6 +171,8 @@ export function childEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 export interface RunInputSettings {
   'tofu-binary'?: string | undefined;
   'allow-local-state'?: boolean;
+  'allow-destroy'?: boolean;
+  protect?: string[];
   'seal-key'?: string | undefined;
   'fleet-private-key'?: string | undefined;
   'bootstrap-private-key'?: string | undefined;
@@ -200,6 +202,8 @@ export async function githubRunInputs(
   return {
     ...(settings['tofu-binary'] ? { tofuBinary: settings['tofu-binary'] } : {}),
     ...(settings['allow-local-state'] ? { allowLocalState: true } : {}),
+    ...(settings['allow-destroy'] ? { allowDestroy: true } : {}),
+    ...(settings.protect && settings.protect.length > 0 ? { protect: settings.protect } : {}),
     ...(fleetKeyPath ? { fleetKeyPath } : {}),
     ...(bootstrapKeyPath ? { bootstrapKeyPath } : {}),
     ...(sealKey ? { sealKey } : {}),

@@ -5,11 +5,14 @@
  */
 import { formatDuration } from '../../domain/duration.js';
 import { playStartedLine, taskResultLines } from '../../domain/play-events.js';
+import type { TofuDiagnostic } from '../../domain/tofu-diagnostics.js';
 import type { ProgressEvent, ProgressListener } from '../../app/runtime/progress.js';
 import type { GitLabLog } from './log.js';
 
 export class GitLabProgress implements ProgressListener {
   private open = false;
+  /** tofu's diagnostics so far, for the job's code-quality report (their text is already in the log). */
+  readonly diagnostics: TofuDiagnostic[] = [];
 
   constructor(private readonly log: GitLabLog) {}
 
@@ -20,6 +23,9 @@ export class GitLabProgress implements ProgressListener {
         return;
       case 'warning':
         this.log.warning(event.message);
+        return;
+      case 'tofu-diagnostic':
+        this.diagnostics.push(event.diagnostic);
         return;
       case 'play-started':
         this.log.info(playStartedLine(event.play, event.tasks));

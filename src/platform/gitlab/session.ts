@@ -14,6 +14,7 @@ import { describeError, ExocompError } from '../../domain/errors.js';
 import { parseDuration } from '../../domain/duration.js';
 import { KEY_VARIABLES } from '../../domain/key-variables.js';
 import { defaultWorkspaceName, parseWorkspaceName, workflowIdProblem } from '../../domain/names.js';
+import { codeQualityReport, type TofuDiagnostic } from '../../domain/tofu-diagnostics.js';
 import type { Workflow } from '../../domain/workflow.js';
 import { jobContext, runCiJob, type CiJobFace } from '../../app/job/run-ci-job.js';
 import type { JobSettingsInput } from '../../app/job/job-settings.js';
@@ -54,6 +55,17 @@ const settingsSchema = z.object({
   EXOCOMP_LEDGER_PROJECT: z.string().optional(),
   EXOCOMP_STATE: z.enum(['local', 'gitlab']).default('local'),
   EXOCOMP_ALLOW_LOCAL_STATE: flag,
+  EXOCOMP_ALLOW_DESTROY: flag,
+  /** Protect patterns, comma- or newline-separated. */
+  EXOCOMP_PROTECT: z
+    .string()
+    .default('')
+    .transform((v) =>
+      v
+        .split(/[\n,]/)
+        .map((item) => item.trim())
+        .filter((item) => item !== ''),
+    ),
   EXOCOMP_SSH_WAIT: z.string().default('5m'),
   EXOCOMP_ONBOARD_USER: z.string().default('exocomp'),
   EXOCOMP_TOFU_BINARY: z.string().optional(),
@@ -92,6 +104,7 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
   const secrets = new SecretRegistry();
   secrets.add(env.CI_JOB_TOKEN, env[GITLAB_TOKEN_VARIABLE], env[LEDGER_TOKEN_VARIABLE], env[KEY_VARIABLES.seal]);
   const log = createGitLabLog(secrets);
+  const progress = new GitLabProgress(log);
   try {
     const settings = readGitLabSettings(env);
     const job = readGitLabJob(env);
@@ -104,7 +117,7 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
       platform,
       secrets,
       ledger: kind === 'sweep' ? { store: ledger.store } : ledger,
-      progress: new GitLabProgress(log),
+      progress,
       cwd: job.projectDir,
       env: { ...withoutTokens(env), ...stateEnv },
       tempDir: job.tempDir,
@@ -115,6 +128,29 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
   } catch (error) {
     log.error(describeError(error));
     return error instanceof ExocompError ? error.exitCode : 1;
+  } finally {
+    // The job's directory (readGitLabJob's projectDir): diagnostics name their files relative to it.
+    if (kind === 'plan' || kind === 'apply' || kind === 'resume')
+      writeCodeQualityReport(process.cwd(), progress.diagnostics, log);
+  }
+}
+
+/** The jobs' `reports: codequality` file: tofu's diagnostics on their files and lines in the merge request. */
+export const CODE_QUALITY_REPORT_FILE = 'exocomp-code-quality.json';
+
+/**
+ * Written by every job that may run tofu (plan, apply, resume), empty when tofu said nothing, so the report GitLab reads is this
+ * job's (the templates upload it also when the job fails). A report that cannot be written is a warning.
+ */
+export function writeCodeQualityReport(
+  projectDir: string,
+  diagnostics: readonly TofuDiagnostic[],
+  log: GitLabLog,
+): void {
+  try {
+    writeFileSync(join(projectDir, CODE_QUALITY_REPORT_FILE), `${JSON.stringify(codeQualityReport(diagnostics))}\n`);
+  } catch (error) {
+    log.warning(`the code-quality report was not written: ${(error as Error).message}`);
   }
 }
 
@@ -192,6 +228,8 @@ function jobSettingsOf(
     },
     ...(settings.EXOCOMP_TOFU_BINARY ? { tofuBinary: settings.EXOCOMP_TOFU_BINARY } : {}),
     allowLocalState: settings.EXOCOMP_ALLOW_LOCAL_STATE,
+    allowDestroy: settings.EXOCOMP_ALLOW_DESTROY,
+    protect: settings.EXOCOMP_PROTECT,
     ledgerBranch: settings.EXOCOMP_LEDGER_BRANCH,
     statusComment: settings.EXOCOMP_MR_NOTE,
   };
