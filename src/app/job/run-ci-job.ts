@@ -140,6 +140,8 @@ export interface RunInputsSource {
   secrets: SecretRegistry;
   privateDir: string;
   keyNames?: Partial<Record<KeyRole, string>>;
+  /** Told when a key file is readable by others (it works: the run uses its private copy). */
+  warn?: (message: string) => void;
 }
 
 /**
@@ -162,7 +164,9 @@ export async function readRunInputs(
   const sealKey = keys.seal === undefined ? undefined : await sealKeyOf(source('seal', keys.seal), from.secrets);
   const keyFile = (role: 'fleet' | 'bootstrap', name: string) => {
     const given = keys[role];
-    return given === undefined ? undefined : privateKeyFile(source(role, given), from.privateDir, name, from.secrets);
+    return given === undefined
+      ? undefined
+      : privateKeyFile(source(role, given), from.privateDir, name, from.secrets, from.warn);
   };
   const fleetKeyPath = await keyFile('fleet', 'fleet-key');
   const bootstrapKeyPath = await keyFile('bootstrap', 'bootstrap-key');
@@ -333,8 +337,11 @@ async function upsertComment(face: CiJobFace, changeRequest: number, key: string
     { skipped: `no status comment on ${changeRequest}`, grant: platform.grants?.['status-comment'] },
     () => platform.upsertStatusComment(changeRequest, key, body),
   );
-  if (outcome?.kind === 'refused') platform.log.notice(secrets.redact(outcome.reason));
-  else if (outcome) platform.log.info(`${outcome.kind} the status comment on ${changeRequest}`);
+  if (outcome?.kind === 'refused') {
+    const grant = platform.grants?.['status-comment'];
+    const fix = grant ? `; to get it, grant ${grant}` : '';
+    platform.log.notice(secrets.redact(`${outcome.reason}: the status is in the job summary instead${fix}`));
+  } else if (outcome) platform.log.info(`${outcome.kind} the status comment on ${changeRequest}`);
 }
 
 const changeRequests = new WeakMap<CiJobFace, Promise<number | undefined>>();
