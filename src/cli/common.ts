@@ -12,7 +12,7 @@ import { parseDuration } from '../domain/duration.js';
 import type { AppContext } from '../app/runtime/context.js';
 import type { ProgressListener } from '../app/runtime/progress.js';
 import { SecretRegistry } from '../app/runtime/secrets.js';
-import { SecretGuardedStore } from '../app/runtime/secret-guarded-store.js';
+import { jobContext } from '../app/job/run-ci-job.js';
 import { describeZodIssues } from '../ledger/records.js';
 import { JsonProgress, TerminalProgress } from './terminal.js';
 import { interruptOnSignals } from '../adapters/signals.js';
@@ -128,18 +128,18 @@ export async function buildContext(settings: GlobalSettings, io: Io): Promise<Ap
     branch: settings.ledgerBranch,
     retryForMs: settings.ledgerRetryForMs,
   });
-  // Always behind the guard: a command that learned no secret still refuses a record that carries a registered one.
-  const secrets = io.secrets ?? new SecretRegistry();
-  const store = new SecretGuardedStore(gitStore, secrets, (message) => progress.emit({ type: 'warning', message }));
-  return {
-    store,
-    ledgerBranch: settings.ledgerBranch,
-    now: () => new Date(),
-    cwd,
-    env: process.env,
-    progress,
-    interrupt: cliInterrupt(),
-  };
+  // The core's context, always behind the secret guard: a command that learned no secret still refuses a record that carries a registered one.
+  return jobContext(
+    {
+      ledger: { store: gitStore },
+      secrets: io.secrets ?? new SecretRegistry(),
+      progress,
+      cwd,
+      env: process.env,
+      interrupt: cliInterrupt(),
+    },
+    settings.ledgerBranch,
+  );
 }
 
 let privateDir: Promise<string> | undefined;

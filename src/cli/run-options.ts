@@ -14,7 +14,7 @@ import { parseMapping, parseRunSecrets } from '../app/plays/mappings.js';
 import { playProgress } from '../app/runtime/progress.js';
 import type { RunInputs } from '../app/plays/run-inputs.js';
 import { SecretRegistry } from '../app/runtime/secrets.js';
-import { privateKeyFile, sealKeyOf } from '../app/keys/key-material.js';
+import { readRunInputs } from '../app/job/run-ci-job.js';
 import { describeZodIssues } from '../ledger/records.js';
 import type { AnsibleEvent } from '../domain/play-events.js';
 import { runPrivateDir, type Io } from './common.js';
@@ -157,33 +157,31 @@ export async function runInputs(
   const parsed = keyOptionsSchema.safeParse(options);
   if (!parsed.success) throw new UsageError(`bad options: ${describeZodIssues(parsed.error)}`);
   const o = parsed.data;
-  const cwd = process.cwd();
-  const rawSeal = o.sealKey ?? env[KEY_VARIABLES.seal];
-  const sealKey =
-    rawSeal === undefined || rawSeal === ''
-      ? undefined
-      : await sealKeyOf(
-          { role: o.sealKey === undefined ? KEY_VARIABLES.seal : '--seal-key', given: rawSeal, cwd },
-          secrets,
-        );
-  const runSecrets = readRunSecrets(o.runSecrets);
-  secrets.add(...Object.values(runSecrets));
-  const keyFile = async (given: string | undefined, role: string, name: string) =>
-    given === undefined ? undefined : privateKeyFile({ role, given, cwd }, await runPrivateDir(), name, secrets, warn);
-  const fleetKeyPath = await keyFile(o.fleetKey, '--fleet-key', 'fleet-key');
-  const bootstrapKeyPath = await keyFile(o.bootstrapKey, '--bootstrap-key', 'bootstrap-key');
-  return {
-    ...(o.tofuBinary ? { tofuBinary: o.tofuBinary } : {}),
-    ...(o.allowLocalState ? { allowLocalState: true } : {}),
-    ...(o.allowDestroy ? { allowDestroy: true } : {}),
-    ...(o.protect && o.protect.length > 0 ? { protect: o.protect } : {}),
-    ...(fleetKeyPath ? { fleetKeyPath } : {}),
-    ...(bootstrapKeyPath ? { bootstrapKeyPath } : {}),
-    ...(sealKey ? { sealKey } : {}),
-    runSecrets,
-    rotateHostKeys,
-    secrets,
-  };
+  const rawSeal = (o.sealKey ?? env[KEY_VARIABLES.seal]) || undefined;
+  const inputs = await readRunInputs(
+    {
+      keys: { fleet: o.fleetKey, bootstrap: o.bootstrapKey, seal: rawSeal },
+      runSecrets: readRunSecrets(o.runSecrets),
+      rotateHostKeys,
+      ...(o.tofuBinary ? { tofuBinary: o.tofuBinary } : {}),
+      allowLocalState: o.allowLocalState ?? false,
+      allowDestroy: o.allowDestroy ?? false,
+      protect: o.protect ?? [],
+    },
+    {
+      cwd: process.cwd(),
+      secrets,
+      // Made only when a key is copied into it.
+      privateDir: o.fleetKey || o.bootstrapKey ? await runPrivateDir() : '',
+      keyNames: {
+        fleet: '--fleet-key',
+        bootstrap: '--bootstrap-key',
+        seal: o.sealKey === undefined ? KEY_VARIABLES.seal : '--seal-key',
+      },
+      warn,
+    },
+  );
+  return inputs;
 }
 
 export function workspaceNameFor(workspacePath: string, explicit: string | undefined): string {

@@ -4,29 +4,22 @@
  * continuation follows) when a seal key lets it travel, else a re-plan that
  * must match the approved fingerprint.
  */
-import { continueWorkflow } from '../../app/provision/continue-workflow.js';
 import { actionsArtifacts } from '../../platform/github/artifacts.js';
-import { approvalGate, jobRequest, renderOutcome } from '../../platform/github/chain-job.js';
 import { applyAttestation } from '../../platform/github/attest.js';
-import { providerCache } from '../../platform/github/provider-cache.js';
-import { githubRunInputs, openLedger, runAction } from '../../platform/github/session.js';
+import { runChainJob } from '../../platform/github/chain-job.js';
+import { runAction } from '../../platform/github/session.js';
 
 await runAction(
   'apply',
   async (session) => {
     const s = session.settings;
-    const app = await openLedger(session, s, { provePushAccess: true });
-    const sign = async () => (await import('./attest.js')).attest;
-    const inputs = { ...(await githubRunInputs(session, s)), ...applyAttestation(session, sign) };
-    const outcome = await continueWorkflow(app, {
-      workflowId: s['workflow-id'],
-      inputs,
-      gate: approvalGate(session, s['approval-mode'], s.environment, s['self-review']),
-      scope: 'apply',
-      toolCache: providerCache(session, app),
-      ...jobRequest(session, app, { comment: s.comment, approvalMode: s['approval-mode'] }),
+    const mode = s['approval-mode'];
+    await runChainJob(session, s, {
+      settings: { scope: 'apply', approval: { mode, environment: s.environment, selfApproval: s['self-review'] } },
+      status: { approvalMode: mode },
+      toolCache: true,
+      ...applyAttestation(session, async () => (await import('./attest.js')).attest),
     });
-    renderOutcome(session, outcome);
   },
   { artifacts: actionsArtifacts },
 );

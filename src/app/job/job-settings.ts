@@ -79,6 +79,17 @@ export const jobSettingsSchema = z.object({
   ledgerBranch: z.string().min(1),
   /** Post the status on the run's pull/merge request (optional: a refusal is a notice). */
   statusComment: z.boolean().default(true),
+  /**
+   * A plan job's preview (pull requests, forks included): plans the workspace
+   * `start` names and previews its configure play in check mode, recording
+   * nothing and applying nothing; the ledger is read at most.
+   */
+  preview: z.boolean().default(false),
+});
+
+const checkedJobSettings = jobSettingsSchema.refine((s) => !s.preview || (s.scope === 'plan' && s.start), {
+  message: 'a preview is a plan job with the workspace to plan',
+  path: ['preview'],
 });
 
 export type JobSettings = z.output<typeof jobSettingsSchema>;
@@ -86,7 +97,7 @@ export type JobSettingsInput = z.input<typeof jobSettingsSchema>;
 
 /** A face's mapping, checked; names the setting that is wrong. */
 export function parseJobSettings(raw: JobSettingsInput): JobSettings {
-  const parsed = jobSettingsSchema.safeParse(raw);
+  const parsed = checkedJobSettings.safeParse(raw);
   if (!parsed.success)
     throw new UsageError(`the job's settings are not valid: ${describeZodIssues(parsed.error)}`, 'check the inputs');
   return parsed.data;

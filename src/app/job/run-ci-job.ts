@@ -10,7 +10,7 @@
 import { rm } from 'node:fs/promises';
 import { describeError, ExocompError, UsageError } from '../../domain/errors.js';
 import { defaultWorkspaceName } from '../../domain/names.js';
-import { renderMarkdown, viewWorkflow } from '../../domain/render.js';
+import { configurationPreviewMarkdown, renderMarkdown, viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
 import type { PlanView } from '../../domain/plan-view.js';
 import type { LedgerStore } from '../../ledger/store.js';
@@ -30,6 +30,7 @@ import {
   type ContinueRequest,
 } from '../provision/continue-workflow.js';
 import type { ProvisionRequest } from '../provision/provision.js';
+import { planJob, type PlanJobOutcome } from '../provision/plan-job.js';
 import type { AppContext } from '../runtime/context.js';
 import { optionalCall } from '../runtime/optional-call.js';
 import type { ProgressListener } from '../runtime/progress.js';
@@ -59,12 +60,23 @@ export interface CiJobFace {
   statusMarkdown?: (workflow: Workflow, now: Date, planView: PlanView | undefined) => string;
   /** What else the face publishes with the status (its own outputs, a report file). */
   published?: (workflow: Workflow, app: AppContext) => Promise<void>;
+  /** A plan preview as markdown (the face's sticky-comment form); default: a plain view. */
+  previewMarkdown?: (preview: PlanPreview) => string;
+  /** Where each key came from, for messages (e.g. `the fleet-private-key input`); default: its role. */
+  keyNames?: Partial<Record<KeyRole, string>>;
+  /** How the apply's provenance is attested on this platform, when it can be. */
+  attestation?: RunInputs['attestation'];
 }
+
+export type PlanPreview = Extract<PlanJobOutcome, { kind: 'previewed' }>;
+type KeyRole = keyof JobSettings['keys'];
 
 export interface CiJobResult {
   /** 0 also while the workflow awaits approval. */
   code: number;
   outcome?: ContinueOutcome;
+  /** A preview job's plan (it recorded nothing). */
+  preview?: PlanPreview;
 }
 
 /** Runs the job; nothing thrown escapes, and whatever is logged is redacted. */
@@ -74,10 +86,14 @@ export async function runCiJob(raw: JobSettingsInput, face: CiJobFace): Promise<
   try {
     const settings = parseJobSettings(raw);
     privateDir = await makePrivateDir('job', face.tempDir);
-    const inputs = await readRunInputs(settings, face, privateDir);
+    const inputs = {
+      ...(await readRunInputs(settings, { ...face, privateDir })),
+      ...(face.attestation ? { attestation: face.attestation } : {}),
+    };
+    const app = jobContext(face, settings.ledgerBranch);
+    if (settings.preview) return { code: 0, preview: await previewJob(settings, face, app, inputs, privateDir) };
     // Every input is read and checked by now; the first network call proves the ledger can be written.
     await face.ledger.preflight?.();
-    const app = jobContext(face, settings.ledgerBranch);
     // A plan job asks no gate, but its notice says how the gate of the job that applies is passed.
     const gate = gateFor(settings, platform);
     const appliesHere = settings.scope === 'apply' || settings.scope === 'chain';
@@ -107,7 +123,10 @@ export async function runCiJob(raw: JobSettingsInput, face: CiJobFace): Promise<
 }
 
 /** The use-case context: the ledger always behind the secret guard, so no face can write a secret into a record. */
-export function jobContext(face: CiJobFace, ledgerBranch: string): AppContext {
+export function jobContext(
+  face: Pick<CiJobFace, 'ledger' | 'secrets' | 'progress' | 'now' | 'cwd' | 'env' | 'interrupt'>,
+  ledgerBranch: string,
+): AppContext {
   const warn = (message: string) => face.progress.emit({ type: 'warning', message });
   return {
     store: new SecretGuardedStore(face.ledger.store, face.secrets, warn),
@@ -120,28 +139,58 @@ export function jobContext(face: CiJobFace, ledgerBranch: string): AppContext {
   };
 }
 
-/** The never-persisted run inputs: each key copied into the run's private directory, every secret registered first. */
-async function readRunInputs(settings: JobSettings, face: CiJobFace, privateDir: string): Promise<RunInputs> {
-  const { keys } = settings;
-  const source = (role: string, given: string) => ({ role, given, cwd: face.cwd });
-  face.secrets.add(...Object.values(settings.runSecrets));
-  const sealKey =
-    keys.seal === undefined ? undefined : await sealKeyOf(source('the seal key', keys.seal), face.secrets);
-  const keyFile = (given: string | undefined, role: string, name: string) =>
-    given === undefined ? undefined : privateKeyFile(source(role, given), privateDir, name, face.secrets);
-  const fleetKeyPath = await keyFile(keys.fleet, 'the fleet key', 'fleet-key');
-  const bootstrapKeyPath = await keyFile(keys.bootstrap, 'the bootstrap key', 'bootstrap-key');
+/** What reading the run inputs needs: where relative paths start, the secrets, the run's private directory. */
+export interface RunInputsSource {
+  cwd: string;
+  secrets: SecretRegistry;
+  privateDir: string;
+  keyNames?: Partial<Record<KeyRole, string>>;
+  /** Told when a key file is readable by others (it works: the run uses its private copy). */
+  warn?: (message: string) => void;
+}
+
+/**
+ * The never-persisted run inputs, for a CI job and for a face's other jobs
+ * (converge, drift): each key copied into the run's private directory, every
+ * secret registered first.
+ */
+export async function readRunInputs(
+  settings: Partial<
+    Pick<
+      JobSettings,
+      'keys' | 'runSecrets' | 'rotateHostKeys' | 'tofuBinary' | 'allowLocalState' | 'allowDestroy' | 'protect'
+    >
+  >,
+  from: RunInputsSource,
+): Promise<RunInputs> {
+  const keys = settings.keys ?? {};
+  const runSecrets = settings.runSecrets ?? {};
+  const source = (role: KeyRole, given: string) => ({
+    role: from.keyNames?.[role] ?? `the ${role} key`,
+    given,
+    cwd: from.cwd,
+  });
+  from.secrets.add(...Object.values(runSecrets));
+  const sealKey = keys.seal === undefined ? undefined : await sealKeyOf(source('seal', keys.seal), from.secrets);
+  const keyFile = (role: 'fleet' | 'bootstrap', name: string) => {
+    const given = keys[role];
+    return given === undefined
+      ? undefined
+      : privateKeyFile(source(role, given), from.privateDir, name, from.secrets, from.warn);
+  };
+  const fleetKeyPath = await keyFile('fleet', 'fleet-key');
+  const bootstrapKeyPath = await keyFile('bootstrap', 'bootstrap-key');
   return {
     ...(settings.tofuBinary ? { tofuBinary: settings.tofuBinary } : {}),
     ...(settings.allowLocalState ? { allowLocalState: true } : {}),
     ...(settings.allowDestroy ? { allowDestroy: true } : {}),
-    ...(settings.protect.length > 0 ? { protect: settings.protect } : {}),
+    ...(settings.protect && settings.protect.length > 0 ? { protect: settings.protect } : {}),
     ...(fleetKeyPath ? { fleetKeyPath } : {}),
     ...(bootstrapKeyPath ? { bootstrapKeyPath } : {}),
     ...(sealKey ? { sealKey } : {}),
-    runSecrets: settings.runSecrets,
-    rotateHostKeys: settings.rotateHostKeys,
-    secrets: face.secrets,
+    runSecrets,
+    rotateHostKeys: settings.rotateHostKeys ?? [],
+    secrets: from.secrets,
   };
 }
 
@@ -185,6 +234,57 @@ function newWorkflow(settings: JobSettings, platform: CiPlatform): ProvisionRequ
       check: false,
     },
   };
+}
+
+/**
+ * A preview: the plan (and the configure play in check mode) with no ledger
+ * write, published to the run's summary and its pull/merge request's sticky
+ * plan comment. Its token may be read-only, so no push access is proven.
+ */
+async function previewJob(
+  settings: JobSettings,
+  face: CiJobFace,
+  app: AppContext,
+  inputs: RunInputs,
+  privateDir: string,
+): Promise<PlanPreview> {
+  const start = settings.start as NonNullable<JobSettings['start']>;
+  const outcome = await planJob(app, {
+    workflowId: workflowIdOf(settings, face.platform),
+    inputs,
+    ci: { platform: face.platform, scratch: privateDir },
+    preview: {
+      workspacePath: start.workspace,
+      workspaceName: workspaceNameOf(start),
+      vars: start.vars,
+      playbook: start.playbook,
+      remoteUser: start.onboardUser,
+    },
+  });
+  if (outcome.kind !== 'previewed') throw new Error('a preview job recorded a plan');
+  const { platform, secrets } = face;
+  const body = secrets.redact(face.previewMarkdown?.(outcome) ?? previewText(outcome, platform));
+  await optionalCall(platform.log, secrets, { skipped: 'no run summary', grant: undefined }, () =>
+    platform.writeSummary(body),
+  );
+  const changeRequest = settings.statusComment ? platform.run.changeRequest : undefined;
+  if (changeRequest !== undefined) await upsertComment(face, changeRequest, `plan-${outcome.workspaceName}`, body);
+  return outcome;
+}
+
+function previewText(preview: PlanPreview, platform: CiPlatform): string {
+  const { configuration } = preview;
+  return [
+    `### exocomp plan for \`${preview.workspaceName}\``,
+    '',
+    `Plan: ${preview.planSummary} · fingerprint \`${preview.planFingerprint.slice(0, 16)}\``,
+    '',
+    ...(configuration.kind === 'previewed'
+      ? configurationPreviewMarkdown(configuration.fingerprint, configuration.preview)
+      : [`_Configuration: ${configuration.reason}._`]),
+    '',
+    `<sub>[run ${platform.run.id}](${platform.run.url}) · plan only, nothing recorded or applied</sub>`,
+  ].join('\n');
 }
 
 /** The gate of the job that applies; none where the decision is made elsewhere (a later step). */
@@ -232,31 +332,40 @@ async function publishStatus(
     face.statusMarkdown?.(workflow, now, planView) ??
       renderMarkdown(viewWorkflow(workflow, now), { planView, planViewLimit: MR_NOTE_PLAN_VIEW_LIMIT }),
   );
-  const grants = platform.grants ?? {};
   await optionalCall(platform.log, secrets, { skipped: 'no run summary', grant: undefined }, () =>
     platform.writeSummary(body),
   );
-  const changeRequest = settings.statusComment ? await changeRequestOf(face) : undefined;
-  if (changeRequest !== undefined) {
-    const outcome = await optionalCall(
-      platform.log,
-      secrets,
-      { skipped: `no status comment on ${changeRequest}`, grant: grants['status-comment'] },
-      () => platform.upsertStatusComment(changeRequest, workflow.id, body),
-    );
-    if (outcome?.kind === 'refused') platform.log.notice(secrets.redact(outcome.reason));
-    else if (outcome) platform.log.info(`${outcome.kind} the status comment on ${changeRequest}`);
-  }
+  const changeRequest = settings.statusComment ? await changeRequestOf(face, workflow) : undefined;
+  if (changeRequest !== undefined) await upsertComment(face, changeRequest, workflow.id, body);
   await face.published?.(workflow, app);
+}
+
+/** The sticky comment `key` (optional: a refusal or a failure is a notice, the job goes on). */
+async function upsertComment(face: CiJobFace, changeRequest: number, key: string, body: string): Promise<void> {
+  const { platform, secrets } = face;
+  const outcome = await optionalCall(
+    platform.log,
+    secrets,
+    { skipped: `no status comment on ${changeRequest}`, grant: platform.grants?.['status-comment'] },
+    () => platform.upsertStatusComment(changeRequest, key, body),
+  );
+  if (outcome?.kind === 'refused') {
+    const grant = platform.grants?.['status-comment'];
+    const fix = grant ? `; to get it, grant ${grant}` : '';
+    platform.log.notice(secrets.redact(`${outcome.reason}: the status is in the job summary instead${fix}`));
+  } else if (outcome) platform.log.info(`${outcome.kind} the status comment on ${changeRequest}`);
 }
 
 const changeRequests = new WeakMap<CiJobFace, Promise<number | undefined>>();
 
-/** The run's pull/merge request, looked up once per job when the run names none (optional). */
-function changeRequestOf(face: CiJobFace): Promise<number | undefined> {
+/**
+ * The run's pull/merge request, else the one the workflow was started from (a
+ * continuation), else looked up once per job (optional).
+ */
+function changeRequestOf(face: CiJobFace, workflow: Workflow): Promise<number | undefined> {
   const { platform } = face;
-  if (platform.run.changeRequest !== undefined || !platform.findChangeRequest)
-    return Promise.resolve(platform.run.changeRequest);
+  const known = platform.run.changeRequest ?? workflow.trigger.pullRequest;
+  if (known !== undefined || !platform.findChangeRequest) return Promise.resolve(known);
   let found = changeRequests.get(face);
   if (!found) {
     const lookup = platform.findChangeRequest;

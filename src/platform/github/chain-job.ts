@@ -1,43 +1,43 @@
 /**
- * What the chain's jobs (the root action, plan, apply and the per-step
- * actions) hand to continueWorkflow, and how its outcome is rendered: the
- * request from the action's inputs, the gate for the approval mode, the
- * status published, and the job failed when the workflow did not get through.
+ * The chain's jobs on GitHub (the root action, plan, apply and the per-step
+ * actions): the action's inputs mapped into the core's JobSettings, and the
+ * GitHub adapters added (the ledger through the token, the provider cache,
+ * the status in GitHub's comment form, the step outputs). runCiJob
+ * (src/app/job/) assembles and runs the job; no decision is made here.
  */
-import { UsageError } from '../../domain/errors.js';
-import { defaultWorkspaceName, parseWorkspaceName } from '../../domain/names.js';
-import { environmentGate, type SelfReview } from '../../app/approval/gates/environment.js';
-import { dispatchGate } from '../../app/approval/gates/dispatch.js';
-import {
-  continueWorkflow,
-  failureOf,
-  type ContinueOutcome,
-  type ContinueRequest,
-} from '../../app/provision/continue-workflow.js';
+import type { RunInputs } from '../../app/plays/run-inputs.js';
+import * as core from '@actions/core';
+import type { Workflow } from '../../domain/workflow.js';
+import type { JobSettingsInput } from '../../app/job/job-settings.js';
+import { runCiJob, type CiJobFace, type CiJobResult } from '../../app/job/run-ci-job.js';
+import { parseMapping, parseRunSecrets } from '../../app/plays/mappings.js';
 import type { AppContext } from '../../app/runtime/context.js';
-import { checkPlaybookFile } from '../../app/provision/input-checks.js';
-import { parseMapping } from '../../app/plays/mappings.js';
-import type { ApprovalGate } from '../../app/ports/approval-gate.js';
-import type { PlanJobOutcome, PreviewRequest } from '../../app/provision/plan-job.js';
-import type { ProvisionRequest } from '../../app/provision/provision.js';
-import type { RunContext } from './run-context.js';
 import type { ActionName } from './inputs.js';
-import {
-  githubRunInputs,
-  openLedger,
-  postStatusComment,
-  publishWorkflow,
-  type PublishOptions,
-  type Session,
-} from './session.js';
-import { planPreviewMarkdown } from './status.js';
+import { providerCache } from './provider-cache.js';
+import { childEnvironment, githubLedger, KEY_INPUTS, publishedOutputs, type Session } from './session.js';
+import { planPreviewMarkdown, statusMarkdown, type StatusOptions } from './status.js';
 
-/** Stable across re-runs of the same run, so a re-run finds and resumes its workflow. */
-export function defaultWorkflowId(workspaceName: string, run: RunContext): string {
-  return `${workspaceName}-${run.runId}`;
+/** The inputs a chain action may have, as action.yml names them. */
+export interface ChainInputs {
+  token: string;
+  'workflow-id'?: string | undefined;
+  'ledger-branch': string;
+  'ledger-repository': string | undefined;
+  'ledger-retry-for'?: number;
+  comment: boolean;
+  'tofu-binary'?: string | undefined;
+  'allow-local-state'?: boolean;
+  'allow-destroy'?: boolean;
+  protect?: string[];
+  'seal-key'?: string | undefined;
+  'fleet-private-key'?: string | undefined;
+  'bootstrap-private-key'?: string | undefined;
+  'run-secrets'?: string | undefined;
+  'rotate-host-keys'?: string[];
 }
 
-export interface NewWorkflowSettings {
+/** The inputs of an action that may start a workflow. */
+export interface NewWorkflowInputs {
   workspace: string;
   playbook: string | undefined;
   'workspace-name': string | undefined;
@@ -47,126 +47,85 @@ export interface NewWorkflowSettings {
   vars: string | undefined;
 }
 
-export function workspaceNameOf(settings: Pick<NewWorkflowSettings, 'workspace' | 'workspace-name'>): string {
-  return settings['workspace-name'] === undefined
-    ? defaultWorkspaceName(settings.workspace)
-    : parseWorkspaceName(settings['workspace-name']);
+export interface ChainJob {
+  /** What this job does, its approval and (plan, provision) the workflow it may start. */
+  settings: Pick<JobSettingsInput, 'scope' | 'approval' | 'start' | 'preview'>;
+  /** How the status says to decide a pending approval. */
+  status?: Pick<StatusOptions, 'approvalMode' | 'approveWorkflow'>;
+  /** The provider cache around the apply (the jobs that apply). */
+  toolCache?: boolean;
+  /** How the apply's provenance is attested (the `attest` input: attest.ts). */
+  attestation?: RunInputs['attestation'];
 }
 
-/** The workflow a job starts when the ledger does not hold it yet; the playbook is required only then. */
-export function newWorkflowRequest(
+/** Runs a chain job through the core; a code other than 0 fails the step (the error is logged already). */
+export async function runChainJob(
   session: Session<ActionName>,
-  settings: NewWorkflowSettings,
-  requireApproval: boolean,
-): () => ProvisionRequest {
-  return () => newWorkflow(session, settings, requireApproval);
+  inputs: ChainInputs,
+  job: ChainJob,
+): Promise<CiJobResult> {
+  const ledger = githubLedger(session, inputs);
+  const face: CiJobFace = {
+    platform: session.platform,
+    secrets: session.secrets,
+    ledger: job.settings.preview ? { store: ledger.store } : ledger,
+    progress: session.progress,
+    cwd: session.run.workspace,
+    env: childEnvironment(process.env),
+    tempDir: session.scratch,
+    interrupt: session.interrupt,
+    now: session.now,
+    ...(job.toolCache ? { toolCache: (app: AppContext) => providerCache(session, app) } : {}),
+    statusMarkdown: (workflow, now, planView) =>
+      statusMarkdown(workflow, { ...job.status, planView, run: session.run, now }),
+    previewMarkdown: (preview) => planPreviewMarkdown(preview, session.run),
+    published: (workflow: Workflow, app) => publishedOutputs(session, app, workflow),
+    keyNames: KEY_INPUTS,
+    ...(job.attestation ? { attestation: job.attestation } : {}),
+  };
+  const result = await runCiJob({ ...job.settings, ...commonSettings(inputs) }, face);
+  session.progress.flush();
+  if (result.code !== 0) process.exitCode = core.ExitCode.Failure;
+  return result;
 }
 
-function newWorkflow(
-  session: Session<ActionName>,
-  settings: NewWorkflowSettings,
-  requireApproval: boolean,
-): ProvisionRequest {
-  if (settings.playbook === undefined)
-    throw new UsageError(
-      'the playbook input is required to start a workflow',
-      'pass `playbook:` (the configure playbook)',
-    );
-  checkPlaybookFile(settings.playbook, 'the playbook input', session.run.workspace);
-  if (settings['onboard-playbook'])
-    checkPlaybookFile(settings['onboard-playbook'], 'the onboard-playbook input', session.run.workspace);
-  const vars = settings.vars === undefined ? {} : parseMapping(settings.vars, 'the vars input');
+function commonSettings(s: ChainInputs): Omit<JobSettingsInput, 'scope' | 'approval' | 'start'> {
   return {
-    workspacePath: settings.workspace,
-    workspaceName: workspaceNameOf(settings),
-    playbook: settings.playbook,
-    requireApproval,
-    trigger: session.platform.run.trigger,
-    requester: session.platform.run.actor,
-    options: {
-      sshWaitMs: settings['ssh-wait'],
-      onboardUser: settings['onboard-user'],
-      ...(settings['onboard-playbook'] ? { onboardPlaybook: settings['onboard-playbook'] } : {}),
-      ...(Object.keys(vars).length > 0 ? { vars } : {}),
-      check: false,
+    ...(s['workflow-id'] ? { workflowId: s['workflow-id'] } : {}),
+    keys: {
+      ...(s['fleet-private-key'] ? { fleet: s['fleet-private-key'] } : {}),
+      ...(s['bootstrap-private-key'] ? { bootstrap: s['bootstrap-private-key'] } : {}),
+      ...(s['seal-key'] ? { seal: s['seal-key'] } : {}),
     },
+    ...(s['run-secrets'] ? { runSecrets: parseRunSecrets(s['run-secrets'], 'the run-secrets input') } : {}),
+    rotateHostKeys: s['rotate-host-keys'] ?? [],
+    ...(s['tofu-binary'] ? { tofuBinary: s['tofu-binary'] } : {}),
+    allowLocalState: s['allow-local-state'] ?? false,
+    allowDestroy: s['allow-destroy'] ?? false,
+    protect: s.protect ?? [],
+    ledgerBranch: s['ledger-branch'],
+    statusComment: s.comment,
   };
 }
 
-export function approvalGate(
-  session: Session<ActionName>,
-  mode: 'environment' | 'dispatch',
-  environment: string | undefined,
-  selfReview: SelfReview,
-): ApprovalGate {
-  return mode === 'environment' ? environmentGate(session.platform, environment, selfReview) : dispatchGate();
-}
-
-/** The parts of a continueWorkflow request every chain job shares: its CI run, and the status it publishes. */
-export function jobRequest(
-  session: Session<ActionName>,
-  app: AppContext,
-  publish: PublishOptions,
-): Pick<ContinueRequest, 'ci' | 'publish'> {
+/** The workflow a plan or provision job starts when the ledger does not hold it yet. */
+export function startSettings(s: NewWorkflowInputs, requireApproval: boolean): JobSettingsInput['start'] {
   return {
-    ci: { platform: session.platform, scratch: session.scratch },
-    publish: (workflow) => publishWorkflow(session, app, workflow, publish),
+    workspace: s.workspace,
+    ...(s['workspace-name'] ? { workspaceName: s['workspace-name'] } : {}),
+    ...(s.playbook ? { playbook: s.playbook } : {}),
+    ...(s['onboard-playbook'] ? { onboardPlaybook: s['onboard-playbook'] } : {}),
+    onboardUser: s['onboard-user'],
+    sshWaitMs: s['ssh-wait'],
+    ...(s.vars ? { vars: parseMapping(s.vars, 'the vars input') } : {}),
+    requireApproval,
   };
 }
 
-/** Renders the outcome (the status is published already): a notice while awaiting approval; a failed job when it did not get through. */
-export function renderOutcome(session: Session<ActionName>, outcome: ContinueOutcome): void {
-  if (outcome.kind === 'awaiting-approval')
-    session.platform.log.notice(`workflow ${outcome.workflow.id} is awaiting approval; nothing was applied`);
-  const failure = failureOf(outcome);
-  if (failure) throw failure;
-}
-
-/** The plan action's preview (`plan-only`): the workspace it plans, or undefined for a plan that is recorded for approval. */
-export function planPreview(settings: NewWorkflowSettings & { 'plan-only': boolean }): PreviewRequest | undefined {
-  if (!settings['plan-only']) return undefined;
-  return {
-    workspacePath: settings.workspace,
-    workspaceName: workspaceNameOf(settings),
-    vars: settings.vars === undefined ? {} : parseMapping(settings.vars, 'the vars input'),
-    playbook: settings.playbook,
-    remoteUser: settings['onboard-user'],
-  };
-}
-
-/**
- * A plan job's outcome: the plan summary as an output; a preview also goes to
- * the job summary and the pull request's sticky plan comment (a recorded plan's
- * status was published by continueWorkflow).
- */
-export async function publishPlan(session: Session<'plan'>, outcome: PlanJobOutcome): Promise<void> {
-  session.platform.setOutput('plan-summary', outcome.planSummary ?? '');
-  if (outcome.kind !== 'previewed') return;
-  const body = planPreviewMarkdown(outcome, session.run);
-  session.platform.setOutput('state', 'planned');
-  await session.platform.writeSummary(body);
-  await postStatusComment(
-    session,
-    session.settings.comment ? session.run.pullRequest : undefined,
-    `plan-${outcome.workspaceName}`,
-    body,
-    'plan',
-  );
-}
-
-/** A per-step job (ssh-wait, onboard, configure): runs only `step`, after the step before it succeeded, and publishes. */
+/** A per-step job (ssh-wait, onboard, configure): runs only `step`, after the step before it succeeded. */
 export async function runOneStep(
   session: Session<'ssh-wait' | 'onboard' | 'configure'>,
   step: 'ssh-wait' | 'onboard' | 'configure',
 ): Promise<void> {
-  const s = session.settings;
-  const app = await openLedger(session, s, { provePushAccess: true });
-  const inputs = await githubRunInputs(session, s);
-  const outcome = await continueWorkflow(app, {
-    workflowId: s['workflow-id'],
-    inputs,
-    scope: step,
-    ...jobRequest(session, app, { comment: s.comment }),
-  });
-  renderOutcome(session, outcome);
+  await runChainJob(session, session.settings, { settings: { scope: step, approval: { mode: 'elsewhere' } } });
 }

@@ -58,6 +58,12 @@ export function githubPlatform(options: {
         author: options.commentAuthor ?? 'github-actions[bot]',
         body,
       }),
+    // On a push, the sticky comment follows the pushed commit's pull request.
+    ...(run.eventName === 'push' ? { findChangeRequest: () => pullRequestOfCommit(github, run) } : {}),
+    grants: {
+      'status-comment': 'the job `pull-requests: write` (pull requests from forks get a read-only token)',
+      'change-request-lookup': 'the job `pull-requests: read`',
+    },
     ...(options.artifacts ? { artifacts: options.artifacts } : {}),
     gatedJobApproval: (environment) => requireEnvironmentApproval(github, run, environment),
     mayDecide: (actor) => mayDecide(github, run, actor),
@@ -67,4 +73,13 @@ export function githubPlatform(options: {
     holder: () => ciHolder(run),
     probeHolder: ciHolderProbe(github, run),
   };
+}
+
+/** The pull request the commit belongs to (an open one first, else the merged one); none is a notice. */
+async function pullRequestOfCommit(github: GitHubPort, run: RunContext): Promise<number | undefined> {
+  const pulls = await github.pullRequestsOfCommit(run.repository, run.sha);
+  const pull = pulls.find((p) => p.open) ?? pulls[0];
+  if (!pull)
+    core.notice(`commit ${run.sha.slice(0, 12)} belongs to no pull request: the status is in the job summary only`);
+  return pull?.number;
 }

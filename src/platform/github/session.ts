@@ -13,15 +13,14 @@ import { viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
 import type { AppContext } from '../../app/runtime/context.js';
 import { parseRunSecrets } from '../../app/plays/mappings.js';
-import { privateKeyFile, sealKeyOf } from '../../app/keys/key-material.js';
+import { jobContext, readRunInputs } from '../../app/job/run-ci-job.js';
+import { optionalCall } from '../../app/runtime/optional-call.js';
 import { loadStandingInventory } from '../../app/hosts/inventories.js';
 import type { RunInputs } from '../../app/plays/run-inputs.js';
 import { SecretRegistry } from '../../app/runtime/secrets.js';
 import type { ArtifactPort, CiPlatform } from '../../app/ports/ci-platform.js';
-import { SecretGuardedStore } from '../../app/runtime/secret-guarded-store.js';
-import type { LedgerStore } from '../../ledger/store.js';
 import { ACTION_INPUTS, readSettings, type ActionName, type Settings } from './inputs.js';
-import { openGitHubLedger } from './ledger.js';
+import { openGitHubLedger, type GitHubLedger } from './ledger.js';
 import { createGitHub } from './octokit.js';
 import type { GitHubPort } from './port.js';
 import { githubPlatform } from './platform.js';
@@ -107,24 +106,9 @@ export async function runAction<N extends ActionName>(
   }
 }
 
-/**
- * The use-case context with the ledger reached through the token. With
- * `provePushAccess`, first proves the token may push: a missing
- * `contents: write` fails here, before any side effect. Jobs that write only
- * now and then (the post step, the sweeper) go without it: their writes fail
- * or warn on their own.
- */
-export async function openLedger(
-  session: Session<ActionName>,
-  settings: {
-    token: string;
-    'ledger-branch': string;
-    'ledger-repository': string | undefined;
-    'ledger-retry-for'?: number;
-  },
-  options: { provePushAccess: boolean },
-): Promise<AppContext> {
-  const ledger = openGitHubLedger({
+/** The ledger reached through the token; `preflight` proves the token may push. */
+export function githubLedger(session: Session<ActionName>, settings: LedgerInputs): GitHubLedger {
+  return openGitHubLedger({
     run: session.run,
     token: settings.token,
     branch: settings['ledger-branch'],
@@ -132,19 +116,39 @@ export async function openLedger(
     ...(settings['ledger-retry-for'] === undefined ? {} : { retryForMs: settings['ledger-retry-for'] }),
     secrets: session.secrets,
   });
-  if (options.provePushAccess) await ledger.preflight();
-  return contextFor(session, ledger.store, settings['ledger-branch']);
 }
 
-function contextFor(session: Session<ActionName>, store: LedgerStore, ledgerBranch: string): AppContext {
-  const guarded = new SecretGuardedStore(store, session.secrets, (message) => core.warning(message));
+interface LedgerInputs {
+  token: string;
+  'ledger-branch': string;
+  'ledger-repository': string | undefined;
+  'ledger-retry-for'?: number;
+}
+
+/**
+ * The use-case context with the ledger reached through the token (the core's
+ * context: always behind the secret guard). With `provePushAccess`, first
+ * proves the token may push: a missing `contents: write` fails here, before
+ * any side effect. Jobs that write only now and then (the post step, the
+ * sweeper) go without it: their writes fail or warn on their own.
+ */
+export async function openLedger(
+  session: Session<ActionName>,
+  settings: LedgerInputs,
+  options: { provePushAccess: boolean },
+): Promise<AppContext> {
+  const ledger = githubLedger(session, settings);
+  if (options.provePushAccess) await ledger.preflight();
+  return jobContext({ ...sessionFace(session), ledger }, settings['ledger-branch']);
+}
+
+function sessionFace(session: Session<ActionName>) {
   return {
-    store: guarded,
-    ledgerBranch,
+    secrets: session.secrets,
+    progress: session.progress,
     now: session.now,
     cwd: session.run.workspace,
     env: childEnvironment(process.env),
-    progress: session.progress,
     interrupt: session.interrupt,
   };
 }
@@ -169,49 +173,33 @@ export function childEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 }
 
 export interface RunInputSettings {
-  'tofu-binary'?: string | undefined;
-  'allow-local-state'?: boolean;
-  'allow-destroy'?: boolean;
-  protect?: string[];
   'seal-key'?: string | undefined;
   'fleet-private-key'?: string | undefined;
-  'bootstrap-private-key'?: string | undefined;
   'run-secrets'?: string | undefined;
-  'rotate-host-keys'?: string[];
+  'tofu-binary'?: string | undefined;
 }
 
-/**
- * The run's secrets as files and values, through the one key-material reader:
- * each key (the secret's value, or the path of a file holding it) becomes a
- * 0600 file in the scratch directory, removed at the end.
- */
-export async function githubRunInputs(
-  session: Session<ActionName>,
-  settings: RunInputSettings & { token: string },
-): Promise<RunInputs> {
-  const source = (input: string, given: string) => ({ role: `the ${input} input`, given, cwd: session.run.workspace });
-  const seal = settings['seal-key'];
-  const sealKey = seal === undefined ? undefined : await sealKeyOf(source('seal-key', seal), session.secrets);
-  const runSecrets =
-    settings['run-secrets'] === undefined ? {} : parseRunSecrets(settings['run-secrets'], 'the run-secrets input');
-  session.secrets.add(...Object.values(runSecrets));
-  const keyFile = (input: string, given: string | undefined, name: string) =>
-    given === undefined ? undefined : privateKeyFile(source(input, given), session.scratch, name, session.secrets);
-  const fleetKeyPath = await keyFile('fleet-private-key', settings['fleet-private-key'], 'fleet-key');
-  const bootstrapKeyPath = await keyFile('bootstrap-private-key', settings['bootstrap-private-key'], 'bootstrap-key');
-  return {
-    ...(settings['tofu-binary'] ? { tofuBinary: settings['tofu-binary'] } : {}),
-    ...(settings['allow-local-state'] ? { allowLocalState: true } : {}),
-    ...(settings['allow-destroy'] ? { allowDestroy: true } : {}),
-    ...(settings.protect && settings.protect.length > 0 ? { protect: settings.protect } : {}),
-    ...(fleetKeyPath ? { fleetKeyPath } : {}),
-    ...(bootstrapKeyPath ? { bootstrapKeyPath } : {}),
-    ...(sealKey ? { sealKey } : {}),
-    runSecrets,
-    rotateHostKeys: settings['rotate-host-keys'] ?? [],
-    secrets: session.secrets,
-  };
+/** The run inputs of a job that is not a chain job (converge, drift), through the core's one reader. */
+export function githubRunInputs(session: Session<ActionName>, settings: RunInputSettings): Promise<RunInputs> {
+  const given = (value: string | undefined, key: string) => (value === undefined ? {} : { [key]: value });
+  return readRunInputs(
+    {
+      keys: { ...given(settings['fleet-private-key'], 'fleet'), ...given(settings['seal-key'], 'seal') },
+      ...(settings['run-secrets'] === undefined
+        ? {}
+        : { runSecrets: parseRunSecrets(settings['run-secrets'], 'the run-secrets input') }),
+      ...(settings['tofu-binary'] ? { tofuBinary: settings['tofu-binary'] } : {}),
+    },
+    { cwd: session.run.workspace, secrets: session.secrets, privateDir: session.scratch, keyNames: KEY_INPUTS },
+  );
 }
+
+/** Where each key comes from on GitHub, for messages. */
+export const KEY_INPUTS = {
+  fleet: 'the fleet-private-key input',
+  bootstrap: 'the bootstrap-private-key input',
+  seal: 'the seal-key input',
+};
 
 /**
  * How a play started from an action reports: every line redacted, the play's
@@ -248,12 +236,8 @@ export async function publishWorkflow(
   options: PublishOptions,
 ): Promise<void> {
   const { platform } = session;
-  const view = viewWorkflow(workflow, session.now());
   platform.setOutput('workflow-id', workflow.id);
-  platform.setOutput('state', workflow.state);
-  platform.setOutput('steps', JSON.stringify(view.steps));
-  platform.setOutput('inventory', `tf:${workflow.workspace.name}`);
-  platform.setOutput('hosts', JSON.stringify(await hostsOf(app, workflow.workspace.name)));
+  await publishedOutputs(session, app, workflow);
   const planView = await planViewToPublish(app, workflow.id, (message) =>
     platform.log.warning(session.secrets.redact(message)),
   );
@@ -262,41 +246,31 @@ export async function publishWorkflow(
   );
   await platform.writeSummary(body);
   const issue = options.comment
-    ? (session.run.pullRequest ?? workflow.trigger.pullRequest ?? (await pullRequestOfPush(session)))
+    ? (session.run.pullRequest ?? workflow.trigger.pullRequest ?? (await lookUpPullRequest(session)))
     : undefined;
   await postStatusComment(session, issue, workflow.id, body, 'status');
 }
 
-const pushPullRequests = new WeakMap<Session<ActionName>, Promise<number | undefined>>();
+/** The step outputs a workflow's status gives on GitHub besides its id. */
+export async function publishedOutputs(session: Session<ActionName>, app: AppContext, workflow: Workflow) {
+  const { platform } = session;
+  const view = viewWorkflow(workflow, session.now());
+  platform.setOutput('state', workflow.state);
+  platform.setOutput('steps', JSON.stringify(view.steps));
+  platform.setOutput('inventory', `tf:${workflow.workspace.name}`);
+  platform.setOutput('hosts', JSON.stringify(await hostsOf(app, workflow.workspace.name)));
+}
 
-/**
- * On a push, the pull request the pushed commit belongs to (an open one first,
- * else the merged one), so its sticky comment follows the chain; looked up once
- * per run. None is a notice: the status is in the job summary only.
- */
-function pullRequestOfPush(session: Session<ActionName>): Promise<number | undefined> {
-  if (session.run.eventName !== 'push') return Promise.resolve(undefined);
-  let found = pushPullRequests.get(session);
-  if (!found) {
-    found = (async () => {
-      try {
-        const pulls = await session.github.pullRequestsOfCommit(session.run.repository, session.run.sha);
-        const pull = pulls.find((p) => p.open) ?? pulls[0];
-        if (!pull)
-          core.notice(
-            `commit ${session.run.sha.slice(0, 12)} belongs to no pull request: the status is in the job summary only`,
-          );
-        return pull?.number;
-      } catch (error) {
-        core.warning(
-          `could not find the pull request of commit ${session.run.sha.slice(0, 12)}: ${session.secrets.redact(describeError(error))}`,
-        );
-        return undefined;
-      }
-    })();
-    pushPullRequests.set(session, found);
-  }
-  return found;
+/** The run's pull request looked up (a push); optional, as in every CI job. */
+function lookUpPullRequest(session: Session<ActionName>): Promise<number | undefined> {
+  const { platform } = session;
+  const lookup = platform.findChangeRequest;
+  if (!lookup) return Promise.resolve(undefined);
+  const what = {
+    skipped: 'no status comment: its pull request was not found',
+    grant: platform.grants?.['change-request-lookup'],
+  };
+  return optionalCall(platform.log, session.secrets, what, lookup);
 }
 
 /** Creates or updates the sticky comment `key` on `issue`; a refusal or an API failure is only reported. */

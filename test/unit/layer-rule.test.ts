@@ -1,0 +1,47 @@
+/**
+ * The layer table of docs/architecture.md is a lint rule (eslint.config.mjs):
+ * ESLint's own API lints a snippet in place of a file of a layer, so a rule
+ * that silently stopped matching (a renamed folder, a changed pattern) fails here.
+ */
+import { ESLint } from 'eslint';
+import { describe, expect, it } from 'vitest';
+import { repoRoot } from '../support/action-runner.js';
+
+const eslint = new ESLint({ cwd: repoRoot });
+
+async function layerProblems(filePath: string, code: string): Promise<string[]> {
+  // The path of an existing file of the layer (the typed parser knows only the project's files); the text is the snippet.
+  const [result] = await eslint.lintText(code, { filePath });
+  expect(result?.messages.filter((m) => m.fatal)).toEqual([]);
+  return (result?.messages ?? []).filter((m) => m.ruleId === 'no-restricted-imports').map((m) => m.message);
+}
+
+describe('the layer rule', () => {
+  it.each([
+    [
+      'src/app/job/run-ci-job.ts',
+      "import { gitlabPlatform } from '../../platform/gitlab/platform.js';",
+      'the core is platform-neutral',
+    ],
+    ['src/domain/names.ts', "import { GitLedgerStore } from '../ledger/git-store.js';", 'the domain is pure'],
+    [
+      'src/platform/github/holder.ts',
+      "import { program } from '../../cli/program.js';",
+      'a CI face is reached from its entry points',
+    ],
+    [
+      'src/actions/plan/main.ts',
+      "import { ProcessGitCli } from '../../adapters/git.js';",
+      'an entry point parses inputs',
+    ],
+  ])('refuses an outward import in %s', async (file, code, why) => {
+    const problems = await layerProblems(file, `${code}\nexport const used = [${code.match(/\{ (\w+) \}/)![1]}];\n`);
+    expect(problems).toEqual([expect.stringContaining(why)]);
+    expect(problems[0]).toContain('docs/architecture.md, "Layers"');
+  });
+
+  it('lets an inward import through', async () => {
+    const code = "import { parseWorkflowId } from '../../domain/names.js';\nexport const used = [parseWorkflowId];\n";
+    expect(await layerProblems('src/app/job/run-ci-job.ts', code)).toEqual([]);
+  });
+});
