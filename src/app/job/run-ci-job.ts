@@ -139,6 +139,7 @@ async function readRunInputs(settings: JobSettings, face: CiJobFace, privateDir:
     ...(sealKey ? { sealKey } : {}),
     runSecrets: settings.runSecrets,
     rotateHostKeys: settings.rotateHostKeys,
+    hostKeys: settings.hostKeys,
     secrets: face.secrets,
   };
 }

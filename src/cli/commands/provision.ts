@@ -20,6 +20,7 @@ import {
   addPlayOptions,
   allowLocalStateOption,
   allowDestroyOption,
+  hostKeysOption,
   readVars,
   runInputs,
   workspaceNameFor,
@@ -124,6 +125,7 @@ export function registerProvision(program: Command, io: Io): void {
                 .argParser(collect)
                 .default([]),
             )
+            .addOption(hostKeysOption())
             .addOption(
               new Option('--require-approval', 'plan, then wait for `exocomp approval decide` before applying').default(
                 false,
@@ -195,6 +197,7 @@ export function registerProvision(program: Command, io: Io): void {
             .argParser(collect)
             .default([]),
         )
+        .addOption(hostKeysOption())
         .addOption(new Option('--wait', 'block until a pending approval is decided').default(false)),
     ),
   ).action(async (id: string, raw: Record<string, unknown>) => {

@@ -11,6 +11,7 @@ import { describeError } from '../../domain/errors.js';
 import { interruptOnSignals } from '../../adapters/signals.js';
 import { viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
+import type { HostKeyMode } from '../../domain/host-trust.js';
 import type { AppContext } from '../../app/runtime/context.js';
 import { parseRunSecrets } from '../../app/plays/mappings.js';
 import { privateKeyFile, sealKeyOf } from '../../app/keys/key-material.js';
@@ -176,6 +177,7 @@ export interface RunInputSettings {
   'bootstrap-private-key'?: string | undefined;
   'run-secrets'?: string | undefined;
   'rotate-host-keys'?: string[];
+  'host-keys'?: HostKeyMode;
 }
 
 /**
@@ -205,6 +207,7 @@ export async function githubRunInputs(
     ...(sealKey ? { sealKey } : {}),
     runSecrets,
     rotateHostKeys: settings['rotate-host-keys'] ?? [],
+    ...(settings['host-keys'] ? { hostKeys: settings['host-keys'] } : {}),
     secrets: session.secrets,
   };
 }

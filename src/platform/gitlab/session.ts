@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { describeError, ExocompError } from '../../domain/errors.js';
 import { parseDuration } from '../../domain/duration.js';
 import { KEY_VARIABLES } from '../../domain/key-variables.js';
+import { hostKeyModeSchema } from '../../domain/host-trust.js';
 import { defaultWorkspaceName, parseWorkspaceName, workflowIdProblem } from '../../domain/names.js';
 import type { Workflow } from '../../domain/workflow.js';
 import { jobContext, runCiJob, type CiJobFace } from '../../app/job/run-ci-job.js';
@@ -54,6 +55,7 @@ const settingsSchema = z.object({
   EXOCOMP_LEDGER_PROJECT: z.string().optional(),
   EXOCOMP_STATE: z.enum(['local', 'gitlab']).default('local'),
   EXOCOMP_ALLOW_LOCAL_STATE: flag,
+  EXOCOMP_HOST_KEYS: hostKeyModeSchema.default('auto'),
   EXOCOMP_SSH_WAIT: z.string().default('5m'),
   EXOCOMP_ONBOARD_USER: z.string().default('exocomp'),
   EXOCOMP_TOFU_BINARY: z.string().optional(),
@@ -192,6 +194,7 @@ function jobSettingsOf(
     },
     ...(settings.EXOCOMP_TOFU_BINARY ? { tofuBinary: settings.EXOCOMP_TOFU_BINARY } : {}),
     allowLocalState: settings.EXOCOMP_ALLOW_LOCAL_STATE,
+    hostKeys: settings.EXOCOMP_HOST_KEYS,
     ledgerBranch: settings.EXOCOMP_LEDGER_BRANCH,
     statusComment: settings.EXOCOMP_MR_NOTE,
   };
