@@ -387,7 +387,8 @@ async function keyscanWithRetries(
   let pass: ScanPass = {
     keyTypes: options.keyTypes ?? ALL_KEY_TYPES,
     timeoutSec: firstTimeoutSec,
-    hostsPerProcess: Math.max(1, options.hostsPerProcess ?? 64),
+    // ssh-keyscan -c prints a certificate without the host's name: one host per process tells them apart.
+    hostsPerProcess: options.certificates ? 1 : Math.max(1, options.hostsPerProcess ?? 64),
     concurrency: Math.max(1, Math.min(options.concurrency ?? availableParallelism(), availableParallelism())),
     certificates: options.certificates === true,
   };
@@ -470,6 +471,11 @@ async function scanPass(
     }
     for (const line of result.stdout.split('\n')) {
       if (line === '' || line.startsWith('#')) continue;
+      if (pass.certificates) {
+        const name = knownHostsName(batch.addresses[0]!, batch.port);
+        lines.get(name)?.push(`${name} ${line}`);
+        continue;
+      }
       // knownHostsName lower-cases; ssh-keyscan echoes the name as it was given.
       const name = line.slice(0, line.indexOf(' ')).toLowerCase();
       lines.get(name)?.push(line);
