@@ -24,7 +24,10 @@ export interface Pin {
   keyType: string;
   /** The base64 public key blob. */
   key: string;
-  /** `cert-authority`: the key is a host CA's, trusted for certificates it signed for `name` (docs/decisions/i26-host-key-trust-modes.md). */
+  /**
+   * `cert-authority`: the key is a host CA's, trusted for certificates it signed
+   * for `name` (docs/decisions/i26-host-key-trust-modes.md).
+   */
   marker?: 'cert-authority';
 }
 

@@ -20,6 +20,8 @@ import {
   renderKnownHosts,
   type Pin,
 } from '../../src/domain/known-hosts.js';
+import { readGitLabSettings } from '../../src/platform/gitlab/session.js';
+import { parseJobSettings } from '../../src/app/job/job-settings.js';
 import { thrown } from '../support/errors.js';
 
 let dir: string;
@@ -275,5 +277,19 @@ describe('the pinned store under a host CA', () => {
     expect(rotated.rotated).toEqual(['h']);
     expect(rotated.next).toEqual([ca('h', 'otherCa')]);
     expect(reconcile([ca('h')], [ca('h')]).unchanged).toEqual(['h']);
+  });
+});
+
+describe('host-keys, one core setting mapped by the GitLab face', () => {
+  it('reads EXOCOMP_HOST_KEYS (auto when the template input is empty) and refuses other values', () => {
+    expect(readGitLabSettings({ EXOCOMP_HOST_KEYS: '' }).EXOCOMP_HOST_KEYS).toBe('auto');
+    expect(readGitLabSettings({ EXOCOMP_HOST_KEYS: 'known' }).EXOCOMP_HOST_KEYS).toBe('known');
+    expect(() => readGitLabSettings({ EXOCOMP_HOST_KEYS: 'yes' })).toThrow('EXOCOMP_HOST_KEYS is not valid');
+  });
+
+  it('the core settings default to auto', () => {
+    const base = { scope: 'chain' as const, approval: { mode: 'none' as const }, ledgerBranch: 'exocomp-ledger' };
+    expect(parseJobSettings(base).hostKeys).toBe('auto');
+    expect(() => parseJobSettings({ ...base, hostKeys: 'none' as never })).toThrow(/hostKeys/);
   });
 });
