@@ -319,6 +319,15 @@ export interface KeyscanOptions {
   budgetMs?: number;
   /** Stops every scan when aborted; keyscan then rejects with the signal's reason. */
   signal?: AbortSignal | undefined;
+  /** ssh-keyscan -c: ask for host certificates; a host that answered without one is not asked again. */
+  certificates?: boolean;
+}
+
+/** A host to scan; `keyTypes` (its -t) overrides the scan's on the first pass. */
+export interface KeyscanTarget {
+  address: string;
+  port: number;
+  keyTypes?: string;
 }
 
 /** The pause before the first retry of a scan; doubled before each further one. */
@@ -332,6 +341,7 @@ interface ScanPass {
   timeoutSec: number;
   hostsPerProcess: number;
   concurrency: number;
+  certificates: boolean;
 }
 
 /**
@@ -347,7 +357,7 @@ interface ScanPass {
  * full pass; a host is unanswered only after its retries.
  */
 export async function keyscan(
-  targets: readonly { address: string; port: number }[],
+  targets: readonly KeyscanTarget[],
   options: KeyscanOptions = {},
 ): Promise<Map<string, string>> {
   options.signal?.throwIfAborted();
@@ -360,30 +370,32 @@ export async function keyscan(
 }
 
 async function keyscanWithRetries(
-  targets: readonly { address: string; port: number }[],
+  targets: readonly KeyscanTarget[],
   options: KeyscanOptions,
 ): Promise<Map<string, string>> {
   const { signal, budgetMs = 120_000 } = options;
   const started = performance.now();
   const lines = new Map<string, string[]>();
-  const unique: { name: string; address: string; port: number }[] = [];
-  for (const { address, port } of targets) {
-    const name = knownHostsName(address, port);
+  const unique: { name: string; address: string; port: number; keyTypes?: string }[] = [];
+  for (const target of targets) {
+    const name = knownHostsName(target.address, target.port);
     if (lines.has(name)) continue;
     lines.set(name, []);
-    unique.push({ name, address, port });
+    unique.push({ ...target, name });
   }
   const firstTimeoutSec = options.timeoutSec ?? 5;
   let pass: ScanPass = {
     keyTypes: options.keyTypes ?? ALL_KEY_TYPES,
     timeoutSec: firstTimeoutSec,
-    hostsPerProcess: Math.max(1, options.hostsPerProcess ?? 64),
+    // ssh-keyscan -c prints a certificate without the host's name: one host per process tells them apart.
+    hostsPerProcess: options.certificates ? 1 : Math.max(1, options.hostsPerProcess ?? 64),
     concurrency: Math.max(1, Math.min(options.concurrency ?? availableParallelism(), availableParallelism())),
+    certificates: options.certificates === true,
   };
   let pending = unique;
   // A host that answered but has none of the types asked is asked for every type; one that did not answer, again
   // for the same (each type is a connection of its own, in ssh-keyscan's order: a throttled sshd refuses the later ones).
-  const typesOf = new Map(unique.map((target) => [target.name, pass.keyTypes]));
+  const typesOf = new Map(unique.map((target) => [target.name, target.keyTypes ?? pass.keyTypes]));
   for (let retry = 0; ; retry += 1) {
     // A host that refused at once (sshd's MaxStartups full) is not asked again at once.
     if (retry > 0) await pause(RETRY_PAUSE_MS * 2 ** (retry - 1), signal);
@@ -394,7 +406,10 @@ async function keyscanWithRetries(
     }
     // A stopped scan is partial: it must not pass for hosts that did not answer.
     signal?.throwIfAborted();
-    pending = pending.filter((target) => lines.get(target.name)!.length === 0);
+    // A host that answered a certificate scan without one has none: asking again changes nothing.
+    pending = pending.filter(
+      (target) => lines.get(target.name)!.length === 0 && !(pass.certificates && answered.has(target.name)),
+    );
     if (pending.length === 0) break;
     for (const target of pending) if (answered.has(target.name)) typesOf.set(target.name, ALL_KEY_TYPES);
     pass = {
@@ -402,6 +417,7 @@ async function keyscanWithRetries(
       timeoutSec: Math.min(pass.timeoutSec * 2, firstTimeoutSec * 4),
       hostsPerProcess: Math.max(1, Math.floor(pass.hostsPerProcess / 2)),
       concurrency: pass.concurrency,
+      certificates: pass.certificates,
     };
     // A retry starts only while its pause and one round of it fit in the budget.
     if (performance.now() - started + RETRY_PAUSE_MS * 2 ** retry + killAfterMs(pass) > budgetMs) break;
@@ -435,7 +451,10 @@ async function scanPass(
     try {
       result = await runProcess(
         'ssh-keyscan',
-        ['-T', String(pass.timeoutSec), '-t', pass.keyTypes, '-p', String(batch.port), '--', ...batch.addresses],
+        [
+          ...(pass.certificates ? ['-c'] : []),
+          ...['-T', String(pass.timeoutSec), '-t', pass.keyTypes, '-p', String(batch.port), '--', ...batch.addresses],
+        ],
         { timeoutMs: killAfterMs(pass), signal },
       );
     } catch (error) {
@@ -452,6 +471,11 @@ async function scanPass(
     }
     for (const line of result.stdout.split('\n')) {
       if (line === '' || line.startsWith('#')) continue;
+      if (pass.certificates) {
+        const name = knownHostsName(batch.addresses[0]!, batch.port);
+        lines.get(name)?.push(`${name} ${line}`);
+        continue;
+      }
       // knownHostsName lower-cases; ssh-keyscan echoes the name as it was given.
       const name = line.slice(0, line.indexOf(' ')).toLowerCase();
       lines.get(name)?.push(line);

@@ -9,6 +9,7 @@ import { UsageError } from '../domain/errors.js';
 import { defaultWorkspaceName, parseWorkspaceName } from '../domain/names.js';
 import { parseScheduleTick, type ScheduleTick } from '../domain/schedule-fires.js';
 import { KEY_VARIABLES } from '../domain/key-variables.js';
+import { HOST_KEY_MODES, hostKeyModeSchema } from '../domain/host-trust.js';
 import type { AppContext } from '../app/runtime/context.js';
 import { parseMapping, parseRunSecrets } from '../app/plays/mappings.js';
 import { playProgress } from '../app/runtime/progress.js';
@@ -138,7 +139,18 @@ const keyOptionsSchema = z.object({
   allowLocalState: z.boolean().optional(),
   allowDestroy: z.boolean().optional(),
   protect: z.array(z.string().min(1)).optional(),
+  hostKeys: hostKeyModeSchema.optional(),
 });
+
+/** `--host-keys`: how first contact is trusted (domain/host-trust.ts). */
+export function hostKeysOption(): Option {
+  return new Option(
+    '--host-keys <mode>',
+    "auto: the workspace's known keys or host CA where given, trust on first use elsewhere; known: refuse hosts without; tofu: trust on first use everywhere",
+  )
+    .choices([...HOST_KEY_MODES])
+    .default('auto');
+}
 
 /**
  * Builds the never-persisted run inputs and registers every secret value
@@ -167,6 +179,7 @@ export async function runInputs(
       allowLocalState: o.allowLocalState ?? false,
       allowDestroy: o.allowDestroy ?? false,
       protect: o.protect ?? [],
+      ...(o.hostKeys ? { hostKeys: o.hostKeys } : {}),
     },
     {
       cwd: process.cwd(),

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { ExocompError } from './errors.js';
 import { quoteValue } from './names.js';
 import { BASTION_VARIABLE, resolveRoutes, type Hop } from './bastion.js';
+import { HOST_CA_VARIABLE, hostTrustOf, type HostTrust } from './host-trust.js';
 
 /**
  * The static inventory model: the YAML/JSON inventory format ansible's yaml
@@ -308,6 +309,8 @@ export interface DerivedHost {
   local: boolean;
   /** The bastions it is reached through, outermost first (from `exocomp_bastion`); absent: reached directly. */
   via?: Hop[];
+  /** The keys or host CA the workspace gives for it (`exocomp_host_keys`, `exocomp_host_ca`); absent: none given. */
+  trust?: HostTrust;
 }
 
 interface GroupFacts {
@@ -551,12 +554,22 @@ export function deriveHosts(inv: StaticInventory): DerivedHost[] {
       for (const [key, value] of (groups.get(group) as GroupFacts).vars) effective.set(key, value);
     }
     for (const [key, value] of hostVars.get(host) ?? []) effective.set(key, value);
-    return { ...deriveHost(host, effective), bastion: bastionName(host, effective) };
+    const trust = hostTrustOf(host, effective);
+    return { ...deriveHost(host, effective), ...(trust ? { trust } : {}), bastion: bastionName(host, effective) };
   });
   const routes = resolveRoutes(derived);
   return derived.map(({ bastion: _named, ...host }) => {
     const via = routes.get(host.name) ?? [];
-    return via.length === 0 || host.local ? host : { ...host, via };
+    if (via.length === 0 || host.local) return host;
+    if (host.trust?.kind === 'ca') {
+      // ssh-keyscan cannot ask for a certificate through a jump; capturing one there is not built yet.
+      throw hostError(
+        host.name,
+        `${HOST_CA_VARIABLE} is not supported yet for a host reached through a bastion`,
+        `give its keys in exocomp_host_keys instead, or leave ${HOST_CA_VARIABLE} to hosts reached directly`,
+      );
+    }
+    return { ...host, via };
   });
 }
 

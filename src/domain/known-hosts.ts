@@ -1,6 +1,7 @@
 import { ExocompError } from './errors.js';
 import { isValidAddress } from './inventory.js';
 import { quoteValue } from './names.js';
+import { certificateProblem, knownKeysProblem, publicKeyProblem as keyProblem, type HostTrust } from './host-trust.js';
 
 /**
  * The pinned known_hosts store: an unhashed known_hosts text, one line per
@@ -23,10 +24,13 @@ export interface Pin {
   keyType: string;
   /** The base64 public key blob. */
   key: string;
+  /**
+   * `cert-authority`: the key is a host CA's, trusted for certificates it signed
+   * for `name` (docs/decisions/i26-host-key-trust-modes.md).
+   */
+  marker?: 'cert-authority';
 }
 
-const KEY_TYPE = /^[a-z0-9][a-z0-9@.-]*$/;
-const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const BRACKETED = /^\[([^\]]+)\]:(\d+)$/;
 
 /** Says why `name` is not an exact known_hosts host name, or undefined when it is one. */
@@ -44,19 +48,6 @@ function nameProblem(name: string): string | undefined {
     : `${quoteValue(name)} is not an exact host name (patterns, lists and markers are not pins)`;
 }
 
-/** Says why `key` is not a public key blob of `keyType`, or undefined when it is one. */
-function keyProblem(keyType: string, key: string): string | undefined {
-  if (!KEY_TYPE.test(keyType)) return `key type ${quoteValue(keyType)} is not a key type`;
-  if (!BASE64.test(key) || key.length % 4 !== 0) return `the ${keyType} key is not base64`;
-  // The blob starts with its own type as an SSH string (uint32 length, bytes): a cheap check that the line is intact.
-  const blob = Buffer.from(key, 'base64');
-  const typeLength = blob.length >= 4 ? blob.readUInt32BE(0) : -1;
-  const embedded =
-    typeLength >= 0 && blob.length >= 4 + typeLength ? blob.subarray(4, 4 + typeLength).toString('latin1') : undefined;
-  if (embedded !== keyType) return `the key blob is not a ${keyType} key`;
-  return undefined;
-}
-
 function storeError(message: string): ExocompError {
   return new ExocompError('host-key', message, {
     help: 'the pinned store holds unhashed `name keytype key` lines only; fix or remove the line (the ledger branch history has earlier versions)',
@@ -64,16 +55,24 @@ function storeError(message: string): ExocompError {
 }
 
 const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-const comparePins = (a: Pin, b: Pin): number => compareStrings(a.name, b.name) || compareStrings(a.keyType, b.keyType);
-const samePin = (a: Pin, b: Pin): boolean => a.keyType === b.keyType && a.key === b.key;
+const comparePins = (a: Pin, b: Pin): number =>
+  compareStrings(a.name, b.name) ||
+  compareStrings(a.marker ?? '', b.marker ?? '') ||
+  compareStrings(a.keyType, b.keyType);
+const samePin = (a: Pin, b: Pin): boolean => a.marker === b.marker && a.keyType === b.keyType && a.key === b.key;
+/** What may appear once in the store: a name's key of one type, or its host CA of one type. */
+const identityOf = (pin: Pin): string =>
+  `${pin.marker === undefined ? '' : `@${pin.marker} `}${pin.name} ${pin.keyType}`;
+const describePin = (pin: Pin): string => `${pin.marker === undefined ? '' : 'host CA '}${pin.keyType}`;
 
 /** One line of the pinned store, as read. */
 type StoreLine = { kind: 'blank' } | { kind: 'pin'; pin: Pin } | { kind: 'refused'; problem: string };
 
 /**
- * Classifies one line of the pinned store. Only exact pins are accepted: a
- * marker line is refused, `@cert-authority` included — a host-CA mode would
- * add its own line kind here, accepted only when that mode is configured.
+ * Classifies one line of the pinned store. Only exact pins are accepted, and
+ * `@cert-authority <exact name> <keytype> <key>` — a host CA for one host, as
+ * the host-CA mode writes it; a CA line for a pattern, a list or a wildcard, and
+ * every other marker, is refused.
  */
 function readStoreLine(rawLine: string): StoreLine {
   const line = rawLine.trim();
@@ -81,13 +80,16 @@ function readStoreLine(rawLine: string): StoreLine {
   const refused = (problem: string): StoreLine => ({ kind: 'refused', problem });
   if (line.startsWith('|'))
     return refused('hashed host names (|1|…) are not kept in the pinned store; it must stay unhashed');
-  if (line.startsWith('@cert-authority'))
-    return refused('@cert-authority lines are not pins, and the pinned store holds pins only');
-  if (line.startsWith('@')) return refused('markers such as @revoked are not pins');
-  const [name = '', keyType = '', key = ''] = line.split(/\s+/);
-  if (key === '') return refused('expected `name keytype key`');
+  const fields = line.split(/\s+/);
+  const marked = fields[0] === '@cert-authority';
+  if (!marked && line.startsWith('@'))
+    return refused('markers such as @revoked are not pins (only @cert-authority for one exact name is kept)');
+  const [name = '', keyType = '', key = ''] = marked ? fields.slice(1) : fields;
+  if (key === '')
+    return refused(marked ? 'expected `@cert-authority name keytype key`' : 'expected `name keytype key`');
   const problem = nameProblem(name) ?? keyProblem(keyType, key);
-  return problem === undefined ? { kind: 'pin', pin: { name, keyType, key } } : refused(problem);
+  if (problem !== undefined) return refused(problem);
+  return { kind: 'pin', pin: marked ? { name, keyType, key, marker: 'cert-authority' } : { name, keyType, key } };
 }
 
 /**
@@ -103,9 +105,9 @@ export function parseKnownHosts(text: string): Pin[] {
     const line = readStoreLine(rawLine);
     if (line.kind === 'blank') return;
     if (line.kind === 'refused') throw storeError(`${where}: ${line.problem}`);
-    const identity = `${line.pin.name} ${line.pin.keyType}`;
+    const identity = identityOf(line.pin);
     if (seen.has(identity))
-      throw storeError(`${where}: a second ${line.pin.keyType} key for ${quoteValue(line.pin.name)}`);
+      throw storeError(`${where}: a second ${describePin(line.pin)} key for ${quoteValue(line.pin.name)}`);
     seen.add(identity);
     pins.push(line.pin);
   });
@@ -118,14 +120,14 @@ export function renderKnownHosts(pins: readonly Pin[]): PinnedKnownHosts {
   for (const pin of pins) {
     const problem = nameProblem(pin.name) ?? keyProblem(pin.keyType, pin.key);
     if (problem !== undefined) throw new ExocompError('internal', `refusing to write a pin: ${problem}`);
-    const identity = `${pin.name} ${pin.keyType}`;
+    const identity = identityOf(pin);
     if (identities.has(identity))
-      throw new ExocompError('internal', `refusing to write two ${pin.keyType} pins for ${quoteValue(pin.name)}`);
+      throw new ExocompError('internal', `refusing to write two ${describePin(pin)} pins for ${quoteValue(pin.name)}`);
     identities.add(identity);
   }
   return [...pins]
     .sort(comparePins)
-    .map((pin) => `${pin.name} ${pin.keyType} ${pin.key}\n`)
+    .map((pin) => `${pin.marker === undefined ? '' : `@${pin.marker} `}${pin.name} ${pin.keyType} ${pin.key}\n`)
     .join('') as PinnedKnownHosts;
 }
 
@@ -221,7 +223,7 @@ export function reconcilePins(input: ReconcileInput): ReconcileResult {
     }
     const sharesKey = scanned.some((scan) => pinned.some((pin) => samePin(pin, scan)));
     const conflicts = scanned.some((scan) =>
-      pinned.some((pin) => pin.keyType === scan.keyType && pin.key !== scan.key),
+      pinned.some((pin) => pin.marker === scan.marker && pin.keyType === scan.keyType && pin.key !== scan.key),
     );
     const identical =
       scanned.length === pinned.length && scanned.every((scan) => pinned.some((pin) => samePin(pin, scan)));
@@ -269,7 +271,8 @@ export function pinnedTypesToScan(
 ): Map<string, string[]> {
   const wanted = new Map<string, string[]>();
   for (const [name, keys] of scanned) {
-    const pinned = current.filter((pin) => pin.name === name);
+    // A host CA is not asked of the host: its key is the workspace's.
+    const pinned = current.filter((pin) => pin.name === name && pin.marker === undefined);
     if (pinned.length === 0 || keys.some((key) => pinned.some((pin) => samePin(pin, key)))) continue;
     const scannedTypes = new Set(keys.map((key) => key.keyType));
     const missing = [
@@ -278,4 +281,36 @@ export function pinnedTypesToScan(
     if (missing.length > 0) wanted.set(name, missing.sort());
   }
   return wanted;
+}
+
+/** A host as its first contact is judged: its known_hosts name, the address ssh connects to, what the workspace gives. */
+export interface HostToJudge {
+  /** The known_hosts name (`knownHostsName`). */
+  name: string;
+  address: string;
+  trust?: HostTrust;
+}
+
+/**
+ * The pins a host gets from what it presented: without trust, what it presented
+ * (trust on first use); with known keys, those keys, once what it presented
+ * matches them; with a host CA, the CA as `@cert-authority` for its name, once
+ * it presented a certificate that CA signed. Pins never come from the host
+ * where the workspace gave them. Returns the problem when it does not match.
+ */
+export function judgeFirstContact(
+  host: HostToJudge,
+  presented: readonly Pin[],
+  nowSeconds: number,
+): { pins: Pin[] } | { problem: string } {
+  const { trust, name } = host;
+  if (trust === undefined) return { pins: [...presented] };
+  const problem =
+    trust.kind === 'keys'
+      ? knownKeysProblem(trust.keys, presented)
+      : certificateProblem(trust.ca, presented, host.address, nowSeconds);
+  if (problem !== undefined) return { problem };
+  return trust.kind === 'keys'
+    ? { pins: trust.keys.map((key) => ({ name, ...key })).sort(comparePins) }
+    : { pins: [{ name, ...trust.ca, marker: 'cert-authority' }] };
 }

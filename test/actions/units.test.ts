@@ -31,6 +31,16 @@ describe('settings from inputs', () => {
     expect(s.comment).toBe(true);
   });
 
+  it('maps host-keys to the core setting: auto when empty, known/tofu as given, anything else refused', () => {
+    expect(read({ token: 't' })['host-keys']).toBe('auto');
+    expect(read({ token: 't', 'host-keys': ' known ' })['host-keys']).toBe('known');
+    expect(() => read({ token: 't', 'host-keys': 'trust-me' })).toThrow(
+      'host-keys: must be one of auto, known, tofu, not "trust-me"',
+    );
+    for (const step of ['apply', 'ssh-wait', 'onboard'] as const)
+      expect(ACTION_INPUTS[step]).toHaveProperty('host-keys');
+  });
+
   it('masks secret inputs as they are read, and never quotes them in a refusal', () => {
     const masked: string[] = [];
     expect(() =>

@@ -38,6 +38,8 @@ export interface HostOptions {
   maxStartups?: string;
   /** A network namespace the test created (test/support/netns.ts): sshd listens on `address` there. */
   netns?: string;
+  /** A host CA's private key file: the host key (and each new one) is signed by it (ssh-keygen -s -h, principal: the address) and sshd presents the certificate (HostCertificate). */
+  hostCaKeyPath?: string;
 }
 
 export interface LoopbackHost {
@@ -200,6 +202,7 @@ class HostImpl implements LoopbackHost {
   private async generateHostKey(): Promise<void> {
     await rm(this.hostKeyPath, { force: true });
     await rm(`${this.hostKeyPath}.pub`, { force: true });
+    await rm(`${this.hostKeyPath}-cert.pub`, { force: true });
     const result = await runProcess('ssh-keygen', [
       '-q',
       '-t',
@@ -213,12 +216,20 @@ class HostImpl implements LoopbackHost {
     ]);
     if (result.code !== 0) throw new Error(`ssh-keygen (host key) failed: ${result.stderr}`);
     await chmod(this.hostKeyPath, 0o600);
+    if (this.options.hostCaKeyPath === undefined) return;
+    const signed = await runProcess('ssh-keygen', [
+      '-q',
+      ...['-s', this.options.hostCaKeyPath, '-I', `host-${this.id}`, '-h', '-n', this.address],
+      `${this.hostKeyPath}.pub`,
+    ]);
+    if (signed.code !== 0) throw new Error(`ssh-keygen (host certificate) failed: ${signed.stderr}`);
   }
 
   private sshdConfig(): string {
     return [
       `ListenAddress ${this.address.includes(':') ? `[${this.address}]` : this.address}:${this.port}`,
       `HostKey ${this.hostKeyPath}`,
+      ...(this.options.hostCaKeyPath === undefined ? [] : [`HostCertificate ${this.hostKeyPath}-cert.pub`]),
       `PidFile ${this.pidFilePath}`,
       'PermitRootLogin prohibit-password',
       'PubkeyAuthentication yes',

@@ -89,14 +89,29 @@ describe('parseKnownHosts', () => {
       'known_hosts line 2: hashed host names (|1|…) are not kept in the pinned store; it must stay unhashed',
     ],
     [
-      'a @cert-authority marker',
+      'a @cert-authority line for a pattern',
       () => `@cert-authority *.example.com ${keys.ed1.keyType} ${keys.ed1.key}`,
-      'known_hosts line 2: @cert-authority lines are not pins, and the pinned store holds pins only',
+      'known_hosts line 2: "*.example.com" is not an exact host name (patterns, lists and markers are not pins)',
+    ],
+    [
+      'a @cert-authority line for a list',
+      () => `@cert-authority h,10.0.0.1 ${keys.ed1.keyType} ${keys.ed1.key}`,
+      'known_hosts line 2: "h,10.0.0.1" is not an exact host name (patterns, lists and markers are not pins)',
+    ],
+    [
+      'a @cert-authority line without a key',
+      () => `@cert-authority h ${keys.ed1.keyType}`,
+      'known_hosts line 2: expected `@cert-authority name keytype key`',
+    ],
+    [
+      'a marker glued to @cert-authority',
+      () => `@cert-authorityx h ${keys.ed1.keyType} ${keys.ed1.key}`,
+      'known_hosts line 2: markers such as @revoked are not pins (only @cert-authority for one exact name is kept)',
     ],
     [
       'a @revoked marker',
       () => `@revoked h ${keys.ed1.keyType} ${keys.ed1.key}`,
-      'known_hosts line 2: markers such as @revoked are not pins',
+      'known_hosts line 2: markers such as @revoked are not pins (only @cert-authority for one exact name is kept)',
     ],
     ['a line without a key', () => `h ${keys.ed1.keyType}`, 'known_hosts line 2: expected `name keytype key`'],
     ['a name alone', () => 'h', 'known_hosts line 2: expected `name keytype key`'],

@@ -21,9 +21,10 @@ import {
 } from '../../domain/drift.js';
 import { appendDriftRun, driftRunOf } from '../../domain/drift-history.js';
 import { knownHostsName, type DerivedHost } from '../../domain/inventory.js';
+import { certificateProblem } from '../../domain/host-trust.js';
 import { parseKeyscanOutput, reconcilePins, type Pin } from '../../domain/known-hosts.js';
 import { InventoryUnusableError, type ResolvedInventory } from '../../domain/standing-inventory.js';
-import { keyscan } from '../../adapters/ssh.js';
+import { ALL_KEY_TYPES, keyscan, type KeyscanOptions } from '../../adapters/ssh.js';
 import { makePrivateDir } from '../../adapters/private-dir.js';
 import type { TaskResultEvent } from '../../adapters/ansible-events.js';
 import { readDriftHistory, readPins, RecordWrites } from '../../ledger/records.js';
@@ -124,16 +125,30 @@ async function compareHostKeys(hosts: DerivedHost[], pins: Pin[], signal: AbortS
   const ssh = hosts.filter((h) => !h.local);
   const result: KeyCheck = { matching: hosts.filter((h) => h.local), mismatches: [], unreachable: [] };
   if (ssh.length === 0) return result;
-  const scans = await keyscan(
-    ssh.map((h) => ({ address: h.address, port: h.port })),
-    { signal },
-  );
+  // A host pinned under a host CA is asked for its certificates, and judged against the CA (domain/host-trust.ts).
+  const caOf = new Map(pins.filter((p) => p.marker === 'cert-authority').map((p) => [p.name, p]));
+  const certified = (h: DerivedHost) => caOf.has(knownHostsName(h.address, h.port));
+  const target = (h: DerivedHost) => ({ address: h.address, port: h.port });
+  const scan = (targets: DerivedHost[], options: KeyscanOptions) =>
+    targets.length === 0 ? new Map<string, string>() : keyscan(targets.map(target), { signal, ...options });
+  const [plainScans, certificateScans] = await Promise.all([
+    scan(
+      ssh.filter((h) => !certified(h)),
+      {},
+    ),
+    scan(ssh.filter(certified), { keyTypes: ALL_KEY_TYPES, certificates: true }),
+  ]);
   const pinnedNames = new Set(pins.map((p) => p.name));
   const scanned = new Map<string, Pin[]>();
   for (const host of ssh) {
     const name = knownHostsName(host.address, host.port);
-    const keys = parseKeyscanOutput(scans.get(name) ?? '', name);
-    if (keys.length === 0)
+    const keys = parseKeyscanOutput(plainScans.get(name) ?? certificateScans.get(name) ?? '', name);
+    const ca = caOf.get(name);
+    if (ca !== undefined) {
+      const problem = certificateProblem(ca, keys, host.address, Date.now() / 1000);
+      if (problem === undefined) result.matching.push(host);
+      else result.mismatches.push({ host: host.name, detail: `${name}: ${problem}` });
+    } else if (keys.length === 0)
       result.unreachable.push({ host: host.name, detail: `no host key could be scanned from ${name}` });
     else if (!pinnedNames.has(name))
       result.unreachable.push({ host: host.name, detail: `${name} has no pinned host key: onboard it first` });

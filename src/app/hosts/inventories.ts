@@ -8,6 +8,7 @@ import { LedgerRecordError, readInventoryFile, readInventoryRecord } from '../..
 import type { LedgerSnapshot } from '../../ledger/store.js';
 import { hostsOfShard, type ShardSpec } from '../../domain/shard.js';
 import type { AppContext } from '../runtime/context.js';
+import { underHostKeyMode, type HostKeyMode } from '../../domain/host-trust.js';
 
 export function loadStandingInventory(snapshot: LedgerSnapshot, name: string): ResolvedInventory {
   let record;
@@ -40,4 +41,12 @@ export async function shardOfInventory(
   const resolved = await readStandingInventory(app, name);
   const names = resolved.hosts.map((h) => h.name);
   return { hosts: hostsOfShard(names, shard), fleetSize: names.length };
+}
+
+/**
+ * The inventory as the run's `host-keys` mode checks its hosts (domain/host-trust.ts): called by every step
+ * that would contact them, so `known` refuses a host without a known key before any connection.
+ */
+export function underRunHostKeyMode(inventory: ResolvedInventory, mode: HostKeyMode): ResolvedInventory {
+  return { ...inventory, hosts: underHostKeyMode(inventory.hosts, mode) };
 }

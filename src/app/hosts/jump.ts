@@ -14,7 +14,7 @@ import { JumpSession, type JumpCredentials } from '../../adapters/ssh-jump.js';
 import type { AppContext } from '../runtime/context.js';
 import { pinHostKeys, scanHostKeys, type ScannedHostKeys } from './pins.js';
 
-export type RoutedHost = Pick<DerivedHost, 'name' | 'address' | 'port' | 'via'>;
+export type RoutedHost = Pick<DerivedHost, 'name' | 'address' | 'port' | 'via' | 'trust'>;
 
 const CAPTURE_TIMEOUT_MS = 15_000;
 
@@ -66,12 +66,17 @@ export async function openBastions(
       const hop = route[route.length - 1] as Hop;
       const outer = route.slice(0, -1);
       const target: SshTarget = { name: hop.name, address: hop.address, port: hop.port };
+      // The bastion is an inventory host: its own known keys or host CA check it (domain/host-trust.ts).
+      const trust = hosts.find((h) => h.name === hop.name)?.trust;
       if (wait?.deadline !== undefined) await waitForBastion(session, outer, target, hosts, wait.deadline, signal);
       const scanned =
         outer.length === 0
-          ? await scanHostKeys([target], { signal })
+          ? await scanHostKeys([{ ...target, ...(trust ? { trust } : {}) }], { signal })
           : await captureThrough(session, [{ ...target, via: outer }], signal);
-      const pins = await pinHostKeys(app, [target], options.rotate, { ...(signal ? { signal } : {}), scanned });
+      const pins = await pinHostKeys(app, [{ ...target, ...(trust ? { trust } : {}) }], options.rotate, {
+        ...(signal ? { signal } : {}),
+        scanned,
+      });
       knownHosts = pins.knownHosts;
       await session.setKnownHosts(knownHosts);
       wait?.say?.(`bastion ${describeRoute(route)}: key pinned, connecting through it`);

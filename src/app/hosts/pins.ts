@@ -6,14 +6,16 @@
 import { ExocompError, UsageError } from '../../domain/errors.js';
 import { knownHostsName, type DerivedHost } from '../../domain/inventory.js';
 import {
+  judgeFirstContact,
   parseKeyscanOutput,
   pinnedTypesToScan,
   reconcilePins,
   renderKnownHosts,
+  scanTypeOf,
   type Pin,
   type PinnedKnownHosts,
 } from '../../domain/known-hosts.js';
-import { keyscan } from '../../adapters/ssh.js';
+import { ALL_KEY_TYPES, keyscan, type KeyscanTarget } from '../../adapters/ssh.js';
 import { publicKeyOf } from '../../adapters/ssh-keys.js';
 import { readKnownHostsText, readPinnedKnownHosts, readPins, RecordWrites } from '../../ledger/records.js';
 import type { AppContext } from '../runtime/context.js';
@@ -42,7 +44,8 @@ function rotationNames(
   );
 }
 
-type HostAddress = Pick<DerivedHost, 'name' | 'address' | 'port'>;
+/** A host to scan and pin; with `trust`, checked against the workspace's keys or host CA (domain/host-trust.ts). */
+type HostAddress = Pick<DerivedHost, 'name' | 'address' | 'port' | 'trust'>;
 
 /** The keys each host presents (by known_hosts name), as ssh-keyscan saw them: no authentication, nothing written. */
 export type ScannedHostKeys = ReadonlyMap<string, Pin[]>;
@@ -56,21 +59,45 @@ export type ScannedHostKeys = ReadonlyMap<string, Pin[]>;
  */
 export const FIRST_SCAN_TYPES = 'ed25519';
 
-/** Scans every host's keys; a host that presents none, after its retries, fails the scan, named. */
+/** A host's -t: the types of the keys the workspace gives for it, else the scan's. */
+function scanTarget(host: HostAddress, keyTypes: string | undefined): KeyscanTarget {
+  const known = host.trust?.kind === 'keys' && keyTypes === undefined ? host.trust.keys : [];
+  const types = [...new Set(known.map((key) => scanTypeOf(key.keyType)))].join(',');
+  return { address: host.address, port: host.port, ...(types === '' ? {} : { keyTypes: types }) };
+}
+
+/**
+ * Scans every host's keys (a host under a host CA: its certificates); a host
+ * that presents none, after its retries, fails the scan, named. A certified
+ * host without a certificate is left to the CA check, which says so.
+ */
 export async function scanHostKeys(
   hosts: readonly HostAddress[],
   options: { signal?: AbortSignal | undefined; keyTypes?: string } = {},
 ): Promise<ScannedHostKeys> {
-  const scans = await keyscan(
-    hosts.map((h) => ({ address: h.address, port: h.port })),
-    { signal: options.signal, keyTypes: options.keyTypes ?? FIRST_SCAN_TYPES },
-  );
+  const { signal } = options;
+  const certified = hosts.filter((h) => h.trust?.kind === 'ca');
+  const plain = hosts.filter((h) => h.trust?.kind !== 'ca');
+  const [plainScans, certificateScans] = await Promise.all([
+    plain.length === 0
+      ? new Map<string, string>()
+      : keyscan(
+          plain.map((h) => scanTarget(h, options.keyTypes)),
+          { signal, keyTypes: options.keyTypes ?? FIRST_SCAN_TYPES },
+        ),
+    certified.length === 0
+      ? new Map<string, string>()
+      : keyscan(
+          certified.map((h) => ({ address: h.address, port: h.port })),
+          { signal, keyTypes: ALL_KEY_TYPES, certificates: true },
+        ),
+  ]);
   const scanned = new Map<string, Pin[]>();
   const silent: string[] = [];
   for (const host of hosts) {
     const name = knownHostsName(host.address, host.port);
-    const pins = parseKeyscanOutput(scans.get(name) ?? '', name);
-    if (pins.length === 0) silent.push(`${host.name} (${name})`);
+    const pins = parseKeyscanOutput(plainScans.get(name) ?? certificateScans.get(name) ?? '', name);
+    if (pins.length === 0 && host.trust?.kind !== 'ca') silent.push(`${host.name} (${name})`);
     scanned.set(name, pins);
   }
   if (silent.length > 0) {
@@ -120,13 +147,62 @@ export async function pinHostKeys(
   const { signal } = options;
   let scanned = scannedFor(hosts, options.scanned) ?? (await scanHostKeys(hosts, { signal }));
   const rotateSet = rotationNames(hosts, rotate);
+  const { judged, trusting } = judgeHosts(hosts, scanned, app.now());
   try {
-    return await recordPins(app, scanned, rotateSet, { signal, scanPinnedTypes: true });
+    return await recordPins(app, judged, trusting, rotateSet, { signal, scanPinnedTypes: true });
   } catch (error) {
     if (!(error instanceof PinnedTypesUnscanned)) throw error;
     scanned = await withPinnedTypes(hosts, scanned, error.wanted, signal);
-    return recordPins(app, scanned, rotateSet, { signal, scanPinnedTypes: false });
+    return recordPins(app, judgeHosts(hosts, scanned, app.now()).judged, trusting, rotateSet, {
+      signal,
+      scanPinnedTypes: false,
+    });
   }
+}
+
+/**
+ * The pins each host gets from what it presented (judgeFirstContact); a host
+ * that presented something else than the workspace's keys or CA allows fails
+ * them all, named with the fingerprints, before anything is pinned. `trusting`:
+ * the names trusted on first use, whose pinned types may still be scanned.
+ */
+function judgeHosts(
+  hosts: readonly HostAddress[],
+  scanned: ScannedHostKeys,
+  now: Date,
+): { judged: ScannedHostKeys; trusting: ScannedHostKeys } {
+  const judged = new Map<string, Pin[]>();
+  const trusting = new Map<string, Pin[]>();
+  const refused: string[] = [];
+  const refusedHosts: string[] = [];
+  for (const host of hosts) {
+    const name = knownHostsName(host.address, host.port);
+    const presented = scanned.get(name) ?? [];
+    const verdict = judgeFirstContact(
+      { name, address: host.address, ...(host.trust ? { trust: host.trust } : {}) },
+      presented,
+      now.getTime() / 1000,
+    );
+    if ('problem' in verdict) {
+      refused.push(`${host.name} (${name}) is refused: ${verdict.problem}`);
+      refusedHosts.push(host.name);
+      continue;
+    }
+    judged.set(name, verdict.pins);
+    if (host.trust === undefined) trusting.set(name, presented);
+  }
+  if (refused.length > 0) {
+    throw new ExocompError(
+      'host-key',
+      `${refused.length === 1 ? refused[0] : `${countedNames(refusedHosts)} present keys the workspace does not vouch for; first: ${refused[0]}`}`,
+      {
+        detail: refused.join('\n'),
+        hosts: refusedHosts,
+        help: "nothing was pinned or pushed to it; if the host was rebuilt, the workspace's exocomp_host_keys or exocomp_host_ca is stale (apply again); otherwise someone may be in the middle (docs/networks.md)",
+      },
+    );
+  }
+  return { judged, trusting };
 }
 
 /** Thrown from inside a ledger change that met hosts pinned with types not scanned yet; they are scanned, and the change retried. */
@@ -155,6 +231,7 @@ async function withPinnedTypes(
 async function recordPins(
   app: AppContext,
   scanned: ScannedHostKeys,
+  trusting: ScannedHostKeys,
   rotateSet: Set<string>,
   { signal, scanPinnedTypes }: { signal: AbortSignal | undefined; scanPinnedTypes: boolean },
 ): Promise<PinOutcome> {
@@ -165,7 +242,7 @@ async function recordPins(
       signal?.throwIfAborted();
       const current = readPins(snapshot);
       // Asked once: after that, the pins are judged on what the hosts presented.
-      const wanted = scanPinnedTypes ? pinnedTypesToScan(current, scanned) : new Map<string, string[]>();
+      const wanted = scanPinnedTypes ? pinnedTypesToScan(current, trusting) : new Map<string, string[]>();
       if (wanted.size > 0) throw new PinnedTypesUnscanned(wanted);
       const result = reconcilePins({ current, scanned, rotate: rotateSet });
       if (result.changed.length > 0) {

@@ -5,6 +5,7 @@
  * with zod, so a face's mapping mistake is a usage error naming the setting.
  */
 import { z } from 'zod';
+import { hostKeyModeSchema } from '../../domain/host-trust.js';
 import { UsageError } from '../../domain/errors.js';
 import { describeZodIssues } from '../../ledger/records.js';
 import { parseWorkflowId, parseWorkspaceName, parseUserName } from '../../domain/names.js';
@@ -71,6 +72,8 @@ export const jobSettingsSchema = z.object({
   /** Environment name → value, handed to the configure play. */
   runSecrets: z.record(z.string(), z.string()).default({}),
   rotateHostKeys: z.array(z.string()).default([]),
+  /** How first contact is trusted: auto, known or tofu (domain/host-trust.ts). */
+  hostKeys: hostKeyModeSchema.default('auto'),
   tofuBinary: z.string().min(1).optional(),
   allowLocalState: z.boolean().default(false),
   /** The destroy guard's run settings (domain/destroy-policy.ts): allow-destroy, and protect patterns beside the policy's. */

@@ -158,7 +158,14 @@ export async function readRunInputs(
   settings: Partial<
     Pick<
       JobSettings,
-      'keys' | 'runSecrets' | 'rotateHostKeys' | 'tofuBinary' | 'allowLocalState' | 'allowDestroy' | 'protect'
+      | 'keys'
+      | 'runSecrets'
+      | 'rotateHostKeys'
+      | 'tofuBinary'
+      | 'allowLocalState'
+      | 'allowDestroy'
+      | 'protect'
+      | 'hostKeys'
     >
   >,
   from: RunInputsSource,
@@ -190,6 +197,7 @@ export async function readRunInputs(
     ...(sealKey ? { sealKey } : {}),
     runSecrets,
     rotateHostKeys: settings.rotateHostKeys ?? [],
+    ...(settings.hostKeys ? { hostKeys: settings.hostKeys } : {}),
     secrets: from.secrets,
   };
 }

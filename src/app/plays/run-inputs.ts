@@ -6,6 +6,7 @@ import type { PlannedApply } from '../provision/apply-workspace.js';
 import type { LookAhead } from '../provision/look-ahead.js';
 import type { ProvenanceAttestation } from '../ports/attestor.js';
 import type { SecretRegistry } from '../runtime/secrets.js';
+import type { HostKeyMode } from '../../domain/host-trust.js';
 
 export interface RunInputs {
   tofuBinary?: string | undefined;
@@ -18,6 +19,8 @@ export interface RunInputs {
   runSecrets: Record<string, string>;
   /** Hosts (inventory name, address or [address]:port) whose changed key may be re-pinned. */
   rotateHostKeys: string[];
+  /** How first contact is trusted (domain/host-trust.ts); absent: `auto`. */
+  hostKeys?: HostKeyMode;
   /** In CI, apply a workspace whose state stays on the runner (see domain/state-backend.ts). */
   allowLocalState?: boolean;
   /** Let a plan destroy or replace hosts, or destroy more than the policy's max-destroy (domain/destroy-policy.ts). */

@@ -21,6 +21,7 @@ import {
   allowLocalStateOption,
   allowDestroyOption,
   protectOption,
+  hostKeysOption,
   readVars,
   runInputs,
   workspaceNameFor,
@@ -125,6 +126,7 @@ export function registerProvision(program: Command, io: Io): void {
                 .argParser(collect)
                 .default([]),
             )
+            .addOption(hostKeysOption())
             .addOption(
               new Option('--require-approval', 'plan, then wait for `exocomp approval decide` before applying').default(
                 false,
@@ -198,6 +200,7 @@ export function registerProvision(program: Command, io: Io): void {
             .argParser(collect)
             .default([]),
         )
+        .addOption(hostKeysOption())
         .addOption(new Option('--wait', 'block until a pending approval is decided').default(false)),
     ),
   ).action(async (id: string, raw: Record<string, unknown>) => {

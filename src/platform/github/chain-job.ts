@@ -5,6 +5,7 @@
  * the status in GitHub's comment form, the step outputs). runCiJob
  * (src/app/job/) assembles and runs the job; no decision is made here.
  */
+import type { HostKeyMode } from '../../domain/host-trust.js';
 import type { RunInputs } from '../../app/plays/run-inputs.js';
 import * as core from '@actions/core';
 import type { Workflow } from '../../domain/workflow.js';
@@ -34,6 +35,7 @@ export interface ChainInputs {
   'bootstrap-private-key'?: string | undefined;
   'run-secrets'?: string | undefined;
   'rotate-host-keys'?: string[];
+  'host-keys'?: HostKeyMode;
 }
 
 /** The inputs of an action that may start a workflow. */
@@ -99,6 +101,7 @@ function commonSettings(s: ChainInputs): Omit<JobSettingsInput, 'scope' | 'appro
     },
     ...(s['run-secrets'] ? { runSecrets: parseRunSecrets(s['run-secrets'], 'the run-secrets input') } : {}),
     rotateHostKeys: s['rotate-host-keys'] ?? [],
+    ...(s['host-keys'] ? { hostKeys: s['host-keys'] } : {}),
     ...(s['tofu-binary'] ? { tofuBinary: s['tofu-binary'] } : {}),
     allowLocalState: s['allow-local-state'] ?? false,
     allowDestroy: s['allow-destroy'] ?? false,

@@ -9,6 +9,7 @@ import { UsageError } from '../../domain/errors.js';
 import { parseDuration } from '../../domain/duration.js';
 import { quoteValue, userNameProblem, workflowIdProblem } from '../../domain/names.js';
 import { DEFAULT_LEDGER_BRANCH } from '../../ledger/git-store.js';
+import { HOST_KEY_MODES, type HostKeyMode } from '../../domain/host-trust.js';
 
 /** One input: how its text parses, and whether its value is a secret to mask before anything is logged. */
 export interface InputSpec<T = unknown> {
@@ -125,6 +126,7 @@ const KEYS = {
   'bootstrap-private-key': secret(),
   'run-secrets': secret(),
   'rotate-host-keys': { schema: listText } as InputSpec<string[]>,
+  'host-keys': { schema: enumText(HOST_KEY_MODES, 'auto') } as InputSpec<HostKeyMode>,
 };
 
 const APPROVAL = {
@@ -203,15 +205,17 @@ export const ACTION_INPUTS = {
     'self-review': APPROVAL['self-review'],
     ...TOFU,
     ...ATTEST,
+    'host-keys': KEYS['host-keys'],
     ...LEDGER,
     ...COMMENT,
   },
-  'ssh-wait': { 'workflow-id': requiredWorkflowId(), ...LEDGER, ...COMMENT },
+  'ssh-wait': { 'workflow-id': requiredWorkflowId(), 'host-keys': KEYS['host-keys'], ...LEDGER, ...COMMENT },
   onboard: {
     'workflow-id': requiredWorkflowId(),
     'fleet-private-key': KEYS['fleet-private-key'],
     'bootstrap-private-key': KEYS['bootstrap-private-key'],
     'rotate-host-keys': KEYS['rotate-host-keys'],
+    'host-keys': KEYS['host-keys'],
     ...LEDGER,
     ...COMMENT,
   },

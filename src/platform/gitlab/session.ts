@@ -13,6 +13,7 @@ import { z } from 'zod';
 import { describeError, ExocompError } from '../../domain/errors.js';
 import { parseDuration } from '../../domain/duration.js';
 import { KEY_VARIABLES } from '../../domain/key-variables.js';
+import { hostKeyModeSchema } from '../../domain/host-trust.js';
 import { defaultWorkspaceName, parseWorkspaceName, workflowIdProblem } from '../../domain/names.js';
 import { codeQualityReport, type TofuDiagnostic } from '../../domain/tofu-diagnostics.js';
 import type { Workflow } from '../../domain/workflow.js';
@@ -66,6 +67,7 @@ const settingsSchema = z.object({
         .map((item) => item.trim())
         .filter((item) => item !== ''),
     ),
+  EXOCOMP_HOST_KEYS: hostKeyModeSchema.default('auto'),
   EXOCOMP_SSH_WAIT: z.string().default('5m'),
   EXOCOMP_ONBOARD_USER: z.string().default('exocomp'),
   EXOCOMP_TOFU_BINARY: z.string().optional(),
@@ -230,6 +232,7 @@ function jobSettingsOf(
     allowLocalState: settings.EXOCOMP_ALLOW_LOCAL_STATE,
     allowDestroy: settings.EXOCOMP_ALLOW_DESTROY,
     protect: settings.EXOCOMP_PROTECT,
+    hostKeys: settings.EXOCOMP_HOST_KEYS,
     ledgerBranch: settings.EXOCOMP_LEDGER_BRANCH,
     statusComment: settings.EXOCOMP_MR_NOTE,
   };

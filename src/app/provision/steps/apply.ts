@@ -8,6 +8,7 @@ import type { HandedOn, StepContext, StepResult } from './step.js';
 import type { ResolvedInventory } from '../../../domain/standing-inventory.js';
 import { lookAheadToSshWait } from './ssh-wait.js';
 import { hasBastions } from '../../hosts/jump.js';
+import { underRunHostKeyMode } from '../../hosts/inventories.js';
 import { applyWorkspace } from '../apply-workspace.js';
 import { checkApprovedConfiguration } from '../../approval/config-preview.js';
 import { RecordWrites, type RecordsChange } from '../../../ledger/records.js';
@@ -55,6 +56,9 @@ export async function applyStep({
     deferCapture: true,
     identifyState: true,
   });
+  // host-keys known: a host without a known key is refused here, at capture, before the wait contacts it.
+  const resolved = outcome.inventory === undefined ? undefined : resolvedOrUndefined(outcome.inventory);
+  const captured = resolved === undefined ? undefined : underRunHostKeyMode(resolved, inputs.hostKeys ?? 'auto');
   const provenance = await provenanceOfApply(
     app,
     workflow,
@@ -72,19 +76,21 @@ export async function applyStep({
   return {
     detail: outcome.eventLine,
     records,
-    ...(outcome.inventory ? { handOn: handOn(outcome.inventory) } : {}),
+    ...(outcome.inventory ? { handOn: handOn(outcome.inventory, captured) } : {}),
   };
 
-  /** The capture, and the wait for its hosts' banners started now, while the success is written (ssh-wait takes both). */
-  function handOn(inventory: () => ResolvedInventory): HandedOn {
-    if (!nextRunsHere) return { inventory };
-    let resolved: ResolvedInventory;
+  function resolvedOrUndefined(inventory: () => ResolvedInventory): ResolvedInventory | undefined {
     try {
-      resolved = inventory();
+      return inventory();
     } catch {
       // An inventory that does not resolve fails ssh-wait, which resolves it again.
-      return { inventory };
+      return undefined;
     }
+  }
+
+  /** The capture, and the wait for its hosts' banners started now, while the success is written (ssh-wait takes both). */
+  function handOn(inventory: () => ResolvedInventory, resolved: ResolvedInventory | undefined): HandedOn {
+    if (!nextRunsHere || resolved === undefined) return { inventory };
     // Behind a bastion the wait pins the bastion first: ssh-wait does it, with the run's keys (app/hosts/jump.ts).
     if (hasBastions(resolved.hosts)) return { inventory };
     return {

@@ -9,7 +9,7 @@ import { waitForSsh } from '../../../adapters/ssh.js';
 import type { StepContext, StepResult } from './step.js';
 import { LookAhead } from '../look-ahead.js';
 import { lookAheadToHostKeys, type ScannedHostKeys } from '../../hosts/pins.js';
-import { loadStandingInventory } from '../../hosts/inventories.js';
+import { loadStandingInventory, underRunHostKeyMode } from '../../hosts/inventories.js';
 import { countedNames } from '../../../domain/host-list.js';
 import { hasBastions, waitThroughBastions } from '../../hosts/jump.js';
 
@@ -77,7 +77,10 @@ export async function sshWaitStep({
 }: StepContext): Promise<string | StepResult> {
   const inventory = handedOn.sshWait
     ? undefined
-    : (handedOn.inventory?.() ?? loadStandingInventory(await app.store.read(), workflow.workspace.name));
+    : underRunHostKeyMode(
+        handedOn.inventory?.() ?? loadStandingInventory(await app.store.read(), workflow.workspace.name),
+        inputs.hostKeys ?? 'auto',
+      );
   if (inventory !== undefined && hasBastions(inventory.hosts)) {
     return waitBehindBastions({ app, workflow, inputs, info, signal, nextRunsHere }, inventory);
   }
