@@ -1,6 +1,6 @@
 /**
  * How many hosts a play works on at once (ansible's `forks`), chosen from the
- * number of hosts and the runner's cores (docs/converge.md, "Forks"; ADR i29-forks).
+ * number of hosts and the runner's cores (docs/converge.md, "Forks"; ADR 0028-forks).
  *
  * A fork is a Python worker that spends most of a task waiting on its SSH
  * connection, so a few per core keep the runner busy; more only add processes

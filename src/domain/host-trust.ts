@@ -1,6 +1,6 @@
 /**
  * What a host's key is checked against on first contact
- * (docs/decisions/i26-host-key-trust-modes.md): keys the workspace gives
+ * (docs/decisions/0026-host-key-trust-modes.md): keys the workspace gives
  * (`exocomp_host_keys`), a host CA the workspace gives (`exocomp_host_ca`), or
  * trust on first use. Pure: the values come from tofu outputs and are
  * untrusted data, checked here before use.

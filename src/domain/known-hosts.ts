@@ -26,7 +26,7 @@ export interface Pin {
   key: string;
   /**
    * `cert-authority`: the key is a host CA's, trusted for certificates it signed
-   * for `name` (docs/decisions/i26-host-key-trust-modes.md).
+   * for `name` (docs/decisions/0026-host-key-trust-modes.md).
    */
   marker?: 'cert-authority';
 }

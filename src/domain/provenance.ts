@@ -1,5 +1,5 @@
 /**
- * The provenance of an apply (ADR i27-provenance-statement): an in-toto
+ * The provenance of an apply (ADR 0027-provenance-statement): an in-toto
  * Statement v1 with the SLSA provenance v1 predicate, built from facts the
  * apply step gathered, and checked against what the ledger and the state say
  * now. Pure: digests are computed here from values handed in, nothing is read.

@@ -1,5 +1,5 @@
 /**
- * The provenance of an apply (docs/provenance.md, ADR i27-provenance-statement):
+ * The provenance of an apply (docs/provenance.md, ADR 0027-provenance-statement):
  * the materials are digested before the apply, the statement is built once it
  * succeeded and recorded with the step's success, attested where the face
  * supplies an attestor; `provenance verify` holds it against the ledger and
