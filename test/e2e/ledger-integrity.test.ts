@@ -2,8 +2,8 @@
  * Issue 28 through the CLI: a ledger name inside another ledger's namespace is
  * refused with exit 2 and no ref changes; a record ref that is not a commit (an
  * annotated tag, a tag to a tree or a blob, an object the repository lacks) makes
- * `provision status` and `approval decide` name the corruption, never "absent",
- * and write nothing; a pinned store with a line that is not an exact pin makes
+ * `provision status`, `approval decide` and `host known-hosts` name the
+ * corruption, never "absent", and write nothing; a pinned store with a line that is not an exact pin makes
  * `playbook run` refuse before ansible starts; `ledger check` lists damaged
  * records and exits 1.
  */
@@ -44,6 +44,10 @@ async function plant(path: string, text: string): Promise<void> {
 beforeAll(async () => {
   fx = await createChainFixture();
   await plant('workflows/seed.json', '{}\n');
+  await plant(
+    'known_hosts',
+    '[127.0.0.1]:2222 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ9pTQzUg0mCIhsVwZkOAl5yFq5vG4a4c1Eg0d2bXYvP\n',
+  );
 });
 afterAll(async () => {
   await fx.cleanup();
@@ -74,22 +78,27 @@ describe('ledger names', () => {
 
 describe('a record ref that is not a commit', () => {
   const ref = 'refs/heads/exocomp-ledger-records/workflows/seed.json';
+  const pinsRef = 'refs/heads/exocomp-ledger-records/known_hosts';
   /** A tag object (no ref) pointing at `object` of `type`. */
   const tagOf = (object: string, type: string) =>
     git(['mktag'], `object ${object}\ntype ${type}\ntag seed-${type}\ntagger t <t@t> 0 +0000\n\nhand-made\n`);
-  const targets: Record<string, (commit: string) => Promise<string>> = {
+  const targets: Record<string, (commit: string, file?: string) => Promise<string>> = {
     'an annotated tag': (commit) => tagOf(commit, 'commit'),
     'a tag to a tree': async (commit) => tagOf(await git(['rev-parse', `${commit}^{tree}`]), 'tree'),
-    'a tag to a blob': async (commit) => tagOf(await git(['rev-parse', `${commit}:workflows/seed.json`]), 'blob'),
+    'a tag to a blob': async (commit, file = 'workflows/seed.json') =>
+      tagOf(await git(['rev-parse', `${commit}:${file}`]), 'blob'),
     'an object the repository lacks': async (commit) => 'e'.repeat(commit.length),
   };
 
   for (const [what, target] of Object.entries(targets)) {
-    it(`${what}: status and approval decide name the corruption and the ref, never "absent"; nothing is written`, async () => {
+    it(`${what}: status, approval decide and host known-hosts name the corruption and the ref, never "absent"; nothing is written`, async () => {
       const refFile = join(fx.ledger, ref);
       const commit = (await readFile(refFile, 'utf8')).trim();
+      const pinsRefFile = join(fx.ledger, pinsRef);
+      const pinsCommit = (await readFile(pinsRefFile, 'utf8')).trim();
       // git update-ref refuses a non-commit on a branch; a tampered remote (or a push of one) holds it all the same.
       await writeFile(refFile, `${await target(commit)}\n`);
+      await writeFile(pinsRefFile, `${await target(pinsCommit, 'known_hosts')}\n`);
       try {
         const before = await allRefs();
         for (const command of [
@@ -102,9 +111,15 @@ describe('a record ref that is not a commit', () => {
           expect(result.stderr).toContain(`(ref ${ref})`);
           expect(result.stderr).not.toMatch(/no workflow|credentials|permissions/);
         }
+        const pins = await fx.cli(['host', 'known-hosts', ...fx.ledgerArgs]);
+        expect(pins.code, pins.stderr).toBe(1);
+        expect(pins.stderr).toContain('corrupt ledger record known_hosts: its ref points at');
+        expect(pins.stderr).toContain(`(ref ${pinsRef})`);
+        expect(pins.stdout).not.toContain('no host key pinned');
         expect(await allRefs()).toBe(before);
       } finally {
         await writeFile(refFile, `${commit}\n`);
+        await writeFile(pinsRefFile, `${pinsCommit}\n`);
       }
     });
   }
