@@ -315,14 +315,14 @@ function gateFor(settings: JobSettings, platform: CiPlatform): ApprovalGate | un
   }
 }
 
+// GitLab's note limit is 1,000,000 characters; the view is cut well below it so a note stays readable.
+const MR_NOTE_PLAN_VIEW_LIMIT = 40_000;
+
 /**
  * The status, whenever the job ends once the workflow is known: the outputs
  * every face has, the run's summary, the sticky comment on its pull/merge
  * request, then the face's own extras. Everything after the outputs is optional.
  */
-// GitLab's note limit is 1,000,000 characters; the view is cut well below it so a note stays readable.
-const MR_NOTE_PLAN_VIEW_LIMIT = 40_000;
-
 async function publishStatus(
   settings: JobSettings,
   face: CiJobFace,

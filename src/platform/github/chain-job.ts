@@ -5,17 +5,24 @@
  * the status in GitHub's comment form, the step outputs). runCiJob
  * (src/app/job/) assembles and runs the job; no decision is made here.
  */
-import type { HostKeyMode } from '../../domain/host-trust.js';
-import type { RunInputs } from '../../app/plays/run-inputs.js';
 import * as core from '@actions/core';
+import type { HostKeyMode } from '../../domain/host-trust.js';
 import type { Workflow } from '../../domain/workflow.js';
 import type { JobSettingsInput } from '../../app/job/job-settings.js';
 import { runCiJob, type CiJobFace, type CiJobResult } from '../../app/job/run-ci-job.js';
-import { parseMapping, parseRunSecrets } from '../../app/plays/mappings.js';
+import { parseMapping } from '../../app/plays/mappings.js';
+import type { RunInputs } from '../../app/plays/run-inputs.js';
 import type { AppContext } from '../../app/runtime/context.js';
 import type { ActionName } from './inputs.js';
 import { providerCache } from './provider-cache.js';
-import { childEnvironment, githubLedger, KEY_INPUTS, publishedOutputs, type Session } from './session.js';
+import {
+  childEnvironment,
+  githubLedger,
+  KEY_INPUTS,
+  publishedOutputs,
+  runInputSettings,
+  type Session,
+} from './session.js';
 import { planPreviewMarkdown, statusMarkdown, type StatusOptions } from './status.js';
 
 /** The inputs a chain action may have, as action.yml names them. */
@@ -94,15 +101,9 @@ export async function runChainJob(
 function commonSettings(s: ChainInputs): Omit<JobSettingsInput, 'scope' | 'approval' | 'start'> {
   return {
     ...(s['workflow-id'] ? { workflowId: s['workflow-id'] } : {}),
-    keys: {
-      ...(s['fleet-private-key'] ? { fleet: s['fleet-private-key'] } : {}),
-      ...(s['bootstrap-private-key'] ? { bootstrap: s['bootstrap-private-key'] } : {}),
-      ...(s['seal-key'] ? { seal: s['seal-key'] } : {}),
-    },
-    ...(s['run-secrets'] ? { runSecrets: parseRunSecrets(s['run-secrets'], 'the run-secrets input') } : {}),
+    ...runInputSettings(s),
     rotateHostKeys: s['rotate-host-keys'] ?? [],
     ...(s['host-keys'] ? { hostKeys: s['host-keys'] } : {}),
-    ...(s['tofu-binary'] ? { tofuBinary: s['tofu-binary'] } : {}),
     allowLocalState: s['allow-local-state'] ?? false,
     allowDestroy: s['allow-destroy'] ?? false,
     protect: s.protect ?? [],

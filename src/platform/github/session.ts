@@ -16,6 +16,7 @@ import { parseRunSecrets } from '../../app/plays/mappings.js';
 import { jobContext, readRunInputs } from '../../app/job/run-ci-job.js';
 import { optionalCall } from '../../app/runtime/optional-call.js';
 import { loadStandingInventory } from '../../app/hosts/inventories.js';
+import { planViewToPublish } from '../../app/approval/plan-view.js';
 import type { RunInputs } from '../../app/plays/run-inputs.js';
 import { SecretRegistry } from '../../app/runtime/secrets.js';
 import type { ArtifactPort, CiPlatform } from '../../app/ports/ci-platform.js';
@@ -29,7 +30,6 @@ import { isChainAction, RunningStepMemo } from './running-step.js';
 import { ciHolder } from './holder.js';
 import { readRunContext, type RunContext } from './run-context.js';
 import { statusMarkdown, type StatusOptions } from './status.js';
-import { planViewToPublish } from '../../app/approval/plan-view.js';
 
 export interface Session<N extends ActionName> {
   settings: Settings<(typeof ACTION_INPUTS)[N]>;
@@ -175,23 +175,32 @@ export function childEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 export interface RunInputSettings {
   'seal-key'?: string | undefined;
   'fleet-private-key'?: string | undefined;
+  'bootstrap-private-key'?: string | undefined;
   'run-secrets'?: string | undefined;
   'tofu-binary'?: string | undefined;
 }
 
+/** The key, run-secret and tofu inputs as the core's run-input settings: one mapping for every GitHub job. */
+export function runInputSettings(s: RunInputSettings) {
+  return {
+    keys: {
+      ...(s['fleet-private-key'] ? { fleet: s['fleet-private-key'] } : {}),
+      ...(s['bootstrap-private-key'] ? { bootstrap: s['bootstrap-private-key'] } : {}),
+      ...(s['seal-key'] ? { seal: s['seal-key'] } : {}),
+    },
+    ...(s['run-secrets'] ? { runSecrets: parseRunSecrets(s['run-secrets'], 'the run-secrets input') } : {}),
+    ...(s['tofu-binary'] ? { tofuBinary: s['tofu-binary'] } : {}),
+  };
+}
+
 /** The run inputs of a job that is not a chain job (converge, drift), through the core's one reader. */
 export function githubRunInputs(session: Session<ActionName>, settings: RunInputSettings): Promise<RunInputs> {
-  const given = (value: string | undefined, key: string) => (value === undefined ? {} : { [key]: value });
-  return readRunInputs(
-    {
-      keys: { ...given(settings['fleet-private-key'], 'fleet'), ...given(settings['seal-key'], 'seal') },
-      ...(settings['run-secrets'] === undefined
-        ? {}
-        : { runSecrets: parseRunSecrets(settings['run-secrets'], 'the run-secrets input') }),
-      ...(settings['tofu-binary'] ? { tofuBinary: settings['tofu-binary'] } : {}),
-    },
-    { cwd: session.run.workspace, secrets: session.secrets, privateDir: session.scratch, keyNames: KEY_INPUTS },
-  );
+  return readRunInputs(runInputSettings(settings), {
+    cwd: session.run.workspace,
+    secrets: session.secrets,
+    privateDir: session.scratch,
+    keyNames: KEY_INPUTS,
+  });
 }
 
 /** Where each key comes from on GitHub, for messages. */
