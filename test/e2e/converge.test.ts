@@ -1,16 +1,18 @@
 /**
  * Issue 5 acceptance: the standing inventory at work. Every command runs the CLI
- * as a real process against a bare-repository ledger, the OpenTofu stand-in,
- * real ansible-playbook, and loopback sshd hosts.
+ * bundle (dist/cli.js, what users install) as a real process against a
+ * bare-repository ledger, the OpenTofu stand-in, real ansible-playbook, and
+ * loopback sshd hosts.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess, type RunResult } from '../../src/adapters/process.js';
+import { cliPath } from '../support/chain-fixture.js';
 import { createLoopbackHost, generateKeyPair, type KeyPair, type LoopbackHost } from '../support/loopback-host.js';
 import { fixtureWorkspacesDir, standinPath } from '../support/tofu-standin.js';
 import { scaled } from '../support/time.js';
@@ -21,8 +23,6 @@ import {
 } from '../support/ledger-git.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
-const cliMain = path.join(repoRoot, 'src/cli/main.ts');
-const tsxLoader = pathToFileURL(path.join(repoRoot, 'node_modules/tsx/dist/loader.mjs')).href;
 const onboardPlaybook = path.join(repoRoot, 'playbooks/onboard.yml');
 const SEAL_KEY = 'loopback-only-seal-key-0123456789abcdef';
 
@@ -35,7 +35,7 @@ const hosts: LoopbackHost[] = [];
 const unique = (prefix: string) => `${prefix}-${randomBytes(4).toString('hex')}`;
 
 function exocomp(args: string[], options: { env?: NodeJS.ProcessEnv } = {}): Promise<RunResult> {
-  return runProcess(process.execPath, ['--import', tsxLoader, cliMain, ...args], {
+  return runProcess(process.execPath, [cliPath, ...args], {
     cwd: project,
     env: { ...baseEnv, ...options.env },
     timeoutMs: scaled(180_000),

@@ -21,7 +21,7 @@ import {
   remoteWithGuardHook as guardedRemote,
   runWriterFleet,
   SHARED_FILE,
-  WRITER_SCRIPT,
+  writerScript,
 } from './helpers.js';
 import { scaled } from '../support/time.js';
 
@@ -63,8 +63,8 @@ async function expectAllUpdatesPresent(remote: string, writers: readonly string[
   await git(['--git-dir', remote, 'fsck', '--strict', '--no-progress']);
 }
 
-function runWriter(remote: string, cacheDir: string, writer: string, updates: number) {
-  return runProcess(process.execPath, ['--import', 'tsx', WRITER_SCRIPT, remote, cacheDir, writer, String(updates)], {
+async function runWriter(remote: string, cacheDir: string, writer: string, updates: number) {
+  return runProcess(process.execPath, [await writerScript(), remote, cacheDir, writer, String(updates)], {
     cwd: ROOT,
   });
 }
@@ -146,7 +146,7 @@ describe('concurrent ledger writers', () => {
 
       // runProcess gives no handle to kill the child, so this one is spawned directly.
       const pauseFile = join(temp.path, 'paused-before-push');
-      const victim = spawn(process.execPath, ['--import', 'tsx', WRITER_SCRIPT, remote, cacheDir, 'victim', '1'], {
+      const victim = spawn(process.execPath, [await writerScript(), remote, cacheDir, 'victim', '1'], {
         cwd: ROOT,
         env: { ...process.env, [TEST_PAUSE_BEFORE_PUSH_VARIABLE]: pauseFile },
         stdio: 'ignore',

@@ -1,5 +1,5 @@
 /** Real-git fixtures for the ledger tests: temp dirs, bare remotes, plain git commands. */
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -99,7 +99,36 @@ export async function readHookLog(hookLog: string): Promise<string[]> {
   return existsSync(hookLog) ? (await readFile(hookLog, 'utf8')).split('\n').filter(Boolean) : [];
 }
 
-export const WRITER_SCRIPT = join(import.meta.dirname, 'writer.ts');
+const WRITER_SOURCE = join(import.meta.dirname, 'writer.ts');
+let writerBundle: Promise<string> | undefined;
+
+/**
+ * The writer script (test/ledger/writer.ts) bundled once per test process, to run with plain node: under
+ * `--import tsx` every writer process compiled the ledger code again (~2–3 s of CPU per process on the CI
+ * machine, times 16–35 processes per file).
+ */
+export function writerScript(): Promise<string> {
+  writerBundle ??= (async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'exocomp-test-writer-'));
+    process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
+    const outfile = join(dir, 'writer.mjs');
+    // Imported here, not at the top: writer.ts imports this module too.
+    const { build } = await import('esbuild');
+    await build({
+      entryPoints: [WRITER_SOURCE],
+      outfile,
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'esm',
+      // Bundled dependencies that are CommonJS call require().
+      banner: { js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" },
+      logLevel: 'error',
+    });
+    return outfile;
+  })();
+  return writerBundle;
+}
 const PROJECT_ROOT = join(import.meta.dirname, '..', '..');
 
 export interface WriterSpec {
@@ -127,6 +156,7 @@ export async function runWriterFleet(
   specs: readonly WriterSpec[],
   goFile: string,
 ): Promise<WriterOutcome[]> {
+  const script = await writerScript();
   let ready = 0;
   // A writer that dies before saying "ready" must not keep the others waiting.
   const markReady = () => {
@@ -137,9 +167,7 @@ export async function runWriterFleet(
     const result = await runProcess(
       process.execPath,
       [
-        '--import',
-        'tsx',
-        WRITER_SCRIPT,
+        script,
         remote,
         spec.cacheDir,
         spec.writer,

@@ -1,6 +1,6 @@
 /**
  * A ledger writer process for the concurrency tests and the benchmark:
- *   node --import tsx test/ledger/writer.ts <remote> <cacheDir> <writerId> <updates> [retryForMs|default] [shared|own] [goFile]
+ *   node <writer bundled by helpers.ts writerScript()> <remote> <cacheDir> <writerId> <updates> [retryForMs|default] [shared|own] [goFile]
  * Each update rewrites the writer's own file writers/<writerId>.json and, in
  * `shared` mode, appends "<writerId>-<n>" to the array in workflows/shared.json. With a goFile, the
  * writer prints "ready" once started and waits for that file to exist, so all
