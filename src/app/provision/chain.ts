@@ -22,6 +22,7 @@ import {
 import { requireWorkflow, type RecordsChange } from '../../ledger/records.js';
 import type { AppContext } from '../runtime/context.js';
 import {
+  holderFacts,
   keepLeaseAlive,
   LEASE_TTL_MS,
   localHolder,
@@ -255,9 +256,7 @@ async function arm(
     app,
     id,
     (w) => {
-      const lease = stepOf(w, name).lease;
-      // Facts about a holder only count for the lease they were established for.
-      const facts = lease && judged && lease.holder === judged.holder && holderGone !== undefined ? { holderGone } : {};
+      const facts = holderFacts(judged, stepOf(w, name).lease, holderGone);
       return startStep(w, name, holder.lease(app.now()), app.now(), facts);
     },
     `${id}: ${name} running (${holder.id})`,

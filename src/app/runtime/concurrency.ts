@@ -17,7 +17,7 @@ import {
 } from '../../domain/lock.js';
 import { leaseNeedsHeartbeats } from '../../domain/workflow.js';
 import { readLock, RecordWrites } from '../../ledger/records.js';
-import { keepLeaseAlive, localHolder, probeLocalHolder, type Holder, type HolderProbe } from './lease.js';
+import { holderFacts, keepLeaseAlive, localHolder, probeLocalHolder, type Holder, type HolderProbe } from './lease.js';
 import type { AppContext } from './context.js';
 
 const POLL_FIRST_MS = 250;
@@ -46,9 +46,7 @@ async function tryAcquire(
   const holderGone = seen ? await probe(seen.lease) : undefined;
   return app.store.update<{ acquired: boolean; record: LockRecord }>((snapshot) => {
     const current = readLock(snapshot, request.key);
-    // Facts about a holder only count for the lease they were established for.
-    const facts =
-      current && seen && current.lease.holder === seen.lease.holder && holderGone !== undefined ? { holderGone } : {};
+    const facts = holderFacts(seen?.lease, current?.lease, holderGone);
     const now = app.now();
     const decision = decideAcquire(request.key, current, holder.lease(now), request.purpose, now, facts);
     if (decision.kind === 'held')

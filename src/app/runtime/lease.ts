@@ -52,6 +52,18 @@ export const probeLocalHolder: HolderProbe = async (lease) => {
 };
 
 /**
+ * What a probe learned about the holder of the lease `probed`, for a decision made on the record as it is now
+ * (`current`): it counts only while that is still the lease probed — the ledger may have moved on in between.
+ */
+export function holderFacts(
+  probed: Lease | undefined,
+  current: Lease | undefined,
+  holderGone: boolean | undefined,
+): { holderGone?: boolean } {
+  return probed && current && current.holder === probed.holder && holderGone !== undefined ? { holderGone } : {};
+}
+
+/**
  * Renews a lease every `everyMs` until stopped, one renewal at a time (a slow
  * ledger must not pile up writes). `renew` resolves false, or rejects with a
  * `lease-held` ExocompError, when the lease is no longer ours: the returned
