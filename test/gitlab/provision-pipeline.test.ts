@@ -389,6 +389,80 @@ describe('provision through templates/provision.yml, approval: manual', () => {
   );
 });
 
+describe('the whole provision pipeline in one gitlab-ci-local invocation (issue 24)', () => {
+  const pipeline = 701;
+  const workflowId = `edge-${pipeline}`;
+
+  /** A job token of this pipeline for `user` (a job's CI_JOB_TOKEN: GitLab makes one per job). */
+  const tokenFor = (user: string, jobId: number) =>
+    double.jobToken({
+      id: jobId,
+      projectId: PROJECT.id,
+      name: 'job',
+      stage: 'deploy',
+      status: 'running',
+      pipelineId: pipeline,
+      user,
+      ref: 'main',
+      sha: '0'.repeat(40),
+    });
+
+  it(
+    'plan by alice → the manual apply job started by bob → configure: provisioned',
+    async () => {
+      // The configure play of this file's site.yml waits for this file (the killed-configure test above sets it too).
+      await host.exec('touch /etc/exocomp-go');
+      // Who runs each job is per job on GitLab (the manual job's GITLAB_USER_LOGIN is whoever pressed "run"); one
+      // gitlab-ci-local invocation takes --variable for every job alike, so the project's file sets them per job.
+      await writeFile(
+        path.join(project, 'whole-pipeline.yml'),
+        [
+          'stages: [build, deploy]',
+          'include:',
+          '  - local: templates/provision.yml',
+          '    inputs: { workspace: edge, playbook: site.yml, approval: manual, allow-local-state: true }',
+          'exocomp-plan:',
+          `  variables: { GITLAB_USER_LOGIN: alice, CI_JOB_TOKEN: ${tokenFor('alice', 901)} }`,
+          'exocomp-apply:',
+          `  variables: { GITLAB_USER_LOGIN: bob, CI_JOB_TOKEN: ${tokenFor('bob', 902)}, CI_JOB_MANUAL: 'true' }`,
+          'exocomp-configure:',
+          `  variables: { GITLAB_USER_LOGIN: bob, CI_JOB_TOKEN: ${tokenFor('bob', 903)} }`,
+          '',
+        ].join('\n'),
+      );
+      const before = await applies();
+      const whole = await runPipeline({
+        cwd: project,
+        env,
+        file: 'whole-pipeline.yml',
+        variables: { ...variables, CI_PIPELINE_ID: String(pipeline) },
+        manual: ['exocomp-apply'],
+      });
+      const log = `${whole.stdout}\n${whole.stderr}`;
+      expect(whole.code, log).toBe(0);
+      // All three jobs ran in this one invocation, in the pipeline's order.
+      const order = ['exocomp-plan', 'exocomp-apply', 'exocomp-configure'].map((job) =>
+        whole.stdout.search(new RegExp(`${job}\\s+starting`)),
+      );
+      expect(
+        order.every((at) => at >= 0),
+        log,
+      ).toBe(true);
+      expect([...order].sort((a, b) => a - b)).toEqual(order);
+      expect(await applies()).toBe(before + 1);
+      const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as {
+        state?: string;
+        requester?: string;
+        approval?: { by?: string };
+      };
+      expect(record).toMatchObject({ state: 'provisioned', requester: 'alice', approval: { by: 'bob' } });
+      expect(whole.stdout).not.toContain(SEAL_KEY);
+      expect(await leftPlans()).toEqual([]);
+    },
+    scaled(600_000),
+  );
+});
+
 describe('provision through templates/provision.yml, approval: environment', () => {
   const pipeline = 710;
   const workflowId = `edge-${pipeline}`;
