@@ -1,10 +1,10 @@
 /**
- * Issue 12 on GitLab: `schedule add --gitlab --kind drift` and `--gitlab --shards 2`
+ * Issue 12 on GitLab: `schedule add --gitlab --kind drift` and `--gitlab --shards 3`
  * write includes of templates/drift.yml and templates/converge.yml; gitlab-ci-local
  * runs the pipelines those schedules fire (the real CLI, real ansible, the OpenTofu
  * stand-in as `tofu`, the ledger pushed with the job token, the GitLab API double):
  * a drift check that finds the hosts unconverged (exit 3, allowed: the pipeline
- * passes with a warning) opens the sticky drift issue; a converge split over two
+ * passes with a warning) opens the sticky drift issue; a converge split over three
  * `parallel` jobs and folded names every host; the next drift check is clean and
  * closes the issue with a note.
  */
@@ -23,7 +23,7 @@ const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const PROJECT = { id: 42, path: 'acme/infra', jobTokenPushAllowed: true };
 const MAINTAINER_TOKEN = 'glpat-maintainer-api-0002';
 const BOT_TOKEN = 'glpat-exocomp-bot-api-0003';
-const HOSTS = ['runner1', 'runner2', 'runner3'];
+const HOSTS = ['runner1', 'runner2', 'runner3', 'runner4', 'runner5', 'runner6'];
 
 let root: string;
 let project: string;
@@ -92,7 +92,7 @@ beforeAll(async () => {
   await mkdir(project);
   await cp(path.join(repoRoot, 'templates'), path.join(project, 'templates'), { recursive: true });
   await cp(path.join(fixtureWorkspacesDir, 'edge'), path.join(project, 'edge'), { recursive: true });
-  // Three hosts the play reaches on the runner itself; each converge writes its own marker file.
+  // Six hosts the play reaches on the runner itself; each converge writes its own marker file.
   const hosts = Object.fromEntries(
     HOSTS.map((h) => [h, { ansible_connection: 'local', ansible_python_interpreter: '/usr/bin/python3' }]),
   );
@@ -117,7 +117,7 @@ beforeAll(async () => {
   );
   await run('git', ['init', '--quiet', '-b', 'main']);
   await run('git', ['remote', 'add', 'origin', `${double.url}/${PROJECT.path}.git`]);
-  // The first apply: tf:edge names the three hosts; the state stays in the workspace, committed with it.
+  // The first apply: tf:edge names the six hosts; the state stays in the workspace, committed with it.
   await run(
     'exocomp',
     [
@@ -160,7 +160,7 @@ beforeAll(async () => {
     '--kind',
     'play',
     '--shards',
-    '2',
+    '3',
     '--concurrency-key',
     'edge-converge',
     '--gitlab-template',
@@ -191,7 +191,7 @@ afterAll(async () => {
 });
 
 describe('GitLab drift and sharded converge schedules', () => {
-  it('drift opens the issue (exit 3 allowed), two parallel shards and a fold converge every host, the next check closes the issue', async () => {
+  it('drift opens the issue (exit 3 allowed), three parallel shards (`parallel: 3`) and a fold converge all six hosts, the next check closes the issue', async () => {
     const found = await fire('edge-drift');
     expect(found.code, `${found.stdout}\n${found.stderr}`).toBe(0);
     expect(found.stdout).toContain('exocomp-drift-edge-drift');
@@ -219,23 +219,24 @@ describe('GitLab drift and sharded converge schedules', () => {
     const converged = await fire('nightly');
     expect(converged.code, `${converged.stdout}\n${converged.stderr}`).toBe(0);
     for (const job of [
-      'exocomp-converge-nightly-shard: [1/2]',
-      'exocomp-converge-nightly-shard: [2/2]',
+      'exocomp-converge-nightly-shard: [1/3]',
+      'exocomp-converge-nightly-shard: [2/3]',
+      'exocomp-converge-nightly-shard: [3/3]',
       'exocomp-converge-nightly-fold',
     ]) {
       expect(converged.stdout).toMatch(new RegExp(`PASS\\s+${job.replace(/[[\]/]/g, '\\$&')}`));
     }
     // The unsharded job of the template is not in this pipeline.
     expect(converged.stdout).not.toMatch(/exocomp-converge-nightly\s+starting/);
-    expect(converged.stdout).toContain('converged tf:edge: 3 host(s) over 2 shard(s)');
+    expect(converged.stdout).toContain('converged tf:edge: 6 host(s) over 3 shard(s)');
     for (const host of HOSTS) expect(await readFile(`${marker}-${host}`, 'utf8')).toBe(`${host}\n`);
     const converges = JSON.parse((await ledgerFile('converges/edge/history.json')) ?? '{}') as {
       runs: Array<{ ok: boolean; shards: number; hosts: Array<{ host: string }> }>;
     };
     expect(converges.runs).toHaveLength(1);
-    expect(converges.runs[0]).toMatchObject({ ok: true, shards: 2 });
+    expect(converges.runs[0]).toMatchObject({ ok: true, shards: 3 });
     expect(converges.runs[0]?.hosts.map((h) => h.host).sort()).toEqual(HOSTS);
-    // The fold recorded the schedule's fire, once for the two shards.
+    // The fold recorded the schedule's fire, once for the three shards.
     expect(JSON.parse((await ledgerFile('schedules/nightly.json')) ?? '{}')).toMatchObject({
       cron: '0 4 * * *',
       fires: [expect.any(String)],
