@@ -45,8 +45,9 @@ export function githubSetupReader(github: GitHubPort, target: GitHubSetupTarget)
       const [secrets, lastScheduledRun] = await Promise.all([
         readable(async () => {
           const names = await github.secretNames(repo);
-          const environmentNames =
-            target.approvalMode === 'environment' ? await github.secretNames(repo, target.environment) : [];
+          // An environment that does not exist has no secrets (its own row says it is missing).
+          const environmentExists = 'value' in protection && protection.value !== undefined;
+          const environmentNames = environmentExists ? await github.secretNames(repo, target.environment) : [];
           return [...new Set([...names, ...environmentNames])];
         }),
         readable(() => github.lastScheduledRun(repo)),
