@@ -8,10 +8,16 @@ import { ExocompError } from '../../domain/errors.js';
 import type { BranchRules, GitHubSetupFacts, Read } from '../../domain/setup-check.js';
 import { sampleRecordBranch } from '../../ledger/layout.js';
 import type { SetupReader } from '../../app/ports/setup-reader.js';
+import { warnAboutGateSetup } from '../../app/setup/setup-check.js';
+import type { CiLog } from '../../app/ports/ci-platform.js';
+import type { SecretRegistry } from '../../app/runtime/secrets.js';
 import type { GitHubPort, RepoRef } from './port.js';
+import type { RunContext } from './run-context.js';
 
 export interface GitHubSetupTarget {
   repository: RepoRef;
+  /** Where the ledger's record branches are, when not in `repository` (`ledger-repository`). */
+  ledgerRepository?: RepoRef;
   approvalMode: 'environment' | 'dispatch';
   /** The environment the apply job names (environment mode). */
   environment: string;
@@ -24,14 +30,14 @@ export function githubSetupReader(github: GitHubPort, target: GitHubSetupTarget)
   const repo = target.repository;
   return {
     async read(scope) {
-      const rulesOf = (branch: string) => readable(() => branchRules(github, repo, branch));
+      const rulesOf = (where: RepoRef, branch: string) => readable(() => branchRules(github, where, branch));
       const recordBranch = sampleRecordBranch(target.ledgerBranch);
       const [protection, ledgerRules, defaultRules] = await Promise.all([
         target.approvalMode === 'environment'
           ? readable(() => github.environmentProtection(repo, target.environment))
           : Promise.resolve({ value: undefined }),
-        rulesOf(recordBranch),
-        rulesOf(target.defaultBranch),
+        rulesOf(target.ledgerRepository ?? repo, recordBranch),
+        rulesOf(repo, target.defaultBranch),
       ]);
       const facts: GitHubSetupFacts = {
         platform: 'github',
@@ -55,6 +61,26 @@ export function githubSetupReader(github: GitHubPort, target: GitHubSetupTarget)
       return { ...facts, secrets, lastScheduledRun };
     },
   };
+}
+
+/**
+ * The warnings of the approve and plan jobs (issues 25 and 27): the gate's rows that are not ok, read with the
+ * job's token. What that token may not read is a notice naming the grant; nothing here fails the job.
+ */
+export async function warnAboutGitHubGate(
+  job: { github: GitHubPort; run: RunContext; secrets: SecretRegistry; log: CiLog; now: Date },
+  settings: { ledgerBranch: string; ledgerRepository: string | undefined; environment: string | undefined },
+): Promise<void> {
+  const [owner = '', name = ''] = settings.ledgerRepository?.split('/') ?? [];
+  const reader = githubSetupReader(job.github, {
+    repository: job.run.repository,
+    ...(settings.ledgerRepository ? { ledgerRepository: { owner, repo: name } } : {}),
+    approvalMode: settings.environment ? 'environment' : 'dispatch',
+    environment: settings.environment ?? '',
+    defaultBranch: job.run.defaultBranch ?? 'main',
+    ledgerBranch: settings.ledgerBranch,
+  });
+  await warnAboutGateSetup(reader, job.log, job.secrets, job.now);
 }
 
 async function branchRules(github: GitHubPort, repo: RepoRef, branch: string): Promise<BranchRules> {
