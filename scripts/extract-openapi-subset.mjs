@@ -41,6 +41,12 @@ const OPERATIONS = [
   'GET /repos/{owner}/{repo}/commits/{commit_sha}/pulls',
   'GET /repos/{owner}/{repo}/actions/runs/{run_id}/artifacts',
   'GET /repos/{owner}/{repo}/actions/artifacts/{artifact_id}/{archive_format}',
+  // exocomp doctor and the gate-setup warnings of the approve and plan jobs (src/platform/github/setup.ts)
+  'GET /repos/{owner}/{repo}/rules/branches/{branch}',
+  'GET /repos/{owner}/{repo}/rulesets/{ruleset_id}',
+  'GET /repos/{owner}/{repo}/actions/secrets',
+  'GET /repos/{owner}/{repo}/environments/{environment_name}/secrets',
+  'GET /repos/{owner}/{repo}/actions/runs',
 ];
 
 /**

@@ -8,6 +8,7 @@ import { describeError, ExocompError } from '../domain/errors.js';
 import { processIo, redactingIo, type Io } from './common.js';
 import { registerApproval } from './commands/approval.js';
 import { registerConverge } from './commands/converge.js';
+import { registerDoctor } from './commands/doctor.js';
 import { registerDrift } from './commands/drift.js';
 import { registerGitLab } from './commands/gitlab.js';
 import { registerHost } from './commands/host.js';
@@ -42,6 +43,7 @@ export function buildProgram(io: Io): Command {
   registerGitLab(program, io);
   registerConverge(program, io);
   registerLedger(program, io);
+  registerDoctor(program, io);
   // Every subcommand inherits the error handling of the root.
   const harden = (command: Command) => {
     command.exitOverride().showHelpAfterError('(run the command with --help for usage)');

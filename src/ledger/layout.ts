@@ -79,3 +79,11 @@ export function movedMarkerText(branch: string): string {
 export function cacheRefPrefix(branch: string): string {
   return `refs/exocomp/ledger/${createHash('sha256').update(branch).digest('hex').slice(0, 16)}/`;
 }
+
+/**
+ * A branch name with the shape of a workflow record (no such record needs to exist), to ask a platform which
+ * protections cover the record branches: GitHub's `*` stops at `/`, so a rule must reach two levels down.
+ */
+export function sampleRecordBranch(branch: string): string {
+  return recordRef(branch, 'workflows/exocomp-doctor.json').slice('refs/heads/'.length);
+}

@@ -247,6 +247,69 @@ describe('dispatch mode', () => {
     expect(fx.double.state.dispatches).toEqual([]);
   });
 
+  it('warns that the ledger records are unprotected until a ruleset covers them (read with the job token)', async () => {
+    const gateWarnings = (result: { annotations: Array<{ level: string; message: string }> }) =>
+      result.annotations.filter((a) => a.level === 'warning' && a.message.includes('approval gate is weaker'));
+    const unprotected = await approve('alice', 7106);
+    const warned = gateWarnings(unprotected).map((a) => a.message);
+    expect(warned).toEqual([
+      expect.stringMatching(
+        /ledger records \(exocomp-ledger-records\/workflows\/.*\): no ruleset covers the record branches/,
+      ),
+      expect.stringMatching(/who may bypass/),
+      expect.stringMatching(/approve workflow \(default branch main\)/),
+    ]);
+    expect(warned[0]).toContain('Settings → Rules → Rulesets');
+
+    fx.double.state.rulesets = {
+      1: {
+        name: 'ledger records',
+        include: ['refs/heads/exocomp-ledger-records/**/*'],
+        rules: ['creation', 'update', 'deletion', 'non_fast_forward'].map((type) => ({ type })),
+        bypassActors: [{ actorType: 'Integration', actorId: 15368 }],
+      },
+      2: {
+        name: 'main',
+        include: ['~DEFAULT_BRANCH'],
+        rules: [
+          {
+            type: 'pull_request',
+            parameters: {
+              dismiss_stale_reviews_on_push: true,
+              require_code_owner_review: true,
+              require_last_push_approval: true,
+              required_approving_review_count: 1,
+              required_review_thread_resolution: false,
+            },
+          },
+          { type: 'non_fast_forward' },
+        ],
+      },
+    };
+    try {
+      const protectedRun = await approve('alice', 7107);
+      expect(gateWarnings(protectedRun)).toEqual([]);
+      // No GITHUB_TOKEN sees a ruleset's bypass list: `exocomp doctor` with an admin's token checks it, the job stays quiet.
+      expect(protectedRun.annotations.filter((a) => a.level !== 'error')).toEqual([]);
+
+      // A refused read is a notice naming the grant; the job goes on to its own decision.
+      fx.double.failNext(
+        'GET /repos/{owner}/{repo}/rules/branches/{branch}',
+        { status: 403, message: 'Resource not accessible by integration' },
+        2,
+      );
+      const refused = await approve('alice', 7108);
+      expect(gateWarnings(refused)).toEqual([]);
+      expect(refused.annotations).toContainEqual(
+        expect.objectContaining({ level: 'notice', message: expect.stringMatching(/ledger records.*metadata: read/) }),
+      );
+      expect(refused.stdout).toMatch(/alice requested workflow edge-7001 and may not decide it/);
+      expect(fx.double.violations).toEqual([]);
+    } finally {
+      fx.double.state.rulesets = {};
+    }
+  });
+
   it('refuses an approval dispatched from another branch or a tag: ledger unchanged, nothing dispatched', async () => {
     const before = await fx.ledgerHistory();
     for (const [runId, ref] of [

@@ -31,10 +31,14 @@ import { OpenApiSubset, type MatchedOperation } from './openapi.js';
  *   create issue .............................. issues: write
  *   update issue (body, state) ................ issues: write, or pull-requests: write on a PR
  *   git fetch / push .......................... contents: read / contents: write
+ *   rules of a branch, a ruleset .............. metadata: read (a ruleset's bypass list: administration: write)
+ *   list repository / environment secrets ..... secrets: read (a GITHUB_TOKEN never has it)
+ *   list runs of the repository ............... actions: read
  */
 
 export type Access = 'none' | 'read' | 'write';
-export type TokenScope = 'actions' | 'contents' | 'issues' | 'pull-requests' | 'metadata';
+export type TokenScope =
+  'actions' | 'contents' | 'issues' | 'pull-requests' | 'metadata' | 'administration' | 'secrets';
 
 export interface TokenGrant {
   /** The author of what the token creates, e.g. `github-actions[bot]`. */
@@ -52,6 +56,9 @@ export const PERMISSIVE_TOKEN: Readonly<Record<TokenScope, Access>> = {
   issues: 'write',
   'pull-requests': 'write',
   metadata: 'read',
+  // A GITHUB_TOKEN never gets these; a person's or an app's token may.
+  administration: 'none',
+  secrets: 'none',
 };
 
 export interface SeedReview {
@@ -66,6 +73,25 @@ export interface SeedEnvironment {
   requiredReviewers?: string[];
   preventSelfReview?: boolean;
   waitTimerMinutes?: number;
+  /** Names of the environment's secrets. */
+  secrets?: string[];
+}
+
+/**
+ * A branch ruleset as GitHub keeps it: `include`/`exclude` are ref patterns (`refs/heads/…` with fnmatch and
+ * FNM_PATHNAME: `*` stops at `/`, `**` does not), or `~DEFAULT_BRANCH` / `~ALL`.
+ */
+export interface SeedRuleset {
+  name: string;
+  enforcement?: 'active' | 'disabled' | 'evaluate';
+  include: string[];
+  exclude?: string[];
+  /** Rule types (`creation`, `update`, `deletion`, `non_fast_forward`, `pull_request`, …) with their parameters. */
+  rules: Array<{ type: string; parameters?: Record<string, unknown> }>;
+  bypassActors?: Array<{
+    actorType: 'Integration' | 'OrganizationAdmin' | 'RepositoryRole' | 'Team' | 'DeployKey' | 'User';
+    actorId: number | null;
+  }>;
 }
 
 export interface SeedComment {
@@ -87,6 +113,8 @@ export interface SeedRun {
   headBranch?: string;
   event?: string;
   actor?: string;
+  /** When the run was created (default: now). */
+  createdAt?: string;
 }
 
 export interface SeedWorkflow {
@@ -154,6 +182,12 @@ export interface GitHubDoubleState {
   dispatches: RecordedDispatch[];
   /** How dispatches answer `return_run_details` (default: `returns`, as github.com). */
   runDetails: RunDetailsSupport;
+  /** The repository's default branch (what `~DEFAULT_BRANCH` means in a ruleset). */
+  defaultBranch: string;
+  /** ruleset id → branch ruleset. */
+  rulesets: Record<number, SeedRuleset>;
+  /** Names of the repository's Actions secrets. */
+  secrets: string[];
 }
 
 export interface RecordedRequest {
@@ -257,6 +291,9 @@ export class GitHubDouble {
     commitPulls: {},
     dispatches: [],
     runDetails: 'returns',
+    defaultBranch: 'main',
+    rulesets: {},
+    secrets: [],
   };
   /** Every API request answered, in order (git requests are in `gitRequests`). */
   readonly requests: RecordedRequest[] = [];
@@ -502,6 +539,18 @@ export class GitHubDouble {
         return this.downloadArtifact(context);
       case 'repos/list-pull-requests-associated-with-commit':
         return this.commitPulls(context);
+      case 'repos/get-branch-rules':
+        return this.branchRules(context);
+      case 'repos/get-repo-ruleset':
+        return this.getRuleset(context);
+      case 'actions/list-repo-secrets':
+        return this.listSecrets(context, this.state.secrets);
+      case 'actions/list-environment-secrets': {
+        const environment = this.state.environments[context.match.params.environment_name ?? ''];
+        return environment ? this.listSecrets(context, environment.secrets ?? []) : error(404, 'Not Found');
+      }
+      case 'actions/list-workflow-runs-for-repo':
+        return this.listRuns(context);
       default:
         return error(404, 'Not Found');
     }
@@ -797,63 +846,147 @@ export class GitHubDouble {
     };
   }
 
+  /** The rules of every active ruleset whose conditions take the branch, each with its ruleset's id. */
+  private branchRules({ match }: Context): Reply {
+    const ref = `refs/heads/${match.params.branch ?? ''}`;
+    const applies = (pattern: string) =>
+      pattern === '~ALL' ||
+      (pattern === '~DEFAULT_BRANCH'
+        ? ref === `refs/heads/${this.state.defaultBranch}`
+        : fnmatchPathname(pattern, ref));
+    const rules = Object.entries(this.state.rulesets)
+      .filter(([, ruleset]) => (ruleset.enforcement ?? 'active') === 'active')
+      .filter(([, ruleset]) => ruleset.include.some(applies) && !(ruleset.exclude ?? []).some(applies))
+      .flatMap(([id, ruleset]) =>
+        ruleset.rules.map((rule) => ({
+          type: rule.type,
+          ...(rule.parameters ? { parameters: rule.parameters } : {}),
+          ruleset_source_type: 'Repository',
+          ruleset_source: this.repository,
+          ruleset_id: Number(id),
+        })),
+      );
+    return { status: 200, body: rules };
+  }
+
+  /** `bypass_actors` only for a token that may edit rulesets, as GitHub answers. */
+  private getRuleset({ match, grant }: Context): Reply {
+    const id = Number(match.params.ruleset_id);
+    const ruleset = this.state.rulesets[id];
+    if (!ruleset) return error(404, 'Not Found');
+    const editor = can(grant, 'administration', 'write');
+    return {
+      status: 200,
+      body: {
+        id,
+        name: ruleset.name,
+        target: 'branch',
+        source_type: 'Repository',
+        source: this.repository,
+        enforcement: ruleset.enforcement ?? 'active',
+        ...(editor
+          ? {
+              bypass_actors: (ruleset.bypassActors ?? []).map((actor) => ({
+                actor_id: actor.actorId,
+                actor_type: actor.actorType,
+                bypass_mode: 'always',
+              })),
+            }
+          : {}),
+        current_user_can_bypass: editor ? 'always' : 'never',
+        conditions: { ref_name: { include: ruleset.include, exclude: ruleset.exclude ?? [] } },
+        rules: ruleset.rules.map((rule) => ({
+          type: rule.type,
+          ...(rule.parameters ? { parameters: rule.parameters } : {}),
+        })),
+        node_id: nodeId('RRS_', id),
+        _links: { self: { href: `${this.apiRepoUrl()}/rulesets/${id}` } },
+        created_at: '2026-01-01T00:00:00Z',
+        updated_at: '2026-01-01T00:00:00Z',
+      },
+    };
+  }
+
+  private listSecrets({ grant }: Context, names: string[]): Reply {
+    if (!can(grant, 'secrets', 'read')) return forbidden();
+    const at = '2026-01-01T00:00:00Z';
+    return {
+      status: 200,
+      body: { total_count: names.length, secrets: names.map((name) => ({ name, created_at: at, updated_at: at })) },
+    };
+  }
+
+  /** Runs newest first, filtered by `event`; one page of `per_page`. */
+  private listRuns(context: Context): Reply {
+    if (!can(context.grant, 'actions', 'read')) return forbidden();
+    const event = context.query.get('event');
+    const perPage = Math.min(100, Math.max(1, Number(context.query.get('per_page') ?? 30)));
+    const ids = Object.entries(this.state.runs)
+      .filter(([, run]) => event === null || (run.event ?? 'push') === event)
+      .map(([id]) => Number(id))
+      .sort((a, b) => b - a);
+    const runs = ids.slice(0, perPage).map((id) => this.runJson(id, this.state.runs[id] as SeedRun));
+    return { status: 200, body: { total_count: ids.length, workflow_runs: runs } };
+  }
+
   private getRun({ match, grant }: Context): Reply {
     if (!can(grant, 'actions', 'read')) return forbidden();
     const id = Number(match.params.run_id);
     const run = this.state.runs[id];
     if (!run) return error(404, 'Not Found');
+    return { status: 200, body: this.runJson(id, run) };
+  }
+
+  private runJson(id: number, run: SeedRun): Record<string, unknown> {
     const api = this.apiRepoUrl();
     const attempt = run.runAttempt ?? 1;
     const path = run.workflowPath ?? '.github/workflows/provision.yml';
     const sha = run.headSha ?? '0'.repeat(40);
-    const created = timestamp();
+    const created = run.createdAt ?? timestamp();
     const actor = this.user(run.actor ?? this.owner);
     return {
-      status: 200,
-      body: {
-        id,
-        name: path.replace(/^.*\//, ''),
-        node_id: nodeId('WFR_', id),
-        check_suite_id: id + 1,
-        check_suite_node_id: nodeId('CS_', id + 1),
-        head_branch: run.headBranch ?? 'main',
-        head_sha: sha,
-        path,
-        display_title: path.replace(/^.*\//, ''),
-        run_number: id % 1000,
-        run_attempt: attempt,
-        referenced_workflows: [],
-        event: run.event ?? 'push',
-        status: run.status,
-        conclusion: run.conclusion ?? null,
-        workflow_id: 1,
-        url: `${api}/actions/runs/${id}`,
-        html_url: `${this.htmlRepoUrl()}/actions/runs/${id}`,
-        pull_requests: [],
-        created_at: created,
-        updated_at: created,
-        actor,
-        triggering_actor: actor,
-        run_started_at: created,
-        jobs_url: `${api}/actions/runs/${id}/jobs`,
-        logs_url: `${api}/actions/runs/${id}/logs`,
-        check_suite_url: `${api}/check-suites/${id + 1}`,
-        artifacts_url: `${api}/actions/runs/${id}/artifacts`,
-        cancel_url: `${api}/actions/runs/${id}/cancel`,
-        rerun_url: `${api}/actions/runs/${id}/rerun`,
-        previous_attempt_url: attempt > 1 ? `${api}/actions/runs/${id}/attempts/${attempt - 1}` : null,
-        workflow_url: `${api}/actions/workflows/1`,
-        head_commit: {
-          id: sha,
-          tree_id: sha,
-          message: 'commit',
-          timestamp: created,
-          author: { name: 'Test Author', email: 'author@example.com' },
-          committer: { name: 'Test Author', email: 'author@example.com' },
-        },
-        repository: this.minimalRepository(),
-        head_repository: this.minimalRepository(),
+      id,
+      name: path.replace(/^.*\//, ''),
+      node_id: nodeId('WFR_', id),
+      check_suite_id: id + 1,
+      check_suite_node_id: nodeId('CS_', id + 1),
+      head_branch: run.headBranch ?? 'main',
+      head_sha: sha,
+      path,
+      display_title: path.replace(/^.*\//, ''),
+      run_number: id % 1000,
+      run_attempt: attempt,
+      referenced_workflows: [],
+      event: run.event ?? 'push',
+      status: run.status,
+      conclusion: run.conclusion ?? null,
+      workflow_id: 1,
+      url: `${api}/actions/runs/${id}`,
+      html_url: `${this.htmlRepoUrl()}/actions/runs/${id}`,
+      pull_requests: [],
+      created_at: created,
+      updated_at: created,
+      actor,
+      triggering_actor: actor,
+      run_started_at: created,
+      jobs_url: `${api}/actions/runs/${id}/jobs`,
+      logs_url: `${api}/actions/runs/${id}/logs`,
+      check_suite_url: `${api}/check-suites/${id + 1}`,
+      artifacts_url: `${api}/actions/runs/${id}/artifacts`,
+      cancel_url: `${api}/actions/runs/${id}/cancel`,
+      rerun_url: `${api}/actions/runs/${id}/rerun`,
+      previous_attempt_url: attempt > 1 ? `${api}/actions/runs/${id}/attempts/${attempt - 1}` : null,
+      workflow_url: `${api}/actions/workflows/1`,
+      head_commit: {
+        id: sha,
+        tree_id: sha,
+        message: 'commit',
+        timestamp: created,
+        author: { name: 'Test Author', email: 'author@example.com' },
+        committer: { name: 'Test Author', email: 'author@example.com' },
       },
+      repository: this.minimalRepository(),
+      head_repository: this.minimalRepository(),
     };
   }
 
@@ -1165,6 +1298,21 @@ function can(grant: TokenGrant, scope: TokenScope, needed: 'read' | 'write'): bo
 
 function canOnIssue(grant: TokenGrant, issue: { pullRequest: boolean }, needed: 'read' | 'write'): boolean {
   return can(grant, 'issues', needed) || (issue.pullRequest && can(grant, 'pull-requests', needed));
+}
+
+/** Ruby's File.fnmatch with FNM_PATHNAME, as rulesets match refs: `*` and `?` stop at `/`, `**\/` spans segments. */
+export function fnmatchPathname(pattern: string, ref: string): boolean {
+  let regex = '';
+  for (let i = 0; i < pattern.length; i += 1) {
+    const char = pattern[i] as string;
+    if (pattern.startsWith('**/', i)) {
+      regex += '(?:[^/]*/)*';
+      i += 2;
+    } else if (char === '*') regex += '[^/]*';
+    else if (char === '?') regex += '[^/]';
+    else regex += char.replace(/[.+^${}()|[\]\\]/g, '\\$&');
+  }
+  return new RegExp(`^${regex}$`).test(ref);
 }
 
 function error(status: number, message: string): Reply {

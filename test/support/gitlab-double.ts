@@ -44,6 +44,30 @@ export interface DoubleProject {
   path: string;
   /** Settings → CI/CD → Job token permissions → "Allow Git push requests to the repository". */
   jobTokenPushAllowed: boolean;
+  /** Default `main`. */
+  defaultBranch?: string;
+}
+
+/** A protected branch rule as defined (a wildcard name as written); access levels 0, 30, 40, 60, or a user/deploy key. */
+export interface DoubleProtectedBranch {
+  projectId: number;
+  name: string;
+  push: Array<{ accessLevel: number } | { userId: number } | { deployKeyId: number }>;
+  allowForcePush: boolean;
+}
+
+export interface DoubleProtectedEnvironment {
+  projectId: number;
+  name: string;
+  requiredApprovals: number;
+}
+
+export interface DoubleVariable {
+  projectId: number;
+  key: string;
+  value: string;
+  protected: boolean;
+  masked: boolean;
 }
 
 export interface DoubleNote {
@@ -102,6 +126,8 @@ export interface DoubleSchedule {
   active: boolean;
   owner: string;
   variables: { key: string; value: string; variableType: 'env_var' | 'file' }[];
+  /** Pipelines the schedule started (creation times), oldest first. */
+  pipelines?: string[];
 }
 
 export interface DoubleIssue {
@@ -138,6 +164,9 @@ export interface GitLabDoubleState {
   schedules: DoubleSchedule[];
   issues: DoubleIssue[];
   triggered: TriggeredPipeline[];
+  protectedBranches: DoubleProtectedBranch[];
+  protectedEnvironments: DoubleProtectedEnvironment[];
+  variables: DoubleVariable[];
 }
 
 export interface RecordedRequest {
@@ -197,6 +226,9 @@ export class GitLabDouble {
     schedules: [],
     issues: [],
     triggered: [],
+    protectedBranches: [],
+    protectedEnvironments: [],
+    variables: [],
   };
   readonly requests: RecordedRequest[] = [];
   readonly violations: string[] = [];
@@ -558,6 +590,67 @@ export class GitLabDouble {
           web_url: `${this.url}/${project.path}/-/pipelines/${id}`,
         };
       }
+      case 'list-protected-branches': {
+        const project = this.project(params.id ?? '');
+        return s.protectedBranches.filter((b) => b.projectId === project.id).map((b) => protectedBranchBody(b));
+      }
+      case 'get-protected-environment': {
+        const project = this.project(params.id ?? '');
+        const found = s.protectedEnvironments.find((e) => e.projectId === project.id && e.name === params.name);
+        if (!found) throw new HttpError(404, { message: '404 Not found' });
+        return {
+          name: found.name,
+          deploy_access_levels: [accessBody({ accessLevel: 40 })],
+          required_approval_count: found.requiredApprovals,
+          approval_rules: [],
+        };
+      }
+      case 'get-project': {
+        const project = this.project(params.id ?? '');
+        const name = project.path.split('/').at(-1) ?? project.path;
+        return {
+          id: project.id,
+          name,
+          path: name,
+          path_with_namespace: project.path,
+          default_branch: project.defaultBranch ?? 'main',
+          web_url: `${this.url}/${project.path}`,
+          visibility: 'private',
+          ci_push_repository_for_job_token_allowed: project.jobTokenPushAllowed,
+        };
+      }
+      case 'list-project-variables': {
+        const project = this.project(params.id ?? '');
+        return s.variables
+          .filter((v) => v.projectId === project.id)
+          .map((v) => ({
+            key: v.key,
+            variable_type: 'env_var',
+            value: v.value,
+            protected: v.protected,
+            masked: v.masked,
+            hidden: false,
+            raw: false,
+            environment_scope: '*',
+            description: null,
+          }));
+      }
+      case 'list-schedule-pipelines': {
+        const schedule = this.schedule(params);
+        const project = this.project(params.id ?? '');
+        return (schedule.pipelines ?? []).map((at, i) => ({
+          id: schedule.id * 100 + i,
+          iid: i + 1,
+          project_id: project.id,
+          sha: '0'.repeat(40),
+          ref: schedule.ref,
+          status: 'success',
+          source: 'schedule',
+          created_at: at,
+          updated_at: at,
+          web_url: `${this.url}/${project.path}/-/pipelines/${schedule.id * 100 + i}`,
+        }));
+      }
       case 'list-schedules': {
         const project = this.project(params.id ?? '');
         return s.schedules.filter((x) => x.projectId === project.id).map((x) => scheduleBody(x));
@@ -831,6 +924,38 @@ function jobBody(id: number, job: DoubleJob, base: string, project: DoubleProjec
       status: finished ? job.status : 'running',
     },
     web_url: `${base}/${project.path}/-/jobs/${id}`,
+  };
+}
+
+let accessIds = 5000;
+function accessBody(access: DoubleProtectedBranch['push'][number]) {
+  accessIds += 1;
+  const level = 'accessLevel' in access ? access.accessLevel : 40;
+  return {
+    id: accessIds,
+    access_level: level,
+    access_level_description:
+      'userId' in access ? 'A user' : 'deployKeyId' in access ? 'Deploy key' : (ACCESS_NAMES[level] ?? 'Custom'),
+    user_id: 'userId' in access ? access.userId : null,
+    group_id: null,
+    deploy_key_id: 'deployKeyId' in access ? access.deployKeyId : null,
+  };
+}
+const ACCESS_NAMES: Record<number, string> = {
+  0: 'No one',
+  30: 'Developers + Maintainers',
+  40: 'Maintainers',
+  60: 'Admins',
+};
+
+function protectedBranchBody(b: DoubleProtectedBranch) {
+  return {
+    id: b.projectId * 1000 + b.name.length,
+    name: b.name,
+    push_access_levels: b.push.map((access) => accessBody(access)),
+    merge_access_levels: [accessBody({ accessLevel: 40 })],
+    allow_force_push: b.allowForcePush,
+    code_owner_approval_required: false,
   };
 }
 

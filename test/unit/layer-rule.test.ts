@@ -46,8 +46,8 @@ describe('the layer rule', () => {
     ],
     [
       'src/cli/commands/gitlab.ts',
-      "import { githubPlatform } from '../../platform/github/platform.js';",
-      'the CLI is the entry point of the CLI and GitLab faces, never of GitHub',
+      "import { runAction } from '../../actions/plan/main.js';",
+      'the CLI is an entry point of its own: it wires adapters, never the actions',
     ],
   ])('refuses an outward import in %s', async (file, code, why) => {
     const problems = await layerProblems(file, `${code}\nexport const used = [${code.match(/\{ (\w+) \}/)![1]}];\n`);

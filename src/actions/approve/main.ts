@@ -7,10 +7,16 @@
 import { decideByDispatch } from '../../app/approval/approvals.js';
 import { requireDefaultBranchDecision } from '../../platform/github/approval.js';
 import { openLedger, publishWorkflow, runAction } from '../../platform/github/session.js';
+import { warnAboutGitHubGate } from '../../platform/github/setup.js';
 
 await runAction('approve', async (session) => {
   const s = session.settings;
   requireDefaultBranchDecision(session.run);
+  // Dispatch mode holds only while the ledger records and this workflow are protected: say so when they are not.
+  await warnAboutGitHubGate(
+    { ...session, log: session.platform.log, now: session.now() },
+    { ledgerBranch: s['ledger-branch'], ledgerRepository: s['ledger-repository'], environment: undefined },
+  );
   const app = await openLedger(session, s, { provePushAccess: true });
   const { workflow, dispatched } = await decideByDispatch(app, session.platform, {
     workflowId: s['workflow-id'],

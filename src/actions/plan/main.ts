@@ -6,6 +6,7 @@
 import { actionsArtifacts } from '../../platform/github/artifacts.js';
 import { runChainJob, startSettings } from '../../platform/github/chain-job.js';
 import { runAction } from '../../platform/github/session.js';
+import { warnAboutGitHubGate } from '../../platform/github/setup.js';
 
 await runAction(
   'plan',
@@ -22,6 +23,12 @@ await runAction(
       status: { approvalMode: 'environment', approveWorkflow: s['approve-workflow'] },
     });
     if (result.code !== 0) return;
+    // A recorded plan awaits a gate: say when the protections that make it meaningful are off (not for previews).
+    if (!result.preview)
+      await warnAboutGitHubGate(
+        { ...session, log: session.platform.log, now: session.now() },
+        { ledgerBranch: s['ledger-branch'], ledgerRepository: s['ledger-repository'], environment: s.environment },
+      );
     session.platform.setOutput(
       'plan-summary',
       result.preview?.planSummary ?? result.outcome?.workflow.approval.planSummary ?? '',

@@ -193,6 +193,7 @@ export const ACTION_INPUTS = {
     'run-secrets': KEYS['run-secrets'],
     ...LEDGER,
     ...COMMENT,
+    environment: APPROVAL.environment,
     'approve-workflow': APPROVAL['approve-workflow'],
     'workflow-id': workflowId(),
     'plan-only': flag(false),

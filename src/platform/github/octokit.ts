@@ -3,7 +3,16 @@ import { throttling } from '@octokit/plugin-throttling';
 import { Octokit } from '@octokit/rest';
 import { z } from 'zod';
 import { ExocompError } from '../../domain/errors.js';
-import type { GitHubPort, Issue, IssueComment, RepoPermission, RepoRef, RunApproval, WorkflowRunInfo } from './port.js';
+import type {
+  BranchRule,
+  GitHubPort,
+  Issue,
+  IssueComment,
+  RepoPermission,
+  RepoRef,
+  RunApproval,
+  WorkflowRunInfo,
+} from './port.js';
 
 /**
  * The GitHubPort over @octokit/rest. Secondary and primary rate limits are
@@ -43,6 +52,8 @@ const NEEDS = {
   issues: 'issues: write',
   dispatch: 'actions: write',
   pulls: 'pull-requests: read',
+  rules: 'metadata: read',
+  secrets: '`secrets: read` — the GITHUB_TOKEN never has it: use a token of an admin (fine-grained: Secrets read)',
 } as const;
 type Area = keyof typeof NEEDS;
 
@@ -213,6 +224,48 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
         htmlUrl: run.html_url,
       };
       return info;
+    },
+
+    async branchRules(repo, branch) {
+      const response = await call('rules', `read the rules of branch ${branch} in ${slug(repo)}`, baseUrl, () =>
+        octokit.paginate(octokit.rest.repos.getBranchRules, { ...repo, branch, per_page: 100 }),
+      );
+      return response.map((rule): BranchRule => ({
+        type: rule.type,
+        rulesetId: 'ruleset_id' in rule && typeof rule.ruleset_id === 'number' ? rule.ruleset_id : undefined,
+        requiredApprovals:
+          rule.type === 'pull_request' && 'parameters' in rule && rule.parameters
+            ? (rule.parameters as { required_approving_review_count?: number }).required_approving_review_count
+            : undefined,
+      }));
+    },
+
+    async rulesetBypass(repo, rulesetId) {
+      const response = await call('rules', `read ruleset ${rulesetId} of ${slug(repo)}`, baseUrl, () =>
+        octokit.rest.repos.getRepoRuleset({ ...repo, ruleset_id: rulesetId }),
+      );
+      return response.data.bypass_actors?.map((actor) => ({ type: actor.actor_type, id: actor.actor_id ?? null }));
+    },
+
+    async secretNames(repo, environment) {
+      const what = `list the ${environment === undefined ? 'repository' : `environment ${environment}`} secrets of ${slug(repo)}`;
+      const secrets = await call('secrets', what, baseUrl, () =>
+        environment === undefined
+          ? octokit.paginate(octokit.rest.actions.listRepoSecrets, { ...repo, per_page: 100 })
+          : octokit.paginate(octokit.rest.actions.listEnvironmentSecrets, {
+              ...repo,
+              environment_name: environment,
+              per_page: 100,
+            }),
+      );
+      return secrets.map((secret) => secret.name);
+    },
+
+    async lastScheduledRun(repo) {
+      const response = await call('runs', `list the scheduled runs of ${slug(repo)}`, baseUrl, () =>
+        octokit.rest.actions.listWorkflowRunsForRepo({ ...repo, event: 'schedule', per_page: 1 }),
+      );
+      return response.data.workflow_runs[0]?.created_at;
     },
   };
 }

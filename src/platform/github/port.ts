@@ -42,6 +42,14 @@ export interface WorkflowRunInfo {
   htmlUrl: string;
 }
 
+/** One rule of a ruleset that applies to a branch (GET …/rules/branches/{branch}). */
+export interface BranchRule {
+  type: string;
+  rulesetId: number | undefined;
+  /** `required_approving_review_count` of a `pull_request` rule. */
+  requiredApprovals: number | undefined;
+}
+
 export interface GitHubPort {
   /** Reviews recorded on a run's deployments (GET …/actions/runs/{run_id}/approvals). */
   listRunApprovals(repo: RepoRef, runId: number): Promise<RunApproval[]>;
@@ -83,4 +91,15 @@ export interface GitHubPort {
   ): Promise<{ runId: number; htmlUrl: string } | undefined>;
   /** GET …/actions/runs/{run_id} */
   getWorkflowRun(repo: RepoRef, runId: number): Promise<WorkflowRunInfo | undefined>;
+  /** The active ruleset rules that apply to `branch` (GET …/rules/branches/{branch}); metadata: read. */
+  branchRules(repo: RepoRef, branch: string): Promise<BranchRule[]>;
+  /**
+   * A ruleset's bypass actors (GET …/rulesets/{ruleset_id}); undefined when GitHub leaves them out, as it does
+   * for a token that may not edit the ruleset.
+   */
+  rulesetBypass(repo: RepoRef, rulesetId: number): Promise<Array<{ type: string; id: number | null }> | undefined>;
+  /** Names of the repository's Actions secrets, or of an environment's (never values); needs `secrets: read`. */
+  secretNames(repo: RepoRef, environment?: string): Promise<string[]>;
+  /** When the newest run started by a `schedule` event was created (GET …/actions/runs?event=schedule). */
+  lastScheduledRun(repo: RepoRef): Promise<string | undefined>;
 }

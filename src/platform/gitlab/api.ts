@@ -15,8 +15,13 @@ import type {
   PipelineSchedules,
   PipelineScheduleVariables,
   PipelineTriggerTokens,
+  ProjectProtectedEnvironments,
+  Projects,
+  ProjectVariables,
+  ProtectedBranches,
   Users,
 } from '@gitbeaker/rest';
+import { z } from 'zod';
 import { ExocompError } from '../../domain/errors.js';
 import type { SecretRegistry } from '../../app/runtime/secrets.js';
 
@@ -79,6 +84,10 @@ interface Clients {
   users: Users;
   issues: Issues;
   issueNotes: IssueNotes;
+  protectedBranches: ProtectedBranches;
+  protectedEnvironments: ProjectProtectedEnvironments;
+  projects: Projects;
+  variables: ProjectVariables;
 }
 
 type Auth = { host: string; token: string } | { host: string; jobToken: string };
@@ -97,6 +106,10 @@ async function clients(auth: Auth): Promise<Clients> {
     PipelineSchedules,
     PipelineScheduleVariables,
     PipelineTriggerTokens,
+    ProjectProtectedEnvironments,
+    Projects,
+    ProjectVariables,
+    ProtectedBranches,
     Users,
   } = await (gitbeaker ??= import('@gitbeaker/rest'));
   const make = <T>(C: Client<T>) => new C({ ...auth, queryTimeout: 60_000 });
@@ -111,6 +124,10 @@ async function clients(auth: Auth): Promise<Clients> {
     users: make(Users as unknown as Client<Users>),
     issues: make(Issues as unknown as Client<Issues>),
     issueNotes: make(IssueNotes as unknown as Client<IssueNotes>),
+    protectedBranches: make(ProtectedBranches as unknown as Client<ProtectedBranches>),
+    protectedEnvironments: make(ProjectProtectedEnvironments as unknown as Client<ProjectProtectedEnvironments>),
+    projects: make(Projects as unknown as Client<Projects>),
+    variables: make(ProjectVariables as unknown as Client<ProjectVariables>),
   };
 }
 
@@ -321,10 +338,89 @@ export class GitLabApi {
     await (await this.token('commenting on an issue')).issueNotes.create(project, iid, body);
   }
 
+  /** Protected branches as defined (wildcards as written): GET /projects/:id/protected_branches. */
+  async protectedBranches(project: number | string): Promise<ProtectedBranch[]> {
+    const all = await (await this.token('reading protected branches')).protectedBranches.all(project);
+    return z.array(protectedBranchSchema).parse(all);
+  }
+
+  /** A protected environment's required approvals; undefined when the environment is not protected (404). */
+  async protectedEnvironmentApprovals(project: number | string, name: string): Promise<number | undefined> {
+    try {
+      const found = await (
+        await this.token('reading protected environments')
+      ).protectedEnvironments.show(project, name);
+      return protectedEnvironmentSchema.parse(found).required_approval_count;
+    } catch (error) {
+      if (apiStatus(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  /** The project's default branch and "Allow Git push requests to the repository" (GitLab 17.2+; absent: off). */
+  async projectSettings(project: number | string): Promise<{ defaultBranch: string; jobTokenPush: boolean }> {
+    const found = projectSchema.parse(await (await this.token('reading the project')).projects.show(project));
+    return { defaultBranch: found.default_branch, jobTokenPush: found.ci_push_repository_for_job_token_allowed };
+  }
+
+  /** The project's CI/CD variables: names and flags only, the values are dropped here. */
+  async variableFlags(project: number | string): Promise<Array<{ key: string; protected: boolean; masked: boolean }>> {
+    const all = await (await this.token('reading CI/CD variables')).variables.all(project);
+    return z.array(variableFlagsSchema).parse(all);
+  }
+
+  /** When the schedule last started a pipeline (GET …/pipeline_schedules/:id/pipelines); undefined: never. */
+  async lastScheduledPipeline(project: number | string, scheduleId: number): Promise<string | undefined> {
+    const pipelines = await (
+      await this.token('reading the pipelines of a schedule')
+    ).schedules.allTriggeredPipelines(project, scheduleId);
+    const times = z.array(z.looseObject({ created_at: z.string() })).parse(pipelines);
+    return times
+      .map((pipeline) => pipeline.created_at)
+      .sort()
+      .at(-1);
+  }
+
   async removeSchedule(project: number | string, id: number): Promise<void> {
     await (await this.token('removing a pipeline schedule')).schedules.remove(project, id);
   }
 }
+
+/** GitLab's access levels: 0 no one, 30 Developer, 40 Maintainer, 60 admin; users, groups and deploy keys carry an id. */
+const accessLevelSchema = z.looseObject({
+  access_level: z.number().int(),
+  user_id: z.number().nullish(),
+  group_id: z.number().nullish(),
+  deploy_key_id: z.number().nullish(),
+});
+
+const protectedBranchSchema = z
+  .looseObject({
+    name: z.string(),
+    push_access_levels: z.array(accessLevelSchema).default([]),
+    allow_force_push: z.boolean().default(false),
+  })
+  .transform((branch) => {
+    const named = (level: z.output<typeof accessLevelSchema>) =>
+      level.user_id != null || level.group_id != null || level.deploy_key_id != null;
+    return {
+      name: branch.name,
+      pushLevels: branch.push_access_levels.filter((level) => !named(level)).map((level) => level.access_level),
+      pushByOthers: branch.push_access_levels.some(named),
+      allowForcePush: branch.allow_force_push,
+    };
+  });
+export type ProtectedBranch = z.output<typeof protectedBranchSchema>;
+
+const protectedEnvironmentSchema = z.looseObject({ required_approval_count: z.number().int().default(0) });
+
+const projectSchema = z.looseObject({
+  default_branch: z.string(),
+  ci_push_repository_for_job_token_allowed: z.boolean().default(false),
+});
+
+/** `value` is deliberately not part of it: z.object drops it. */
+const variableFlagsSchema = z.object({ key: z.string(), protected: z.boolean(), masked: z.boolean() });
 
 function toIssue(i: Record<string, unknown>): ProjectIssue {
   return {

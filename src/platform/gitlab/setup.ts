@@ -1,0 +1,76 @@
+/**
+ * The setup port on GitLab: protected branches (wildcards as defined; GitLab's `*` spans `/`), the protected
+ * environment's required approvals, the project's "Allow Git push requests to the repository"
+ * (`ci_push_repository_for_job_token_allowed`, GitLab 17.2+), CI/CD variables (names and flags; the values are
+ * dropped by the adapter) and the exocomp pipeline schedules with their last pipeline. Every route needs an
+ * access token (EXOCOMP_GITLAB_TOKEN): the job token reaches none of them. A refused read is `unreadable`.
+ */
+import type { GitLabSetupFacts, Read } from '../../domain/setup-check.js';
+import { sampleRecordBranch } from '../../ledger/layout.js';
+import type { SetupReader } from '../../app/ports/setup-reader.js';
+import { apiStatus, GITLAB_TOKEN_VARIABLE, type GitLabApi } from './api.js';
+import { listExocompSchedules } from './schedules.js';
+
+export interface GitLabSetupTarget {
+  project: string;
+  approvalMode: 'manual' | 'environment';
+  environment: string;
+  /** The ledger name (`exocomp-ledger` by default). */
+  ledgerBranch: string;
+}
+
+const READ_GRANT = `set ${GITLAB_TOKEN_VARIABLE} to a token with the read_api scope of a Maintainer of the project`;
+
+export function gitlabSetupReader(api: GitLabApi, target: GitLabSetupTarget): SetupReader {
+  const project = target.project;
+  return {
+    async read(scope) {
+      const [settings, protectedBranches, approvals] = await Promise.all([
+        readable(() => api.projectSettings(project)),
+        readable(() => api.protectedBranches(project)),
+        target.approvalMode === 'environment'
+          ? readable(async () => {
+              const required = await api.protectedEnvironmentApprovals(project, target.environment);
+              return required === undefined ? undefined : { requiredApprovals: required };
+            })
+          : Promise.resolve({ value: undefined }),
+      ]);
+      const facts: GitLabSetupFacts = {
+        platform: 'gitlab',
+        project,
+        approvalMode: target.approvalMode,
+        environment: { name: target.environment, approvals },
+        defaultBranch: 'value' in settings ? settings.value.defaultBranch : 'main',
+        ledgerRecordBranch: sampleRecordBranch(target.ledgerBranch),
+        protectedBranches,
+        jobTokenPush: 'value' in settings ? { value: settings.value.jobTokenPush } : settings,
+      };
+      if (scope === 'gate') return facts;
+      const [variables, schedules] = await Promise.all([
+        readable(() => api.variableFlags(project)),
+        readable(async () =>
+          Promise.all(
+            (await listExocompSchedules(api, project)).map(async (schedule) => ({
+              name: schedule.name,
+              active: schedule.active,
+              lastPipelineAt: await api.lastScheduledPipeline(project, schedule.id),
+            })),
+          ),
+        ),
+      ]);
+      return { ...facts, variables, schedules };
+    },
+  };
+}
+
+/** The value, or what to grant when GitLab refused (401/403) or the token is missing; other failures throw. */
+async function readable<T>(read: () => Promise<T>): Promise<Read<T>> {
+  try {
+    return { value: await read() };
+  } catch (error) {
+    const status = apiStatus(error);
+    const noToken = error instanceof Error && 'kind' in error && error.kind === 'permission';
+    if (status === 401 || status === 403 || noToken) return { unreadable: READ_GRANT };
+    throw error;
+  }
+}
