@@ -73,6 +73,20 @@ describe('the reusable workflow', () => {
       expect(job.permissions, name).toEqual(expected);
     }
   });
+
+  it("links the apply environment to the plan job's status: its PR comment, else its run summary (status-url)", async () => {
+    const workflow = parseYaml(await readFile(join(repoRoot, '.github/workflows/provision-reusable.yml'), 'utf8'));
+    const planStep = workflow.jobs.plan.steps.find((step: { id?: string }) => step.id === 'plan');
+    expect(planStep.uses).toMatch(/actions\/plan/);
+    expect(workflow.jobs.plan.outputs['status-url']).toBe('${{ steps.plan.outputs.status-url }}');
+    expect(workflow.jobs.apply.needs).toBe('plan');
+    expect(workflow.jobs.apply.environment).toEqual({
+      name: '${{ inputs.environment }}',
+      url: '${{ needs.plan.outputs.status-url }}',
+    });
+    const plan = parseYaml(await readFile(join(repoRoot, 'actions/plan/action.yml'), 'utf8'));
+    expect(Object.keys(plan.outputs)).toContain('status-url');
+  });
 });
 
 describe('the release workflow', () => {

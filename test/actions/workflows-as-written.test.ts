@@ -265,8 +265,11 @@ describe('every workflow the docs present, run as written with only the document
         'provision / onboard',
         'provision / configure',
       ]);
-      // The environment's deployment links to the run, whose job summaries show the plan view and the status.
-      expect(result.jobs[1]!.environmentUrl).toBe(`${fx.double.url}/${REPOSITORY}/actions/runs/${runId}`);
+      // The environment's deployment links to the status the plan job published: no pull request on this
+      // push, so the plan's run attempt summary (the steps reach the double as HOSTNAME).
+      expect(result.jobs[1]!.environmentUrl).toBe(
+        `${fx.double.url.replace('127.0.0.1', HOSTNAME)}/${REPOSITORY}/actions/runs/${runId}/attempts/1`,
+      );
       const id = result.jobs[0]!.outputs['workflow-id']!;
       expect(await record(id)).toMatchObject({ state: 'provisioned' });
     },
