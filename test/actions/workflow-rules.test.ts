@@ -74,6 +74,34 @@ describe('the reusable workflow', () => {
     }
   });
 
+  it("runs this repository's actions at the commit of its own file, whatever ref the caller named", async () => {
+    const workflow = parseYaml(await readFile(join(repoRoot, '.github/workflows/provision-reusable.yml'), 'utf8'));
+    type Step = { uses?: string; with?: Record<string, unknown> };
+    let inner = 0;
+    for (const [name, job] of Object.entries(workflow.jobs as Record<string, { steps: Step[] }>)) {
+      const own = job.steps.findIndex((step) => step.with?.repository !== undefined);
+      // `uses:` takes no expression: a checkout at job.workflow_sha (the called file's commit), then local paths.
+      expect(job.steps[own], name).toEqual({
+        uses: expect.stringMatching(/^actions\/checkout@[0-9a-f]{40}$/),
+        with: {
+          repository: '${{ job.workflow_repository }}',
+          ref: '${{ job.workflow_sha }}',
+          path: '.exocomp-provision',
+          'persist-credentials': false,
+        },
+      });
+      for (const [index, step] of job.steps.entries()) {
+        expect(step.uses ?? '', `${name}: ${step.uses}`).not.toMatch(/^exocomp\/provision/);
+        if (!step.uses?.startsWith('./')) continue;
+        expect(step.uses, name).toMatch(/^\.\/\.exocomp-provision\/actions\/[a-z-]+$/);
+        expect(index, `${name}: ${step.uses} runs before its checkout`).toBeGreaterThan(own);
+        inner += 1;
+      }
+    }
+    // plan, apply, ssh-wait, onboard and configure, and setup in onboard and configure.
+    expect(inner).toBe(7);
+  });
+
   it("links the apply environment to the plan job's status: its PR comment, else its run summary (status-url)", async () => {
     const workflow = parseYaml(await readFile(join(repoRoot, '.github/workflows/provision-reusable.yml'), 'utf8'));
     const planStep = workflow.jobs.plan.steps.find((step: { id?: string }) => step.id === 'plan');
