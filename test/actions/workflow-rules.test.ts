@@ -7,6 +7,12 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import {
+  CHECKOUT_ACTION,
+  renderGitHubSchedule,
+  SETUP_OPENTOFU_ACTION,
+  type ScheduleSpec,
+} from '../../src/domain/schedule.js';
 import { repoRoot } from '../support/action-runner.js';
 
 /** Every file whose `uses:` a user runs or copies: this repository's workflows, the examples, the composite actions. */
@@ -41,6 +47,25 @@ describe('pinned third-party actions', () => {
     }
     // The reader found the actions these files use (it cannot pass by reading nothing).
     expect(seen.some((uses) => uses.startsWith('actions/checkout@'))).toBe(true);
+  });
+
+  it('pins them in the workflows `schedule add` writes too (they hold the fleet key)', () => {
+    const spec: ScheduleSpec = {
+      name: 'fleet',
+      cron: '0 17 3 * * *',
+      target: 'tf:edge',
+      concurrencyKey: 'fleet',
+      playbook: 'site.yml',
+      args: [],
+      ledgerBranch: 'exocomp-ledger',
+    };
+    const shapes = [spec, { ...spec, shards: 2 }, { ...spec, kind: 'drift' as const, workspace: 'infra/edge' }];
+    const seen = shapes.flatMap((shape) => usesOf(renderGitHubSchedule(shape))).filter(({ uses }) => !ours(uses));
+    expect(seen.map(({ uses }) => uses)).toEqual(expect.arrayContaining([CHECKOUT_ACTION, SETUP_OPENTOFU_ACTION]));
+    for (const { uses, line } of seen) {
+      expect(uses).toMatch(/^[\w.-]+\/[\w./-]+@[0-9a-f]{40}$/);
+      expect(line).toMatch(/#\s*v\d+(\.\d+)*\b/);
+    }
   });
 
   it('tells a tag from a SHA (the rule above fails on a tag)', () => {
