@@ -23,8 +23,11 @@ export const DEFAULT_WORKFLOWS_DIR = '.github/workflows';
 export const CONVERGE_ACTION = 'exocomp/provision/actions/converge@v1';
 export const DRIFT_ACTION = 'exocomp/provision/actions/drift@v1';
 export const SETUP_ACTION = 'exocomp/provision/actions/setup@v1';
-export const CHECKOUT_ACTION = 'actions/checkout@v4';
-export const SETUP_OPENTOFU_ACTION = 'opentofu/setup-opentofu@v1';
+// Third-party actions by commit, their version in a comment: a tag can be moved under jobs that hold the fleet key.
+export const CHECKOUT_ACTION = 'actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683';
+export const SETUP_OPENTOFU_ACTION = 'opentofu/setup-opentofu@12f4debbf681675350b6cd1f0ff8ecfbda62027b';
+const CHECKOUT_STEP = `      - uses: ${CHECKOUT_ACTION} # v4.2.2`;
+const SETUP_OPENTOFU_STEP = `      - uses: ${SETUP_OPENTOFU_ACTION} # v1.0.4`;
 export const GITLAB_SCHEDULE_VARIABLE = 'EXOCOMP_SCHEDULE';
 
 export interface ScheduleSpec {
@@ -213,9 +216,9 @@ function driftJob(spec: ScheduleSpec): string[] {
     '  drift:',
     '    runs-on: ubuntu-latest',
     '    steps:',
-    `      - uses: ${CHECKOUT_ACTION}`,
+    CHECKOUT_STEP,
     // The check plans the workspace: it needs tofu (without the wrapper, whose output exocomp does not parse).
-    `      - uses: ${SETUP_OPENTOFU_ACTION}`,
+    SETUP_OPENTOFU_STEP,
     '        with:',
     '          tofu_wrapper: false',
     `      - uses: ${SETUP_ACTION}`,
@@ -236,7 +239,7 @@ function convergeJob(spec: ScheduleSpec): string[] {
     '  converge:',
     '    runs-on: ubuntu-latest',
     '    steps:',
-    `      - uses: ${CHECKOUT_ACTION}`,
+    CHECKOUT_STEP,
     `      - uses: ${SETUP_ACTION}`,
     // A converge runs no tofu: setup must not fail for want of one.
     '        with:',
@@ -269,7 +272,7 @@ function shardedConvergeJobs(spec: ScheduleSpec, shards: number): string[] {
     `      group: ${yamlQuote(group)}`,
     '      cancel-in-progress: false',
     '    steps:',
-    `      - uses: ${CHECKOUT_ACTION}`,
+    CHECKOUT_STEP,
     `      - uses: ${SETUP_ACTION}`,
     // A converge runs no tofu: setup must not fail for want of one.
     '        with:',

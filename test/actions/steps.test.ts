@@ -61,15 +61,21 @@ describe('one job per step, then status and converge', () => {
       ['configure', { ...common, 'fleet-private-key': fleetKey, 'run-secrets': 'GREETING: from the configure job' }],
     ];
     const states: string[] = [];
+    const statusUrls: string[] = [];
     for (const [action, inputs] of jobs) {
       const result = await fx.run(action, { runId: RUN, job: action, event: event(), with: inputs });
       expect(result.code, `${action}: ${describeRun(result)}`).toBe(0);
       states.push(result.outputs.state!);
+      statusUrls.push(result.outputs['status-url']!);
     }
     expect(states).toEqual(['awaiting-approval', 'provisioning', 'provisioning', 'provisioning', 'provisioned']);
     expect(await host.readFile('/tmp/exocomp-configured-web')).toContain('greeting=from the configure job');
     const ours = fx.double.commentsOn(PR).filter((c) => c.author === BOT);
     expect(ours).toHaveLength(1);
+    // Every job points at the one comment (the apply job's environment url reads the plan job's).
+    expect(new Set(statusUrls)).toEqual(
+      new Set([`${fx.double.url}/${REPOSITORY}/issues/${PR}#issuecomment-${ours[0]!.id}`]),
+    );
     expect(fx.double.requestsTo('PATCH /repos/{owner}/{repo}/issues/comments/{comment_id}')).toHaveLength(
       jobs.length - 1,
     );
@@ -79,6 +85,8 @@ describe('one job per step, then status and converge', () => {
   it('refuses a step whose predecessor has not succeeded', async () => {
     const plan = await fx.run('plan', { runId: RUN + 1, with: planInputs() });
     expect(plan.code, describeRun(plan)).toBe(0);
+    // A push with no pull request: the status is on the run attempt's summary page.
+    expect(plan.outputs['status-url']).toBe(`${fx.double.url}/${REPOSITORY}/actions/runs/${RUN + 1}/attempts/1`);
     const result = await fx.run('ssh-wait', { runId: RUN + 1, with: { 'workflow-id': `edge-${RUN + 1}` } });
     expect(result.code).toBe(1);
     expect(result.stdout).toMatch(/needs an approval before ssh-wait|apply is pending, not succeeded/);

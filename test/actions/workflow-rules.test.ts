@@ -7,6 +7,12 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import {
+  CHECKOUT_ACTION,
+  renderGitHubSchedule,
+  SETUP_OPENTOFU_ACTION,
+  type ScheduleSpec,
+} from '../../src/domain/schedule.js';
 import { repoRoot } from '../support/action-runner.js';
 
 /** Every file whose `uses:` a user runs or copies: this repository's workflows, the examples, the composite actions. */
@@ -43,6 +49,25 @@ describe('pinned third-party actions', () => {
     expect(seen.some((uses) => uses.startsWith('actions/checkout@'))).toBe(true);
   });
 
+  it('pins them in the workflows `schedule add` writes too (they hold the fleet key)', () => {
+    const spec: ScheduleSpec = {
+      name: 'fleet',
+      cron: '0 17 3 * * *',
+      target: 'tf:edge',
+      concurrencyKey: 'fleet',
+      playbook: 'site.yml',
+      args: [],
+      ledgerBranch: 'exocomp-ledger',
+    };
+    const shapes = [spec, { ...spec, shards: 2 }, { ...spec, kind: 'drift' as const, workspace: 'infra/edge' }];
+    const seen = shapes.flatMap((shape) => usesOf(renderGitHubSchedule(shape))).filter(({ uses }) => !ours(uses));
+    expect(seen.map(({ uses }) => uses)).toEqual(expect.arrayContaining([CHECKOUT_ACTION, SETUP_OPENTOFU_ACTION]));
+    for (const { uses, line } of seen) {
+      expect(uses).toMatch(/^[\w.-]+\/[\w./-]+@[0-9a-f]{40}$/);
+      expect(line).toMatch(/#\s*v\d+(\.\d+)*\b/);
+    }
+  });
+
   it('tells a tag from a SHA (the rule above fails on a tag)', () => {
     const [tagged] = usesOf('      - uses: actions/checkout@v4\n');
     expect(tagged?.uses).toBe('actions/checkout@v4');
@@ -72,6 +97,48 @@ describe('the reusable workflow', () => {
       const expected = name === 'plan' || name === 'apply' ? { ...chain, 'id-token': 'write' } : chain;
       expect(job.permissions, name).toEqual(expected);
     }
+  });
+
+  it("runs this repository's actions at the commit of its own file, whatever ref the caller named", async () => {
+    const workflow = parseYaml(await readFile(join(repoRoot, '.github/workflows/provision-reusable.yml'), 'utf8'));
+    type Step = { uses?: string; with?: Record<string, unknown> };
+    let inner = 0;
+    for (const [name, job] of Object.entries(workflow.jobs as Record<string, { steps: Step[] }>)) {
+      const own = job.steps.findIndex((step) => step.with?.repository !== undefined);
+      // `uses:` takes no expression: a checkout at job.workflow_sha (the called file's commit), then local paths.
+      expect(job.steps[own], name).toEqual({
+        uses: expect.stringMatching(/^actions\/checkout@[0-9a-f]{40}$/),
+        with: {
+          repository: '${{ job.workflow_repository }}',
+          ref: '${{ job.workflow_sha }}',
+          path: '.exocomp-provision',
+          'persist-credentials': false,
+        },
+      });
+      for (const [index, step] of job.steps.entries()) {
+        expect(step.uses ?? '', `${name}: ${step.uses}`).not.toMatch(/^exocomp\/provision/);
+        if (!step.uses?.startsWith('./')) continue;
+        expect(step.uses, name).toMatch(/^\.\/\.exocomp-provision\/actions\/[a-z-]+$/);
+        expect(index, `${name}: ${step.uses} runs before its checkout`).toBeGreaterThan(own);
+        inner += 1;
+      }
+    }
+    // plan, apply, ssh-wait, onboard and configure, and setup in onboard and configure.
+    expect(inner).toBe(7);
+  });
+
+  it("links the apply environment to the plan job's status: its PR comment, else its run summary (status-url)", async () => {
+    const workflow = parseYaml(await readFile(join(repoRoot, '.github/workflows/provision-reusable.yml'), 'utf8'));
+    const planStep = workflow.jobs.plan.steps.find((step: { id?: string }) => step.id === 'plan');
+    expect(planStep.uses).toMatch(/actions\/plan/);
+    expect(workflow.jobs.plan.outputs['status-url']).toBe('${{ steps.plan.outputs.status-url }}');
+    expect(workflow.jobs.apply.needs).toBe('plan');
+    expect(workflow.jobs.apply.environment).toEqual({
+      name: '${{ inputs.environment }}',
+      url: '${{ needs.plan.outputs.status-url }}',
+    });
+    const plan = parseYaml(await readFile(join(repoRoot, 'actions/plan/action.yml'), 'utf8'));
+    expect(Object.keys(plan.outputs)).toContain('status-url');
   });
 });
 

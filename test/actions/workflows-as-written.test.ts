@@ -9,14 +9,18 @@
  * CI) and the GitHub doubles. The repository holds only the secrets
  * docs/github.md names: a workflow reading any other fails, as does one that
  * needs a permission it does not grant or a tool its steps do not install.
+ * This repository's own e2e.yml runs too, on a checkout of this repository,
+ * its host the container it starts (test/support/docker-standin.ts) and its
+ * state local, as the workflow allows with its reason.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
 import { events, repoRoot, type RunnerEvent } from '../support/action-runner.js';
+import { DockerStandin } from '../support/docker-standin.js';
 import { HttpStateServer } from '../support/http-state.js';
 import type { LoopbackHost } from '../support/loopback-host.js';
 import { ResultsDouble } from '../support/results-double.js';
@@ -63,6 +67,7 @@ describe('every workflow the docs present, run as written with only the document
   let results: ResultsDouble;
   let state: HttpStateServer;
   let runner: WorkflowRunner;
+  let docker: DockerStandin;
   let secretNames: string[];
   let runId = 9000;
   const ran = new Set<string>();
@@ -126,6 +131,7 @@ describe('every workflow the docs present, run as written with only the document
   }, TIMEOUT);
 
   afterAll(async () => {
+    await docker?.close();
     await host?.destroy();
     await state?.close();
     await results?.close();
@@ -138,7 +144,7 @@ describe('every workflow the docs present, run as written with only the document
     );
   });
 
-  it(
+  it.concurrent(
     'the README workflow: the plan job records the plan, the environment-gated job applies it and runs the chain',
     async () => {
       const [readme, ...others] = await workflowBlocks('README.md');
@@ -153,6 +159,49 @@ describe('every workflow the docs present, run as written with only the document
       expect(await host.readFile('/tmp/exocomp-configured-web')).toContain('user=exocomp');
       // The state lives in the backend, not on the runner.
       expect(state.states.get('/state/edge')).toContain('"lineage"');
+    },
+    TIMEOUT,
+  );
+
+  // Its own host, checkout, ledger branch and runner: it runs beside the README chain, not after it.
+  it.concurrent(
+    "this repository's e2e.yml, on a checkout of this repository with no secrets: the chain on the container it starts",
+    async () => {
+      // A checkout of this repository: its tracked files as the working tree has them.
+      const checkout = join(fx.dir, 'exocomp-checkout');
+      const tracked = await runProcess('git', ['ls-files', '-z'], { cwd: repoRoot });
+      for (const file of tracked.stdout.split('\0').filter(Boolean)) {
+        await mkdir(dirname(join(checkout, file)), { recursive: true });
+        await cp(join(repoRoot, file), join(checkout, file));
+      }
+      docker = await DockerStandin.start(fx.dir);
+      const own = new WorkflowRunner({
+        double: fx.double,
+        results,
+        hostname: HOSTNAME,
+        repository: REPOSITORY,
+        repositoryDir: checkout,
+        // e2e.yml makes its keys in the job: it reads no secret.
+        secrets: {},
+        path: `${docker.binDir}:${await runnerPathWithoutTofu(join(fx.dir, 'runner-path-e2e'))}`,
+        tofu: standinPath,
+        env: { EXOCOMP_TOFU_STANDIN_LOG: fx.standinLog },
+        reviewer: 'bob',
+      });
+      const text = await readFile(join(repoRoot, '.github/workflows/e2e.yml'), 'utf8');
+      ran.add('.github/workflows/e2e.yml');
+      const result = await own.run('.github/workflows/e2e.yml', text, {
+        event: events.push(REPOSITORY, 'alice'),
+        actor: 'alice',
+        runId: ++runId,
+      });
+      expect(result.conclusion, describeWorkflow(result)).toBe('success');
+      const id = stepOutput(result.jobs[0], 'workflow-id')!;
+      expect(JSON.parse((await fx.ledgerFile(`workflows/${id}.json`, 'exocomp-ledger-e2e')) ?? 'null')).toMatchObject({
+        state: 'provisioned',
+      });
+      const edge = docker.containers.get('edge')!.host!;
+      expect(await edge.readFile('/tmp/exocomp-configured-edge')).toContain('greeting=hello from e2e');
     },
     TIMEOUT,
   );
@@ -216,8 +265,11 @@ describe('every workflow the docs present, run as written with only the document
         'provision / onboard',
         'provision / configure',
       ]);
-      // The environment's deployment links to the run, whose job summaries show the plan view and the status.
-      expect(result.jobs[1]!.environmentUrl).toBe(`${fx.double.url}/${REPOSITORY}/actions/runs/${runId}`);
+      // The environment's deployment links to the status the plan job published: no pull request on this
+      // push, so the plan's run attempt summary (the steps reach the double as HOSTNAME).
+      expect(result.jobs[1]!.environmentUrl).toBe(
+        `${fx.double.url.replace('127.0.0.1', HOSTNAME)}/${REPOSITORY}/actions/runs/${runId}/attempts/1`,
+      );
       const id = result.jobs[0]!.outputs['workflow-id']!;
       expect(await record(id)).toMatchObject({ state: 'provisioned' });
     },
@@ -327,6 +379,7 @@ describe('every workflow the docs present, run as written with only the document
     const examples = (await readdir(join(repoRoot, 'examples/github'))).map((f) => `examples/github/${f}`);
     expect([...ran].filter((name) => name.startsWith('examples/')).sort()).toEqual(examples.sort());
     expect(ran.has('README.md')).toBe(true);
+    expect(ran.has('.github/workflows/e2e.yml')).toBe(true);
     for (const doc of (await readdir(join(repoRoot, 'docs'))).filter((f) => f.endsWith('.md')))
       expect(await workflowBlocks(`docs/${doc}`), doc).toEqual([]);
   });

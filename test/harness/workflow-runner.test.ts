@@ -155,6 +155,26 @@ describe('the workflow emulation', () => {
     ).rejects.toThrow(/tofu_wrapper: false/);
   });
 
+  it("names the job's own workflow file in job.workflow_*, and checks exocomp/provision out only at this checkout's commit", async () => {
+    const show =
+      '      - run: echo "${{ job.workflow_repository }} ${{ job.workflow_file_path }} ${{ job.workflow_sha }}"\n';
+    const own = await runner.run('.github/workflows/h.yml', `on: push\njobs:\n  a:\n    steps:\n${show}`, push);
+    expect(stdoutOf(own, 'a')).toMatch(/^acme\/infra \.github\/workflows\/h\.yml [0-9a-f]{40}$/m);
+    const checkout = (ref: string) =>
+      `on: push\njobs:\n  a:\n    steps:\n      - uses: actions/checkout@v4\n        with: { repository: exocomp/provision, ref: ${ref}, path: .p }\n      - uses: ./.p/actions/status\n        with: { comment: "false" }\n`;
+    await expect(runner.run('.github/workflows/h.yml', checkout('b'.repeat(40)), push)).rejects.toThrow(
+      /checks out exocomp\/provision only at this checkout's commit/,
+    );
+    // Without the checkout, ./.p/actions/status is nobody's action.
+    await expect(
+      runner.run(
+        '.github/workflows/h.yml',
+        'on: push\njobs:\n  a:\n    steps:\n      - uses: ./.p/actions/status\n',
+        push,
+      ),
+    ).rejects.toThrow(/no model of \.\/\.p\/actions\/status/);
+  });
+
   it('evaluates the expressions the documented workflows use', () => {
     const scope = {
       contexts: { inputs: { 'aws-role-to-assume': '' }, needs: { plan: { outputs: { 'workflow-id': 'edge-1' } } } },

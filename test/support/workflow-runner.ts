@@ -9,17 +9,25 @@
  * - `exocomp/provision@v1`, `exocomp/provision/actions/<name>@v1`, `./` and
  *   `./actions/<name>` run this checkout's actions (their bundles in dist/);
  *   `exocomp/provision/.github/workflows/<file>@v1` is this checkout's file.
- * - `actions/checkout` copies the repository under test into the workspace;
+ * - `actions/checkout` copies the repository under test into the workspace
+ *   (or its `path:`); with `repository: exocomp/provision` and the `ref` the
+ *   job context names (`job.workflow_sha` in a called workflow of this
+ *   checkout), `./<path>/actions/<name>` are this checkout's actions;
  *   `opentofu/setup-opentofu` puts the tofu stand-in on PATH (with
  *   `tofu_wrapper: false`, which the docs ask for); any other action fails.
  * - `secrets.X` gives only the secrets the setting holds (what the docs name):
  *   reading any other one fails the run, as does an undeclared input.
+ * - `job.workflow_repository`, `job.workflow_sha`, `job.workflow_ref` and
+ *   `job.workflow_file_path` name the file that defines the job: in a called
+ *   `exocomp/provision/…@v1` workflow, this checkout (HEAD's commit), not the
+ *   caller (https://docs.github.com/en/actions/reference/workflows-and-actions/contexts#job-context).
  * - A job with `environment:` runs once the environment's reviewer approved
  *   the run's deployment (an approval the double then reports).
  */
 import { cp, mkdir, readdir, readFile, symlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
+import { runProcess } from '../../src/adapters/process.js';
 import { repoRoot, RunnerJob, type RunnerEvent, type StepResult } from './action-runner.js';
 import type { Access, GitHubDouble, TokenScope } from './github-double.js';
 import type { ResultsDouble } from './results-double.js';
@@ -122,6 +130,23 @@ interface StepSpec {
 
 const SCOPES: TokenScope[] = ['actions', 'contents', 'issues', 'pull-requests'];
 
+/** This repository as GitHub names it for `uses:` and `job.workflow_repository`. */
+const THIS_REPOSITORY = 'exocomp/provision';
+
+/** The commit `exocomp/provision/…@v1` resolves to here: this checkout's HEAD. */
+const thisCommit = (async () => {
+  const { stdout } = await runProcess('git', ['rev-parse', 'HEAD'], { cwd: repoRoot });
+  return stdout.trim();
+})();
+
+/** The workflow file that defines a job (the `job.workflow_*` context). */
+interface WorkflowSource {
+  repository: string;
+  sha: string;
+  path: string;
+  ref: string;
+}
+
 /** A job's token permissions: its own block, else the workflow's, else the permissive default; capped by a calling job's. */
 function tokenPermissions(
   declared: Permissions | undefined,
@@ -214,6 +239,8 @@ export class WorkflowRunner {
     const result = await this.runJobs(workflow, {
       trigger,
       workflowPath,
+      // The caller's own file: its commit is the pushed one, which the emulation does not model.
+      source: { repository: this.setting.repository, sha: 'c'.repeat(40), path: workflowPath, ref: 'refs/heads/main' },
       inputs,
       secrets: strict('secrets', this.setting.secrets, ['GITHUB_TOKEN']),
     });
@@ -233,6 +260,7 @@ export class WorkflowRunner {
     frame: {
       trigger: WorkflowTrigger;
       workflowPath: string;
+      source: WorkflowSource;
       inputs: Context;
       secrets: Context;
       cap?: Partial<Record<TokenScope, Access>>;
@@ -308,15 +336,25 @@ export class WorkflowRunner {
   private async runCalled(
     spec: JobSpec,
     scope: ExpressionScope,
-    frame: { trigger: WorkflowTrigger; workflowPath: string; cap?: Partial<Record<TokenScope, Access>> },
+    frame: {
+      trigger: WorkflowTrigger;
+      workflowPath: string;
+      source: WorkflowSource;
+      cap?: Partial<Record<TokenScope, Access>>;
+    },
     prefix: string,
   ): Promise<{ conclusion: 'success' | 'failure'; jobs: JobRun[]; outputs: Record<string, string> }> {
     const ref = spec.uses!;
     const local = /^exocomp\/provision\/(\.github\/workflows\/[^@]+)@v1$/.exec(ref)?.[1];
     let file: string;
-    if (local) file = join(repoRoot, local);
-    else if (ref.startsWith('./')) file = join(this.setting.repositoryDir, ref);
-    else throw new Error(`the emulation cannot call ${ref}`);
+    let source: WorkflowSource;
+    if (local) {
+      file = join(repoRoot, local);
+      source = { repository: THIS_REPOSITORY, sha: await thisCommit, path: local, ref: 'refs/tags/v1' };
+    } else if (ref.startsWith('./')) {
+      file = join(this.setting.repositoryDir, ref);
+      source = { ...frame.source, path: ref.slice(2) };
+    } else throw new Error(`the emulation cannot call ${ref}`);
     const called = parseYaml(await readFile(file, 'utf8')) as Workflow;
     const call = called.on?.workflow_call;
     if (call === undefined) throw new Error(`${ref} has no workflow_call trigger`);
@@ -348,6 +386,7 @@ export class WorkflowRunner {
       trigger: frame.trigger,
       // Inside a called workflow GITHUB_WORKFLOW_REF still names the caller's file.
       workflowPath: frame.workflowPath,
+      source,
       inputs: strict('inputs', inputs),
       secrets: strict('secrets', secrets, Object.keys(call?.secrets ?? {})),
       cap,
@@ -381,7 +420,12 @@ export class WorkflowRunner {
     id: string,
     spec: JobSpec,
     workflow: Workflow,
-    frame: { trigger: WorkflowTrigger; workflowPath: string; cap?: Partial<Record<TokenScope, Access>> },
+    frame: {
+      trigger: WorkflowTrigger;
+      workflowPath: string;
+      source: WorkflowSource;
+      cap?: Partial<Record<TokenScope, Access>>;
+    },
     scopeOf: (extra: Record<string, Context>, status: 'success' | 'failure') => ExpressionScope,
   ): Promise<JobRun> {
     const { double, results, hostname } = this.setting;
@@ -406,13 +450,22 @@ export class WorkflowRunner {
     await mkdir(workspace);
     const steps: Record<string, { outputs: Record<string, string>; outcome: string }> = {};
     const runs: StepRun[] = [];
+    const { source } = frame;
+    const jobContext: Context = {
+      workflow_repository: source.repository,
+      workflow_sha: source.sha,
+      workflow_ref: `${source.repository}/${source.path}@${source.ref}`,
+      workflow_file_path: source.path,
+    };
+    /** Workspace paths holding a checkout of this repository (`./<path>/actions/<name>`). */
+    const ownCheckouts = new Set<string>();
     const mains: Array<{ result: Awaited<ReturnType<RunnerJob['step']>> }> = [];
     let status: 'success' | 'failure' = 'success';
     try {
       for (const [index, step] of (spec.steps ?? []).entries()) {
         const label = step.name ?? step.id ?? step.uses ?? `run ${index + 1}`;
         const scope = scopeOf(
-          { steps: steps, github: { ...(this.githubContext(frame.trigger) as object), token } },
+          { steps: steps, job: jobContext, github: { ...(this.githubContext(frame.trigger) as object), token } },
           status,
         );
         if (!condition(step.if, scope)) {
@@ -456,12 +509,12 @@ export class WorkflowRunner {
             ...(step.shell === 'bash' ? { shell: 'bash' as const } : {}),
           });
         } else if (step.uses !== undefined) {
-          const action = this.exocompAction(step.uses);
+          const action = this.exocompAction(step.uses, ownCheckouts);
           if (action !== undefined) {
             const main = await job.step({ ...base, action, with: withInputs });
             mains.push({ result: main });
             result = main;
-          } else result = await this.thirdParty(step.uses, withInputs, workspace, job, base);
+          } else result = await this.thirdParty(step.uses, withInputs, workspace, job, base, ownCheckouts);
         } else throw new Error(`step ${label} has neither run nor uses`);
         runs.push({ name: label, result });
         if (step.id) steps[step.id] = { outputs: result.outputs, outcome: result.code === 0 ? 'success' : 'failure' };
@@ -486,8 +539,10 @@ export class WorkflowRunner {
   }
 
   /** This checkout's action for a `uses:`, or undefined for anyone else's. */
-  private exocompAction(uses: string): string | undefined {
+  private exocompAction(uses: string, ownCheckouts: Set<string>): string | undefined {
     if (uses === 'exocomp/provision@v1' || uses === './') return 'provision';
+    const checkedOut = /^\.\/(.+)\/actions\/([a-z-]+)$/.exec(uses);
+    if (checkedOut && ownCheckouts.has(checkedOut[1]!)) return checkedOut[2];
     return /^exocomp\/provision\/actions\/([a-z-]+)@v1$/.exec(uses)?.[1] ?? /^\.\/actions\/([a-z-]+)$/.exec(uses)?.[1];
   }
 
@@ -498,6 +553,7 @@ export class WorkflowRunner {
     workspace: string,
     job: RunnerJob,
     base: { env: NodeJS.ProcessEnv },
+    ownCheckouts: Set<string>,
   ): Promise<StepResult> {
     const done = (log: string): StepResult => ({
       code: 0,
@@ -513,8 +569,20 @@ export class WorkflowRunner {
       env: base.env,
     });
     if (/^actions\/checkout@(v\d+|[0-9a-f]{40})$/.test(uses)) {
-      await cp(this.setting.repositoryDir, workspace, { recursive: true });
-      return done(`checked out ${this.setting.repository}\n`);
+      const into = join(workspace, inputs.path ?? '');
+      const repository = inputs.repository || this.setting.repository;
+      if (repository === this.setting.repository) {
+        await cp(this.setting.repositoryDir, into, { recursive: true });
+        return done(`checked out ${repository}\n`);
+      }
+      // The only commit of this repository the emulation has is this checkout's.
+      if (repository !== THIS_REPOSITORY || inputs.ref !== (await thisCommit) || !inputs.path)
+        throw new Error(
+          `the emulation checks out ${THIS_REPOSITORY} only at this checkout's commit (${await thisCommit}) into a path, not ${repository}@${inputs.ref ?? ''} into ${inputs.path ?? 'the workspace'}`,
+        );
+      await mkdir(into, { recursive: true });
+      ownCheckouts.add(inputs.path.replace(/^\.\//, '').replace(/\/+$/, ''));
+      return done(`checked out ${repository} at ${inputs.ref} into ${inputs.path}\n`);
     }
     if (/^opentofu\/setup-opentofu@(v\d+|[0-9a-f]{40})$/.test(uses)) {
       if (inputs.tofu_wrapper !== 'false')

@@ -3,8 +3,10 @@ import { parse as parseYaml } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/domain/errors.js';
 import {
+  CHECKOUT_ACTION,
   CONVERGE_ACTION,
   DRIFT_ACTION,
+  SETUP_OPENTOFU_ACTION,
   readGitHubSchedule,
   renderGitHubSchedule,
   scheduleFileName,
@@ -102,8 +104,8 @@ describe('schedule add --kind drift', () => {
     expect(doc.permissions).toEqual({ contents: 'write', issues: 'write' });
     // The check plans: tofu comes first (a runner image has none).
     expect(doc.jobs.drift.steps.slice(0, 3)).toEqual([
-      { uses: 'actions/checkout@v4' },
-      { uses: 'opentofu/setup-opentofu@v1', with: { tofu_wrapper: false } },
+      { uses: CHECKOUT_ACTION },
+      { uses: SETUP_OPENTOFU_ACTION, with: { tofu_wrapper: false } },
       { uses: 'exocomp/provision/actions/setup@v1' },
     ]);
     expect(doc.jobs.drift.steps[3]).toEqual({

@@ -3,6 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/domain/errors.js';
 import {
+  CHECKOUT_ACTION,
   CONVERGE_ACTION,
   parsePassthrough,
   readGitHubSchedule,
@@ -67,11 +68,7 @@ describe('renderGitHubSchedule', () => {
     expect(doc.concurrency).toEqual({ group: 'fleet-converge', 'cancel-in-progress': false });
     expect(doc.permissions).toEqual({ contents: 'write' });
     const steps = doc.jobs.converge.steps as Array<{ uses: string; with?: Record<string, string> }>;
-    expect(steps.map((s) => s.uses)).toEqual([
-      'actions/checkout@v4',
-      'exocomp/provision/actions/setup@v1',
-      CONVERGE_ACTION,
-    ]);
+    expect(steps.map((s) => s.uses)).toEqual([CHECKOUT_ACTION, 'exocomp/provision/actions/setup@v1', CONVERGE_ACTION]);
     expect(steps[2]?.with).toEqual({
       target: 'tf:edge',
       playbook: 'playbooks/converge.yml',

@@ -344,12 +344,20 @@ async function publishStatus(
     platform.writeSummary(body),
   );
   const changeRequest = settings.statusComment ? await changeRequestOf(face, workflow) : undefined;
-  if (changeRequest !== undefined) await upsertComment(face, changeRequest, workflow.id, body);
+  const commentUrl =
+    changeRequest === undefined ? undefined : await upsertComment(face, changeRequest, workflow.id, body);
+  // Where a reviewer reads the status (e.g. a deployment's environment url): the comment, else the run's summary.
+  platform.setOutput('status-url', commentUrl ?? platform.run.url);
   await face.published?.(workflow, app);
 }
 
-/** The sticky comment `key` (optional: a refusal or a failure is a notice, the job goes on). */
-async function upsertComment(face: CiJobFace, changeRequest: number, key: string, body: string): Promise<void> {
+/** The sticky comment `key` (optional: a refusal or a failure is a notice, the job goes on); its url when it has one. */
+async function upsertComment(
+  face: CiJobFace,
+  changeRequest: number,
+  key: string,
+  body: string,
+): Promise<string | undefined> {
   const { platform, secrets } = face;
   const outcome = await optionalCall(
     platform.log,
@@ -361,7 +369,11 @@ async function upsertComment(face: CiJobFace, changeRequest: number, key: string
     const grant = platform.grants?.['status-comment'];
     const fix = grant ? `; to get it, grant ${grant}` : '';
     platform.log.notice(secrets.redact(`${outcome.reason}: the status is in the job summary instead${fix}`));
-  } else if (outcome) platform.log.info(`${outcome.kind} the status comment on ${changeRequest}`);
+  } else if (outcome) {
+    platform.log.info(`${outcome.kind} the status comment on ${changeRequest}`);
+    return outcome.url;
+  }
+  return undefined;
 }
 
 const changeRequests = new WeakMap<CiJobFace, Promise<number | undefined>>();

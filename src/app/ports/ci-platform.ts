@@ -63,7 +63,9 @@ export interface GateApproval {
 /** Calls a job makes that never fail it (src/app/runtime/optional-call.ts). */
 export type OptionalIntegration = 'status-comment' | 'change-request-lookup' | 'drift-issue' | 'liveness-lookup';
 
-export type StatusCommentOutcome = { kind: 'created' | 'updated'; id: number } | { kind: 'refused'; reason: string };
+export type StatusCommentOutcome =
+  /** `url`: the comment's web page, where the platform gives it. */
+  { kind: 'created' | 'updated'; id: number; url?: string } | { kind: 'refused'; reason: string };
 
 /** Files kept with a run, for a later job or run (the sealed plan). */
 export interface ArtifactPort {

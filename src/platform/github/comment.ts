@@ -8,7 +8,8 @@ import { ExocompError } from '../../domain/errors.js';
 import type { GitHubPort, RepoRef } from './port.js';
 import { commentMarker } from './status.js';
 
-export type CommentOutcome = { kind: 'created' | 'updated'; id: number } | { kind: 'refused'; reason: string };
+export type CommentOutcome =
+  { kind: 'created' | 'updated'; id: number; url: string } | { kind: 'refused'; reason: string };
 
 export async function upsertStickyComment(
   github: GitHubPort,
@@ -20,10 +21,10 @@ export async function upsertStickyComment(
     const ours = comments.find((comment) => comment.author === request.author && comment.body.includes(marker));
     if (ours) {
       const updated = await github.updateIssueComment(request.repo, ours.id, request.body);
-      return { kind: 'updated', id: updated.id };
+      return { kind: 'updated', id: updated.id, url: updated.htmlUrl };
     }
     const created = await github.createIssueComment(request.repo, request.issue, request.body);
-    return { kind: 'created', id: created.id };
+    return { kind: 'created', id: created.id, url: created.htmlUrl };
   } catch (error) {
     if (error instanceof ExocompError && error.kind === 'permission') return { kind: 'refused', reason: error.message };
     throw error;

@@ -278,8 +278,13 @@ function slug(repo: RepoRef): string {
   return `${repo.owner}/${repo.repo}`;
 }
 
-function toIssueComment(comment: { id: number; body?: string; user: { login: string } | null }): IssueComment {
-  return { id: comment.id, body: comment.body ?? '', author: comment.user?.login ?? '' };
+function toIssueComment(comment: {
+  id: number;
+  body?: string;
+  user: { login: string } | null;
+  html_url: string;
+}): IssueComment {
+  return { id: comment.id, body: comment.body ?? '', author: comment.user?.login ?? '', htmlUrl: comment.html_url };
 }
 
 function toIssue(issue: {

@@ -22,6 +22,8 @@ export interface IssueComment {
   id: number;
   body: string;
   author: string;
+  /** The comment's web page (`…/pull/7#issuecomment-1`). */
+  htmlUrl: string;
 }
 
 export interface Issue {
