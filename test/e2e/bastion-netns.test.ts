@@ -47,8 +47,17 @@ describe('provision run through a bastion, on a network the runner cannot reach 
       '--fleet-key',
       fx.fleet.privateKeyPath,
     ]);
-  const provisionRun = (sshWait: string) =>
-    cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', 'edge', '--ssh-wait', sshWait]);
+  const provisionRun = (sshWait: string, ...extra: string[]) =>
+    cli([
+      'provision',
+      'run',
+      fx.workspace,
+      'site.yml',
+      ...fx.keys,
+      '--workspace-name=edge',
+      `--ssh-wait=${sshWait}`,
+      ...extra,
+    ]);
   const tcpFromRunner = (address: string, port: number) =>
     net.exec(net.runner, ['bash', '-c', `exec 3<>/dev/tcp/${address}/${port}`]);
 
@@ -59,6 +68,8 @@ describe('provision run through a bastion, on a network the runner cannot reach 
       bastion = await createLoopbackHost({
         rootAuthorizedKey: fx.bootstrap.publicKey,
         address: net.bastionOuter,
+        // Its IPv6 leg is the run's bastion (--bastion) in the last test.
+        alsoListenOn: [net.bastionOuter6],
         netns: net.bastion,
       });
       await bastion.start();
@@ -165,5 +176,26 @@ describe('provision run through a bastion, on a network the runner cannot reach 
     expect(result.stderr).not.toMatch(/p1 \(.*\): /);
     // The wait is 4 s; the rest is the CLI, the stand-in's apply and the ledger.
     expect(elapsed).toBeLessThan(40_000);
+  });
+
+  it("the run's bastion (--bastion) on its IPv6 address: a host the inventory gives no bastion (on IPv6) is reached through it, the bastion itself directly over IPv6", async () => {
+    await bastion.start();
+    const p4 = privates[3]!;
+    await fx.setInventory({
+      all: {
+        hosts: {
+          edge6: { ansible_host: net.bastionOuter6, ansible_user: 'root' },
+          p4: { ansible_host: p4.address, ansible_user: 'root' },
+        },
+      },
+    });
+    await p4.exec('rm -f /tmp/exocomp-configured-*');
+    const result = await provisionRun('60s', '--bastion', `root@[${net.bastionOuter6}]:22`);
+    expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
+    expect(result.stderr).toContain(`bastion ${net.bastionOuter6}: key pinned`);
+    // Rekeyed by the test above: its IPv6 name is new, so its key now is pinned there (trust on first use).
+    expect(await fx.ledgerFile('known_hosts')).toContain(`${net.bastionOuter6} ${await bastion.hostPublicKey()}`);
+    expect(await bastion.readFile('/tmp/exocomp-configured-edge6')).toContain('user=');
+    expect(await p4.readFile('/tmp/exocomp-configured-p4')).toContain('user=');
   });
 });
