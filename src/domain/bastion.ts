@@ -6,7 +6,6 @@
  */
 import { ExocompError } from './errors.js';
 import { quoteValue } from './names.js';
-import { HOST_CA_VARIABLE } from './host-trust.js';
 
 export interface Hop {
   /** The inventory host it is, or the address as given on the command line. */
@@ -101,7 +100,7 @@ export function formatBastion(hop: Hop): string {
  * port is the bastion, reached directly. More than MAX_HOPS in all is refused.
  */
 export function throughRunBastion<
-  T extends { name: string; address: string; port: number; local: boolean; via?: Hop[]; trust?: { kind: string } },
+  T extends { name: string; address: string; port: number; local: boolean; via?: Hop[] },
 >(hosts: readonly T[], bastion: Hop | undefined): T[] {
   if (bastion === undefined) return [...hosts];
   const isBastion = (h: T) => h.address.toLowerCase() === bastion.address.toLowerCase() && h.port === bastion.port;
@@ -115,19 +114,8 @@ export function throughRunBastion<
         { help: `give the run's bastion, or ${BASTION_VARIABLE} bastions behind another, not both` },
       );
     }
-    return { ...checkedRoute(host), via };
+    return { ...host, via };
   });
-}
-
-/** A host reached through a bastion, refused when its host CA would have to be asked through the jump. */
-export function checkedRoute<T extends { name: string; trust?: { kind: string } }>(host: T): T {
-  if (host.trust?.kind !== 'ca') return host;
-  // ssh-keyscan cannot ask for a certificate through a jump; capturing one there is not built yet.
-  throw new ExocompError(
-    'inventory',
-    `host ${quoteValue(host.name)}: ${HOST_CA_VARIABLE} is not supported yet for a host reached through a bastion`,
-    { help: `give its keys in exocomp_host_keys instead, or leave ${HOST_CA_VARIABLE} to hosts reached directly` },
-  );
 }
 
 /** The hosts a route is resolved for: a name, its connection, and the host its `exocomp_bastion` names. */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ExocompError } from './errors.js';
 import { quoteValue } from './names.js';
-import { BASTION_VARIABLE, checkedRoute, resolveRoutes, type Hop } from './bastion.js';
+import { BASTION_VARIABLE, resolveRoutes, type Hop } from './bastion.js';
 import { hostTrustOf, type HostTrust } from './host-trust.js';
 
 /**
@@ -561,7 +561,7 @@ export function deriveHosts(inv: StaticInventory): DerivedHost[] {
   return derived.map(({ bastion: _named, ...host }) => {
     const via = routes.get(host.name) ?? [];
     if (via.length === 0 || host.local) return host;
-    return { ...checkedRoute(host), via };
+    return { ...host, via };
   });
 }
 
