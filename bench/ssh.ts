@@ -5,7 +5,9 @@
  *
  * (a) detection latency of waitForSsh after a late sshd's port opens (target: median ≤ 300 ms);
  * (b) N hosts: waitForSsh + keyscan with the adapter vs a sequential ssh-keyscan loop;
- * (c) keyscan grouped per port (the default) vs one ssh-keyscan process per target.
+ * (c) keyscan grouped per port (the default) vs one ssh-keyscan process per target;
+ * (d) through one bastion (its master connection, src/adapters/ssh-jump.ts): wait + key capture of
+ *     N hosts beside the same hosts direct, and detection latency through it (target: median ≤ 300 ms).
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -13,6 +15,8 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { keyscan, waitForSsh } from '../src/adapters/ssh.js';
 import { runProcess } from '../src/adapters/process.js';
+import { JumpSession } from '../src/adapters/ssh-jump.js';
+import type { Hop } from '../src/domain/bastion.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../test/support/loopback-host.js';
 
 function argument(name: string, fallback: number): number {
@@ -77,8 +81,14 @@ function watchPortOpen(
   return { watching, openedAt, stop: () => child.kill('SIGKILL') };
 }
 
-async function detectionLatency(publicKey: string, hosts: LoopbackHost[]): Promise<void> {
-  console.log(`(a) detection latency, ${TRIALS} trials`);
+type Probe = NonNullable<Parameters<typeof waitForSsh>[1]['probe']>;
+
+async function detectionLatency(
+  publicKey: string,
+  hosts: LoopbackHost[],
+  through?: { label: string; probe: Probe },
+): Promise<void> {
+  console.log(`${through ? `(d) ${through.label}` : '(a)'} detection latency, ${TRIALS} trials`);
   console.log('    method: a separate process attempts a TCP connect to the host every 1 ms and records the');
   console.log('    wall-clock time of the first accepted connect (= the moment sshd listens, ±1 ms); latency is');
   console.log("    waitForSsh's onReady time minus that. sshd starts 1.0–1.3 s after start() (jittered so the");
@@ -99,6 +109,7 @@ async function detectionLatency(publicKey: string, hosts: LoopbackHost[]): Promi
       const result = await waitForSsh([{ name: host.id, address: host.address, port: host.port }], {
         timeoutMs: 30_000,
         onReady: () => (readyAt = epochMs()),
+        ...(through ? { probe: through.probe } : {}),
       });
       if (result.missing.length > 0)
         throw new Error(`trial ${trial}: the host never answered: ${result.missing[0]?.lastReason}`);
@@ -196,14 +207,67 @@ async function fleet(publicKey: string, hosts: LoopbackHost[]): Promise<void> {
   }
 }
 
+/** (d): one bastion (a loopback host) and its master; the hosts are loopback hosts it reaches. */
+async function throughBastion(
+  keys: { publicKey: string; privateKeyPath: string },
+  hosts: LoopbackHost[],
+): Promise<void> {
+  const bastion = await createLoopbackHost({ rootAuthorizedKey: keys.publicKey });
+  hosts.push(bastion);
+  await bastion.start();
+  const route: Hop[] = [{ name: 'bastion', address: bastion.address, port: bastion.port, user: 'root' }];
+  const session = await JumpSession.start({
+    knownHosts: `${bastion.knownHostsName} ${await bastion.hostPublicKey()}\n`,
+    credentials: { identityFiles: [keys.privateKeyPath] },
+  });
+  try {
+    let t0 = performance.now();
+    await session.connect(route);
+    console.log(`(d) through one bastion: its master connection up in ${fmt(performance.now() - t0)}`);
+    const probe: Probe = (host, budgetMs, signal) => session.probe(route, host.address, host.port, budgetMs, signal);
+    const fleetHosts = await Promise.all(
+      Array.from({ length: HOST_COUNT }, () => createLoopbackHost({ rootAuthorizedKey: keys.publicKey })),
+    );
+    hosts.push(...fleetHosts);
+    await Promise.all(fleetHosts.map((host) => host.start()));
+    const targets = fleetHosts.map((host) => ({ name: host.id, address: host.address, port: host.port }));
+    for (let round = 1; round <= 2; round += 1) {
+      t0 = performance.now();
+      const waited = await waitForSsh(targets, { timeoutMs: 60_000, probe });
+      if (waited.missing.length > 0) throw new Error(`${waited.missing.length} host(s) never answered through it`);
+      const waitMs = performance.now() - t0;
+      const captured = await Promise.all(targets.map((t) => session.captureHostKeys(route, t.address, t.port, 30_000)));
+      const through = performance.now() - t0;
+      const silent = captured.filter((text) => text === '').length;
+      if (silent > 0) throw new Error(`${silent} host(s) presented no key through the bastion`);
+      t0 = performance.now();
+      const direct = await waitForSsh(targets, { timeoutMs: 60_000 });
+      if (direct.missing.length > 0) throw new Error(`${direct.missing.length} host(s) never answered directly`);
+      const directWaitMs = performance.now() - t0;
+      await keyscan(targets);
+      const directMs = performance.now() - t0;
+      console.log(
+        `    round ${round}, ${HOST_COUNT} hosts: through the bastion ${fmt(through)} (wait ${fmt(waitMs)} + capture),` +
+          ` direct ${fmt(directMs)} (wait ${fmt(directWaitMs)} + keyscan)`,
+      );
+    }
+    console.log('    (the capture is one ssh per key type per host, with no authentication: a key exchange each)\n');
+    await detectionLatency(keys.publicKey, hosts, { label: 'through the bastion:', probe });
+  } finally {
+    await session.close();
+  }
+}
+
 const hosts: LoopbackHost[] = [];
 const keyDir = await mkdtemp(join(tmpdir(), 'exocomp-bench-ssh-'));
 let failed = false;
 try {
-  const { publicKey } = await generateKeyPair(keyDir, 'bench');
+  const keys = await generateKeyPair(keyDir, 'bench');
+  const { publicKey } = keys;
   console.log(`SSH adapter bench — node ${process.version}, load average ${loadavg()[0]?.toFixed(2)}\n`);
   await detectionLatency(publicKey, hosts);
   await fleet(publicKey, hosts);
+  await throughBastion(keys, hosts);
 } catch (error) {
   failed = true;
   console.error(error);

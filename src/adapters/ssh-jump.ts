@@ -8,6 +8,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { checkHop, describeRoute, type Hop } from '../domain/bastion.js';
 import { ExocompError } from '../domain/errors.js';
@@ -393,6 +394,45 @@ export class JumpSession {
     this.masterFor(route);
     const found = lines.flat();
     return found.length === 0 ? '' : `${found.join('\n')}\n`;
+  }
+
+  /**
+   * A listener on a random loopback port whose every connection is an `ssh -W`
+   * channel of the route's master to address:port, for a tool that cannot jump
+   * (`ssh-keyscan -c`: a certificate cannot be captured through the jump, as ssh
+   * drops an unknown CA's certificate to its plain key). It gives only what the
+   * master gives — a TCP path, no authentication — and lives until close().
+   */
+  async relay(route: readonly Hop[], address: string, port: number): Promise<{ port: number; close(): Promise<void> }> {
+    this.masterFor(route);
+    const channels = new Set<ChildProcess>();
+    const server = createServer((socket: Socket) => {
+      const child = spawn('ssh', this.forwardArgs(route, forwardTarget(address, port)), {
+        env: this.env(),
+        stdio: ['pipe', 'pipe', 'ignore'],
+      });
+      channels.add(child);
+      socket.pipe(child.stdin);
+      child.stdout.pipe(socket);
+      const end = () => {
+        socket.destroy();
+        child.kill();
+      };
+      socket.once('close', end).once('error', end);
+      child.once('exit', () => {
+        channels.delete(child);
+        socket.end();
+      });
+      child.stdin.once('error', end);
+    });
+    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve));
+    return {
+      port: (server.address() as AddressInfo).port,
+      close: async () => {
+        for (const child of channels) child.kill();
+        await new Promise<void>((resolve) => server.close(() => resolve()));
+      },
+    };
   }
 
   /**

@@ -140,16 +140,23 @@ const keyOptionsSchema = z.object({
   allowDestroy: z.boolean().optional(),
   protect: z.array(z.string().min(1)).optional(),
   hostKeys: hostKeyModeSchema.optional(),
+  bastion: z.string().optional(),
 });
 
 /** `--host-keys`: how first contact is trusted (domain/host-trust.ts). */
 export function hostKeysOption(): Option {
   return new Option(
     '--host-keys <mode>',
-    "auto: the workspace's known keys or host CA where given, trust on first use elsewhere; known: refuse hosts without; tofu: trust on first use everywhere",
-  )
-    .choices([...HOST_KEY_MODES])
-    .default('auto');
+    "auto (default; on resume: the workflow's own): the workspace's known keys or host CA where given, trust on first use elsewhere; known: refuse hosts without; tofu: trust on first use everywhere",
+  ).choices([...HOST_KEY_MODES]);
+}
+
+/** `--bastion`: the jump host every SSH host is reached through (domain/bastion.ts). */
+export function bastionOption(): Option {
+  return new Option(
+    '--bastion <[user@]host[:port]>',
+    "reach every SSH host through this bastion (its key pinned first; no ssh options); on resume: the workflow's own",
+  );
 }
 
 /**
@@ -180,6 +187,7 @@ export async function runInputs(
       allowDestroy: o.allowDestroy ?? false,
       protect: o.protect ?? [],
       ...(o.hostKeys ? { hostKeys: o.hostKeys } : {}),
+      ...(o.bastion !== undefined ? { bastion: o.bastion } : {}),
     },
     {
       cwd: process.cwd(),
@@ -191,6 +199,7 @@ export async function runInputs(
         bootstrap: '--bootstrap-key',
         seal: o.sealKey === undefined ? KEY_VARIABLES.seal : '--seal-key',
       },
+      bastionName: '--bastion',
       warn,
     },
   );

@@ -50,6 +50,74 @@ export function checkHop(hop: Hop, source: string): Hop {
   return hop;
 }
 
+// `[user@]host[:port]`, an IPv6 host in brackets when a port follows (`[fd00::1]:2222`) or bare without one.
+const BASTION_SPEC = /^(?:([^@]*)@)?(?:\[([^\]]*)\](?::([^:]*))?|([^:[\]]*)(?::([^:]*))?|([^[\]]*:[^[\]]*))$/;
+// Printable ASCII and short: checked before the fields, so no newline or control byte is ever echoed back.
+const PRINTABLE_SPEC = /^[\x21-\x7e]{1,300}$/;
+
+/**
+ * A bastion given to the run (`--bastion`, the `bastion` input): `[user@]host[:port]`,
+ * each field checked as an inventory bastion's is; absent user: the play's user.
+ * `source` names the setting in errors.
+ */
+export function parseBastion(text: string, source: string): Hop {
+  const match = PRINTABLE_SPEC.test(text) ? BASTION_SPEC.exec(text) : null;
+  if (match === null) {
+    throw new ExocompError('usage', `${source}: ${quoteValue(text)} is not [user@]host[:port]`, {
+      help: 'give the bastion as host, user@host, user@host:port or user@[IPv6 address]:port — never ssh options',
+    });
+  }
+  const [, user, bracketed, bracketedPort, host, hostPort, bareIpv6] = match;
+  const address = (bracketed ?? host ?? bareIpv6) as string;
+  const port = bracketedPort ?? hostPort;
+  if (port !== undefined && !/^\d{1,5}$/.test(port)) throw hopError(source, 'port', port, 'is not a port number');
+  return checkHop(
+    { name: address, address, port: port === undefined ? 22 : Number(port), ...(user !== undefined ? { user } : {}) },
+    source,
+  );
+}
+
+/** Why `text` is no bastion, or undefined when it is one. */
+export function bastionProblem(text: string): string | undefined {
+  try {
+    parseBastion(text, 'bastion');
+    return undefined;
+  } catch (error) {
+    if (error instanceof ExocompError) return error.message;
+    throw error;
+  }
+}
+
+/** The bastion as given back (`user@[fd00::1]:2222`): what a workflow records and messages show. */
+export function formatBastion(hop: Hop): string {
+  const host = hop.address.includes(':') ? `[${hop.address}]` : hop.address;
+  return `${hop.user !== undefined ? `${hop.user}@` : ''}${host}:${hop.port}`;
+}
+
+/**
+ * The hosts as a run with its own bastion reaches them: every SSH host through
+ * it, before any inventory bastion; the host at the bastion's own address and
+ * port is the bastion, reached directly. More than MAX_HOPS in all is refused.
+ */
+export function throughRunBastion<
+  T extends { name: string; address: string; port: number; local: boolean; via?: Hop[] },
+>(hosts: readonly T[], bastion: Hop | undefined): T[] {
+  if (bastion === undefined) return [...hosts];
+  const isBastion = (h: T) => h.address.toLowerCase() === bastion.address.toLowerCase() && h.port === bastion.port;
+  return hosts.map((host) => {
+    if (host.local || isBastion(host)) return host;
+    const via = [bastion, ...(host.via ?? [])];
+    if (via.length > MAX_HOPS) {
+      throw new ExocompError(
+        'usage',
+        `host ${quoteValue(host.name)} would be reached through ${via.length} hops (${describeRoute(via)}) with the run's bastion; at most ${MAX_HOPS} are allowed`,
+        { help: `give the run's bastion, or ${BASTION_VARIABLE} bastions behind another, not both` },
+      );
+    }
+    return { ...host, via };
+  });
+}
+
 /** The hosts a route is resolved for: a name, its connection, and the host its `exocomp_bastion` names. */
 export interface RoutedHost {
   name: string;

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ExocompError } from './errors.js';
 import { quoteValue } from './names.js';
 import { BASTION_VARIABLE, resolveRoutes, type Hop } from './bastion.js';
-import { HOST_CA_VARIABLE, hostTrustOf, type HostTrust } from './host-trust.js';
+import { hostTrustOf, type HostTrust } from './host-trust.js';
 
 /**
  * The static inventory model: the YAML/JSON inventory format ansible's yaml
@@ -561,14 +561,6 @@ export function deriveHosts(inv: StaticInventory): DerivedHost[] {
   return derived.map(({ bastion: _named, ...host }) => {
     const via = routes.get(host.name) ?? [];
     if (via.length === 0 || host.local) return host;
-    if (host.trust?.kind === 'ca') {
-      // ssh-keyscan cannot ask for a certificate through a jump; capturing one there is not built yet.
-      throw hostError(
-        host.name,
-        `${HOST_CA_VARIABLE} is not supported yet for a host reached through a bastion`,
-        `give its keys in exocomp_host_keys instead, or leave ${HOST_CA_VARIABLE} to hosts reached directly`,
-      );
-    }
     return { ...host, via };
   });
 }

@@ -7,6 +7,8 @@
 import { z } from 'zod';
 import { ExocompError } from './errors.js';
 import { recordNameProblem } from './names.js';
+import { hostKeyModeSchema } from './host-trust.js';
+import { bastionProblem } from './bastion.js';
 
 export const STEP_NAMES = ['apply', 'ssh-wait', 'onboard', 'configure'] as const;
 export type StepName = (typeof STEP_NAMES)[number];
@@ -136,6 +138,13 @@ export const chainOptionsSchema = z.object({
   check: z.boolean().default(false),
   limit: z.string().optional(),
   tags: z.string().optional(),
+  /** The run's `host-keys` mode when the workflow started; absent (or written before it was kept): `auto`. */
+  hostKeys: hostKeyModeSchema.optional(),
+  /** The run's bastion when the workflow started, as formatBastion writes it; absent: none. */
+  bastion: z
+    .string()
+    .refine((text) => bastionProblem(text) === undefined, 'not a bastion ([user@]host[:port])')
+    .optional(),
 });
 export type ChainOptions = z.infer<typeof chainOptionsSchema>;
 

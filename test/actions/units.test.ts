@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { createWorkflow } from '../../src/domain/workflow.js';
 import { ACTION_INPUTS, readSettings } from '../../src/platform/github/inputs.js';
+import { runInputSettings } from '../../src/platform/github/session.js';
 import { sealPlan, unsealPlan } from '../../src/app/provision/sealed-plan.js';
 import { providerCacheKey } from '../../src/platform/github/provider-cache.js';
 import { readRunContext, workflowFileOf } from '../../src/platform/github/run-context.js';
@@ -31,14 +32,21 @@ describe('settings from inputs', () => {
     expect(s.comment).toBe(true);
   });
 
-  it('maps host-keys to the core setting: auto when empty, known/tofu as given, anything else refused', () => {
-    expect(read({ token: 't' })['host-keys']).toBe('auto');
+  it('maps host-keys to the core setting: unset when empty (the workflow’s own), known/tofu as given, anything else refused', () => {
+    expect(read({ token: 't' })['host-keys']).toBeUndefined();
     expect(read({ token: 't', 'host-keys': ' known ' })['host-keys']).toBe('known');
     expect(() => read({ token: 't', 'host-keys': 'trust-me' })).toThrow(
       'host-keys: must be one of auto, known, tofu, not "trust-me"',
     );
-    for (const step of ['apply', 'ssh-wait', 'onboard'] as const)
+    for (const step of ['plan', 'apply', 'ssh-wait', 'onboard'] as const)
       expect(ACTION_INPUTS[step]).toHaveProperty('host-keys');
+  });
+
+  it('carries the bastion input as text on every face that reaches hosts; the core judges it', () => {
+    for (const step of ['provision', 'plan', 'apply', 'ssh-wait', 'onboard', 'configure', 'converge'] as const)
+      expect(ACTION_INPUTS[step]).toHaveProperty('bastion');
+    expect(read({ token: 't', bastion: ' ops@[fd00::1]:2222 ' }).bastion).toBe('ops@[fd00::1]:2222');
+    expect(runInputSettings({ bastion: 'ops@jump' })).toMatchObject({ bastion: 'ops@jump' });
   });
 
   it('masks secret inputs as they are read, and never quotes them in a refusal', () => {

@@ -9,7 +9,7 @@ import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cliPath, createChainFixture, type ChainFixture, type CliResult } from '../support/chain-fixture.js';
-import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
+import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../support/loopback-host.js';
 import { createPrivateNetwork, type PrivateNetwork } from '../support/netns.js';
 import { scaled } from '../support/time.js';
 
@@ -47,18 +47,29 @@ describe('provision run through a bastion, on a network the runner cannot reach 
       '--fleet-key',
       fx.fleet.privateKeyPath,
     ]);
-  const provisionRun = (sshWait: string) =>
-    cli(['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name', 'edge', '--ssh-wait', sshWait]);
+  const provisionRun = (sshWait: string, ...extra: string[]) =>
+    cli([
+      'provision',
+      'run',
+      fx.workspace,
+      'site.yml',
+      ...fx.keys,
+      '--workspace-name=edge',
+      `--ssh-wait=${sshWait}`,
+      ...extra,
+    ]);
   const tcpFromRunner = (address: string, port: number) =>
     net.exec(net.runner, ['bash', '-c', `exec 3<>/dev/tcp/${address}/${port}`]);
 
   beforeAll(async () => {
-    net = await createPrivateNetwork(3);
+    net = await createPrivateNetwork(4);
     try {
       fx = await createChainFixture('edge');
       bastion = await createLoopbackHost({
         rootAuthorizedKey: fx.bootstrap.publicKey,
         address: net.bastionOuter,
+        // Its IPv6 leg is the run's bastion (--bastion) in the last test.
+        alsoListenOn: [net.bastionOuter6],
         netns: net.bastion,
       });
       await bastion.start();
@@ -165,5 +176,42 @@ describe('provision run through a bastion, on a network the runner cannot reach 
     expect(result.stderr).not.toMatch(/p1 \(.*\): /);
     // The wait is 4 s; the rest is the CLI, the stand-in's apply and the ledger.
     expect(elapsed).toBeLessThan(40_000);
+  });
+
+  it("the run's bastion (--bastion) on its IPv6 address: a host the inventory gives no bastion (on IPv6), and one under a host CA, are reached through it, the bastion itself directly over IPv6", async () => {
+    if (!bastion.isRunning()) await bastion.start();
+    const p4 = privates[3]!;
+    // Its certificate is captured through the jump (ssh-keyscan -c over a relay of the bastion's master).
+    const ca = await generateKeyPair(fx.dir, 'host-ca');
+    const certified = await createLoopbackHost({
+      rootAuthorizedKey: fx.bootstrap.publicKey,
+      address: net.privateAddress(5),
+      netns: net.private,
+      hostCaKeyPath: ca.privateKeyPath,
+    });
+    privates.push(certified);
+    await certified.start();
+    await fx.setInventory({
+      all: {
+        hosts: {
+          edge6: { ansible_host: net.bastionOuter6, ansible_user: 'root' },
+          p4: { ansible_host: p4.address, ansible_user: 'root' },
+          cert: { ansible_host: certified.address, ansible_user: 'root', exocomp_host_ca: ca.publicKey },
+        },
+      },
+    });
+    await p4.exec('rm -f /tmp/exocomp-configured-*');
+    const result = await provisionRun('60s', '--bastion', `root@[${net.bastionOuter6}]:22`);
+    expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
+    expect(result.stderr).toContain(`bastion ${net.bastionOuter6}: key pinned`);
+    // Rekeyed by the test above: its IPv6 name is new, so its key now is pinned there (trust on first use).
+    const knownHosts = await fx.ledgerFile('known_hosts');
+    expect(knownHosts).toContain(`${net.bastionOuter6} ${await bastion.hostPublicKey()}`);
+    const [caType, caKey] = ca.publicKey.split(' ');
+    expect(knownHosts).toContain(`@cert-authority ${certified.knownHostsName} ${caType} ${caKey}`);
+    expect(knownHosts).not.toContain(`${certified.knownHostsName} ${await certified.hostPublicKey()}`);
+    expect(await certified.readFile('/tmp/exocomp-configured-cert')).toContain('user=');
+    expect(await bastion.readFile('/tmp/exocomp-configured-edge6')).toContain('user=');
+    expect(await p4.readFile('/tmp/exocomp-configured-p4')).toContain('user=');
   });
 });

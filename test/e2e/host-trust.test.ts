@@ -108,6 +108,13 @@ describe('known host keys and a host CA', () => {
     expect(record.steps.map((s) => s.state)).toEqual(['failed', 'blocked', 'blocked', 'blocked']);
     expect(connections).toBe(0);
     expect(await fx.ledgerFile('known_hosts')).toBeUndefined();
+
+    // A resume that does not say keeps the mode the workflow started with (kept in its record), not auto.
+    const id = workflowIdFrom(refused);
+    const resumed = await fx.cli(['provision', 'resume', id, ...fx.keys, '--ssh-wait', '5s']);
+    expect(resumed.code, output(resumed)).toBe(1);
+    expect((await workflow(refused)).failure?.summary).toContain('ghost have no known key and no host CA');
+    expect(connections).toBe(0);
   });
 
   it("another key than the workspace's, a plain key under a CA, another CA's certificate: all refused before onboarding, nothing pinned", async () => {

@@ -38,6 +38,8 @@ export interface HostOptions {
   maxStartups?: string;
   /** A network namespace the test created (test/support/netns.ts): sshd listens on `address` there. */
   netns?: string;
+  /** More addresses sshd listens on (same port), e.g. a bastion's IPv6 leg in a test namespace. */
+  alsoListenOn?: string[];
   /** A host CA's private key file: the host key (and each new one) is signed by it (ssh-keygen -s -h, principal: the address) and sshd presents the certificate (HostCertificate). */
   hostCaKeyPath?: string;
 }
@@ -227,7 +229,9 @@ class HostImpl implements LoopbackHost {
 
   private sshdConfig(): string {
     return [
-      `ListenAddress ${this.address.includes(':') ? `[${this.address}]` : this.address}:${this.port}`,
+      ...[this.address, ...(this.options.alsoListenOn ?? [])].map(
+        (address) => `ListenAddress ${address.includes(':') ? `[${address}]` : address}:${this.port}`,
+      ),
       `HostKey ${this.hostKeyPath}`,
       ...(this.options.hostCaKeyPath === undefined ? [] : [`HostCertificate ${this.hostKeyPath}-cert.pub`]),
       `PidFile ${this.pidFilePath}`,

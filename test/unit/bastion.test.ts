@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ExocompError } from '../../src/domain/errors.js';
 import { deriveHosts, parseInventory } from '../../src/domain/inventory.js';
+import { formatBastion, parseBastion, throughRunBastion } from '../../src/domain/bastion.js';
 
 const hostsOf = (inventory: unknown) => deriveHosts(parseInventory(inventory));
 
@@ -111,5 +112,83 @@ describe('exocomp_bastion: the inventory host a host is reached through', () => 
         /exocomp_bastion must be a non-empty string/,
       );
     });
+  });
+});
+
+describe('the run’s bastion (--bastion, the bastion input): [user@]host[:port], checked like a hop', () => {
+  it('parses host, user@host, user@host:port, [IPv6]:port and a bare IPv6 address', () => {
+    expect(parseBastion('jump.example', '--bastion')).toEqual({
+      name: 'jump.example',
+      address: 'jump.example',
+      port: 22,
+    });
+    expect(parseBastion('ops@198.51.100.7:2222', '--bastion')).toEqual({
+      name: '198.51.100.7',
+      address: '198.51.100.7',
+      port: 2222,
+      user: 'ops',
+    });
+    expect(parseBastion('ops@[fd00:26::1]:2200', '--bastion')).toMatchObject({ address: 'fd00:26::1', port: 2200 });
+    expect(parseBastion('fd00:26::1', '--bastion')).toMatchObject({ address: 'fd00:26::1', port: 22 });
+    expect(parseBastion('[fd00:26::1]', '--bastion')).toMatchObject({ address: 'fd00:26::1', port: 22 });
+  });
+
+  it('writes back what it parsed, so the workflow records and re-reads the same hop', () => {
+    for (const text of ['ops@[fd00:26::1]:2200', 'jump.example:22', 'ops@198.51.100.7:2222']) {
+      const hop = parseBastion(text, '--bastion');
+      expect(parseBastion(formatBastion(hop), 'recorded')).toEqual(hop);
+    }
+    expect(formatBastion(parseBastion('jump', 'x'))).toBe('jump:22');
+  });
+
+  it.each([
+    ['an ssh option', '-oProxyCommand=touch /tmp/pwned', 'is not [user@]host[:port]'],
+    ['an option as the host', 'ops@-oProxyCommand=x', 'bastion host'],
+    ['an option as the user', '-oX@jump', 'bastion user'],
+    ['a template', '{{ lookup("pipe","id") }}', 'is not [user@]host[:port]'],
+    ['a template in the host', 'ops@{{x}}', 'bastion host'],
+    ['a %-token', 'ops@jump%h', 'bastion host'],
+    ['an IPv6 zone (a %-token to ssh)', 'ops@[fe80::1%eth0]:22', 'bastion host'],
+    ['a newline', 'jump\n-oProxyCommand=x', 'is not [user@]host[:port]'],
+    ['a space', 'jump -p 22', 'is not [user@]host[:port]'],
+    ['non-ASCII', 'jümp', 'is not [user@]host[:port]'],
+    ['a port out of range', 'jump:70000', 'bastion port'],
+    ['a port that is no number', 'jump:ssh', 'bastion port'],
+    ['an empty host', 'ops@:22', 'bastion host'],
+    ['two users', 'a@b@jump', 'bastion host'],
+    ['nothing', '', 'is not [user@]host[:port]'],
+  ])('refuses %s, naming the setting and the field', (_what, text, field) => {
+    const error = refusal(() => parseBastion(text, 'the bastion input'));
+    expect(error.message).toContain('the bastion input');
+    expect(error.message).toContain(field);
+    expect(error.message).not.toContain('\n');
+  });
+
+  const hosts = [
+    { name: 'a', address: '10.0.0.2', port: 22, local: false },
+    { name: 'ctl', address: 'localhost', port: 22, local: true },
+    { name: 'jumphost', address: '198.51.100.7', port: 2222, local: false },
+    { name: 'inner', address: '10.0.1.2', port: 22, local: false, via: [{ name: 'b', address: '10.0.0.3', port: 22 }] },
+  ];
+  const run = parseBastion('ops@198.51.100.7:2222', '--bastion');
+
+  it('goes in front of every SSH host, before an inventory bastion; not the bastion itself, not a local host', () => {
+    const routed = new Map(throughRunBastion(hosts, run).map((h) => [h.name, h.via]));
+    expect(routed.get('a')).toEqual([run]);
+    expect(routed.get('inner')).toEqual([run, { name: 'b', address: '10.0.0.3', port: 22 }]);
+    expect(routed.get('ctl')).toBeUndefined();
+    expect(routed.get('jumphost')).toBeUndefined();
+    expect(throughRunBastion(hosts, undefined)).toEqual(hosts);
+  });
+
+  it('refuses a third hop', () => {
+    const deep = {
+      name: 'deep',
+      address: '10.0.2.2',
+      port: 22,
+      local: false,
+      via: [hosts[3]!.via![0]!, hosts[3]!.via![0]!],
+    };
+    expect(refusal(() => throughRunBastion([deep], run)).message).toContain('3 hops');
   });
 });

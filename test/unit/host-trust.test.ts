@@ -131,7 +131,7 @@ describe('exocomp_host_ca', () => {
     expect(thrown(() => hostTrustOf('web1', vars)).message).toContain('are both set');
   });
 
-  it('is read from a group var, and refused for a host behind a bastion', () => {
+  it('is read from a group var, also for a host behind a bastion (its certificate is captured through the jump)', () => {
     const inventory = parseInventory({
       all: {
         vars: { exocomp_host_ca: keys.ca.line },
@@ -148,9 +148,10 @@ describe('exocomp_host_ca', () => {
         hosts: { web1: { ansible_host: '10.0.0.5', exocomp_bastion: 'jump' }, jump: { ansible_host: '10.0.0.1' } },
       },
     });
-    expect(thrown(() => deriveHosts(behind)).message).toBe(
-      'host "web1": exocomp_host_ca is not supported yet for a host reached through a bastion',
-    );
+    expect(deriveHosts(behind).find((h) => h.name === 'web1')).toMatchObject({
+      trust: { kind: 'ca', ca: plain('ca') },
+      via: [{ name: 'jump', address: '10.0.0.1', port: 22 }],
+    });
   });
 });
 
@@ -281,15 +282,15 @@ describe('the pinned store under a host CA', () => {
 });
 
 describe('host-keys, one core setting mapped by the GitLab face', () => {
-  it('reads EXOCOMP_HOST_KEYS (auto when the template input is empty) and refuses other values', () => {
-    expect(readGitLabSettings({ EXOCOMP_HOST_KEYS: '' }).EXOCOMP_HOST_KEYS).toBe('auto');
+  it('reads EXOCOMP_HOST_KEYS (unset when the template input is empty: the workflow’s own) and refuses other values', () => {
+    expect(readGitLabSettings({ EXOCOMP_HOST_KEYS: '' }).EXOCOMP_HOST_KEYS).toBeUndefined();
     expect(readGitLabSettings({ EXOCOMP_HOST_KEYS: 'known' }).EXOCOMP_HOST_KEYS).toBe('known');
     expect(() => readGitLabSettings({ EXOCOMP_HOST_KEYS: 'yes' })).toThrow('EXOCOMP_HOST_KEYS is not valid');
   });
 
-  it('the core settings default to auto', () => {
+  it('the core settings leave it unset (runReach: the workflow’s, else auto)', () => {
     const base = { scope: 'chain' as const, approval: { mode: 'none' as const }, ledgerBranch: 'exocomp-ledger' };
-    expect(parseJobSettings(base).hostKeys).toBe('auto');
+    expect(parseJobSettings(base).hostKeys).toBeUndefined();
     expect(() => parseJobSettings({ ...base, hostKeys: 'none' as never })).toThrow(/hostKeys/);
   });
 });

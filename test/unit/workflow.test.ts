@@ -22,6 +22,8 @@ import {
   type Workflow,
 } from '../../src/domain/workflow.js';
 import { localLease as lease, sampleWorkflow, T0 as t0 } from '../support/workflows.js';
+import { parseBastion } from '../../src/domain/bastion.js';
+import { recordingRunReach, runReach } from '../../src/app/plays/run-inputs.js';
 
 const at = (seconds: number) => new Date(t0.getTime() + seconds * 1000);
 
@@ -287,5 +289,29 @@ describe('approval', () => {
       /does not require approval/,
     );
     expect(() => awaitApproval(fresh(false), t0)).toThrow(IllegalTransitionError);
+  });
+});
+
+describe('how the run reaches the hosts, kept with the workflow (host-keys, bastion)', () => {
+  const parseOptions = (options: Record<string, unknown>) =>
+    workflowSchema.safeParse({ ...fresh(), options: { ...fresh().options, ...options } });
+
+  it('reads a record written before they were kept, and one that keeps them; refuses a bad bastion in a record', () => {
+    const old = fresh();
+    expect(old.options).not.toHaveProperty('hostKeys');
+    expect(workflowSchema.parse(JSON.parse(JSON.stringify(old)))).toEqual(old);
+    expect(parseOptions({ hostKeys: 'known', bastion: 'ops@[fd00:26::1]:2222' }).success).toBe(true);
+    expect(parseOptions({ hostKeys: 'trust-me' }).success).toBe(false);
+    expect(parseOptions({ bastion: '-oProxyCommand=x' }).success).toBe(false);
+  });
+
+  it('a resume uses what the workflow started with unless the run says; a new workflow records what the run said', () => {
+    const bastion = parseBastion('ops@[fd00:26::1]:2222', '--bastion');
+    const started = { ...fresh(), options: recordingRunReach(fresh().options, { hostKeys: 'known', bastion }) };
+    expect(started.options).toMatchObject({ hostKeys: 'known', bastion: 'ops@[fd00:26::1]:2222' });
+    expect(runReach({}, started)).toEqual({ hostKeys: 'known', bastion });
+    expect(runReach({ hostKeys: 'tofu' }, started)).toEqual({ hostKeys: 'tofu', bastion });
+    expect(runReach({}, fresh())).toEqual({ hostKeys: 'auto' });
+    expect(recordingRunReach(fresh().options, {})).toEqual(fresh().options);
   });
 });

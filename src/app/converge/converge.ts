@@ -210,8 +210,15 @@ async function playJob(
   const play = async (): Promise<ConvergeResult> => {
     const { target, shard } = job;
     // Sealed outputs reach only a play that names tf:<name>: runFilePlay never reads the seal key.
-    if (target.kind === 'file')
+    if (target.kind === 'file') {
+      // A plain file's hosts are not resolved here, so nothing could route them through the run's bastion.
+      if (request.bastion !== undefined)
+        throw new UsageError(
+          `a bastion is given, but ${target.path} is an inventory file: only tf:<name> is reached through it`,
+          'target tf:<name>, or drop the bastion',
+        );
       return { kind: 'played', ...(await runFilePlay(app, target, granted)), hostCount: undefined };
+    }
     if (shard === undefined)
       return { kind: 'played', ...(await runStandingPlay(app, { ...granted, name: target.name })) };
     const runUrl = request.ci?.run.url;

@@ -9,6 +9,7 @@ import type { LedgerSnapshot } from '../../ledger/store.js';
 import { hostsOfShard, type ShardSpec } from '../../domain/shard.js';
 import type { AppContext } from '../runtime/context.js';
 import { underHostKeyMode, type HostKeyMode } from '../../domain/host-trust.js';
+import { throughRunBastion, type Hop } from '../../domain/bastion.js';
 
 export function loadStandingInventory(snapshot: LedgerSnapshot, name: string): ResolvedInventory {
   let record;
@@ -43,10 +44,18 @@ export async function shardOfInventory(
   return { hosts: hostsOfShard(names, shard), fleetSize: names.length };
 }
 
+/** The run settings that decide how its hosts are reached: how first contact is trusted, and the run's own bastion. */
+export interface RunReach {
+  hostKeys: HostKeyMode;
+  bastion?: Hop | undefined;
+}
+
 /**
- * The inventory as the run's `host-keys` mode checks its hosts (domain/host-trust.ts): called by every step
- * that would contact them, so `known` refuses a host without a known key before any connection.
+ * The inventory as the run reaches it: its `host-keys` mode checks the hosts
+ * (domain/host-trust.ts), then the run's bastion goes in front of every SSH host
+ * (domain/bastion.ts). Called by every step and play that would contact them,
+ * so `known` refuses a host without a known key before any connection.
  */
-export function underRunHostKeyMode(inventory: ResolvedInventory, mode: HostKeyMode): ResolvedInventory {
-  return { ...inventory, hosts: underHostKeyMode(inventory.hosts, mode) };
+export function asTheRunReachesIt(inventory: ResolvedInventory, reach: RunReach): ResolvedInventory {
+  return { ...inventory, hosts: throughRunBastion(underHostKeyMode(inventory.hosts, reach.hostKeys), reach.bastion) };
 }

@@ -9,7 +9,14 @@ import { ExocompError } from '../../domain/errors.js';
 import { formatDuration } from '../../domain/duration.js';
 import { knownHostsName, type DerivedHost } from '../../domain/inventory.js';
 import { parseKeyscanOutput, type Pin } from '../../domain/known-hosts.js';
-import { probeSshBanner, waitForSsh, type BannerProbe, type SshTarget } from '../../adapters/ssh.js';
+import {
+  ALL_KEY_TYPES,
+  keyscan,
+  probeSshBanner,
+  waitForSsh,
+  type BannerProbe,
+  type SshTarget,
+} from '../../adapters/ssh.js';
 import { JumpSession, type JumpCredentials } from '../../adapters/ssh-jump.js';
 import type { AppContext } from '../runtime/context.js';
 import { pinHostKeys, scanHostKeys, type ScannedHostKeys } from './pins.js';
@@ -72,7 +79,7 @@ export async function openBastions(
       const scanned =
         outer.length === 0
           ? await scanHostKeys([{ ...target, ...(trust ? { trust } : {}) }], { signal })
-          : await captureThrough(session, [{ ...target, via: outer }], signal);
+          : await captureThrough(session, [{ ...target, via: outer, ...(trust ? { trust } : {}) }], signal);
       const pins = await pinHostKeys(app, [{ ...target, ...(trust ? { trust } : {}) }], options.rotate, {
         ...(signal ? { signal } : {}),
         scanned,
@@ -130,7 +137,33 @@ export function probeFor(
   };
 }
 
-/** Captures the keys of hosts behind bastions through their masters; a host that presents none fails, named. */
+/**
+ * A certified host's certificates, behind its bastion: ssh-keyscan -c through a
+ * loopback relay of the master (JumpSession.relay), its lines renamed to the host's.
+ */
+async function certificatesThrough(
+  session: JumpSession,
+  host: RoutedHost,
+  signal: AbortSignal | undefined,
+): Promise<string> {
+  const relay = await session.relay(host.via ?? [], host.address, host.port);
+  try {
+    const local = knownHostsName('127.0.0.1', relay.port);
+    const scans = await keyscan([{ address: '127.0.0.1', port: relay.port }], {
+      signal,
+      keyTypes: ALL_KEY_TYPES,
+      certificates: true,
+    });
+    const name = knownHostsName(host.address, host.port);
+    return parseKeyscanOutput(scans.get(local) ?? '', local)
+      .map((pin) => `${name} ${pin.keyType} ${pin.key}\n`)
+      .join('');
+  } finally {
+    await relay.close();
+  }
+}
+
+/** Captures the keys (under a host CA: the certificates) of hosts behind bastions through their masters; a host that presents none fails, named. */
 async function captureThrough(
   session: JumpSession,
   hosts: readonly RoutedHost[],
@@ -141,9 +174,14 @@ async function captureThrough(
   await Promise.all(
     hosts.map(async (host) => {
       const name = knownHostsName(host.address, host.port);
-      const text = await session.captureHostKeys(host.via ?? [], host.address, host.port, CAPTURE_TIMEOUT_MS, signal);
+      const text =
+        host.trust?.kind === 'ca'
+          ? await certificatesThrough(session, host, signal)
+          : await session.captureHostKeys(host.via ?? [], host.address, host.port, CAPTURE_TIMEOUT_MS, signal);
       const pins = parseKeyscanOutput(text, name);
-      if (pins.length === 0) silent.push(`${host.name} (${name}, through ${describeRoute(host.via ?? [])})`);
+      // A certified host that presents no certificate is left to the CA check, which says so.
+      if (pins.length === 0 && host.trust?.kind !== 'ca')
+        silent.push(`${host.name} (${name}, through ${describeRoute(host.via ?? [])})`);
       scanned.set(name, pins);
     }),
   );

@@ -72,8 +72,10 @@ export const jobSettingsSchema = z.object({
   /** Environment name → value, handed to the configure play. */
   runSecrets: z.record(z.string(), z.string()).default({}),
   rotateHostKeys: z.array(z.string()).default([]),
-  /** How first contact is trusted: auto, known or tofu (domain/host-trust.ts). */
-  hostKeys: hostKeyModeSchema.default('auto'),
+  /** How first contact is trusted: auto, known or tofu (domain/host-trust.ts); absent: as the workflow recorded. */
+  hostKeys: hostKeyModeSchema.optional(),
+  /** The bastion every SSH host is reached through, `[user@]host[:port]` (checked by readRunInputs: domain/bastion.ts). */
+  bastion: z.string().min(1).optional(),
   tofuBinary: z.string().min(1).optional(),
   allowLocalState: z.boolean().default(false),
   /** The destroy guard's run settings (domain/destroy-policy.ts): allow-destroy, and protect patterns beside the policy's. */

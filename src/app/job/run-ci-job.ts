@@ -37,6 +37,7 @@ import type { ProgressListener } from '../runtime/progress.js';
 import { SecretGuardedStore } from '../runtime/secret-guarded-store.js';
 import type { SecretRegistry } from '../runtime/secrets.js';
 import { parseJobSettings, type JobSettings, type JobSettingsInput } from './job-settings.js';
+import { parseBastion } from '../../domain/bastion.js';
 
 /** What a face supplies besides its settings. */
 export interface CiJobFace {
@@ -64,6 +65,8 @@ export interface CiJobFace {
   previewMarkdown?: (preview: PlanPreview) => string;
   /** Where each key came from, for messages (e.g. `the fleet-private-key input`); default: its role. */
   keyNames?: Partial<Record<KeyRole, string>>;
+  /** Where the bastion comes from, for messages (`--bastion`, the bastion input). */
+  bastionName?: string;
   /** How the apply's provenance is attested on this platform, when it can be. */
   attestation?: RunInputs['attestation'];
 }
@@ -145,6 +148,8 @@ export interface RunInputsSource {
   secrets: SecretRegistry;
   privateDir: string;
   keyNames?: Partial<Record<KeyRole, string>>;
+  /** Where the bastion comes from, for messages (`--bastion`, the bastion input). */
+  bastionName?: string;
   /** Told when a key file is readable by others (it works: the run uses its private copy). */
   warn?: (message: string) => void;
 }
@@ -166,6 +171,7 @@ export async function readRunInputs(
       | 'allowDestroy'
       | 'protect'
       | 'hostKeys'
+      | 'bastion'
     >
   >,
   from: RunInputsSource,
@@ -198,6 +204,7 @@ export async function readRunInputs(
     runSecrets,
     rotateHostKeys: settings.rotateHostKeys ?? [],
     ...(settings.hostKeys ? { hostKeys: settings.hostKeys } : {}),
+    ...(settings.bastion ? { bastion: parseBastion(settings.bastion, from.bastionName ?? 'the bastion') } : {}),
     secrets: from.secrets,
   };
 }

@@ -7,6 +7,9 @@ import type { LookAhead } from '../provision/look-ahead.js';
 import type { ProvenanceAttestation } from '../ports/attestor.js';
 import type { SecretRegistry } from '../runtime/secrets.js';
 import type { HostKeyMode } from '../../domain/host-trust.js';
+import { formatBastion, parseBastion, type Hop } from '../../domain/bastion.js';
+import type { ChainOptions, Workflow } from '../../domain/workflow.js';
+import type { RunReach } from '../hosts/inventories.js';
 
 export interface RunInputs {
   tofuBinary?: string | undefined;
@@ -19,8 +22,10 @@ export interface RunInputs {
   runSecrets: Record<string, string>;
   /** Hosts (inventory name, address or [address]:port) whose changed key may be re-pinned. */
   rotateHostKeys: string[];
-  /** How first contact is trusted (domain/host-trust.ts); absent: `auto`. */
+  /** How first contact is trusted (domain/host-trust.ts); absent: as the workflow recorded, else `auto`. */
   hostKeys?: HostKeyMode;
+  /** The bastion every SSH host is reached through (domain/bastion.ts); absent: as the workflow recorded, else none. */
+  bastion?: Hop;
   /** In CI, apply a workspace whose state stays on the runner (see domain/state-backend.ts). */
   allowLocalState?: boolean;
   /** Let a plan destroy or replace hosts, or destroy more than the policy's max-destroy (domain/destroy-policy.ts). */
@@ -41,10 +46,33 @@ export function playInputs(inputs: RunInputs): {
   fleetKeyPath?: string;
   sealKey?: string;
   runSecrets: Record<string, string>;
+  bastion?: Hop;
 } {
   return {
     ...(inputs.fleetKeyPath ? { fleetKeyPath: inputs.fleetKeyPath } : {}),
     ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}),
     runSecrets: inputs.runSecrets,
+    ...(inputs.bastion ? { bastion: inputs.bastion } : {}),
   };
+}
+
+/** A new workflow's options with how this run reaches its hosts, so a resume that does not say reaches them the same way. */
+export function recordingRunReach(
+  options: ChainOptions,
+  inputs: Pick<RunInputs, 'hostKeys' | 'bastion'>,
+): ChainOptions {
+  return {
+    ...options,
+    ...(inputs.hostKeys ? { hostKeys: inputs.hostKeys } : {}),
+    ...(inputs.bastion ? { bastion: formatBastion(inputs.bastion) } : {}),
+  };
+}
+
+/** How this run reaches the workflow's hosts: what the run gives, else what the workflow recorded when it started. */
+export function runReach(inputs: Pick<RunInputs, 'hostKeys' | 'bastion'>, workflow: Workflow): RunReach {
+  const recorded = workflow.options.bastion;
+  const bastion =
+    inputs.bastion ??
+    (recorded === undefined ? undefined : parseBastion(recorded, `workflow ${workflow.id}'s bastion`));
+  return { hostKeys: inputs.hostKeys ?? workflow.options.hostKeys ?? 'auto', ...(bastion ? { bastion } : {}) };
 }

@@ -11,6 +11,7 @@ import type { InventoryRef } from '../../domain/names.js';
 import { unsealOutputs } from '../../domain/seal.js';
 import { restrictInventory } from '../../domain/shard.js';
 import { renderAnsibleInventory } from '../../domain/inventory.js';
+import { throughRunBastion, type Hop } from '../../domain/bastion.js';
 import { readPinnedKnownHosts, readSealedOutputs } from '../../ledger/records.js';
 import type { LedgerSnapshot } from '../../ledger/store.js';
 import type { AppContext } from '../runtime/context.js';
@@ -35,6 +36,8 @@ export interface StandingPlayRequest {
   check?: boolean;
   /** --diff: changed tasks report their diffs (in the outcome's events). */
   diff?: boolean;
+  /** The run's bastion: every SSH host of tf:<name> is reached through it (domain/bastion.ts). */
+  bastion?: Hop | undefined;
   /** Run against only these hosts of the inventory (a shard, or the hosts a check can reach). */
   onlyHosts?: ReadonlySet<string>;
   limit?: string | undefined;
@@ -123,7 +126,9 @@ export async function runStandingPlay(
   const outcome = await runPlay({
     ...playRequest(app, request, text, knownHosts, { ...sealed, ...request.runSecrets }),
     hostCount,
-    hosts: inventory.hosts.filter((h) => !h.local && (only === undefined || only.has(h.name))),
+    hosts: throughRunBastion(inventory.hosts, request.bastion).filter(
+      (h) => !h.local && (only === undefined || only.has(h.name)),
+    ),
   });
   return { outcome, hostCount };
 }

@@ -19,7 +19,7 @@ import type { CiPlatform } from '../ports/ci-platform.js';
 import { checkProvision, planForApproval, recordProvision, type ProvisionRequest } from './provision.js';
 import { lookAheadToApply, type PlannedApply } from './apply-workspace.js';
 import type { LookAhead } from './look-ahead.js';
-import type { RunInputs } from '../plays/run-inputs.js';
+import { recordingRunReach, type RunInputs } from '../plays/run-inputs.js';
 import { downloadSealedPlan, planArtifactName, uploadSealedPlan } from './sealed-plan.js';
 import { saveWorkflow } from './workflows.js';
 
@@ -233,7 +233,9 @@ async function findOrCreate(
   }
   if (!request.create)
     return { workflow: requireWorkflow(await app.store.read(), request.workflowId), applyStarted: false };
-  const provision = request.create();
+  // How the run reaches the hosts is recorded with the workflow: a resume that does not say reaches them the same way.
+  const created = request.create();
+  const provision = { ...created, options: recordingRunReach(created.options, request.inputs) };
   const starter = provision.requireApproval ? undefined : startApplyAs;
   await checkProvision(app, provision, request.inputs);
   const plannedApply = starter

@@ -16,6 +16,7 @@ import {
   addScheduleOptions,
   playReporting,
   runInputs,
+  bastionOption,
   scheduleTickOf,
 } from '../run-options.js';
 
@@ -82,6 +83,7 @@ export function registerPlaybook(program: Command, io: Io): void {
           .argument('[passthrough...]', 'extra ansible-playbook arguments (after --)')
           .requiredOption('--inventory <ref>', 'tf:<name> or an inventory file')
           .addOption(new Option('--remote-user <name>', 'user the play connects as').default('exocomp'))
+          .addOption(bastionOption())
           .addOption(
             new Option('--ssh-identity <file>', 'a key file granted to this run as its identity (a 0600 copy)'),
           )

@@ -22,6 +22,7 @@ import {
   allowDestroyOption,
   protectOption,
   hostKeysOption,
+  bastionOption,
   readVars,
   runInputs,
   workspaceNameFor,
@@ -127,6 +128,7 @@ export function registerProvision(program: Command, io: Io): void {
                 .default([]),
             )
             .addOption(hostKeysOption())
+            .addOption(bastionOption())
             .addOption(
               new Option('--require-approval', 'plan, then wait for `exocomp approval decide` before applying').default(
                 false,
@@ -201,6 +203,7 @@ export function registerProvision(program: Command, io: Io): void {
             .default([]),
         )
         .addOption(hostKeysOption())
+        .addOption(bastionOption())
         .addOption(new Option('--wait', 'block until a pending approval is decided').default(false)),
     ),
   ).action(async (id: string, raw: Record<string, unknown>) => {

@@ -19,6 +19,7 @@ import {
   childEnvironment,
   githubLedger,
   KEY_INPUTS,
+  BASTION_INPUT,
   publishedOutputs,
   runInputSettings,
   type Session,
@@ -42,7 +43,7 @@ export interface ChainInputs {
   'bootstrap-private-key'?: string | undefined;
   'run-secrets'?: string | undefined;
   'rotate-host-keys'?: string[];
-  'host-keys'?: HostKeyMode;
+  'host-keys'?: HostKeyMode | undefined;
 }
 
 /** The inputs of an action that may start a workflow. */
@@ -90,6 +91,7 @@ export async function runChainJob(
     previewMarkdown: (preview) => planPreviewMarkdown(preview, session.run),
     published: (workflow: Workflow, app) => publishedOutputs(session, app, workflow),
     keyNames: KEY_INPUTS,
+    bastionName: BASTION_INPUT,
     ...(job.attestation ? { attestation: job.attestation } : {}),
   };
   const result = await runCiJob({ ...job.settings, ...commonSettings(inputs) }, face);

@@ -41,8 +41,8 @@ const booleanText = (fallback: boolean) =>
     return z.NEVER;
   });
 
-const enumText = <const T extends string>(values: readonly [T, ...T[]], fallback: T) =>
-  z.string().transform((value, ctx): T => {
+const enumText = <const T extends string, F extends T | undefined = T>(values: readonly [T, ...T[]], fallback: F) =>
+  z.string().transform((value, ctx): T | F => {
     const text = value.trim();
     if (text === '') return fallback;
     if ((values as readonly string[]).includes(text)) return text as T;
@@ -126,7 +126,9 @@ const KEYS = {
   'bootstrap-private-key': secret(),
   'run-secrets': secret(),
   'rotate-host-keys': { schema: listText } as InputSpec<string[]>,
-  'host-keys': { schema: enumText(HOST_KEY_MODES, 'auto') } as InputSpec<HostKeyMode>,
+  // Empty: as the workflow recorded when it started (auto for a new one); the core judges the bastion (domain/bastion.ts).
+  'host-keys': { schema: enumText(HOST_KEY_MODES, undefined) } as InputSpec<HostKeyMode | undefined>,
+  bastion: text(),
 };
 
 const APPROVAL = {
@@ -195,6 +197,9 @@ export const ACTION_INPUTS = {
     ...COMMENT,
     environment: APPROVAL.environment,
     'approve-workflow': APPROVAL['approve-workflow'],
+    // Recorded with the workflow this job starts, for the steps that follow (docs/networks.md).
+    'host-keys': KEYS['host-keys'],
+    bastion: KEYS.bastion,
     'workflow-id': workflowId(),
     'plan-only': flag(false),
     'artifact-retention-days': retentionDays,
@@ -207,16 +212,24 @@ export const ACTION_INPUTS = {
     ...TOFU,
     ...ATTEST,
     'host-keys': KEYS['host-keys'],
+    bastion: KEYS.bastion,
     ...LEDGER,
     ...COMMENT,
   },
-  'ssh-wait': { 'workflow-id': requiredWorkflowId(), 'host-keys': KEYS['host-keys'], ...LEDGER, ...COMMENT },
+  'ssh-wait': {
+    'workflow-id': requiredWorkflowId(),
+    'host-keys': KEYS['host-keys'],
+    bastion: KEYS.bastion,
+    ...LEDGER,
+    ...COMMENT,
+  },
   onboard: {
     'workflow-id': requiredWorkflowId(),
     'fleet-private-key': KEYS['fleet-private-key'],
     'bootstrap-private-key': KEYS['bootstrap-private-key'],
     'rotate-host-keys': KEYS['rotate-host-keys'],
     'host-keys': KEYS['host-keys'],
+    bastion: KEYS.bastion,
     ...LEDGER,
     ...COMMENT,
   },
@@ -225,6 +238,7 @@ export const ACTION_INPUTS = {
     'fleet-private-key': KEYS['fleet-private-key'],
     'run-secrets': KEYS['run-secrets'],
     'seal-key': TOFU['seal-key'],
+    bastion: KEYS.bastion,
     ...LEDGER,
     ...COMMENT,
   },
@@ -236,6 +250,7 @@ export const ACTION_INPUTS = {
     'fleet-private-key': KEYS['fleet-private-key'],
     'run-secrets': KEYS['run-secrets'],
     'seal-key': TOFU['seal-key'],
+    bastion: KEYS.bastion,
     shard: text(),
     'fold-shards': text(),
     'schedule-name': text(),

@@ -178,6 +178,7 @@ export interface RunInputSettings {
   'bootstrap-private-key'?: string | undefined;
   'run-secrets'?: string | undefined;
   'tofu-binary'?: string | undefined;
+  bastion?: string | undefined;
 }
 
 /** The key, run-secret and tofu inputs as the core's run-input settings: one mapping for every GitHub job. */
@@ -190,6 +191,7 @@ export function runInputSettings(s: RunInputSettings) {
     },
     ...(s['run-secrets'] ? { runSecrets: parseRunSecrets(s['run-secrets'], 'the run-secrets input') } : {}),
     ...(s['tofu-binary'] ? { tofuBinary: s['tofu-binary'] } : {}),
+    ...(s.bastion ? { bastion: s.bastion } : {}),
   };
 }
 
@@ -200,8 +202,11 @@ export function githubRunInputs(session: Session<ActionName>, settings: RunInput
     secrets: session.secrets,
     privateDir: session.scratch,
     keyNames: KEY_INPUTS,
+    bastionName: BASTION_INPUT,
   });
 }
+
+export const BASTION_INPUT = 'the bastion input';
 
 /** Where each key comes from on GitHub, for messages. */
 export const KEY_INPUTS = {

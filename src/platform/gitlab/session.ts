@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { describeError, ExocompError } from '../../domain/errors.js';
 import { parseDuration } from '../../domain/duration.js';
 import { KEY_VARIABLES } from '../../domain/key-variables.js';
-import { hostKeyModeSchema } from '../../domain/host-trust.js';
+import { HOST_KEY_MODES } from '../../domain/host-trust.js';
 import { defaultWorkspaceName, parseWorkspaceName, workflowIdProblem } from '../../domain/names.js';
 import { codeQualityReport, type TofuDiagnostic } from '../../domain/tofu-diagnostics.js';
 import type { Workflow } from '../../domain/workflow.js';
@@ -67,7 +67,13 @@ const settingsSchema = z.object({
         .map((item) => item.trim())
         .filter((item) => item !== ''),
     ),
-  EXOCOMP_HOST_KEYS: hostKeyModeSchema.default('auto'),
+  // Empty: the mode the workflow started with (the resume template's default).
+  EXOCOMP_HOST_KEYS: z
+    .enum(['', ...HOST_KEY_MODES])
+    .optional()
+    .transform((mode) => mode || undefined),
+  /** Judged by the core's run-input reader (domain/bastion.ts). */
+  EXOCOMP_BASTION: z.string().optional(),
   EXOCOMP_SSH_WAIT: z.string().default('5m'),
   EXOCOMP_ONBOARD_USER: z.string().default('exocomp'),
   EXOCOMP_TOFU_BINARY: z.string().optional(),
@@ -124,6 +130,7 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
       env: { ...withoutTokens(env), ...stateEnv },
       tempDir: job.tempDir,
       published: async (workflow) => writeTerraformReport(kind, job.projectDir, workflow),
+      bastionName: 'the bastion input (EXOCOMP_BASTION)',
     };
     if (kind === 'sweep') return await sweep(face, branch, log);
     return (await runCiJob(jobSettingsOf(kind, settings, job, name), face)).code;
@@ -232,7 +239,8 @@ function jobSettingsOf(
     allowLocalState: settings.EXOCOMP_ALLOW_LOCAL_STATE,
     allowDestroy: settings.EXOCOMP_ALLOW_DESTROY,
     protect: settings.EXOCOMP_PROTECT,
-    hostKeys: settings.EXOCOMP_HOST_KEYS,
+    ...(settings.EXOCOMP_HOST_KEYS ? { hostKeys: settings.EXOCOMP_HOST_KEYS } : {}),
+    ...(settings.EXOCOMP_BASTION ? { bastion: settings.EXOCOMP_BASTION } : {}),
     ledgerBranch: settings.EXOCOMP_LEDGER_BRANCH,
     statusComment: settings.EXOCOMP_MR_NOTE,
   };

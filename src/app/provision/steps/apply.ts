@@ -8,7 +8,8 @@ import type { HandedOn, StepContext, StepResult } from './step.js';
 import type { ResolvedInventory } from '../../../domain/standing-inventory.js';
 import { lookAheadToSshWait } from './ssh-wait.js';
 import { hasBastions } from '../../hosts/jump.js';
-import { underRunHostKeyMode } from '../../hosts/inventories.js';
+import { asTheRunReachesIt } from '../../hosts/inventories.js';
+import { runReach } from '../../plays/run-inputs.js';
 import { applyWorkspace } from '../apply-workspace.js';
 import { checkApprovedConfiguration } from '../../approval/config-preview.js';
 import { RecordWrites, type RecordsChange } from '../../../ledger/records.js';
@@ -58,7 +59,7 @@ export async function applyStep({
   });
   // host-keys known: a host without a known key is refused here, at capture, before the wait contacts it.
   const resolved = outcome.inventory === undefined ? undefined : resolvedOrUndefined(outcome.inventory);
-  const captured = resolved === undefined ? undefined : underRunHostKeyMode(resolved, inputs.hostKeys ?? 'auto');
+  const captured = resolved === undefined ? undefined : asTheRunReachesIt(resolved, runReach(inputs, workflow));
   const provenance = await provenanceOfApply(
     app,
     workflow,

@@ -4,6 +4,7 @@ import type { StepContext } from './step.js';
 import { playFailedError } from '../../plays/play.js';
 import { playProgress } from '../../runtime/progress.js';
 import { runStandingPlay } from '../../plays/standing-play.js';
+import { runReach } from '../../plays/run-inputs.js';
 
 export async function configureStep({
   app,
@@ -16,6 +17,7 @@ export async function configureStep({
 }: StepContext): Promise<string> {
   if (!inputs.fleetKeyPath)
     throw new UsageError('configure needs the fleet key', 'pass --fleet-key <private key file>');
+  const { bastion } = runReach(inputs, workflow);
   const { outcome, hostCount } = await runStandingPlay(app, {
     name: workflow.workspace.name,
     playbook: workflow.playbook,
@@ -24,6 +26,7 @@ export async function configureStep({
     fleetAgent: handedOn.fleetAgent,
     sealKey: inputs.sealKey,
     runSecrets: inputs.runSecrets,
+    ...(bastion ? { bastion } : {}),
     check: workflow.options.check,
     limit: workflow.options.limit,
     tags: workflow.options.tags,

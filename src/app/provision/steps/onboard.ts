@@ -8,7 +8,8 @@ import { existsSync } from 'node:fs';
 import { ExocompError, UsageError } from '../../../domain/errors.js';
 import { publicKeyOf } from '../../../adapters/ssh-keys.js';
 import type { StepContext, StepResult } from './step.js';
-import { loadStandingInventory, underRunHostKeyMode } from '../../hosts/inventories.js';
+import { asTheRunReachesIt, loadStandingInventory } from '../../hosts/inventories.js';
+import { runReach } from '../../plays/run-inputs.js';
 import type { ResolvedInventory } from '../../../domain/standing-inventory.js';
 import { pinHostKeys } from '../../hosts/pins.js';
 import { hasBastions, scanBehindBastions } from '../../hosts/jump.js';
@@ -38,9 +39,9 @@ export async function onboardStep(context: StepContext): Promise<string | StepRe
     throw new UsageError('onboarding needs the fleet key', 'pass --fleet-key <private key file>');
   if (!inputs.bootstrapKeyPath)
     throw new UsageError('onboarding needs the bootstrap key', 'pass --bootstrap-key <private key file>');
-  const inventory = underRunHostKeyMode(
+  const inventory = asTheRunReachesIt(
     handedOn.inventory?.() ?? loadStandingInventory(await app.store.read(), workflow.workspace.name),
-    inputs.hostKeys ?? 'auto',
+    runReach(inputs, workflow),
   );
   const hosts = inventory.hosts.filter((h) => !h.local);
   if (hosts.length === 0) return 'no SSH hosts to onboard';

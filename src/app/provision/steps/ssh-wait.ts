@@ -9,7 +9,8 @@ import { waitForSsh } from '../../../adapters/ssh.js';
 import type { StepContext, StepResult } from './step.js';
 import { LookAhead } from '../look-ahead.js';
 import { lookAheadToHostKeys, type ScannedHostKeys } from '../../hosts/pins.js';
-import { loadStandingInventory, underRunHostKeyMode } from '../../hosts/inventories.js';
+import { asTheRunReachesIt, loadStandingInventory } from '../../hosts/inventories.js';
+import { runReach } from '../../plays/run-inputs.js';
 import { countedNames } from '../../../domain/host-list.js';
 import { hasBastions, waitThroughBastions } from '../../hosts/jump.js';
 
@@ -77,9 +78,9 @@ export async function sshWaitStep({
 }: StepContext): Promise<string | StepResult> {
   const inventory = handedOn.sshWait
     ? undefined
-    : underRunHostKeyMode(
+    : asTheRunReachesIt(
         handedOn.inventory?.() ?? loadStandingInventory(await app.store.read(), workflow.workspace.name),
-        inputs.hostKeys ?? 'auto',
+        runReach(inputs, workflow),
       );
   if (inventory !== undefined && hasBastions(inventory.hosts)) {
     return waitBehindBastions({ app, workflow, inputs, info, signal, nextRunsHere }, inventory);
