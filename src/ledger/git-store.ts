@@ -21,7 +21,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir, hostname, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -83,6 +83,13 @@ const NETWORK_TIMEOUT_MS = 120_000;
 const CACHE_LOCK_STALE_MS = 30_000;
 /** How long a fetch waits for the cache lock before going ahead without it (its ref updates retry either way). */
 const CACHE_LOCK_WAIT_MS = 60_000;
+/**
+ * Where a fetch that found the cache's fetch lock taken puts the tips it brings: a namespace of its own
+ * (`<host>-<pid>-<random>/`), deleted once read, so concurrent fetches never touch the same ref.
+ */
+const PRIVATE_FETCH_ROOT = 'refs/exocomp/fetch/';
+/** How long a ref deletion waits for git's packed-refs lock (git's default is 1 s), on a busy shared cache. */
+const PACKED_REFS_WAIT = ['-c', 'core.packedRefsTimeout=10000'];
 const WRITER_TRAILER = 'Exocomp-Writer';
 
 /** Commits are made by the ledger itself, so they work without any user git config. */
@@ -180,7 +187,7 @@ class RefusedLastSeen extends Error {
   }
 }
 
-/** The cache repository, and the lock its users take to fetch into it. */
+/** The cache repository, and the lock a fetch into its copy of the ledger refs takes. */
 interface Cache {
   dir: string;
   git: GitCli;
@@ -597,28 +604,27 @@ export class GitLedgerStore implements LedgerStore {
    * cache's copy, then the files of each. `writersOf` names records whose tip's
    * writer the caller wants to know (a retry after a conflict: always fetched).
    */
-  private async load({ git, lock }: Cache, writersOf: readonly string[]): Promise<LedgerState> {
+  private async load(cache: Cache, writersOf: readonly string[]): Promise<LedgerState> {
+    const { git } = cache;
     if (
       this.lastSeen !== undefined &&
       writersOf.length === 0 &&
       sameTips(await this.remoteTips(git), this.lastSeen.tips)
     )
       return this.lastSeen;
-    const missing = await this.fetchShared(git, lock);
-    const listed = await git.run([
-      'for-each-ref',
-      '--format=%(objectname) %(objecttype) %(tree) %(refname)',
-      this.cachePrefix,
-    ]);
+    const { prefix, missing } = await this.fetchTips(cache);
+    const listed = await git.run(['for-each-ref', '--format=%(objectname) %(objecttype) %(tree) %(refname)', prefix]);
     if (listed.code !== 0) throw this.cacheFailure('for-each-ref', listed.stderr);
-    const legacyName = `${this.cachePrefix}${this.branch}`;
-    const recordsPrefix = `${this.cachePrefix}${this.branch}${RECORDS_SUFFIX}/`;
+    if (prefix !== this.cachePrefix) await this.dropPrivateFetch(cache, listed.stdout);
+    const legacyName = `${prefix}${this.branch}`;
+    const recordsPrefix = `${prefix}${this.branch}${RECORDS_SUFFIX}/`;
     const refs: { name: string | null; commit: string; tree: string }[] = [];
     const nonCommits: NonCommitRef[] = [];
     const tips = new Map<string, string>();
     for (const line of listed.stdout.split('\n')) {
       const [commit = '', type = '', tree = '', name = ''] = line.split(' ');
-      if (name.startsWith(this.cachePrefix)) tips.set(`refs/heads/${name.slice(this.cachePrefix.length)}`, commit);
+      if (!name.startsWith(prefix)) continue;
+      tips.set(`refs/heads/${name.slice(prefix.length)}`, commit);
       if (type !== 'commit') {
         if (name === legacyName) throw this.notALedger(`it points at a ${type} (${commit}), not a commit`);
         if (name.startsWith(recordsPrefix) && recordRefProblem(name.slice(recordsPrefix.length)) === undefined)
@@ -680,19 +686,91 @@ export class GitLedgerStore implements LedgerStore {
   }
 
   /**
-   * The fetch is the only step processes sharing a cache take in turns (it
-   * moves the cache's refs): reading the objects, building commits and pushing
-   * need no lock (the push is the compare-and-swap). A process that waited for
-   * another's fetch first asks the remote whether that fetch already brought
-   * its tips, and fetches only if not.
+   * Fetches the ledger's tips into the cache; returns the ref prefix they are under and the refs left
+   * out as missing objects (see `fetch`). Processes sharing the cache never wait for each other here,
+   * except to fill a cache that holds no ledger ref yet. The one holding the cache's fetch lock fetches
+   * into the cache's copy of the ledger refs (what later fetches negotiate from); one that finds the
+   * lock taken fetches into a namespace of its own instead of queueing. git keeps that safe: objects
+   * are written under their own id through a temporary file, so two fetches bringing one object do not
+   * clash, and each ref has its own lock file, so refs no other process updates never contend.
+   * Reading objects, building commits and pushing need no lock either: the push is the compare-and-swap.
    */
-  private async fetchShared(git: GitCli, lock: CacheLock): Promise<Map<string, string>> {
-    const { release, waited } = await lock.acquire();
+  private async fetchTips({ dir, git, lock }: Cache): Promise<{ prefix: string; missing: Map<string, string> }> {
+    const shared = this.cachePrefix;
+    // A fresh cache takes the tips with --depth=1, and git holds the cache's shallow.lock through such a
+    // fetch, failing (not waiting) any other: those take turns. One that waited looks again (the fetch it
+    // waited for may have filled the cache), and asks the remote whether that fetch already brought its
+    // tips. Waiting ends as soon as the cache holds a ledger ref: git writes a new ref as a file of its own
+    // (`<name>.lock`, renamed to `<name>` once written), so that needs no process to see.
+    const filled = async () =>
+      (await readdir(join(dir, shared), { recursive: true, withFileTypes: true }).catch(() => [])).some(
+        (entry) => entry.isFile() && !entry.name.endsWith('.lock'),
+      );
+    for (let ask = false; !(await this.cacheHasRefs(git, { ask })); ask = true) {
+      const { release, waited, stopped } = await lock.acquire(filled);
+      // Stopped waiting: look (a moment later, should git not list the ref yet).
+      if (stopped) {
+        if (ask) await sleep(5 + Math.random() * 20);
+        continue;
+      }
+      try {
+        if (waited && (await this.cacheHasRefs(git, { ask: true }))) break;
+        if (waited && sameTips(await this.remoteTips(git), await this.cacheTips(git)))
+          return { prefix: shared, missing: new Map() };
+        return { prefix: shared, missing: await this.fetch(git, shared, ['--depth=1']) };
+      } finally {
+        await release();
+      }
+    }
+    const release = await lock.tryAcquire();
+    if (release === undefined) {
+      const prefix = `${PRIVATE_FETCH_ROOT}${privateFetchName(randomBytes(6).toString('hex'))}/`;
+      return { prefix, missing: await this.fetch(git, prefix, []) };
+    }
     try {
-      if (waited && sameTips(await this.remoteTips(git), await this.cacheTips(git))) return new Map();
-      return await this.fetch(git);
+      return { prefix: shared, missing: await this.fetch(git, shared, []) };
     } finally {
       await release();
+    }
+  }
+
+  /**
+   * Whether the cache holds a copy of any ledger ref, so a fetch need take only the new commits. Known
+   * without asking once this store read some there, or made the cache itself (until another process may
+   * have filled it: `ask`).
+   */
+  private async cacheHasRefs(git: GitCli, { ask = false } = {}): Promise<boolean> {
+    if (this.cacheRefs === 'some') return true;
+    if (this.cacheRefs === 'created-empty' && !ask) return false;
+    const listed = await git.run(['for-each-ref', '--count=1', '--format=x', this.cachePrefix]);
+    return listed.stdout.trim() !== '';
+  }
+
+  /**
+   * Deletes this fetch's own namespace, read by now (`listed`), and those of fetches on this host whose
+   * process is gone (killed between its fetch and its read). The namespaces are found without a process
+   * (git keeps each ref as a file until it packs them, and nothing packs these short-lived ones).
+   */
+  private async dropPrivateFetch({ dir, git }: Cache, listed: string): Promise<void> {
+    const deleteAll = (refs: string) => git.run([...PACKED_REFS_WAIT, 'update-ref', '--stdin'], { input: refs });
+    const own = listed.split('\n').flatMap((line) => {
+      const name = line.split(' ')[3];
+      return name === undefined ? [] : [`delete ${name}\n`];
+    });
+    if (own.length > 0) {
+      const dropped = await deleteAll(own.join(''));
+      if (dropped.code !== 0) throw this.cacheFailure('update-ref', dropped.stderr);
+    }
+    for (const namespace of await readdir(join(dir, PRIVATE_FETCH_ROOT)).catch(() => [])) {
+      const [host, pid] = namespace.split('-');
+      if (host !== hostTag() || !/^\d+$/.test(pid ?? '') || isProcessAlive(Number(pid))) continue;
+      const abandoned = await git.run([
+        'for-each-ref',
+        '--format=delete %(refname)',
+        `${PRIVATE_FETCH_ROOT}${namespace}/`,
+      ]);
+      // Best effort: another process may be sweeping the same refs; the next sweep finishes the job.
+      if (abandoned.stdout.trim() !== '') await deleteAll(abandoned.stdout);
     }
   }
 
@@ -729,17 +807,12 @@ export class GitLedgerStore implements LedgerStore {
    * git refuses the whole fetch for one of them, so each is left out (a negative refspec) and
    * its stale copy in the cache dropped, to be reported as that record's corruption alone.
    */
-  private async fetch(git: GitCli): Promise<Map<string, string>> {
-    const refspec = `+refs/heads/${this.branch}*:${this.cachePrefix}${this.branch}*`;
-    const missing = new Map<string, string>();
-    // A fresh cache (a new CI runner) takes the tips only; a cache that has them
+  private async fetch(git: GitCli, prefix: string, depth: readonly string[]): Promise<Map<string, string>> {
+    // A fresh cache (a new CI runner) takes the tips only (`depth`); a cache that has them
     // takes just the new commits, without marking each new tip as a shallow
     // boundary (that list would grow by one per write and slow every push).
-    const known =
-      this.cacheRefs === 'unknown'
-        ? (await git.run(['for-each-ref', '--count=1', '--format=x', this.cachePrefix])).stdout.trim() !== ''
-        : this.cacheRefs === 'some';
-    const depth = known ? [] : ['--depth=1'];
+    const refspec = `+refs/heads/${this.branch}*:${prefix}${this.branch}*`;
+    const missing = new Map<string, string>();
     for (let attempt = 1; ; attempt++) {
       const fetched = await git.run(
         [
@@ -751,37 +824,42 @@ export class GitLedgerStore implements LedgerStore {
           '--no-tags',
           '--no-show-forced-updates',
           '--no-auto-gc',
+          // What the cache has is told from its copy of the ledger refs only, not from the refs of other
+          // processes' fetches in flight (a fresh cache has none: git would warn that none match).
+          ...(depth.length === 0 ? [`--negotiation-tip=${this.cachePrefix}*`] : []),
           this.remote,
           refspec,
           ...[...missing.keys()].map((name) => `^${name}`),
         ],
         { timeoutMs: NETWORK_TIMEOUT_MS },
       );
-      if (fetched.code === 0) return this.dropCached(git, missing);
+      if (fetched.code === 0) return this.dropCached(git, prefix, missing);
+      // The cache's copy pruned meanwhile: git only warns, and goes on without the option.
+      const stderr = fetched.stderr.replace(/^warning: ignoring --negotiation-tip=.*$\n?/gm, '');
       // A shallow fetch that matches no ref exits 1 without a word: make sure the ledger is indeed empty.
-      if (fetched.stderr.trim() === '' && (await this.remoteIsEmpty(git, missing))) return missing;
-      const absent = MISSING_OBJECT.exec(fetched.stderr)?.[1];
+      if (stderr.trim() === '' && (await this.remoteIsEmpty(git, prefix, missing))) return missing;
+      const absent = MISSING_OBJECT.exec(stderr)?.[1];
       if (absent !== undefined && attempt < 50) {
         const before = missing.size;
         for (const [name, object] of await this.remoteTips(git)) if (object === absent) missing.set(name, object);
         if (missing.size > before) continue;
       }
       // Empty when the fetch looked, a ref now (another writer created the first record in between): look again.
-      const createdMeanwhile = fetched.stderr.trim() === '';
+      const createdMeanwhile = stderr.trim() === '';
       if (
-        (createdMeanwhile || /\.lock'?: File exists|cannot lock ref|Unable to create .*\.lock/i.test(fetched.stderr)) &&
+        (createdMeanwhile || /\.lock'?: File exists|cannot lock ref|Unable to create .*\.lock/i.test(stderr)) &&
         attempt < 50
       ) {
         await sleep(backoffMs(Math.min(attempt, 6)));
         continue;
       }
-      throw this.unreachable(fetched.stderr);
+      throw this.unreachable(stderr);
     }
   }
 
   /** Deletes the cache's copies of `refs` (remote names), so no stale commit stands in for them; returns them. */
-  private async dropCached(git: GitCli, refs: Map<string, string>): Promise<Map<string, string>> {
-    const deletes = [...refs.keys()].map((name) => `delete ${this.cachePrefix}${name.slice('refs/heads/'.length)}\n`);
+  private async dropCached(git: GitCli, prefix: string, refs: Map<string, string>): Promise<Map<string, string>> {
+    const deletes = [...refs.keys()].map((name) => `delete ${prefix}${name.slice('refs/heads/'.length)}\n`);
     if (deletes.length > 0) {
       const dropped = await git.run(['update-ref', '--stdin'], { input: deletes.join('') });
       if (dropped.code !== 0) throw this.cacheFailure('update-ref', dropped.stderr);
@@ -796,13 +874,13 @@ export class GitLedgerStore implements LedgerStore {
   }
 
   /** True when the remote has no ref of this ledger but those `left out`; then the cache's copy is emptied too. */
-  private async remoteIsEmpty(git: GitCli, leftOut: ReadonlyMap<string, string>): Promise<boolean> {
+  private async remoteIsEmpty(git: GitCli, prefix: string, leftOut: ReadonlyMap<string, string>): Promise<boolean> {
     const listed = await git.run(['ls-remote', '--heads', this.remote, `refs/heads/${this.branch}*`], {
       timeoutMs: NETWORK_TIMEOUT_MS,
     });
     const names = listed.stdout.split('\n').flatMap((line) => line.split('\t')[1] ?? []);
     if (listed.code !== 0 || names.some((name) => !leftOut.has(name))) return false;
-    const local = await git.run(['for-each-ref', '--format=delete %(refname)', this.cachePrefix]);
+    const local = await git.run(['for-each-ref', '--format=delete %(refname)', prefix]);
     if (local.stdout.trim() !== '') await git.run(['update-ref', '--stdin'], { input: local.stdout });
     return true;
   }
@@ -1099,9 +1177,10 @@ function parseBatchOutput(bytes: Buffer, description: string): BatchObject[] {
 }
 
 /**
- * Lets processes that share a cache repository take turns: fetching into it
- * (so N fetches do not fight over the same refs), and writing a record they
- * raced for. It is advisory only: a fetch that loses a ref lock retries and
+ * Lets processes that share a cache repository take turns: fetching into the
+ * cache's copy of the ledger refs (so two fetches do not fight over the same
+ * refs; one that finds it taken fetches into refs of its own instead), and
+ * writing a record they raced for. It is advisory only: a fetch that loses a ref lock retries and
  * the push is the compare-and-swap, so a lock whose holder died or that is
  * held too long is broken, and a process that waits too long goes ahead
  * without it. (The fetch lock keeps the writer lock's old file name, so older
@@ -1110,24 +1189,47 @@ function parseBatchOutput(bytes: Buffer, description: string): BatchObject[] {
 class CacheLock {
   constructor(private readonly path: string) {}
 
-  /** Takes the lock; `waited` says whether another process held it first. */
-  async acquire(): Promise<{ release: () => Promise<void>; waited: boolean }> {
-    const token = `${process.pid} ${hostname()} ${randomBytes(6).toString('hex')}`;
+  /**
+   * Takes the lock; `waited` says whether another process held it first. Stops waiting, without the
+   * lock (`stopped`), once `enough` says what the lock was wanted for is done.
+   */
+  async acquire(
+    enough?: () => Promise<boolean>,
+  ): Promise<{ release: () => Promise<void>; waited: boolean; stopped: boolean }> {
+    const token = newLockToken();
     const deadline = Date.now() + CACHE_LOCK_WAIT_MS;
     let waited = false;
     while (Date.now() < deadline) {
       try {
         await writeFile(this.path, token, { flag: 'wx' });
-        return { release: () => this.release(token), waited };
+        return { release: () => this.release(token), waited, stopped: false };
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') break;
       }
       waited = true;
+      if (await enough?.()) return { release: () => Promise.resolve(), waited, stopped: true };
       const holder = await this.holder();
       if (holder === 'abandoned') await rm(this.path, { force: true });
       else if (holder === 'alive') await sleep(5 + Math.random() * 20);
     }
-    return { release: () => Promise.resolve(), waited };
+    return { release: () => Promise.resolve(), waited, stopped: false };
+  }
+
+  /** Takes the lock if no live process holds it; undefined (and no wait) otherwise. */
+  async tryAcquire(): Promise<(() => Promise<void>) | undefined> {
+    const token = newLockToken();
+    for (let attempt = 0; attempt < 2; attempt++) {
+      try {
+        await writeFile(this.path, token, { flag: 'wx' });
+        return () => this.release(token);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') return undefined;
+      }
+      const holder = await this.holder();
+      if (holder === 'alive') return undefined;
+      if (holder === 'abandoned') await rm(this.path, { force: true });
+    }
+    return undefined;
   }
 
   private async release(token: string): Promise<void> {
@@ -1147,6 +1249,20 @@ class CacheLock {
       return (error as NodeJS.ErrnoException).code === 'ENOENT' ? 'none' : 'alive';
     }
   }
+}
+
+function newLockToken(): string {
+  return `${process.pid} ${hostname()} ${randomBytes(6).toString('hex')}`;
+}
+
+/** This host, as a ref name component. */
+function hostTag(): string {
+  return createHash('sha256').update(hostname()).digest('hex').slice(0, 8);
+}
+
+/** A private fetch namespace's name: this host, this process, then `unique`. */
+function privateFetchName(unique: string): string {
+  return `${hostTag()}-${process.pid}-${unique}`;
 }
 
 function backoffMs(attempt: number): number {

@@ -4,14 +4,14 @@
  * annotated tag, a tag to a tree or a blob, an object the repository lacks) makes
  * `provision status`, `approval decide` and `host known-hosts` name the
  * corruption, never "absent", and write nothing; a pinned store with a line that is not an exact pin makes
- * `playbook run` refuse before ansible starts; `ledger check` lists damaged
+ * `playbook run`, a scheduled converge of tf:<name> and `drift` refuse before ansible starts; `ledger check` lists damaged
  * records and exits 1.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
-import { createChainFixture, type ChainFixture } from '../support/chain-fixture.js';
+import { createChainFixture, type ChainFixture, type CliResult } from '../support/chain-fixture.js';
 
 let fx: ChainFixture;
 
@@ -126,14 +126,25 @@ describe('a record ref that is not a commit', () => {
 });
 
 describe('the pinned store', () => {
+  const key = `AAAAC3NzaC1lZDI1NTE5AAAAI${'A'.repeat(43)}`;
+  let shim: Awaited<ReturnType<ChainFixture['ansibleShim']>>;
+  let playbook: string;
+
+  beforeAll(async () => {
+    shim = await fx.ansibleShim();
+    playbook = join(fx.dir, 'noop.yml');
+    await writeFile(playbook, '- hosts: all\n  gather_facts: false\n  tasks: []\n');
+    // tf:edge names one host ansible reaches without ssh: were the store passed on, a play would start at once.
+    const inventory = { all: { hosts: { control: { ansible_connection: 'local' } } } };
+    await writeFile(join(fx.workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: inventory }));
+    const apply = await fx.cli(['workspace', 'apply', fx.workspace, ...fx.common, '--workspace-name', 'edge']);
+    expect(apply.code, apply.stderr).toBe(0);
+  });
+
   it('a wildcard line makes playbook run refuse before ansible starts, naming the record and line', async () => {
-    const key = `AAAAC3NzaC1lZDI1NTE5AAAAI${'A'.repeat(43)}`;
     await plant('known_hosts', `127.0.0.2 ssh-ed25519 ${key}\n* ssh-ed25519 ${key}\n`);
-    const shim = await fx.ansibleShim();
     const inventory = join(fx.dir, 'local.yml');
     await writeFile(inventory, 'all:\n  hosts:\n    control:\n      ansible_connection: local\n');
-    const playbook = join(fx.dir, 'noop.yml');
-    await writeFile(playbook, '- hosts: all\n  gather_facts: false\n  tasks: []\n');
     const result = await fx.cli(['playbook', 'run', playbook, '--inventory', inventory, ...fx.ledgerArgs], {
       env: shim.env,
     });
@@ -142,6 +153,46 @@ describe('the pinned store', () => {
     expect(result.stderr).toContain('refs/heads/exocomp-ledger-records/known_hosts');
     expect(await shim.invocations()).toEqual([]);
   });
+
+  const scheduledConverge = () =>
+    fx.cli(
+      [
+        'playbook',
+        'run',
+        playbook,
+        '--inventory',
+        'tf:edge',
+        '--schedule-name',
+        'nightly',
+        '--schedule-cron',
+        '0 3 * * *',
+        ...fx.ledgerArgs,
+        '--fleet-key',
+        fx.fleet.privateKeyPath,
+      ],
+      { env: shim.env },
+    );
+  const drift = () =>
+    fx.cli(['drift', fx.workspace, '--workspace-name', 'edge', '--playbook', playbook, ...fx.keys, '--json'], {
+      env: shim.env,
+    });
+  const cases: [string, string, () => Promise<CliResult>][] = [
+    ['a pattern line', `10.0.0.* ssh-ed25519 ${key}`, scheduledConverge],
+    ['garbage', 'this is not a pin', scheduledConverge],
+    ['a marker line', `@revoked 127.0.0.3 ssh-ed25519 ${key}`, drift],
+    ['a wildcard line', `* ssh-ed25519 ${key}`, drift],
+  ];
+  for (const [what, line, run] of cases) {
+    it(`${what} makes ${run === drift ? 'drift' : 'a scheduled converge of tf:edge'} refuse before ansible starts, naming the record and line`, async () => {
+      await plant('known_hosts', `127.0.0.2 ssh-ed25519 ${key}\n${line}\n`);
+      const result = await run();
+      // drift reports the half it could not check and exits 1, the check itself having failed.
+      expect(result.code, result.stderr).toBe(1);
+      expect(result.stdout + result.stderr).toContain('malformed ledger record known_hosts: known_hosts line 2');
+      expect(result.stdout + result.stderr).toContain('refs/heads/exocomp-ledger-records/known_hosts');
+      expect(await shim.invocations()).toEqual([]);
+    });
+  }
 });
 
 describe('ledger check', () => {

@@ -1,5 +1,8 @@
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { httpAuthConfig, ProcessGitCli, type GitCli } from '../../src/adapters/git.js';
@@ -314,6 +317,35 @@ describe('GitLedgerStore', () => {
       'ledger-record',
     );
     expect(await ledgerRefs(remote)).toBeNull();
+  });
+});
+
+describe('processes sharing one cache', () => {
+  it('a reader that finds the fetch lock held fetches on its own at once, and leaves none of its refs behind; abandoned fetch refs are swept', async () => {
+    const shared = join(temp.path, 'shared-cache');
+    await store({ cacheDir: shared }).update(() => change({ 'workflows/a.json': 'a1' }));
+    // Read once, so the cache holds its copy of the ledger refs; then another machine writes.
+    await store({ cacheDir: shared }).read();
+    await store().update(() => change({ 'workflows/b.json': 'theirs' }));
+    const [repo = ''] = (await readdir(shared)).filter((name) => !name.includes('.init-'));
+    const cacheGit = (args: string[]) => git(['--git-dir', join(shared, repo), ...args]);
+    const commit = (await cacheGit(['for-each-ref', '--count=1', '--format=%(objectname)'])).stdout.trim();
+    // A fetch of a process on this host that was killed before it read its refs, and one of a live process.
+    const host = createHash('sha256').update(hostname()).digest('hex').slice(0, 8);
+    const dead = spawnSync('sh', ['-c', 'echo $$']).stdout.toString().trim();
+    await cacheGit(['update-ref', `refs/exocomp/fetch/${host}-${dead}-0abc/exocomp-ledger-records/x`, commit]);
+    await cacheGit(['update-ref', `refs/exocomp/fetch/${host}-${process.pid}-0def/exocomp-ledger-records/x`, commit]);
+    // Another process holds the fetch lock (a long fetch): before, every reader queued behind it.
+    const lockName = `exocomp-writer-${createHash('sha256').update('exocomp-ledger').digest('hex').slice(0, 16)}.lock`;
+    await writeFile(join(shared, repo, lockName), `${process.pid} ${hostname()} held-by-the-test`);
+
+    const started = Date.now();
+    const snapshot = await store({ cacheDir: shared }).read();
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(snapshot.read('workflows/b.json')).toBe('theirs');
+    expect(existsSync(join(shared, repo, lockName))).toBe(true);
+    const refs = (await cacheGit(['for-each-ref', '--format=%(refname)', 'refs/exocomp/fetch/'])).stdout.trim();
+    expect(refs).toBe(`refs/exocomp/fetch/${host}-${process.pid}-0def/exocomp-ledger-records/x`);
   });
 });
 
