@@ -70,71 +70,79 @@ async function runWriter(remote: string, cacheDir: string, writer: string, updat
 }
 
 describe('concurrent ledger writers', () => {
-  it(`loses none of ${WRITERS} × ${UPDATES} updates from processes sharing one cache, and never forces a push`, async () => {
-    const { remote, hookLog } = await remoteWithGuardHook('contended.git');
-    const cacheDir = join(temp.path, 'contended-cache');
-    const writers = Array.from({ length: WRITERS }, (_, index) => `w${index + 1}`);
-    const outcomes = await runWriterFleet(
-      remote,
-      writers.map((writer) => ({ writer, cacheDir, updates: UPDATES })),
-      join(temp.path, 'contended.go'),
-    );
-    for (const outcome of outcomes) expect(outcome.stderr).toBe('');
-    expect(outcomes.map((outcome) => outcome.code)).toEqual(writers.map(() => 0));
-
-    await expectAllUpdatesPresent(remote, writers, UPDATES);
-    const log = await readHookLog(hookLog);
-    expect(log.filter((line) => line.startsWith('REJECTED'))).toEqual([]);
-    expect(log.filter((line) => line.startsWith('ok ')).length).toBeGreaterThanOrEqual(WRITERS * UPDATES);
-
-    // The shared cache holds only its copy of the ledger's refs.
-    for (const repo of readdirSync(cacheDir).filter((name) => !name.includes('.init-'))) {
-      const refs = await git(['--git-dir', join(cacheDir, repo), 'for-each-ref', '--format=%(refname)']);
-      expect(refs.stdout.split('\n').filter((ref) => ref !== '' && !ref.startsWith('refs/exocomp/ledger/'))).toEqual(
-        [],
+  it(
+    `loses none of ${WRITERS} × ${UPDATES} updates from processes sharing one cache, and never forces a push`,
+    async () => {
+      const { remote, hookLog } = await remoteWithGuardHook('contended.git');
+      const cacheDir = join(temp.path, 'contended-cache');
+      const writers = Array.from({ length: WRITERS }, (_, index) => `w${index + 1}`);
+      const outcomes = await runWriterFleet(
+        remote,
+        writers.map((writer) => ({ writer, cacheDir, updates: UPDATES })),
+        join(temp.path, 'contended.go'),
       );
-    }
+      for (const outcome of outcomes) expect(outcome.stderr).toBe('');
+      expect(outcomes.map((outcome) => outcome.code)).toEqual(writers.map(() => 0));
 
-    // The guard hook works: a forced push of unrelated history is rejected and logged.
-    const scratch = join(temp.path, 'scratch');
-    await git(['init', '--quiet', scratch]);
-    await git(['commit', '--quiet', '--allow-empty', '-m', 'unrelated'], { cwd: scratch });
-    const forced = await git(
-      ['push', '--force', remote, 'HEAD:refs/heads/exocomp-ledger-records/workflows/shared.json'],
-      { cwd: scratch, allowFailure: true },
-    );
-    expect(forced.code).not.toBe(0);
-    expect(forced.stderr).toContain('pre-receive hook declined');
-    expect(
-      (await readHookLog(hookLog)).filter((line) =>
-        line.startsWith('REJECTED non-ff refs/heads/exocomp-ledger-records/workflows/shared.json'),
-      ),
-    ).toHaveLength(1);
-  }, 240_000);
+      await expectAllUpdatesPresent(remote, writers, UPDATES);
+      const log = await readHookLog(hookLog);
+      expect(log.filter((line) => line.startsWith('REJECTED'))).toEqual([]);
+      expect(log.filter((line) => line.startsWith('ok ')).length).toBeGreaterThanOrEqual(WRITERS * UPDATES);
 
-  it('loses no update when writers on separate caches race each other with pushes', async () => {
-    // Separate caches share no lock, like runners on different machines: every
-    // write races, and only the push's compare-and-swap keeps updates apart.
-    const { remote, hookLog } = await remoteWithGuardHook('racing.git');
-    const writers = ['r1', 'r2', 'r3', 'r4'];
-    const outcomes = await runWriterFleet(
-      remote,
-      writers.map((writer) => ({
-        writer,
-        cacheDir: join(temp.path, `racing-cache-${writer}`),
-        updates: RACING_UPDATES,
-      })),
-      join(temp.path, 'racing.go'),
-    );
-    for (const outcome of outcomes) expect(outcome.stderr).toBe('');
-    expect(outcomes.map((outcome) => outcome.code)).toEqual(writers.map(() => 0));
-    // The writers did collide (some mutations ran again), so the retry path was exercised.
-    const attempts = outcomes.reduce((sum, outcome) => sum + (outcome.attempts ?? 0), 0);
-    expect(attempts).toBeGreaterThan(writers.length * RACING_UPDATES);
+      // The shared cache holds only its copy of the ledger's refs.
+      for (const repo of readdirSync(cacheDir).filter((name) => !name.includes('.init-'))) {
+        const refs = await git(['--git-dir', join(cacheDir, repo), 'for-each-ref', '--format=%(refname)']);
+        expect(refs.stdout.split('\n').filter((ref) => ref !== '' && !ref.startsWith('refs/exocomp/ledger/'))).toEqual(
+          [],
+        );
+      }
 
-    await expectAllUpdatesPresent(remote, writers, RACING_UPDATES);
-    expect((await readHookLog(hookLog)).filter((line) => line.startsWith('REJECTED'))).toEqual([]);
-  }, 240_000);
+      // The guard hook works: a forced push of unrelated history is rejected and logged.
+      const scratch = join(temp.path, 'scratch');
+      await git(['init', '--quiet', scratch]);
+      await git(['commit', '--quiet', '--allow-empty', '-m', 'unrelated'], { cwd: scratch });
+      const forced = await git(
+        ['push', '--force', remote, 'HEAD:refs/heads/exocomp-ledger-records/workflows/shared.json'],
+        { cwd: scratch, allowFailure: true },
+      );
+      expect(forced.code).not.toBe(0);
+      expect(forced.stderr).toContain('pre-receive hook declined');
+      expect(
+        (await readHookLog(hookLog)).filter((line) =>
+          line.startsWith('REJECTED non-ff refs/heads/exocomp-ledger-records/workflows/shared.json'),
+        ),
+      ).toHaveLength(1);
+    },
+    scaled(240_000),
+  );
+
+  it(
+    'loses no update when writers on separate caches race each other with pushes',
+    async () => {
+      // Separate caches share no lock, like runners on different machines: every
+      // write races, and only the push's compare-and-swap keeps updates apart.
+      const { remote, hookLog } = await remoteWithGuardHook('racing.git');
+      const writers = ['r1', 'r2', 'r3', 'r4'];
+      const outcomes = await runWriterFleet(
+        remote,
+        writers.map((writer) => ({
+          writer,
+          cacheDir: join(temp.path, `racing-cache-${writer}`),
+          updates: RACING_UPDATES,
+        })),
+        join(temp.path, 'racing.go'),
+      );
+      for (const outcome of outcomes) expect(outcome.stderr).toBe('');
+      expect(outcomes.map((outcome) => outcome.code)).toEqual(writers.map(() => 0));
+      // The writers did collide (some mutations ran again), so the retry path was exercised.
+      const attempts = outcomes.reduce((sum, outcome) => sum + (outcome.attempts ?? 0), 0);
+      expect(attempts).toBeGreaterThan(writers.length * RACING_UPDATES);
+
+      await expectAllUpdatesPresent(remote, writers, RACING_UPDATES);
+      expect((await readHookLog(hookLog)).filter((line) => line.startsWith('REJECTED'))).toEqual([]);
+    },
+    scaled(240_000),
+  );
 
   it(
     'keeps the remote consistent when a writer is killed between commit and push',
