@@ -156,7 +156,13 @@ describe('the octokit adapter against the GitHub double', () => {
     expect(created).toMatchObject({ body: '<!-- exocomp:wf-1 -->\nplanning', author: 'github-actions[bot]' });
     const updated = await github.updateIssueComment(REPO, created.id, '<!-- exocomp:wf-1 -->\napplied');
 
-    expect(updated).toEqual({ id: created.id, body: '<!-- exocomp:wf-1 -->\napplied', author: 'github-actions[bot]' });
+    expect(updated).toEqual({
+      id: created.id,
+      body: '<!-- exocomp:wf-1 -->\napplied',
+      author: 'github-actions[bot]',
+      // Where the comment is read: what the apply environment's url points at (issue 25).
+      htmlUrl: `${double.url}/${REPO.owner}/${REPO.repo}/issues/12#issuecomment-${created.id}`,
+    });
     expect(double.commentsOn(12)).toMatchObject([
       { id: created.id, author: 'github-actions[bot]', body: '<!-- exocomp:wf-1 -->\napplied' },
     ]);
