@@ -38,7 +38,11 @@ export async function createPrivateNetwork(privateAddressCount = 4): Promise<Pri
   const third = randomBytes(1)[0] as number;
   const outer = `198.18.${third}`;
   const inner = `198.19.${third}`;
-  const ula = `fd${randomBytes(1).toString('hex')}:${randomBytes(2).toString('hex')}:${randomBytes(2).toString('hex')}`;
+  // Groups in canonical form (RFC 5952: no leading zeros), as cloud APIs and tofu outputs give addresses. A
+  // non-canonical one ("0011") through a bastion is a known open defect (issue 26 note): ssh looks its key up under
+  // the canonical name while the pin keeps the inventory's spelling.
+  const group = () => randomBytes(2).readUInt16BE(0).toString(16);
+  const ula = `fd${randomBytes(1).toString('hex')}:${group()}:${group()}`;
   const outer6 = `${ula}:1`;
   const inner6 = `${ula}:2`;
   const made: string[] = [];
