@@ -8,6 +8,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { events } from '../support/action-runner.js';
+import { gateRulesets } from '../support/github-double.js';
 import {
   BOT,
   chainInputs,
@@ -261,31 +262,7 @@ describe('dispatch mode', () => {
     ]);
     expect(warned[0]).toContain('Settings → Rules → Rulesets');
 
-    fx.double.state.rulesets = {
-      1: {
-        name: 'ledger records',
-        include: ['refs/heads/exocomp-ledger-records/**/*'],
-        rules: ['creation', 'update', 'deletion', 'non_fast_forward'].map((type) => ({ type })),
-        bypassActors: [{ actorType: 'Integration', actorId: 15368 }],
-      },
-      2: {
-        name: 'main',
-        include: ['~DEFAULT_BRANCH'],
-        rules: [
-          {
-            type: 'pull_request',
-            parameters: {
-              dismiss_stale_reviews_on_push: true,
-              require_code_owner_review: true,
-              require_last_push_approval: true,
-              required_approving_review_count: 1,
-              required_review_thread_resolution: false,
-            },
-          },
-          { type: 'non_fast_forward' },
-        ],
-      },
-    };
+    fx.double.state.rulesets = gateRulesets();
     try {
       const protectedRun = await approve('alice', 7107);
       expect(gateWarnings(protectedRun)).toEqual([]);

@@ -6,11 +6,10 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { main } from '../../src/cli/program.js';
 import type { SetupRow } from '../../src/domain/setup-check.js';
 import type { Io } from '../../src/cli/common.js';
-import { PERMISSIVE_TOKEN, startGitHubDouble, type GitHubDouble } from '../support/github-double.js';
+import { gateRulesets, PERMISSIVE_TOKEN, startGitHubDouble, type GitHubDouble } from '../support/github-double.js';
 
 const ADMIN_TOKEN = 'ghp_adminTokenForDoctorTests01';
 const JOB_TOKEN = 'ghs_jobTokenForDoctorTests00002';
-const GITHUB_ACTIONS_APP = 15368;
 const LEDGER_RULESET = 1;
 const DEFAULT_RULESET = 2;
 const HOUR = 3_600_000;
@@ -36,33 +35,7 @@ beforeEach(() => {
   s.environments = {
     production: { requiredReviewers: ['alice'], preventSelfReview: true, secrets: ['EXOCOMP_SEAL_KEY'] },
   };
-  s.rulesets = {
-    [LEDGER_RULESET]: {
-      name: 'ledger records',
-      include: ['refs/heads/exocomp-ledger-records/**/*', 'refs/heads/exocomp-ledger'],
-      rules: [{ type: 'creation' }, { type: 'update' }, { type: 'deletion' }, { type: 'non_fast_forward' }],
-      bypassActors: [{ actorType: 'Integration', actorId: GITHUB_ACTIONS_APP }],
-    },
-    [DEFAULT_RULESET]: {
-      name: 'main',
-      include: ['~DEFAULT_BRANCH'],
-      rules: [
-        {
-          type: 'pull_request',
-          parameters: {
-            dismiss_stale_reviews_on_push: true,
-            require_code_owner_review: true,
-            require_last_push_approval: true,
-            required_approving_review_count: 1,
-            required_review_thread_resolution: false,
-          },
-        },
-        { type: 'non_fast_forward' },
-        { type: 'deletion' },
-      ],
-      bypassActors: [],
-    },
-  };
+  s.rulesets = gateRulesets();
   s.secrets = ['EXOCOMP_FLEET_KEY', 'EXOCOMP_BOOTSTRAP_KEY'];
   s.runs = {
     7001: { status: 'completed', conclusion: 'success', event: 'push' },

@@ -94,6 +94,44 @@ export interface SeedRuleset {
   }>;
 }
 
+/** The GitHub Actions app: a ruleset that lets the job token (the ledger's writer) through names it as a bypass actor. */
+export const GITHUB_ACTIONS_APP_ID = 15368;
+
+/**
+ * The two rulesets that make the approval gate meaningful (docs/github.md): the ledger's records (and its old
+ * single branch) writable only through the job token, and a default branch (the approve workflow's) changed only
+ * by a reviewed pull request. Ids 1 (ledger) and 2 (default branch); a fresh copy each call, for tests to break.
+ */
+export function gateRulesets(): Record<number, SeedRuleset> {
+  return {
+    1: {
+      name: 'ledger records',
+      include: ['refs/heads/exocomp-ledger-records/**/*', 'refs/heads/exocomp-ledger'],
+      rules: [{ type: 'creation' }, { type: 'update' }, { type: 'deletion' }, { type: 'non_fast_forward' }],
+      bypassActors: [{ actorType: 'Integration', actorId: GITHUB_ACTIONS_APP_ID }],
+    },
+    2: {
+      name: 'main',
+      include: ['~DEFAULT_BRANCH'],
+      rules: [
+        {
+          type: 'pull_request',
+          parameters: {
+            dismiss_stale_reviews_on_push: true,
+            require_code_owner_review: true,
+            require_last_push_approval: true,
+            required_approving_review_count: 1,
+            required_review_thread_resolution: false,
+          },
+        },
+        { type: 'non_fast_forward' },
+        { type: 'deletion' },
+      ],
+      bypassActors: [],
+    },
+  };
+}
+
 export interface SeedComment {
   id: number;
   issueNumber: number;
