@@ -1,5 +1,6 @@
 // Builds one bundle per entry point: dist/cli.js (with dist/cli-chunks/, the parts it loads on demand: an
-// `import()` in the sources), dist/<action>/index.js, and dist/<action>/<file>.js for any other
+// `import()` in the sources), dist/<action>/index.js (with dist/<action>/chunks/, likewise), and
+// dist/<action>/<file>.js for any other
 // src/actions/<action>/<file>.ts (a part its main.ts loads on demand).
 // The @actions packages are ESM-only and some of their dependencies still call
 // require(): the banner gives the ESM bundle a real `require`.
@@ -24,7 +25,8 @@ const actionsDir = join(root, 'src/actions');
 if (existsSync(actionsDir)) {
   for (const name of readdirSync(actionsDir).sort()) {
     const main = join(actionsDir, name, 'main.ts');
-    if (existsSync(main)) entries.push({ in: main, out: join(outRoot, name, 'index.js'), shebang: false });
+    if (existsSync(main))
+      entries.push({ in: main, out: join(outRoot, name, 'index.js'), shebang: false, chunks: 'chunks' });
     // Another file beside main.ts is a bundle of its own, which main loads on demand (`import('./<file>.js')`).
     for (const file of readdirSync(join(actionsDir, name))
       .filter((f) => f.endsWith('.ts') && f !== 'main.ts')
@@ -73,7 +75,8 @@ const zodEnglishOnly = {
 rmSync(outRoot, { recursive: true, force: true });
 mkdirSync(outRoot, { recursive: true });
 for (const entry of entries) {
-  // The CLI starts for every command: what only some commands need stays in chunks, parsed when first imported.
+  // Every entry starts a process: what only some runs need (@actions/cache, @actions/artifact, @gitbeaker/rest…)
+  // stays in chunks, parsed when first imported (the provision action's start parses 1.6 MB instead of 3.9 MB).
   const output = entry.chunks
     ? {
         entryPoints: [{ in: entry.in, out: basename(entry.out, '.js') }],
