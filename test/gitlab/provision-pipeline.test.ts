@@ -25,6 +25,9 @@ const PROJECT = { id: 42, path: 'acme/infra', jobTokenPushAllowed: true };
 const PIPELINE = 700;
 const BOT_TOKEN = 'glpat-project-bot-api-01';
 const SEAL_KEY = 'loopback-only-seal-key-0123456789abcdef';
+// What makes the manual gate meaningful: the default branch and the ledger's record branches, pushed by Maintainers.
+const PROTECTED_MAIN = { projectId: PROJECT.id, name: 'main', push: [{ accessLevel: 40 }], allowForcePush: false };
+const PROTECTED_RECORDS = { ...PROTECTED_MAIN, name: 'exocomp-ledger-records/*' };
 
 let root: string;
 let project: string;
@@ -260,8 +263,16 @@ describe('provision through templates/provision.yml, approval: manual', () => {
   }, 300_000);
 
   it('plans in the plan job and waits for someone to run the manual apply job', async () => {
+    // The default branch is protected, the ledger's record branches are not (issue 27, Deliver 4).
+    double.state.protectedBranches = [PROTECTED_MAIN];
     const plan = await runPipeline({ cwd: project, env, variables: asUser('alice', 801), jobs: ['exocomp-plan'] });
+    double.state.protectedBranches = [];
     expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
+    // The protection that is off is a warning naming the setting; the one that is on is not.
+    expect(plan.stdout).toMatch(
+      /warning: The approval gate is weaker than it looks \(missing\) — ledger records \(exocomp-ledger-records\/.*protect `exocomp-ledger-records\/\*`/,
+    );
+    expect(plan.stdout).not.toContain('— manual apply gate');
     const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as {
       state?: string;
       requester?: string;
@@ -285,6 +296,8 @@ describe('provision through templates/provision.yml, approval: manual', () => {
     // the job's own failure is what counts.
     expect(apply.stdout).toMatch(/(WARN|FAIL)\s+exocomp-apply\s/);
     expect(apply.stdout).toMatch(/alice requested workflow .* may not approve it/);
+    // The apply job is the gate: it warns that nothing protects the branch it runs on (issue 27, Deliver 4).
+    expect(apply.stdout).toContain('warning: The approval gate is weaker than it looks (missing) — manual apply gate');
     expect(await applies()).toBe(0);
     const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as {
       state?: string;
@@ -519,6 +532,7 @@ describe('provision through templates/provision.yml, approval: environment', () 
 describe('templates/plan.yml in a merge request pipeline', () => {
   it('records the plan awaiting approval, writes the terraform report for the MR widget and the status note', async () => {
     const pipeline = 720;
+    double.state.protectedBranches = [PROTECTED_MAIN, PROTECTED_RECORDS];
     const plan = await runPipeline({
       cwd: project,
       env,
@@ -530,8 +544,16 @@ describe('templates/plan.yml in a merge request pipeline', () => {
         CI_MERGE_REQUEST_IID: '5',
       },
     });
+    double.state.protectedBranches = [];
     expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
     expect(plan.stdout).toContain('exocomp-plan');
+    // This pipeline has no apply job: the notice names the one that applies the merged change (issue 24, Deliver 2).
+    expect(plan.stdout).toContain('has no apply job, so no job applies this plan');
+    expect(plan.stdout).toContain('once merge request !5 is merged into main, the provision pipeline of main plans it');
+    expect(plan.stdout).not.toContain('exocomp-apply');
+    // A protected project: no setup warning (issue 27, Deliver 4).
+    expect(plan.stdout).not.toContain('weaker than it looks');
+    expect(plan.stdout).not.toContain('Setup check');
     const record = JSON.parse((await ledgerFile(`workflows/edge-${pipeline}.json`)) ?? '{}') as {
       state?: string;
       trigger?: { pullRequest?: number };

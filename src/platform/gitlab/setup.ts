@@ -8,6 +8,9 @@
 import type { GitLabSetupFacts, Read } from '../../domain/setup-check.js';
 import { sampleRecordBranch } from '../../ledger/layout.js';
 import type { SetupReader } from '../../app/ports/setup-reader.js';
+import { warnAboutGateSetup } from '../../app/setup/setup-check.js';
+import type { CiLog } from '../../app/ports/ci-platform.js';
+import type { SecretRegistry } from '../../app/runtime/secrets.js';
 import { apiStatus, GITLAB_TOKEN_VARIABLE, type GitLabApi } from './api.js';
 import { listExocompSchedules } from './schedules.js';
 
@@ -61,6 +64,19 @@ export function gitlabSetupReader(api: GitLabApi, target: GitLabSetupTarget): Se
       return { ...facts, variables, schedules };
     },
   };
+}
+
+/**
+ * The warnings of the plan and apply jobs (issue 27, Deliver 4), as GitHub's plan and approve jobs print them: the
+ * gate's rows that are not ok, read with EXOCOMP_GITLAB_TOKEN. Without that token, or with one GitLab refuses, each
+ * row is a notice naming the grant; an unreachable API is one notice. Nothing here fails the job.
+ */
+export async function warnAboutGitLabGate(
+  api: GitLabApi,
+  target: GitLabSetupTarget,
+  job: { log: Pick<CiLog, 'notice' | 'warning'>; secrets: SecretRegistry; now: Date },
+): Promise<void> {
+  await warnAboutGateSetup(gitlabSetupReader(api, target), job.log, job.secrets, job.now);
 }
 
 /** The value, or what to grant when GitLab refused (401/403) or the token is missing; other failures throw. */
