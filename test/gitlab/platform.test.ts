@@ -644,6 +644,24 @@ describe('the gate’s setup in the plan and apply jobs’ log (issue 27, Delive
     expect(double.violations).toEqual([]);
   });
 
+  it('judges the record branches in the ledger’s project when the ledger-project input names one', async () => {
+    double.state.projects.push({ id: 43, path: 'acme/ledger', jobTokenPushAllowed: true });
+    double.state.protectedBranches = [main, { ...records, projectId: 43 }];
+    const warnings: string[] = [];
+    const log = { warning: (m: string) => warnings.push(m), notice: (m: string) => warnings.push(m) };
+    const ledgerTarget = { ...target, ledgerBranch: 'exocomp-ledger', ledgerProject: 'acme/ledger' };
+    await warnAboutGitLabGate(api(BOT_TOKEN), ledgerTarget, { log, secrets: new SecretRegistry(), now: new Date() });
+    expect(warnings).toEqual([]);
+    double.state.protectedBranches = [main, records];
+    await warnAboutGitLabGate(api(BOT_TOKEN), ledgerTarget, { log, secrets: new SecretRegistry(), now: new Date() });
+    expect(warnings.map((w) => w.split(' (')[0])).toEqual([
+      'The approval gate is weaker than it looks',
+      'The approval gate is weaker than it looks',
+    ]);
+    expect(warnings.join('\n')).toContain('acme/ledger: Settings → Repository → Protected branches');
+    expect(double.violations).toEqual([]);
+  });
+
   it('is a notice naming the grant without an access token, and one notice when the API is unreachable', async () => {
     double.state.protectedBranches = [];
     const withoutToken = await logOf(api());

@@ -266,15 +266,16 @@ function jobSettingsOf(
 
 /**
  * What the gate's warnings check: this project's default branch (manual) or the apply job's environment, and the
- * ledger's record branches. A plan.yml job names no environment: provision.yml's default (`production`) is the one
+ * ledger's record branches (in the ledger's project, when another). A plan.yml job names no environment: provision.yml's default (`production`) is the one
  * its default branch's apply job deploys to unless the user chose another.
  */
 function gateSetupTarget(settings: GitLabSettings, job: GitLabJob): GitLabSetupTarget {
   return {
-    project: String(job.projectId),
+    project: job.projectPath,
     approvalMode: settings.EXOCOMP_APPROVAL === 'environment' ? 'environment' : 'manual',
     environment: settings.EXOCOMP_ENVIRONMENT ?? job.environment ?? 'production',
     ledgerBranch: settings.EXOCOMP_LEDGER_BRANCH,
+    ...(settings.EXOCOMP_LEDGER_PROJECT ? { ledgerProject: settings.EXOCOMP_LEDGER_PROJECT } : {}),
   };
 }
 

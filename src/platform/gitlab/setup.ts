@@ -20,6 +20,8 @@ export interface GitLabSetupTarget {
   environment: string;
   /** The ledger name (`exocomp-ledger` by default). */
   ledgerBranch: string;
+  /** The project holding the ledger, when not `project` (the ledger-project input). */
+  ledgerProject?: string;
 }
 
 const READ_GRANT = `set ${GITLAB_TOKEN_VARIABLE} to a token with the read_api scope of a Maintainer of the project`;
@@ -38,6 +40,14 @@ export function gitlabSetupReader(api: GitLabApi, target: GitLabSetupTarget): Se
             })
           : Promise.resolve({ value: undefined }),
       ]);
+      const ledgerProject = target.ledgerProject;
+      const ledger =
+        ledgerProject && ledgerProject !== project
+          ? await Promise.all([
+              readable(() => api.protectedBranches(ledgerProject)),
+              readable(() => api.projectSettings(ledgerProject)),
+            ])
+          : undefined;
       const facts: GitLabSetupFacts = {
         platform: 'gitlab',
         project,
@@ -46,7 +56,12 @@ export function gitlabSetupReader(api: GitLabApi, target: GitLabSetupTarget): Se
         defaultBranch: 'value' in settings ? settings.value.defaultBranch : 'main',
         ledgerRecordBranch: sampleRecordBranch(target.ledgerBranch),
         protectedBranches,
-        jobTokenPush: 'value' in settings ? { value: settings.value.jobTokenPush } : settings,
+        jobTokenPush: jobTokenPushOf(settings),
+        ...(ledgerProject && ledger
+          ? {
+              ledger: { project: ledgerProject, protectedBranches: ledger[0], jobTokenPush: jobTokenPushOf(ledger[1]) },
+            }
+          : {}),
       };
       if (scope === 'gate') return facts;
       const [variables, schedules] = await Promise.all([
@@ -77,6 +92,10 @@ export async function warnAboutGitLabGate(
   job: { log: Pick<CiLog, 'notice' | 'warning'>; secrets: SecretRegistry; now: Date },
 ): Promise<void> {
   await warnAboutGateSetup(gitlabSetupReader(api, target), job.log, job.secrets, job.now);
+}
+
+function jobTokenPushOf(settings: Read<{ jobTokenPush: boolean }>): Read<boolean> {
+  return 'value' in settings ? { value: settings.value.jobTokenPush } : settings;
 }
 
 /** The value, or what to grant when GitLab refused (401/403) or the token is missing; other failures throw. */
