@@ -662,6 +662,27 @@ describe('the gate’s setup in the plan and apply jobs’ log (issue 27, Delive
     expect(double.violations).toEqual([]);
   });
 
+  it('reads the protected environment of a project named by its path (environment mode)', async () => {
+    double.state.protectedBranches = [main, records];
+    const environmentTarget = { ...target, project: PROJECT.path, approvalMode: 'environment' as const };
+    const warnings: string[] = [];
+    const log = { warning: (m: string) => warnings.push(m), notice: (m: string) => warnings.push(m) };
+    const warn = () =>
+      warnAboutGitLabGate(
+        api(BOT_TOKEN),
+        { ...environmentTarget, ledgerBranch: 'exocomp-ledger' },
+        { log, secrets: new SecretRegistry(), now: new Date() },
+      );
+    double.state.protectedEnvironments = [{ projectId: PROJECT.id, name: 'production', requiredApprovals: 1 }];
+    await warn();
+    expect(warnings).toEqual([]);
+    double.state.protectedEnvironments = [];
+    await warn();
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('protected environment production: the environment is not protected');
+    expect(double.violations).toEqual([]);
+  });
+
   it('is a notice naming the grant without an access token, and one notice when the API is unreachable', async () => {
     double.state.protectedBranches = [];
     const withoutToken = await logOf(api());
