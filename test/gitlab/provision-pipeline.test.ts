@@ -19,6 +19,8 @@ import { GitLabDouble } from '../support/gitlab-double.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../support/loopback-host.js';
 import { fixtureWorkspacesDir, readStandinLog, standinPath } from '../support/tofu-standin.js';
 import { ledgerFile as ledgerFileOf } from '../support/ledger-git.js';
+import { readWorkflow } from '../../src/ledger/records.js';
+import { renderText, viewWorkflow } from '../../src/domain/render.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const PROJECT = { id: 42, path: 'acme/infra', jobTokenPushAllowed: true };
@@ -569,6 +571,41 @@ describe('templates/plan.yml in a merge request pipeline', () => {
         (n) => n.author === 'project_42_bot' && n.body.includes(`<!-- exocomp:status:edge-${pipeline} -->`),
       ),
     ).toBe(true);
+    expect(double.violations).toEqual([]);
+  }, 300_000);
+});
+
+describe('templates/plan.yml whose plan fails (issue 24, Deliver 2)', () => {
+  it('records the failure on its workflow: status says failed at apply (plan), nothing awaits approval', async () => {
+    const pipeline = 740;
+    const plan = await runPipeline({
+      cwd: project,
+      env,
+      file: 'merge-request.yml',
+      variables: {
+        ...asUser('alice', 840),
+        CI_PIPELINE_ID: String(pipeline),
+        CI_PIPELINE_SOURCE: 'merge_request_event',
+        EXOCOMP_TOFU_STANDIN_FAIL: 'plan',
+      },
+    });
+    expect(plan.code, `${plan.stdout}\n${plan.stderr}`).not.toBe(0);
+    expect(plan.stdout).toContain('Simulated failure');
+    const file = `workflows/edge-${pipeline}.json`;
+    const text = await ledgerFile(file);
+    const workflow = readWorkflow(
+      { revision: 'test', read: (p) => (p === file ? text : undefined), list: () => [] },
+      `edge-${pipeline}`,
+    );
+    // Retryable (ADR 0019): back to created, no plan to approve; the sweeper continues only provisioning workflows
+    // and approved ones (test/unit/continue-workflow.test.ts proves it leaves this one alone).
+    expect(workflow).toMatchObject({
+      state: 'created',
+      approval: { state: 'pending' },
+      failure: { step: 'apply', kind: 'plan' },
+    });
+    expect(workflow?.approval.planFingerprint).toBeUndefined();
+    expect(renderText(viewWorkflow(workflow!, new Date()))).toMatch(/failed at apply \(plan\)/);
     expect(double.violations).toEqual([]);
   }, 300_000);
 });
