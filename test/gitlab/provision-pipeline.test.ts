@@ -61,6 +61,14 @@ function asUser(user: string, jobId: number): Record<string, string> {
   return { ...variables, CI_JOB_TOKEN: token, GITLAB_USER_LOGIN: user };
 }
 
+/** The variables of alice's job in merge request pipeline `pipeline`. */
+const mergeRequestJob = (jobId: number, pipeline: number, extra: Record<string, string> = {}) => ({
+  ...asUser('alice', jobId),
+  CI_PIPELINE_ID: String(pipeline),
+  CI_PIPELINE_SOURCE: 'merge_request_event',
+  ...extra,
+});
+
 const ledgerFile = (file: string) => ledgerFileOf(path.join(root, 'git/acme/infra.git'), file);
 
 async function until(condition: () => Promise<boolean>, timeoutMs: number): Promise<void> {
@@ -539,12 +547,7 @@ describe('templates/plan.yml in a merge request pipeline', () => {
       cwd: project,
       env,
       file: 'merge-request.yml',
-      variables: {
-        ...asUser('alice', 820),
-        CI_PIPELINE_ID: String(pipeline),
-        CI_PIPELINE_SOURCE: 'merge_request_event',
-        CI_MERGE_REQUEST_IID: '5',
-      },
+      variables: mergeRequestJob(820, pipeline, { CI_MERGE_REQUEST_IID: '5' }),
     });
     double.state.protectedBranches = [];
     expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
@@ -582,12 +585,7 @@ describe('templates/plan.yml whose plan fails (issue 24, Deliver 2)', () => {
       cwd: project,
       env,
       file: 'merge-request.yml',
-      variables: {
-        ...asUser('alice', 840),
-        CI_PIPELINE_ID: String(pipeline),
-        CI_PIPELINE_SOURCE: 'merge_request_event',
-        EXOCOMP_TOFU_STANDIN_FAIL: 'plan',
-      },
+      variables: mergeRequestJob(840, pipeline, { EXOCOMP_TOFU_STANDIN_FAIL: 'plan' }),
     });
     expect(plan.code, `${plan.stdout}\n${plan.stderr}`).not.toBe(0);
     expect(plan.stdout).toContain('Simulated failure');
@@ -612,12 +610,6 @@ describe('templates/plan.yml whose plan fails (issue 24, Deliver 2)', () => {
 
 describe('templates/plan.yml with a workspace that keeps its state on the runner (issue 13, item 1; issue 24, item 4)', () => {
   // gitlab-ci-local says CI=true and GITLAB_CI=false: CI=true alone makes it CI, as on any runner.
-  const job = (jobId: number, pipeline: number, extra: Record<string, string> = {}) => ({
-    ...asUser('alice', jobId),
-    CI_PIPELINE_ID: String(pipeline),
-    CI_PIPELINE_SOURCE: 'merge_request_event',
-    ...extra,
-  });
 
   it.each([
     ['CI=true (gitlab-ci-local’s own, GITLAB_CI=false)', 730, {}],
@@ -629,7 +621,7 @@ describe('templates/plan.yml with a workspace that keeps its state on the runner
         cwd: project,
         env,
         file: 'merge-request-remote-state-only.yml',
-        variables: job(830, pipeline, extra),
+        variables: mergeRequestJob(830, pipeline, extra),
       });
       expect(plan.code, `${plan.stdout}\n${plan.stderr}`).not.toBe(0);
       expect(plan.stdout).toMatch(/keeps its OpenTofu state on this runner/);
@@ -645,7 +637,7 @@ describe('templates/plan.yml with a workspace that keeps its state on the runner
       cwd: project,
       env,
       file: 'merge-request.yml',
-      variables: job(831, 731, { GITLAB_CI: 'true' }),
+      variables: mergeRequestJob(831, 731, { GITLAB_CI: 'true' }),
     });
     expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
     expect(plan.stdout).not.toMatch(/keeps its OpenTofu state on this runner/);
