@@ -472,6 +472,12 @@ describe('the whole provision pipeline in one gitlab-ci-local invocation (issue 
         log,
       ).toBe(true);
       expect([...order].sort((a, b) => a - b)).toEqual(order);
+      // The configure job's own log: one line per task and host (three tasks, one host), as the CLI prints it.
+      const configureLines = whole.stdout.split('\n').filter((line) => /^exocomp-configure\s.*>/.test(line));
+      expect(
+        configureLines.filter((line) => / web1 · .* (✓|✓ changed) \(\d\/3\)/.test(line)),
+        log,
+      ).toHaveLength(3);
       expect(await applies()).toBe(before + 1);
       const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as {
         state?: string;
