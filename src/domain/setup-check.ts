@@ -75,6 +75,8 @@ export interface GitLabSetupFacts {
   protectedBranches: Read<ProtectedBranch[]>;
   /** "Allow Git push requests to the repository" (`ci_push_repository_for_job_token_allowed`). */
   jobTokenPush: Read<boolean>;
+  /** The ledger's project, when not `project` (the ledger-project input): its record branches and job-token push. */
+  ledger?: { project: string; protectedBranches: Read<ProtectedBranch[]>; jobTokenPush: Read<boolean> };
   /** CI/CD variables by name, with their flags (never values). */
   variables?: Read<Array<{ key: string; protected: boolean; masked: boolean }>>;
   /** The exocomp pipeline schedules and when each last started a pipeline (ISO time; undefined: never). */
@@ -330,10 +332,17 @@ function judgeGitLab(facts: GitLabSetupFacts, now: Date): SetupRow[] {
   const rows: SetupRow[] = [];
   const project = facts.project;
   const protectedPage = `${project}: Settings → Repository → Protected branches`;
-  const protection = (branch: string): Read<ProtectedBranch | undefined> =>
-    'unreadable' in facts.protectedBranches
-      ? facts.protectedBranches
-      : { value: facts.protectedBranches.value.find((rule) => gitlabBranchMatches(rule.name, branch)) };
+  const protection = (
+    branch: string,
+    rules: Read<ProtectedBranch[]> = facts.protectedBranches,
+  ): Read<ProtectedBranch | undefined> =>
+    'unreadable' in rules ? rules : { value: rules.value.find((rule) => gitlabBranchMatches(rule.name, branch)) };
+  const ledger = facts.ledger ?? {
+    project,
+    protectedBranches: facts.protectedBranches,
+    jobTokenPush: facts.jobTokenPush,
+  };
+  const ledgerPage = `${ledger.project}: Settings → Repository → Protected branches`;
 
   if (facts.approvalMode === 'manual') {
     const found = protection(facts.defaultBranch);
@@ -382,18 +391,18 @@ function judgeGitLab(facts: GitLabSetupFacts, now: Date): SetupRow[] {
     );
   }
 
-  const records = protection(facts.ledgerRecordBranch);
+  const records = protection(facts.ledgerRecordBranch, ledger.protectedBranches);
   const recordsSubject = `ledger records (${facts.ledgerRecordBranch})`;
   rows.push(
     'unreadable' in records
       ? unreadable('ledger-records', recordsSubject, records.unreadable, true)
       : branchRow('ledger-records', recordsSubject, records.value, true, {
-          missing: `no protected branch covers the record branches: anyone with the Developer role can push a record; ${protectedPage} → protect \`exocomp-ledger-records/*\` (and exocomp-ledger), allowed to push: Maintainers or the ledger's token/deploy key, force push off`,
-          developers: `${protectedPage} → exocomp-ledger-records/*: allowed to push → Maintainers, or the ledger's project access token or deploy key`,
+          missing: `no protected branch covers the record branches: anyone with the Developer role can push a record; ${ledgerPage} → protect \`exocomp-ledger-records/*\` (and exocomp-ledger), allowed to push: Maintainers or the ledger's token/deploy key, force push off`,
+          developers: `${ledgerPage} → exocomp-ledger-records/*: allowed to push → Maintainers, or the ledger's project access token or deploy key`,
         }),
   );
-  rows.push(jobTokenRow(facts, records, project));
-  if (facts.variables) rows.push(...variableRows(facts.variables, facts.jobTokenPush, project));
+  rows.push(jobTokenRow(ledger.jobTokenPush, records, ledger.project));
+  if (facts.variables) rows.push(...variableRows(facts.variables, ledger.jobTokenPush, project));
   if (facts.schedules) rows.push(...gitlabScheduleRows(facts.schedules, now, project));
   return rows;
 }
@@ -426,16 +435,19 @@ function branchRow(
   return { ...base, status: 'ok', detail: `protected by ${rule.name}; ${who} may push`, help: 'keep the protection' };
 }
 
-function jobTokenRow(facts: GitLabSetupFacts, records: Read<ProtectedBranch | undefined>, project: string): SetupRow {
+function jobTokenRow(
+  jobTokenPush: Read<boolean>,
+  records: Read<ProtectedBranch | undefined>,
+  project: string,
+): SetupRow {
   const base = {
     check: 'job-token-push',
     subject: 'job token push ("Allow Git push requests to the repository")',
     gate: true,
   };
   const setting = `${project}: Settings → CI/CD → Job token permissions → Allow Git push requests to the repository`;
-  if ('unreadable' in facts.jobTokenPush)
-    return unreadable(base.check, base.subject, facts.jobTokenPush.unreadable, true);
-  if (!facts.jobTokenPush.value)
+  if ('unreadable' in jobTokenPush) return unreadable(base.check, base.subject, jobTokenPush.unreadable, true);
+  if (!jobTokenPush.value)
     return {
       ...base,
       status: 'ok',

@@ -34,6 +34,7 @@ import { configurationDrift, infrastructureDrift, type DriftReport } from '../..
 import { DRIFT_ISSUE_LABEL, driftIssueMarker } from '../../src/domain/drift-issue.js';
 import { planJsonSchema } from '../../src/domain/plan.js';
 import { gitlabStateEnv } from '../../src/platform/gitlab/tofu-state.js';
+import { warnAboutGitLabGate } from '../../src/platform/gitlab/setup.js';
 import { GitLabDouble } from '../support/gitlab-double.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
@@ -607,5 +608,94 @@ describe('log sections and state backend', () => {
       TF_HTTP_PASSWORD: 'tok',
     });
     expect(() => gitlabStateEnv({ apiUrl: 'x', projectId: 1, jobToken: 't' }, '../x y')).toThrow(/state name/);
+  });
+});
+
+describe('the gate’s setup in the plan and apply jobs’ log (issue 27, Deliver 4)', () => {
+  const target = { project: String(PROJECT.id), approvalMode: 'manual' as const, environment: 'production' };
+  const main = { projectId: PROJECT.id, name: 'main', push: [{ accessLevel: 40 }], allowForcePush: false };
+  const records = { ...main, name: 'exocomp-ledger-records/*' };
+
+  async function logOf(gitlab: GitLabApi): Promise<{ warnings: string[]; notices: string[] }> {
+    const warnings: string[] = [];
+    const notices: string[] = [];
+    const log = { warning: (m: string) => warnings.push(m), notice: (m: string) => notices.push(m) };
+    await warnAboutGitLabGate(
+      gitlab,
+      { ...target, ledgerBranch: 'exocomp-ledger' },
+      {
+        log,
+        secrets: new SecretRegistry(),
+        now: new Date(),
+      },
+    );
+    return { warnings, notices };
+  }
+
+  it('says nothing for a protected project, and warns with the setting for the one protection that is off', async () => {
+    double.state.protectedBranches = [main, records];
+    expect(await logOf(api(BOT_TOKEN))).toEqual({ warnings: [], notices: [] });
+    double.state.protectedBranches = [main];
+    const { warnings, notices } = await logOf(api(BOT_TOKEN));
+    expect(notices).toEqual([]);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/^The approval gate is weaker than it looks \(missing\) — ledger records/);
+    expect(warnings[0]).toContain('Settings → Repository → Protected branches → protect `exocomp-ledger-records/*`');
+    expect(double.violations).toEqual([]);
+  });
+
+  it('judges the record branches in the ledger’s project when the ledger-project input names one', async () => {
+    double.state.projects.push({ id: 43, path: 'acme/ledger', jobTokenPushAllowed: true });
+    double.state.protectedBranches = [main, { ...records, projectId: 43 }];
+    const warnings: string[] = [];
+    const log = { warning: (m: string) => warnings.push(m), notice: (m: string) => warnings.push(m) };
+    const ledgerTarget = { ...target, ledgerBranch: 'exocomp-ledger', ledgerProject: 'acme/ledger' };
+    await warnAboutGitLabGate(api(BOT_TOKEN), ledgerTarget, { log, secrets: new SecretRegistry(), now: new Date() });
+    expect(warnings).toEqual([]);
+    double.state.protectedBranches = [main, records];
+    await warnAboutGitLabGate(api(BOT_TOKEN), ledgerTarget, { log, secrets: new SecretRegistry(), now: new Date() });
+    expect(warnings.map((w) => w.split(' (')[0])).toEqual([
+      'The approval gate is weaker than it looks',
+      'The approval gate is weaker than it looks',
+    ]);
+    expect(warnings.join('\n')).toContain('acme/ledger: Settings → Repository → Protected branches');
+    expect(double.violations).toEqual([]);
+  });
+
+  it('reads the protected environment of a project named by its path (environment mode)', async () => {
+    double.state.protectedBranches = [main, records];
+    const environmentTarget = { ...target, project: PROJECT.path, approvalMode: 'environment' as const };
+    const warnings: string[] = [];
+    const log = { warning: (m: string) => warnings.push(m), notice: (m: string) => warnings.push(m) };
+    const warn = () =>
+      warnAboutGitLabGate(
+        api(BOT_TOKEN),
+        { ...environmentTarget, ledgerBranch: 'exocomp-ledger' },
+        { log, secrets: new SecretRegistry(), now: new Date() },
+      );
+    double.state.protectedEnvironments = [{ projectId: PROJECT.id, name: 'production', requiredApprovals: 1 }];
+    await warn();
+    expect(warnings).toEqual([]);
+    double.state.protectedEnvironments = [];
+    await warn();
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain('protected environment production: the environment is not protected');
+    expect(double.violations).toEqual([]);
+  });
+
+  it('is a notice naming the grant without an access token, and one notice when the API is unreachable', async () => {
+    double.state.protectedBranches = [];
+    const withoutToken = await logOf(api());
+    expect(withoutToken.warnings).toEqual([]);
+    expect(withoutToken.notices.length).toBeGreaterThan(0);
+    for (const notice of withoutToken.notices) expect(notice).toContain('EXOCOMP_GITLAB_TOKEN');
+    const unreachable = await logOf(
+      new GitLabApi('http://127.0.0.1:1', { jobToken, accessToken: BOT_TOKEN }, new SecretRegistry()),
+    );
+    expect(unreachable.warnings).toEqual([]);
+    expect(unreachable.notices).toHaveLength(1);
+    expect(unreachable.notices[0]).toMatch(
+      /^Could not check the protections the approval relies on \(optional, the job goes on\)/,
+    );
   });
 });

@@ -19,12 +19,17 @@ import { GitLabDouble } from '../support/gitlab-double.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../support/loopback-host.js';
 import { fixtureWorkspacesDir, readStandinLog, standinPath } from '../support/tofu-standin.js';
 import { ledgerFile as ledgerFileOf } from '../support/ledger-git.js';
+import { readWorkflow } from '../../src/ledger/records.js';
+import { renderText, viewWorkflow } from '../../src/domain/render.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const PROJECT = { id: 42, path: 'acme/infra', jobTokenPushAllowed: true };
 const PIPELINE = 700;
 const BOT_TOKEN = 'glpat-project-bot-api-01';
 const SEAL_KEY = 'loopback-only-seal-key-0123456789abcdef';
+// What makes the manual gate meaningful: the default branch and the ledger's record branches, pushed by Maintainers.
+const PROTECTED_MAIN = { projectId: PROJECT.id, name: 'main', push: [{ accessLevel: 40 }], allowForcePush: false };
+const PROTECTED_RECORDS = { ...PROTECTED_MAIN, name: 'exocomp-ledger-records/*' };
 
 let root: string;
 let project: string;
@@ -55,6 +60,14 @@ function asUser(user: string, jobId: number): Record<string, string> {
   });
   return { ...variables, CI_JOB_TOKEN: token, GITLAB_USER_LOGIN: user };
 }
+
+/** The variables of alice's job in merge request pipeline `pipeline`. */
+const mergeRequestJob = (jobId: number, pipeline: number, extra: Record<string, string> = {}) => ({
+  ...asUser('alice', jobId),
+  CI_PIPELINE_ID: String(pipeline),
+  CI_PIPELINE_SOURCE: 'merge_request_event',
+  ...extra,
+});
 
 const ledgerFile = (file: string) => ledgerFileOf(path.join(root, 'git/acme/infra.git'), file);
 
@@ -260,8 +273,16 @@ describe('provision through templates/provision.yml, approval: manual', () => {
   }, 300_000);
 
   it('plans in the plan job and waits for someone to run the manual apply job', async () => {
+    // The default branch is protected, the ledger's record branches are not (issue 27, Deliver 4).
+    double.state.protectedBranches = [PROTECTED_MAIN];
     const plan = await runPipeline({ cwd: project, env, variables: asUser('alice', 801), jobs: ['exocomp-plan'] });
+    double.state.protectedBranches = [];
     expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
+    // The protection that is off is a warning naming the setting; the one that is on is not.
+    expect(plan.stdout).toMatch(
+      /warning: The approval gate is weaker than it looks \(missing\) — ledger records \(exocomp-ledger-records\/.*protect `exocomp-ledger-records\/\*`/,
+    );
+    expect(plan.stdout).not.toContain('— manual apply gate');
     const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as {
       state?: string;
       requester?: string;
@@ -285,6 +306,8 @@ describe('provision through templates/provision.yml, approval: manual', () => {
     // the job's own failure is what counts.
     expect(apply.stdout).toMatch(/(WARN|FAIL)\s+exocomp-apply\s/);
     expect(apply.stdout).toMatch(/alice requested workflow .* may not approve it/);
+    // The apply job is the gate: it warns that nothing protects the branch it runs on (issue 27, Deliver 4).
+    expect(apply.stdout).toContain('warning: The approval gate is weaker than it looks (missing) — manual apply gate');
     expect(await applies()).toBe(0);
     const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as {
       state?: string;
@@ -449,6 +472,12 @@ describe('the whole provision pipeline in one gitlab-ci-local invocation (issue 
         log,
       ).toBe(true);
       expect([...order].sort((a, b) => a - b)).toEqual(order);
+      // The configure job's own log: one line per task and host (three tasks, one host), as the CLI prints it.
+      const configureLines = whole.stdout.split('\n').filter((line) => /^exocomp-configure\s.*>/.test(line));
+      expect(
+        configureLines.filter((line) => / web1 · .* (✓|✓ changed) \(\d\/3\)/.test(line)),
+        log,
+      ).toHaveLength(3);
       expect(await applies()).toBe(before + 1);
       const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as {
         state?: string;
@@ -519,19 +548,23 @@ describe('provision through templates/provision.yml, approval: environment', () 
 describe('templates/plan.yml in a merge request pipeline', () => {
   it('records the plan awaiting approval, writes the terraform report for the MR widget and the status note', async () => {
     const pipeline = 720;
+    double.state.protectedBranches = [PROTECTED_MAIN, PROTECTED_RECORDS];
     const plan = await runPipeline({
       cwd: project,
       env,
       file: 'merge-request.yml',
-      variables: {
-        ...asUser('alice', 820),
-        CI_PIPELINE_ID: String(pipeline),
-        CI_PIPELINE_SOURCE: 'merge_request_event',
-        CI_MERGE_REQUEST_IID: '5',
-      },
+      variables: mergeRequestJob(820, pipeline, { CI_MERGE_REQUEST_IID: '5' }),
     });
+    double.state.protectedBranches = [];
     expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
     expect(plan.stdout).toContain('exocomp-plan');
+    // This pipeline has no apply job: the notice names the one that applies the merged change (issue 24, Deliver 2).
+    expect(plan.stdout).toContain('has no apply job, so no job applies this plan');
+    expect(plan.stdout).toContain('once merge request !5 is merged into main, the provision pipeline of main plans it');
+    expect(plan.stdout).not.toContain('exocomp-apply');
+    // A protected project: no setup warning (issue 27, Deliver 4).
+    expect(plan.stdout).not.toContain('weaker than it looks');
+    expect(plan.stdout).not.toContain('Setup check');
     const record = JSON.parse((await ledgerFile(`workflows/edge-${pipeline}.json`)) ?? '{}') as {
       state?: string;
       trigger?: { pullRequest?: number };
@@ -551,14 +584,38 @@ describe('templates/plan.yml in a merge request pipeline', () => {
   }, 300_000);
 });
 
+describe('templates/plan.yml whose plan fails (issue 24, Deliver 2)', () => {
+  it('records the failure on its workflow: status says failed at apply (plan), nothing awaits approval', async () => {
+    const pipeline = 740;
+    const plan = await runPipeline({
+      cwd: project,
+      env,
+      file: 'merge-request.yml',
+      variables: mergeRequestJob(840, pipeline, { EXOCOMP_TOFU_STANDIN_FAIL: 'plan' }),
+    });
+    expect(plan.code, `${plan.stdout}\n${plan.stderr}`).not.toBe(0);
+    expect(plan.stdout).toContain('Simulated failure');
+    const file = `workflows/edge-${pipeline}.json`;
+    const text = await ledgerFile(file);
+    const workflow = readWorkflow(
+      { revision: 'test', read: (p) => (p === file ? text : undefined), list: () => [] },
+      `edge-${pipeline}`,
+    );
+    // Retryable (ADR 0019): back to created, no plan to approve; the sweeper continues only provisioning workflows
+    // and approved ones (test/unit/continue-workflow.test.ts proves it leaves this one alone).
+    expect(workflow).toMatchObject({
+      state: 'created',
+      approval: { state: 'pending' },
+      failure: { step: 'apply', kind: 'plan' },
+    });
+    expect(workflow?.approval.planFingerprint).toBeUndefined();
+    expect(renderText(viewWorkflow(workflow!, new Date()))).toMatch(/failed at apply \(plan\)/);
+    expect(double.violations).toEqual([]);
+  }, 300_000);
+});
+
 describe('templates/plan.yml with a workspace that keeps its state on the runner (issue 13, item 1; issue 24, item 4)', () => {
   // gitlab-ci-local says CI=true and GITLAB_CI=false: CI=true alone makes it CI, as on any runner.
-  const job = (jobId: number, pipeline: number, extra: Record<string, string> = {}) => ({
-    ...asUser('alice', jobId),
-    CI_PIPELINE_ID: String(pipeline),
-    CI_PIPELINE_SOURCE: 'merge_request_event',
-    ...extra,
-  });
 
   it.each([
     ['CI=true (gitlab-ci-local’s own, GITLAB_CI=false)', 730, {}],
@@ -570,7 +627,7 @@ describe('templates/plan.yml with a workspace that keeps its state on the runner
         cwd: project,
         env,
         file: 'merge-request-remote-state-only.yml',
-        variables: job(830, pipeline, extra),
+        variables: mergeRequestJob(830, pipeline, extra),
       });
       expect(plan.code, `${plan.stdout}\n${plan.stderr}`).not.toBe(0);
       expect(plan.stdout).toMatch(/keeps its OpenTofu state on this runner/);
@@ -586,7 +643,7 @@ describe('templates/plan.yml with a workspace that keeps its state on the runner
       cwd: project,
       env,
       file: 'merge-request.yml',
-      variables: job(831, 731, { GITLAB_CI: 'true' }),
+      variables: mergeRequestJob(831, 731, { GITLAB_CI: 'true' }),
     });
     expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
     expect(plan.stdout).not.toMatch(/keeps its OpenTofu state on this runner/);

@@ -260,6 +260,27 @@ describe('judgeSetup: GitLab', () => {
     expect(status(judgeSetup(gitlab({ jobTokenPush: { unreadable: 'x' } }), NOW), 'job-token-push')).toBe('unreadable');
   });
 
+  it('a ledger in another project: its record branches and job-token push are judged there, named by that project', () => {
+    const onlyMain = [{ name: 'main', pushLevels: [40], pushByOthers: false, allowForcePush: false }];
+    const elsewhere = (protectedBranches: GitLabSetupFacts['protectedBranches'], jobTokenPush: boolean) =>
+      judgeSetup(
+        gitlab({
+          protectedBranches: { value: onlyMain },
+          ledger: { project: 'acme/ledger', protectedBranches, jobTokenPush: { value: jobTokenPush } },
+        }),
+        NOW,
+      );
+    const covered = elsewhere({ value: [{ ...onlyMain[0]!, name: 'exocomp-ledger-records/*' }] }, true);
+    expect(covered.filter((row) => row.status !== 'ok')).toEqual([]);
+    const open = elsewhere({ value: onlyMain }, true);
+    expect(open.find((row) => row.check === 'ledger-records')).toMatchObject({ status: 'missing' });
+    expect(open.find((row) => row.check === 'ledger-records')?.help).toMatch(/^.*acme\/ledger: Settings → Repository/);
+    expect(open.find((row) => row.check === 'job-token-push')).toMatchObject({ status: 'risky' });
+    expect(open.find((row) => row.check === 'job-token-push')?.help).toContain('acme/ledger: Settings → CI/CD');
+    expect(status(open, 'manual-gate')).toBe('ok');
+    expect(status(elsewhere({ unreadable: 'x' }, false), 'ledger-records')).toBe('unreadable');
+  });
+
   it('variables: absent, unmasked, unprotected; and no credential at all for the ledger', () => {
     const rows = judgeSetup(
       gitlab({

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { hostKeyModeSchema } from '../../domain/host-trust.js';
+import { planApplierSchema } from '../../domain/plan-applier.js';
 import { UsageError } from '../../domain/errors.js';
 import { describeZodIssues } from '../../ledger/records.js';
 import { parseWorkflowId, parseWorkspaceName, parseUserName } from '../../domain/names.js';
@@ -57,6 +58,8 @@ export const jobSettingsSchema = z.object({
       selfApproval: z.enum(['refuse', 'warn', 'allow']).default('refuse'),
       /** Manual mode: this job, and whether a person started it by hand. */
       job: z.object({ name: z.string().min(1), startedByHand: z.boolean() }).optional(),
+      /** A plan job: which job of its run applies the plan (named in its notice); absent: the gate's own words. */
+      applier: planApplierSchema.optional(),
     })
     .refine((a) => a.mode !== 'manual' || a.job !== undefined, {
       message: 'manual approval needs the job and whether a person started it',

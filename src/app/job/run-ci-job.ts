@@ -10,6 +10,7 @@
 import { rm } from 'node:fs/promises';
 import { describeError, ExocompError, UsageError } from '../../domain/errors.js';
 import { defaultWorkspaceName } from '../../domain/names.js';
+import { reviewOnlyAdvice } from '../../domain/plan-applier.js';
 import { configurationPreviewMarkdown, renderMarkdown, viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
 import type { PlanView } from '../../domain/plan-view.js';
@@ -110,10 +111,15 @@ export async function runCiJob(raw: JobSettingsInput, face: CiJobFace): Promise<
       ...(face.toolCache ? { toolCache: face.toolCache(app) } : {}),
       publish: (workflow) => publishStatus(settings, face, app, workflow),
     });
-    if (outcome.workflow.state === 'awaiting-approval')
+    if (outcome.workflow.state === 'awaiting-approval') {
+      // A run without an apply job (a merge request's plan) names where the change is applied instead of a gate.
+      const applier = settings.approval.applier;
+      const advice =
+        applier?.kind === 'none' ? reviewOnlyAdvice(applier, platform.run.url) : gate?.howToDecide(outcome.workflow);
       platform.log.notice(
-        `workflow ${outcome.workflow.id} is awaiting approval; nothing was applied. ${gate?.howToDecide(outcome.workflow) ?? ''}`.trim(),
+        `workflow ${outcome.workflow.id} is awaiting approval; nothing was applied. ${advice ?? ''}`.trim(),
       );
+    }
     const failure = failureOf(outcome);
     if (failure) throw failure;
     return { code: 0, outcome };
@@ -304,7 +310,7 @@ function previewText(preview: PlanPreview, platform: CiPlatform): string {
 
 /** The gate of the job that applies; none where the decision is made elsewhere (a later step). */
 function gateFor(settings: JobSettings, platform: CiPlatform): ApprovalGate | undefined {
-  const { mode, environment, selfApproval, job } = settings.approval;
+  const { mode, environment, selfApproval, job, applier } = settings.approval;
   switch (mode) {
     case 'environment':
       return environmentGate(platform, environment, selfApproval === 'warn' ? 'warn' : 'refuse');
@@ -313,6 +319,7 @@ function gateFor(settings: JobSettings, platform: CiPlatform): ApprovalGate | un
         startedByPerson: job?.startedByHand ?? false,
         allowSelfApproval: selfApproval === 'allow',
         jobName: job?.name ?? 'job',
+        applyJob: applier?.kind === 'job' ? applier.job : (job?.name ?? 'job'),
       });
     case 'dispatch':
       return dispatchGate();

@@ -347,9 +347,11 @@ export class GitLabApi {
   /** A protected environment's required approvals; undefined when the environment is not protected (404). */
   async protectedEnvironmentApprovals(project: number | string, name: string): Promise<number | undefined> {
     try {
+      // gitbeaker builds this one path without encoding it (unlike its other routes): a `group/project` path or an
+      // environment name with `/` would reach another route, so both are encoded here.
       const found = await (
         await this.token('reading protected environments')
-      ).protectedEnvironments.show(project, name);
+      ).protectedEnvironments.show(encodeURIComponent(String(project)), encodeURIComponent(name));
       return protectedEnvironmentSchema.parse(found).required_approval_count;
     } catch (error) {
       if (apiStatus(error) === 404) return undefined;

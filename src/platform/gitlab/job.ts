@@ -23,6 +23,8 @@ export interface GitLabJob {
   userLogin: string;
   sha: string;
   refName: string;
+  /** CI_DEFAULT_BRANCH (GitLab sets it in every pipeline). */
+  defaultBranch: string | undefined;
   /** The merge request of a merge-request pipeline; other pipelines look it up from the commit. */
   mergeRequestIid: number | undefined;
   environment: string | undefined;
@@ -48,6 +50,7 @@ const envSchema = z.object({
   CI_COMMIT_SHA: z.string().default(''),
   CI_COMMIT_REF_NAME: z.string().default(''),
   CI_MERGE_REQUEST_IID: number.optional(),
+  CI_DEFAULT_BRANCH: z.string().optional(),
   CI_ENVIRONMENT_NAME: z.string().optional(),
   CI_BUILDS_DIR: z.string().optional(),
 });
@@ -81,6 +84,7 @@ export function readGitLabJob(env: NodeJS.ProcessEnv = process.env): GitLabJob {
     userLogin: v.GITLAB_USER_LOGIN,
     sha: v.CI_COMMIT_SHA,
     refName: v.CI_COMMIT_REF_NAME,
+    defaultBranch: v.CI_DEFAULT_BRANCH,
     mergeRequestIid: v.CI_MERGE_REQUEST_IID,
     environment: v.CI_ENVIRONMENT_NAME || undefined,
     jobToken: v.CI_JOB_TOKEN,

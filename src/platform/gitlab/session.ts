@@ -17,6 +17,7 @@ import { HOST_KEY_MODES } from '../../domain/host-trust.js';
 import { defaultWorkspaceName, parseWorkspaceName, workflowIdProblem } from '../../domain/names.js';
 import { codeQualityReport, type TofuDiagnostic } from '../../domain/tofu-diagnostics.js';
 import type { Workflow } from '../../domain/workflow.js';
+import type { PlanApplier } from '../../domain/plan-applier.js';
 import { jobContext, runCiJob, type CiJobFace } from '../../app/job/run-ci-job.js';
 import type { JobSettingsInput } from '../../app/job/job-settings.js';
 import type { CiPlatform } from '../../app/ports/ci-platform.js';
@@ -29,6 +30,7 @@ import { LEDGER_TOKEN_VARIABLE, openGitLabLedger } from './ledger.js';
 import { createGitLabLog, type GitLabLog } from './log.js';
 import { gitlabPlatform } from './platform.js';
 import { GitLabProgress } from './progress.js';
+import { warnAboutGitLabGate, type GitLabSetupTarget } from './setup.js';
 import { findMergeRequest } from './status-note.js';
 import { gitlabStateEnv } from './tofu-state.js';
 
@@ -51,6 +53,8 @@ const settingsSchema = z.object({
     .optional(),
   EXOCOMP_APPROVAL: z.enum(['none', 'manual', 'environment']).default('manual'),
   EXOCOMP_ENVIRONMENT: z.string().optional(),
+  /** The job of this pipeline that applies the plan job's plan (provision.yml: `<prefix>apply`); unset: none. */
+  EXOCOMP_APPLY_JOB: z.string().optional(),
   EXOCOMP_ALLOW_SELF_APPROVAL: flag,
   EXOCOMP_LEDGER_BRANCH: z.string().default(DEFAULT_LEDGER_BRANCH),
   EXOCOMP_LEDGER_PROJECT: z.string().optional(),
@@ -116,7 +120,9 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
   try {
     const settings = readGitLabSettings(env);
     const job = readGitLabJob(env);
-    const platform = jobPlatform(job, settings, env, secrets, log);
+    const accessToken = env[GITLAB_TOKEN_VARIABLE] || undefined;
+    const api = new GitLabApi(job.serverUrl, { jobToken: job.jobToken, accessToken }, secrets);
+    const platform = jobPlatform(job, api, settings, env, secrets, log);
     const branch = settings.EXOCOMP_LEDGER_BRANCH;
     const ledger = openGitLabLedger({ job, branch, ledgerProject: settings.EXOCOMP_LEDGER_PROJECT, env, secrets });
     const name = workspaceNameOf(settings);
@@ -133,7 +139,19 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
       bastionName: 'the bastion input (EXOCOMP_BASTION)',
     };
     if (kind === 'sweep') return await sweep(face, branch, log);
-    return (await runCiJob(jobSettingsOf(kind, settings, job, name), face)).code;
+    // The apply job is the gate: it says first when the protections that make it meaningful are off.
+    const warnAboutGate = () =>
+      warnAboutGitLabGate(api, gateSetupTarget(settings, job), { log, secrets, now: new Date() });
+    if (kind === 'apply' && settings.EXOCOMP_APPROVAL !== 'none') await warnAboutGate();
+    const result = await runCiJob(jobSettingsOf(kind, settings, job, name), face);
+    // A recorded plan awaits that gate (in this pipeline or the default branch's): the same warnings.
+    if (
+      kind === 'plan' &&
+      result.outcome?.workflow.state === 'awaiting-approval' &&
+      settings.EXOCOMP_APPROVAL !== 'none'
+    )
+      await warnAboutGate();
+    return result.code;
   } catch (error) {
     log.error(describeError(error));
     return error instanceof ExocompError ? error.exitCode : 1;
@@ -166,13 +184,12 @@ export function writeCodeQualityReport(
 /** The platform port of this job; the merge request of a push pipeline is looked up only for the status note. */
 function jobPlatform(
   job: GitLabJob,
+  api: GitLabApi,
   settings: GitLabSettings,
   env: NodeJS.ProcessEnv,
   secrets: SecretRegistry,
   log: GitLabLog,
 ): CiPlatform {
-  const accessToken = env[GITLAB_TOKEN_VARIABLE] || undefined;
-  const api = new GitLabApi(job.serverUrl, { jobToken: job.jobToken, accessToken }, secrets);
   const allowSelfApproval = settings.EXOCOMP_ALLOW_SELF_APPROVAL;
   const mergeRequestIid = job.mergeRequestIid;
   return {
@@ -229,6 +246,7 @@ function jobSettingsOf(
         : {}),
       selfApproval: settings.EXOCOMP_ALLOW_SELF_APPROVAL ? 'allow' : 'refuse',
       job: { name: job.jobName, startedByHand: settings.CI_JOB_MANUAL },
+      ...(kind === 'plan' ? { applier: planApplierOf(settings, job) } : {}),
     },
     keys: {
       ...(settings[KEY_VARIABLES.fleet] ? { fleet: settings[KEY_VARIABLES.fleet] } : {}),
@@ -243,6 +261,35 @@ function jobSettingsOf(
     ...(settings.EXOCOMP_BASTION ? { bastion: settings.EXOCOMP_BASTION } : {}),
     ledgerBranch: settings.EXOCOMP_LEDGER_BRANCH,
     statusComment: settings.EXOCOMP_MR_NOTE,
+  };
+}
+
+/**
+ * What the gate's warnings check: this project's default branch (manual) or the apply job's environment, and the
+ * ledger's record branches (in the ledger's project, when another). A plan.yml job names no environment: provision.yml's default (`production`) is the one
+ * its default branch's apply job deploys to unless the user chose another.
+ */
+function gateSetupTarget(settings: GitLabSettings, job: GitLabJob): GitLabSetupTarget {
+  return {
+    project: job.projectPath,
+    approvalMode: settings.EXOCOMP_APPROVAL === 'environment' ? 'environment' : 'manual',
+    environment: settings.EXOCOMP_ENVIRONMENT ?? job.environment ?? 'production',
+    ledgerBranch: settings.EXOCOMP_LEDGER_BRANCH,
+    ...(settings.EXOCOMP_LEDGER_PROJECT ? { ledgerProject: settings.EXOCOMP_LEDGER_PROJECT } : {}),
+  };
+}
+
+/**
+ * Which job applies the plan job's plan. The pipeline's jobs are not something a job can list (the job token reaches
+ * no Jobs or Pipelines API), so the template says: provision.yml names its apply job, plan.yml none unless the user
+ * adds one (its apply-job input). With none, the default branch's provision pipeline applies the merged change.
+ */
+function planApplierOf(settings: GitLabSettings, job: GitLabJob): PlanApplier {
+  if (settings.EXOCOMP_APPLY_JOB) return { kind: 'job', job: settings.EXOCOMP_APPLY_JOB };
+  return {
+    kind: 'none',
+    ...(job.defaultBranch ? { defaultBranch: job.defaultBranch } : {}),
+    ...(job.mergeRequestIid ? { changeRequest: `merge request !${job.mergeRequestIid}` } : {}),
   };
 }
 

@@ -8,6 +8,9 @@
 import type { GitLabSetupFacts, Read } from '../../domain/setup-check.js';
 import { sampleRecordBranch } from '../../ledger/layout.js';
 import type { SetupReader } from '../../app/ports/setup-reader.js';
+import { warnAboutGateSetup } from '../../app/setup/setup-check.js';
+import type { CiLog } from '../../app/ports/ci-platform.js';
+import type { SecretRegistry } from '../../app/runtime/secrets.js';
 import { apiStatus, GITLAB_TOKEN_VARIABLE, type GitLabApi } from './api.js';
 import { listExocompSchedules } from './schedules.js';
 
@@ -17,6 +20,8 @@ export interface GitLabSetupTarget {
   environment: string;
   /** The ledger name (`exocomp-ledger` by default). */
   ledgerBranch: string;
+  /** The project holding the ledger, when not `project` (the ledger-project input). */
+  ledgerProject?: string;
 }
 
 const READ_GRANT = `set ${GITLAB_TOKEN_VARIABLE} to a token with the read_api scope of a Maintainer of the project`;
@@ -35,6 +40,14 @@ export function gitlabSetupReader(api: GitLabApi, target: GitLabSetupTarget): Se
             })
           : Promise.resolve({ value: undefined }),
       ]);
+      const ledgerProject = target.ledgerProject;
+      const ledger =
+        ledgerProject && ledgerProject !== project
+          ? await Promise.all([
+              readable(() => api.protectedBranches(ledgerProject)),
+              readable(() => api.projectSettings(ledgerProject)),
+            ])
+          : undefined;
       const facts: GitLabSetupFacts = {
         platform: 'gitlab',
         project,
@@ -43,7 +56,12 @@ export function gitlabSetupReader(api: GitLabApi, target: GitLabSetupTarget): Se
         defaultBranch: 'value' in settings ? settings.value.defaultBranch : 'main',
         ledgerRecordBranch: sampleRecordBranch(target.ledgerBranch),
         protectedBranches,
-        jobTokenPush: 'value' in settings ? { value: settings.value.jobTokenPush } : settings,
+        jobTokenPush: jobTokenPushOf(settings),
+        ...(ledgerProject && ledger
+          ? {
+              ledger: { project: ledgerProject, protectedBranches: ledger[0], jobTokenPush: jobTokenPushOf(ledger[1]) },
+            }
+          : {}),
       };
       if (scope === 'gate') return facts;
       const [variables, schedules] = await Promise.all([
@@ -61,6 +79,23 @@ export function gitlabSetupReader(api: GitLabApi, target: GitLabSetupTarget): Se
       return { ...facts, variables, schedules };
     },
   };
+}
+
+/**
+ * The warnings of the plan and apply jobs (issue 27, Deliver 4), as GitHub's plan and approve jobs print them: the
+ * gate's rows that are not ok, read with EXOCOMP_GITLAB_TOKEN. Without that token, or with one GitLab refuses, each
+ * row is a notice naming the grant; an unreachable API is one notice. Nothing here fails the job.
+ */
+export async function warnAboutGitLabGate(
+  api: GitLabApi,
+  target: GitLabSetupTarget,
+  job: { log: Pick<CiLog, 'notice' | 'warning'>; secrets: SecretRegistry; now: Date },
+): Promise<void> {
+  await warnAboutGateSetup(gitlabSetupReader(api, target), job.log, job.secrets, job.now);
+}
+
+function jobTokenPushOf(settings: Read<{ jobTokenPush: boolean }>): Read<boolean> {
+  return 'value' in settings ? { value: settings.value.jobTokenPush } : settings;
 }
 
 /** The value, or what to grant when GitLab refused (401/403) or the token is missing; other failures throw. */

@@ -14,7 +14,8 @@ import type { CiPlatform } from '../../ports/ci-platform.js';
 
 export function manualJobGate(
   platform: CiPlatform,
-  options: { startedByPerson: boolean; allowSelfApproval: boolean; jobName: string },
+  /** `jobName`: this job; `applyJob`: the job a person runs to approve (this one, or a plan job's apply job). */
+  options: { startedByPerson: boolean; allowSelfApproval: boolean; jobName: string; applyJob: string },
 ): ApprovalGate {
   return {
     mode: 'manual',
@@ -46,14 +47,6 @@ export function manualJobGate(
     },
     awaitDecision: async () => undefined,
     howToDecide: (workflow) =>
-      `awaiting approval: someone other than ${workflow.requester} runs the manual job ${applyJobOf(options.jobName)} of pipeline ${platform.run.url}`,
+      `awaiting approval: someone other than ${workflow.requester} runs the manual job ${options.applyJob} of pipeline ${platform.run.url}`,
   };
-}
-
-/**
- * The job a person runs to approve: the apply job. The plan job says so too, and the templates name both
- * from one prefix (`<prefix>plan`, `<prefix>apply`), so the plan job knows the apply job's name.
- */
-export function applyJobOf(jobName: string): string {
-  return jobName.replace(/plan$/, 'apply');
 }
