@@ -1,6 +1,6 @@
 /**
  * Which job applies the plan a plan job records, so its "awaiting approval" notice names what the user must act on
- * (issue 24; docs/decisions/i24-review-plans-without-an-apply-job.md). The face knows which jobs its run holds (on
+ * (issue 24; docs/decisions/0033-review-plans-without-an-apply-job.md). The face knows which jobs its run holds (on
  * GitLab: the template that defined the plan job says so); the core only words it.
  */
 import { z } from 'zod';
