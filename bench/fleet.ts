@@ -25,7 +25,7 @@ import { runProcess } from '../src/adapters/process.js';
 import { chooseForks } from '../src/domain/forks.js';
 import { createLoopbackHost, generateKeyPair, type KeyPair, type LoopbackHost } from '../test/support/loopback-host.js';
 import { fixtureWorkspacesDir, standinPath } from '../test/support/tofu-standin.js';
-import { ansiblePython, cliEnv, median, provisionRunArgs } from './side-by-side.js';
+import { ansiblePython, cliEnv, median, provisionRunArgs, SUBREAPER_PY } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const cli = join(root, 'dist/cli.js');
@@ -37,25 +37,6 @@ if (!hostCounts.every((n) => Number.isInteger(n) && n >= 1) || !Number.isInteger
 const cores = availableParallelism();
 const runnerCores = '0';
 const hostCores = cores > 1 ? `1-${cores - 1}` : '0';
-
-/**
- * Runs argv as a child subreaper (so daemonized ssh masters stay in its tree), passing stdout through;
- * ends what is left of the tree once the child exits.
- */
-const subreaper = `
-import ctypes, os, signal, subprocess, sys
-assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
-rc = subprocess.call(sys.argv[1:])
-for pid in filter(str.isdigit, os.listdir('/proc')):
-    try:
-        stat = open(f'/proc/{pid}/stat').read()
-        if int(stat[stat.rfind(')') + 2:].split()[1]) == os.getpid(): os.kill(int(pid), signal.SIGTERM)
-    except OSError: pass
-while True:
-    try: os.wait()
-    except ChildProcessError: break
-sys.exit(rc)
-`;
 
 /** CPU ms (user + system) a process tree has used so far: live processes' own and their reaped children's. */
 async function treeCpuMs(rootPid: number): Promise<number> {
@@ -89,7 +70,7 @@ async function timedSteps(
   subreaperPath: string,
   stepEnded: (line: string) => string | undefined,
 ): Promise<Record<string, StepFigures>> {
-  const child = spawn('taskset', ['-c', runnerCores, 'python3', subreaperPath, ...command], {
+  const child = spawn('taskset', ['-c', runnerCores, 'python3', subreaperPath, '/dev/null', ...command], {
     ...options,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -206,7 +187,7 @@ const COMPARED: [string, string[], string[]][] = [
 
 const dir = await mkdtemp(join(tmpdir(), 'exocomp-bench-fleet-'));
 const subreaperPath = join(dir, 'subreaper.py');
-await writeFile(subreaperPath, subreaper);
+await writeFile(subreaperPath, SUBREAPER_PY);
 if (cores > 1) await runProcess('taskset', ['-a', '-p', '-c', hostCores, String(process.pid)]);
 const keys = { bootstrap: await generateKeyPair(dir, 'bootstrap'), fleet: await generateKeyPair(dir, 'fleet') };
 console.log(

@@ -13,31 +13,12 @@ import { join, resolve } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { runProcess } from '../src/adapters/process.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../test/support/loopback-host.js';
-import { median } from './side-by-side.js';
+import { median, SUBREAPER_PY } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const playbook = process.env.BENCH_PLAYBOOK ?? join(root, 'playbooks/onboard.yml');
 const hostCount = Number(process.env.BENCH_HOSTS ?? 1);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
-
-/** Runs argv as a child subreaper and prints {rc, cpu, wall}: CPU of the whole tree, daemonized masters included. */
-const subreaper = `
-import ctypes, json, os, resource, signal, subprocess, sys, time
-assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
-started = time.monotonic()
-rc = subprocess.call(sys.argv[2:], stdout=open(sys.argv[1], 'ab'), stderr=subprocess.STDOUT)
-wall = time.monotonic() - started
-for pid in filter(str.isdigit, os.listdir('/proc')):
-    try:
-        stat = open(f'/proc/{pid}/stat').read()
-        if int(stat[stat.rfind(')') + 2:].split()[1]) == os.getpid(): os.kill(int(pid), signal.SIGTERM)
-    except OSError: pass
-while True:
-    try: os.wait()
-    except ChildProcessError: break
-usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-print(json.dumps({'rc': rc, 'cpu': usage.ru_utime + usage.ru_stime, 'wall': wall}))
-`;
 
 const dir = await mkdtemp(join(tmpdir(), 'exo-bot-'));
 const hosts: LoopbackHost[] = [];
@@ -56,7 +37,7 @@ try {
   await writeFile(inventory, JSON.stringify({ all: { hosts: Object.fromEntries(entries) } }));
   const vars = join(dir, 'vars.json');
   await writeFile(vars, JSON.stringify({ exocomp_fleet_pubkey: fleet.publicKey }));
-  await writeFile(join(dir, 'subreaper.py'), subreaper);
+  await writeFile(join(dir, 'subreaper.py'), SUBREAPER_PY);
 
   const [play] = parse(await readFile(playbook, 'utf8')) as [{ tasks: { name?: string }[] }];
   const cpu: number[][] = [];
@@ -73,11 +54,16 @@ try {
       await Promise.all(
         hosts.map((h) => h.exec('userdel -r exocomp 2>/dev/null; rm -f /etc/sudoers.d/exocomp-exocomp')),
       );
+      const started = performance.now();
       const result = await runProcess(
         'python3',
-        [join(dir, 'subreaper.py'), join(dir, 'ansible.log'), 'ansible-playbook', '-i', inventory, '-u', 'root'].concat(
-          ['--private-key', bootstrap.privateKeyPath, '-e', `@${vars}`, cut],
-        ),
+        [join(dir, 'subreaper.py'), join(dir, 'cpu.json'), 'ansible-playbook', '-i', inventory, '-u', 'root'].concat([
+          '--private-key',
+          bootstrap.privateKeyPath,
+          '-e',
+          `@${vars}`,
+          cut,
+        ]),
         {
           env: {
             ...process.env,
@@ -88,9 +74,11 @@ try {
           },
         },
       );
-      const run = JSON.parse(result.stdout) as { rc: number; cpu: number; wall: number };
-      if (run.rc !== 0)
-        throw new Error(`${cut} failed:\n${(await readFile(join(dir, 'ansible.log'), 'utf8')).slice(-3000)}`);
+      const run = {
+        cpu: (JSON.parse(await readFile(join(dir, 'cpu.json'), 'utf8')) as { cpu: number }).cpu,
+        wall: (performance.now() - started) / 1000,
+      };
+      if (result.code !== 0) throw new Error(`${cut} failed:\n${result.stdout.slice(-3000)}`);
       cpu[tasks]!.push(run.cpu);
       wall[tasks]!.push(run.wall);
     }
