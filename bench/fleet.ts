@@ -1,44 +1,117 @@
 /**
- * npm run bench:fleet — the chain over N loopback hosts with the forks exocomp
- * derives from the host count and the cores (domain/forks.ts) beside the same
- * chain at ansible's old fixed 5 (ANSIBLE_FORKS=5, which exocomp honours), side
- * by side (needs root: it starts loopback sshd hosts).
+ * npm run bench:fleet — the whole chain over N loopback hosts, exocomp beside the bare tools doing the same
+ * work (needs root: it starts loopback sshd hosts).
  *
- *   BENCH_HOSTS=20 BENCH_ROUNDS=3 npm run bench:fleet
+ *   BENCH_HOSTS=20,50 npm run bench:fleet          (default 50,100,200,400; BENCH_ROUNDS, default 1)
  *
- * Each run is `exocomp provision run` (apply with the tofu stand-in, the SSH
- * wait, the host-key scan and pins, the onboarding play, the fleet-login proof,
- * the configure play) and then one converge (`playbook run --inventory
- * tf:bench`), on a fresh ledger. The hosts stay up across runs; one untimed run
- * first creates the fleet user, so every timed run finds them in the same state.
- * Prints, per side, the wall time of the chain and of the converge and the CPU
- * of all processes per host, and the ratios derived / fixed.
+ * exocomp: `provision run --json` (apply with the tofu stand-in, the SSH wait, the host-key scan and pins,
+ * the onboarding play, the fleet-login proof, the configure play). bare: a shell script doing the same work
+ * with the tools alone: sequential ssh-keyscan into a known_hosts file, the seeded onboarding play with the
+ * bootstrap key as root, the demo's configure play as the fleet user with the fleet key in an ssh-agent,
+ * strict host-key checking, pipelining and ControlPersist, ansible's default forks. Both onboard every host
+ * from scratch (the user and drop-in are removed before each run).
+ *
+ * The hosts' sshd run on other cores than the runner (taskset: this process and so the hosts on cores
+ * 1…n−1, each side's runner on core 0), so the runner's own cost is measured apart from the hosts'. Runner
+ * CPU is the whole process tree's (a subreaper collects the ssh masters ControlPersist daemonizes), read at
+ * every step boundary. Prints per step the wall time and runner CPU per host of both sides and their ratio.
  */
-import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
 import { runProcess } from '../src/adapters/process.js';
 import { chooseForks } from '../src/domain/forks.js';
 import { createLoopbackHost, generateKeyPair, type KeyPair, type LoopbackHost } from '../test/support/loopback-host.js';
 import { fixtureWorkspacesDir, standinPath } from '../test/support/tofu-standin.js';
-import { childCpuMs, cliEnv, cpuLine, median, provisionRunArgs, ratioLine, sideBySide } from './side-by-side.js';
+import { ansiblePython, cliEnv, median, provisionRunArgs, SUBREAPER_PY } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const cli = join(root, 'dist/cli.js');
-const hostCount = Number(process.env.BENCH_HOSTS ?? 20);
-const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
-if (!Number.isInteger(hostCount) || hostCount < 1 || !Number.isInteger(rounds) || rounds < 1)
-  throw new Error('BENCH_HOSTS and BENCH_ROUNDS take whole numbers ≥ 1');
+const hostCounts = (process.env.BENCH_HOSTS ?? '50,100,200,400').split(',').map(Number);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 1);
+if (!hostCounts.every((n) => Number.isInteger(n) && n >= 1) || !Number.isInteger(rounds) || rounds < 1)
+  throw new Error('BENCH_HOSTS takes whole numbers ≥ 1 separated by commas, BENCH_ROUNDS a whole number ≥ 1');
 
-type Side = 'derived' | 'fixed-5';
-const FORKS_ENV: Record<Side, NodeJS.ProcessEnv> = { derived: {}, 'fixed-5': { ANSIBLE_FORKS: '5' } };
+const cores = availableParallelism();
+const runnerCores = '0';
+const hostCores = cores > 1 ? `1-${cores - 1}` : '0';
 
-interface Keys {
-  bootstrap: KeyPair;
-  fleet: KeyPair;
+/** CPU ms (user + system) a process tree has used so far: live processes' own and their reaped children's. */
+async function treeCpuMs(rootPid: number): Promise<number> {
+  const stats = new Map<number, { ppid: number; ticks: number }>();
+  for (const pid of (await readdir('/proc')).filter((name) => /^\d+$/.test(name))) {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
+    if (stat === undefined) continue;
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = [11, 12, 13, 14].reduce((sum, i) => sum + Number(fields[i]), 0);
+    stats.set(Number(pid), { ppid: Number(fields[1]), ticks });
+  }
+  const inTree = (pid: number): boolean => {
+    for (let p: number | undefined = pid; p !== undefined && p > 1; p = stats.get(p)?.ppid)
+      if (p === rootPid) return true;
+    return false;
+  };
+  let ticks = 0;
+  for (const [pid, stat] of stats) if (inTree(pid)) ticks += stat.ticks;
+  return ticks * 10;
 }
 
-/** A fresh workspace (the stand-in's `edge` fixture naming every host, the demo's site.yml) and ledger. */
+interface StepFigures {
+  wallMs: number;
+  cpuMs: number;
+}
+
+/** Runs a side on core 0 and cuts it into steps where `stepEnded(line)` names one. */
+async function timedSteps(
+  command: string[],
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+  subreaperPath: string,
+  stepEnded: (line: string) => string | undefined,
+): Promise<Record<string, StepFigures>> {
+  const child = spawn('taskset', ['-c', runnerCores, 'python3', subreaperPath, '/dev/null', ...command], {
+    ...options,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
+  const steps: Record<string, StepFigures> = {};
+  let last = { at: performance.now(), cpu: 0 };
+  for await (const line of createInterface({ input: child.stdout })) {
+    const step = stepEnded(line);
+    if (step === undefined) continue;
+    const now = { at: performance.now(), cpu: await treeCpuMs(child.pid!) };
+    steps[step] = { wallMs: now.at - last.at, cpuMs: now.cpu - last.cpu };
+    last = now;
+  }
+  const code = await new Promise<number | null>((done) =>
+    child.exitCode !== null ? done(child.exitCode) : child.on('close', done),
+  );
+  if (code !== 0) throw new Error(`${command.join(' ')} failed (exit ${code}):\n${stderr}`);
+  return steps;
+}
+
+const bareChain = `#!/bin/bash
+set -euo pipefail
+cd "$WS"
+: > known_hosts
+for hostport in $HOSTS; do ssh-keyscan -T 5 -t ed25519 -p "\${hostport#*:}" "\${hostport%:*}" >> known_hosts 2>/dev/null; done
+echo "step scan"
+export ANSIBLE_PIPELINING=True ANSIBLE_HOST_KEY_CHECKING=True ANSIBLE_RETRY_FILES_ENABLED=false
+ssh_args="-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=$WS/known_hosts -o StrictHostKeyChecking=yes"
+ANSIBLE_SSH_ARGS="$ssh_args -o ControlPath=$WS/cpo-%C" ansible-playbook -i inventory.json -u root \\
+  --private-key "$BOOTSTRAP" -e @onboard-vars.json "$ONBOARD" >> ansible.log || { tail -50 ansible.log >&2; exit 1; }
+echo "step onboard"
+eval "$(ssh-agent -s)" > /dev/null
+trap 'ssh-agent -k > /dev/null' EXIT
+ssh-add -q "$FLEET"
+ANSIBLE_SSH_ARGS="$ssh_args -o ControlPath=$WS/cpc-%C" ansible-playbook -i inventory.json -u exocomp \\
+  site.yml >> ansible.log || { tail -50 ansible.log >&2; exit 1; }
+echo "step configure"
+`;
+
+/** The stand-in's `edge` fixture naming every host, the demo's site.yml, a fresh ledger. */
 async function workspace(dir: string, name: string, hosts: readonly LoopbackHost[]): Promise<string> {
   const ws = await mkdtemp(join(dir, `${name}-`));
   await cp(join(fixtureWorkspacesDir, 'edge'), ws, { recursive: true });
@@ -49,100 +122,125 @@ async function workspace(dir: string, name: string, hosts: readonly LoopbackHost
     join(ws, 'exocomp.auto.tfvars.json'),
     JSON.stringify({ ansible_inventory: { all: { hosts: inventory } } }),
   );
+  // The bare script's: each play names its user (-u), as a user running the tools by hand would.
+  const bare = Object.fromEntries(
+    hosts.map((h, i) => [`h${i + 1}`, { ansible_host: h.address, ansible_port: h.port }]),
+  );
+  await writeFile(join(ws, 'inventory.json'), JSON.stringify({ all: { hosts: bare } }));
   await cp(resolve(root, 'examples/demo/site.yml'), join(ws, 'site.yml'));
   await runProcess('git', ['init', '-q', '--bare', join(ws, 'ledger.git')]);
   return ws;
 }
 
-/** One chain and one converge; returns each one's wall time. */
-async function chainAndConverge(ws: string, keys: Keys, env: NodeJS.ProcessEnv): Promise<[number, number]> {
-  const options = { cwd: ws, env: { ...cliEnv(ws), ...env } };
-  const started = performance.now();
-  const chain = await runProcess(
-    process.execPath,
-    provisionRunArgs(cli, ws, standinPath, keys.fleet.privateKeyPath, keys.bootstrap.privateKeyPath),
-    options,
-  );
-  if (chain.code !== 0) throw new Error(`provision run failed (${chain.code}):\n${chain.stderr.slice(-3000)}`);
-  const chained = performance.now();
-  const converge = await runProcess(
-    process.execPath,
+async function exocompRun(ws: string, keys: Keys, subreaperPath: string): Promise<Record<string, StepFigures>> {
+  return timedSteps(
     [
-      cli,
-      'playbook',
-      'run',
-      join(ws, 'site.yml'),
-      '--inventory',
-      'tf:bench',
-      '--ledger',
-      join(ws, 'ledger.git'),
-    ].concat(['--fleet-key', keys.fleet.privateKeyPath]),
-    options,
+      process.execPath,
+      ...provisionRunArgs(cli, ws, standinPath, keys.fleet.privateKeyPath, keys.bootstrap.privateKeyPath, '--json'),
+    ],
+    { cwd: ws, env: cliEnv(ws) },
+    subreaperPath,
+    (line) => {
+      const event = JSON.parse(line) as { event?: string; step?: string };
+      return event.event === 'step-succeeded' ? event.step : undefined;
+    },
   );
-  if (converge.code !== 0) throw new Error(`converge failed (${converge.code}):\n${converge.stderr.slice(-3000)}`);
-  return [chained - started, performance.now() - chained];
 }
 
-const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+async function bareRun(ws: string, keys: Keys, hosts: readonly LoopbackHost[], subreaperPath: string) {
+  await writeFile(join(ws, 'chain.sh'), bareChain, { mode: 0o755 });
+  await writeFile(join(ws, 'onboard-vars.json'), JSON.stringify({ exocomp_fleet_pubkey: keys.fleet.publicKey }));
+  return timedSteps(
+    ['bash', join(ws, 'chain.sh')],
+    {
+      cwd: ws,
+      env: {
+        ...process.env,
+        WS: ws,
+        HOSTS: hosts.map((h) => `${h.address}:${h.port}`).join(' '),
+        BOOTSTRAP: keys.bootstrap.privateKeyPath,
+        FLEET: keys.fleet.privateKeyPath,
+        ONBOARD: join(root, 'playbooks/onboard.yml'),
+        PYTHON: await ansiblePython(),
+      },
+    },
+    subreaperPath,
+    (line) => /^step (\w+)$/.exec(line)?.[1],
+  );
+}
+
+interface Keys {
+  bootstrap: KeyPair;
+  fleet: KeyPair;
+}
+
 const load = () =>
   loadavg()
     .map((l) => l.toFixed(2))
     .join(' ');
+/** exocomp's steps beside the bare script's: the wait, the scan and the onboarding play are one span for both. */
+const COMPARED: [string, string[], string[]][] = [
+  ['apply', ['apply'], []],
+  ['wait + scan + onboard', ['ssh-wait', 'onboard'], ['scan', 'onboard']],
+  ['configure', ['configure'], ['configure']],
+];
 
 const dir = await mkdtemp(join(tmpdir(), 'exocomp-bench-fleet-'));
-const hosts: LoopbackHost[] = [];
+const subreaperPath = join(dir, 'subreaper.py');
+await writeFile(subreaperPath, SUBREAPER_PY);
+if (cores > 1) await runProcess('taskset', ['-a', '-p', '-c', hostCores, String(process.pid)]);
+const keys = { bootstrap: await generateKeyPair(dir, 'bootstrap'), fleet: await generateKeyPair(dir, 'fleet') };
+console.log(
+  `bench:fleet — hosts ${hostCounts.join(', ')}, ${rounds} round(s), ${cores} core(s): hosts' sshd on cores ${hostCores}, ` +
+    `runner on core ${runnerCores}; exocomp forks derived (${hostCounts.map((n) => chooseForks(n, cores)).join(', ')}), bare forks 5; load ${load()}`,
+);
 try {
-  const keys = { bootstrap: await generateKeyPair(dir, 'bootstrap'), fleet: await generateKeyPair(dir, 'fleet') };
-  console.log(
-    `bench:fleet — ${hostCount} host(s), ${rounds} round(s), ${availableParallelism()} core(s): derived forks ` +
-      `${chooseForks(hostCount, availableParallelism())} vs fixed 5; load ${load()} at start`,
-  );
-  for (let i = 0; i < hostCount; i++)
-    hosts.push(await createLoopbackHost({ rootAuthorizedKey: keys.bootstrap.publicKey }));
-  await Promise.all(hosts.map((h) => h.start()));
-  console.log('warm-up run (untimed): creates the fleet user on every host');
-  await chainAndConverge(await workspace(dir, 'warm-up', hosts), keys, {});
-
-  const phases: Record<Side, { chain: number[]; converge: number[]; cpu: number[] }> = {
-    derived: { chain: [], converge: [], cpu: [] },
-    'fixed-5': { chain: [], converge: [], cpu: [] },
-  };
-  const times = await sideBySide(['fixed-5', 'derived'] as const, rounds, async (side) => {
-    const ws = await workspace(dir, side, hosts);
-    const cpuBefore = await childCpuMs();
-    const [chain, converge] = await chainAndConverge(ws, keys, FORKS_ENV[side]);
-    phases[side].cpu.push((await childCpuMs()) - cpuBefore);
-    phases[side].chain.push(chain);
-    phases[side].converge.push(converge);
-    await rm(ws, { recursive: true, force: true });
-    return chain + converge;
-  });
-  console.log('');
-  console.log('side    | chain (median) | converge (median) | CPU per host (median)');
-  for (const side of ['derived', 'fixed-5'] as const) {
-    if (phases[side].chain.length === 0) continue;
-    console.log(
-      `${side.padEnd(7)} | ${seconds(median(phases[side].chain)).padStart(14)} | ${seconds(median(phases[side].converge)).padStart(17)} | ` +
-        `${(median(phases[side].cpu) / hostCount / 1000).toFixed(2)} s`,
-    );
+  for (const count of hostCounts) {
+    const hosts: LoopbackHost[] = [];
+    try {
+      for (let i = 0; i < count; i++)
+        hosts.push(await createLoopbackHost({ rootAuthorizedKey: keys.bootstrap.publicKey }));
+      await Promise.all(hosts.map((h) => h.start()));
+      const figures: Record<'exocomp' | 'bare', Record<string, StepFigures>[]> = { exocomp: [], bare: [] };
+      for (let round = 0; round < rounds; round++) {
+        for (const side of round % 2 === 0 ? (['bare', 'exocomp'] as const) : (['exocomp', 'bare'] as const)) {
+          for (let i = 0; i < hosts.length; i += 50)
+            await Promise.all(
+              hosts
+                .slice(i, i + 50)
+                .map((h) => h.exec('userdel -r exocomp 2>/dev/null; rm -f /etc/sudoers.d/exocomp-exocomp')),
+            );
+          const ws = await workspace(dir, side, hosts);
+          figures[side].push(
+            side === 'exocomp'
+              ? await exocompRun(ws, keys, subreaperPath)
+              : await bareRun(ws, keys, hosts, subreaperPath),
+          );
+          await rm(ws, { recursive: true, force: true });
+        }
+      }
+      const sum = (runs: Record<string, StepFigures>[], steps: string[], what: keyof StepFigures) =>
+        median(runs.map((run) => steps.reduce((total, step) => total + (run[step]?.[what] ?? 0), 0)));
+      console.log(`\n${count} host(s), median of ${rounds} round(s); load ${load()}`);
+      console.log(
+        'step                  | exocomp wall | bare wall | ratio | exocomp CPU/host | bare CPU/host | ratio',
+      );
+      const all = COMPARED.flatMap(([, e]) => e);
+      const allBare = COMPARED.flatMap(([, , b]) => b);
+      for (const [name, e, b] of [...COMPARED, ['whole chain', all, allBare] as [string, string[], string[]]]) {
+        const [ew, bw] = [sum(figures.exocomp, e, 'wallMs'), sum(figures.bare, b, 'wallMs')];
+        const [ec, bc] = [sum(figures.exocomp, e, 'cpuMs') / count, sum(figures.bare, b, 'cpuMs') / count];
+        const ratio = (x: number, y: number) => (y > 0 ? (x / y).toFixed(2) : '—');
+        console.log(
+          `${name.padEnd(21)} | ${`${(ew / 1000).toFixed(1)} s`.padStart(12)} | ${`${(bw / 1000).toFixed(1)} s`.padStart(9)} | ${ratio(ew, bw).padStart(5)} | ` +
+            `${`${(ec / 1000).toFixed(3)} s`.padStart(16)} | ${`${(bc / 1000).toFixed(3)} s`.padStart(13)} | ${ratio(ec, bc).padStart(5)}`,
+        );
+      }
+    } finally {
+      await Promise.all(hosts.map((h) => h.destroy()));
+    }
   }
-  if (times.derived !== undefined && times['fixed-5'] !== undefined) {
-    const sides = (side: Side, ms: number[]) => ({ name: side, ms });
-    console.log(
-      ratioLine('chain + converge', sides('derived', times.derived), sides('fixed-5', times['fixed-5']), 1.0),
-    );
-    console.log(
-      ratioLine(
-        'converge alone',
-        sides('derived', phases.derived.converge),
-        sides('fixed-5', phases['fixed-5'].converge),
-        1.0,
-      ),
-    );
-    console.log(cpuLine(sides('derived', phases.derived.cpu), sides('fixed-5', phases['fixed-5'].cpu)));
-  }
-  console.log(`load ${load()} at end; on a shared machine the figures are indicative only`);
+  console.log(`\nload ${load()} at end; on a shared machine the figures are indicative only`);
 } finally {
-  await Promise.all(hosts.map((h) => h.destroy()));
   await rm(dir, { recursive: true, force: true });
 }

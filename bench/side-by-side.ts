@@ -169,3 +169,26 @@ export async function ansiblePython(): Promise<string> {
   }
   throw new Error('ansible-playbook is not on PATH: install ansible-core (apt-get install ansible-core)');
 }
+
+/**
+ * A python script that runs its arguments as a child subreaper, stdout passed through, so the ssh masters
+ * ControlPersist daemonizes stay in its process tree; once the child exits it ends what is left of the tree,
+ * reaps it, writes `{"cpu": seconds}` (user + system of the whole tree) to the file its first argument
+ * names and exits with the child's code. Write it to a file and run `python3 <file> <cpu file> <command…>`.
+ */
+export const SUBREAPER_PY = `
+import ctypes, json, os, resource, signal, subprocess, sys
+assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+rc = subprocess.call(sys.argv[2:])
+for pid in filter(str.isdigit, os.listdir('/proc')):
+    try:
+        stat = open(f'/proc/{pid}/stat').read()
+        if int(stat[stat.rfind(')') + 2:].split()[1]) == os.getpid(): os.kill(int(pid), signal.SIGTERM)
+    except OSError: pass
+while True:
+    try: os.wait()
+    except ChildProcessError: break
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+with open(sys.argv[1], 'w') as out: json.dump({'cpu': usage.ru_utime + usage.ru_stime}, out)
+sys.exit(rc)
+`;

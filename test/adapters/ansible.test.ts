@@ -10,6 +10,8 @@ import { scrubEnvironment } from '../../src/domain/run-environment.js';
 import { createLoopbackHost, generateKeyPair, type KeyPair, type LoopbackHost } from '../support/loopback-host.js';
 
 const ONBOARD_PLAYBOOK = resolve(import.meta.dirname, '../../playbooks/onboard.yml');
+/** The one task of the seeded onboarding play that reaches the host. */
+const ONBOARD_SCRIPT_TASK = 'Set up the fleet user, its key and passwordless sudo';
 
 let root: string;
 /** The runs' TMPDIR: every private directory of the adapter lands here and must be gone afterwards. */
@@ -236,6 +238,49 @@ describe('onboarding playbook against a loopback host', () => {
       flags: [true, 'two words'],
     });
     expect(await readdir(runTmp)).toEqual([]);
+  });
+
+  it('refuses a hostile user name on the control machine: nothing reaches the host', async () => {
+    const mark = `/tmp/exo-user-${process.pid}`;
+    for (const user of [`x;touch ${mark}`, `$(touch ${mark})`, `a'b`, '-oProxyCommand=x']) {
+      const result = await onboard({ exocomp_fleet_pubkey: fleet.publicKey, exocomp_onboard_user: user });
+      expect(result.code, describeRun(result)).not.toBe(0);
+      expect(result.stdout).toContain('exocomp_onboard_user a plain user name');
+      expect(result.stdout).not.toContain(`TASK [${ONBOARD_SCRIPT_TASK}`);
+    }
+    expect((await host.exec(`test -e ${mark} && echo ran; getent passwd x a`)).stdout).toBe('');
+  });
+
+  it('hands a key comment full of shell to the host as data: it lands in authorized_keys, nothing runs', async () => {
+    const mark = `/tmp/exo-key-${process.pid}`;
+    const keyLine = `${fleet.publicKey} x'$(touch ${mark}a)'\`touch ${mark}b\`;touch ${mark}c "$(touch ${mark}d)" \\ %s {{ 7 * 6 }}`;
+    const result = await onboard({ exocomp_fleet_pubkey: keyLine });
+    expect(result.code, describeRun(result)).toBe(0);
+    expect(result.recap.web).toMatchObject({ changed: 1, failed: 0 });
+    expect((await host.readFile('/home/exocomp/.ssh/authorized_keys'))?.split('\n')).toContain(keyLine);
+    expect((await host.exec(`ls ${mark}a ${mark}b ${mark}c ${mark}d 2>/dev/null; true`)).stdout).toBe('');
+  });
+
+  it('fails the host and installs no drop-in when visudo rejects it, and repairs modes once it passes', async () => {
+    const dropIn = '/etc/sudoers.d/exocomp-exocomp';
+    await host.exec(
+      `rm -f ${dropIn} && chmod 0644 /home/exocomp/.ssh/authorized_keys && printf '#!/bin/sh\\necho "parse error in $2" >&2\\nexit 1\\n' >/usr/local/sbin/visudo && chmod 0755 /usr/local/sbin/visudo`,
+    );
+    const refused = await onboard({ exocomp_fleet_pubkey: fleet.publicKey });
+    expect(refused.code, describeRun(refused)).not.toBe(0);
+    expect(refused.recap.web).toMatchObject({ failed: 1 });
+    expect(refused.stdout).toMatch(
+      /exocomp-onboard: failed: visudo -cf rejected the sudoers drop-in for \/etc\/sudoers.d\/exocomp-exocomp: parse error in \/etc\/sudoers.d\/exocomp-exocomp\.\w+/,
+    );
+    expect((await host.exec('ls -A /etc/sudoers.d')).stdout).not.toContain('exocomp');
+
+    await host.exec('rm /usr/local/sbin/visudo');
+    const repaired = await onboard({ exocomp_fleet_pubkey: fleet.publicKey });
+    expect(repaired.code, describeRun(repaired)).toBe(0);
+    expect(repaired.recap.web).toMatchObject({ changed: 1, failed: 0 });
+    expect((await host.exec(`stat -c '%U %G %a' /home/exocomp/.ssh/authorized_keys ${dropIn}`)).stdout).toBe(
+      'exocomp exocomp 600\nroot root 440\n',
+    );
   });
 });
 
@@ -487,7 +532,7 @@ describe('local hosts and run options', () => {
     expect(result.code, describeRun(result)).toBe(0);
     // An ended host may not appear in the recap at all.
     expect(result.recap.control ?? { changed: 0, failed: 0 }).toMatchObject({ changed: 0, failed: 0 });
-    expect(result.stdout).not.toContain('TASK [Create the fleet user]');
+    expect(result.stdout).not.toContain(`TASK [${ONBOARD_SCRIPT_TASK}`);
   });
 
   it('redacts secrets in output, the tail and streamed lines', async () => {
