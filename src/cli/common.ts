@@ -123,10 +123,13 @@ export async function buildContext(settings: GlobalSettings, io: Io): Promise<Ap
   const cwd = process.cwd();
   const location = await resolveLedgerLocation({ ledger: settings.ledger, cwd, init: settings.ledgerInit });
   const progress: ProgressListener = settings.json ? new JsonProgress(io.out) : new TerminalProgress(io.err);
+  // One clock for the use cases and the ledger's commit dates.
+  const now = () => new Date();
   const gitStore = new GitLedgerStore({
     remote: location.remote,
     branch: settings.ledgerBranch,
     retryForMs: settings.ledgerRetryForMs,
+    now,
   });
   // The core's context, always behind the secret guard: a command that learned no secret still refuses a record that carries a registered one.
   return jobContext(
@@ -134,6 +137,7 @@ export async function buildContext(settings: GlobalSettings, io: Io): Promise<Ap
       ledger: { store: gitStore },
       secrets: io.secrets ?? new SecretRegistry(),
       progress,
+      now,
       cwd,
       env: process.env,
       interrupt: cliInterrupt(),

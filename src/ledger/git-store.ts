@@ -72,6 +72,8 @@ export interface GitLedgerStoreOptions {
   secrets?: readonly string[];
   /** Builds the git adapter for the cache repository; tests substitute a double. */
   git?: (gitDir: string) => GitCli;
+  /** The clock that stamps commits (author and committer date): the app's injected clock. Default: the machine's. */
+  now?: () => Date;
 }
 
 export const DEFAULT_LEDGER_BRANCH = 'exocomp-ledger';
@@ -204,6 +206,7 @@ export class GitLedgerStore implements LedgerStore {
   private readonly cacheRoot: string;
   private readonly retryForMs: number;
   private readonly writer: string;
+  private readonly now: () => Date;
   private readonly makeGit: (gitDir: string) => GitCli;
   private readonly secrets: readonly string[];
   private readonly cachePrefix: string;
@@ -231,6 +234,7 @@ export class GitLedgerStore implements LedgerStore {
     this.cacheRoot = options.cacheDir ?? defaultCacheRoot();
     this.retryForMs = Math.max(0, options.retryForMs ?? DEFAULT_LEDGER_RETRY_MS);
     this.writer = (options.writer ?? defaultWriter()).replace(/[\r\n]+/g, ' ').slice(0, 200);
+    this.now = options.now ?? (() => new Date());
     this.cachePrefix = cacheRefPrefix(this.branch);
     this.makeGit =
       options.git ??
@@ -423,7 +427,7 @@ export class GitLedgerStore implements LedgerStore {
     const contents = new Map(state.contents);
     const pushedRefs: LedgerRef[] = [];
     const refspecs: string[] = [];
-    const when = new Date();
+    const when = this.now();
     const trailer = `\n\n${WRITER_TRAILER}: ${this.writer}\n`;
     const moved = `move to ${this.branch}${RECORDS_SUFFIX}/* from the single branch ${this.branch}`;
     const addBlob = (content: string): string => {

@@ -172,19 +172,6 @@ describe('environment mode', () => {
     expect(result.log).toMatch(/carol approved an attempt of workflow edge-6008 they started/);
     expect(workflowRecord(await fx.ledgerFile('workflows/edge-6008.json')).approval.state).toBe('pending');
   });
-
-  it('refuses the requester approving their own deployment where the environment allows self-review', async () => {
-    const plan = await fx.run('plan', { runId: 6005, actor: 'alice', with: planInputs() });
-    expect(plan.code, describeRun(plan)).toBe(0);
-    const appliesBefore = await fx.applyCount();
-    fx.double.state.approvals[6005] = [{ state: 'approved', user: 'alice', environments: ['production'] }];
-    const result = await apply(6005, 'production');
-    expect(result.code).toBe(1);
-    expect(result.log).toMatch(/alice approved a deployment they requested/);
-    expect(result.log).toMatch(/Prevent self-review/);
-    expect(await fx.applyCount()).toBe(appliesBefore);
-    expect(workflowRecord(await fx.ledgerFile('workflows/edge-6005.json')).approval.state).toBe('pending');
-  });
 });
 
 describe('dispatch mode', () => {

@@ -115,15 +115,6 @@ describe('a third CI platform runs the chain with no change under src/app', () =
     ledgerBranch: 'exocomp-ledger',
   });
 
-  it('refuses a missing playbook before the first ledger write and before any tofu call', async () => {
-    const ci = exampleCi();
-    const result = await runCiJob(settings('gone.yml'), face(ci));
-    expect(result.code).toBe(2);
-    expect(ci.log.join('\n')).toContain('the playbook "gone.yml" does not exist');
-    expect(await fx.ledgerMessages()).toEqual([]);
-    expect(await readStandinLog(fx.standinLog)).toEqual([]);
-  });
-
   it('runs apply → ssh-wait → onboard → configure; an unreachable optional lookup is a notice', async () => {
     const ci = exampleCi({ lookupFails: true });
     const result = await runCiJob(settings('site.yml'), face(ci));

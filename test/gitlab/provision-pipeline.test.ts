@@ -1,7 +1,7 @@
 /**
  * Issue 11, provision through the GitLab templates, run by gitlab-ci-local:
  * the plan job (requester alice) → the manual apply job run by alice herself
- * (refused, nothing applied) → the same job run by bob, then configure, against
+ * (refused, nothing applied, the gate's setup warning shown) → the same job run by bob, then configure, against
  * a real loopback sshd host, real ansible, the OpenTofu stand-in, the ledger in
  * the GitLab double's git (pushed with each job's job token).
  */

@@ -197,6 +197,16 @@ describe('GitLedgerStore', () => {
     ]);
   });
 
+  it("stamps each commit's author and committer date with the injected clock, not the machine's", async () => {
+    const ledger = store({ now: () => new Date('2031-04-05T06:07:08.900Z') });
+    await ledger.update(() => change({ 'a.json': 'a', 'b.json': 'b' }, 'two records'));
+    const dates = await git(['--git-dir', remote, 'log', '--format=%aI %cI', '--branches=exocomp-ledger-records/*']);
+    expect(dates.stdout.trim().split('\n')).toEqual([
+      '2031-04-05T06:07:08+00:00 2031-04-05T06:07:08+00:00',
+      '2031-04-05T06:07:08+00:00 2031-04-05T06:07:08+00:00',
+    ]);
+  });
+
   it('re-applies the change to the new snapshot when another writer changed the same record first', async () => {
     const other = store();
     await other.update(() => change({ 'list.json': '["first"]' }));

@@ -19,6 +19,8 @@ export interface GitHubLedgerOptions {
   /** How long a write retries while other writers change the same record. */
   retryForMs?: number;
   secrets: SecretRegistry;
+  /** The session's clock: it stamps the ledger's commits. */
+  now: () => Date;
 }
 
 export interface GitHubLedger {
@@ -46,6 +48,7 @@ export function openGitHubLedger(options: GitHubLedgerOptions): GitHubLedger {
     ...(options.retryForMs === undefined ? {} : { retryForMs: options.retryForMs }),
     gitConfig: auth.config,
     secrets: options.secrets.list(),
+    now: options.now,
   });
   return {
     store,

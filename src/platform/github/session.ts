@@ -115,6 +115,7 @@ export function githubLedger(session: Session<ActionName>, settings: LedgerInput
     ledgerRepository: settings['ledger-repository'],
     ...(settings['ledger-retry-for'] === undefined ? {} : { retryForMs: settings['ledger-retry-for'] }),
     secrets: session.secrets,
+    now: session.now,
   });
 }
 

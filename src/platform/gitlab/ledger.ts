@@ -29,6 +29,8 @@ export interface GitLabLedgerOptions {
   ledgerProject: string | undefined;
   env: NodeJS.ProcessEnv;
   secrets: SecretRegistry;
+  /** The job's clock: it stamps the ledger's commits. Default: the machine's. */
+  now?: () => Date;
 }
 
 export interface GitLabLedger {
@@ -91,6 +93,7 @@ export function openGitLabLedger(options: GitLabLedgerOptions): GitLabLedger {
     gitConfig: config,
     extraEnv,
     secrets: secrets.list(),
+    ...(options.now ? { now: options.now } : {}),
   });
   const preflight = async () => {
     const probe = await probePushAccess({

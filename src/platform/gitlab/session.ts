@@ -124,7 +124,9 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
     const api = new GitLabApi(job.serverUrl, { jobToken: job.jobToken, accessToken }, secrets);
     const platform = jobPlatform(job, api, settings, env, secrets, log);
     const branch = settings.EXOCOMP_LEDGER_BRANCH;
-    const ledger = openGitLabLedger({ job, branch, ledgerProject: settings.EXOCOMP_LEDGER_PROJECT, env, secrets });
+    // One clock for the use cases and the ledger's commit dates.
+    const now = () => new Date();
+    const ledger = openGitLabLedger({ job, branch, ledgerProject: settings.EXOCOMP_LEDGER_PROJECT, env, secrets, now });
     const name = workspaceNameOf(settings);
     const stateEnv = settings.EXOCOMP_STATE === 'gitlab' ? gitlabStateEnv(job, name ?? 'default') : {};
     const face: CiJobFace = {
@@ -135,6 +137,7 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
       cwd: job.projectDir,
       env: { ...withoutTokens(env), ...stateEnv },
       tempDir: job.tempDir,
+      now,
       published: async (workflow) => writeTerraformReport(kind, job.projectDir, workflow),
       bastionName: 'the bastion input (EXOCOMP_BASTION)',
     };
