@@ -53,6 +53,24 @@ export function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
 }
 
+/**
+ * Where in an inventory a secret sits, by dotted path (`all.hosts.web1.db_password`), never by value; a secret in a
+ * key is named by the mapping that holds it. `exposes` says whether a text holds a secret in any form.
+ */
+export function secretPlacesIn(inventory: unknown, exposes: (text: string) => boolean): string[] {
+  const places: string[] = [];
+  const visit = (value: unknown, path: string): void => {
+    if (value !== null && typeof value === 'object') {
+      for (const [key, inner] of Object.entries(value)) {
+        if (exposes(key)) places.push(`a key under ${path === '' ? 'the top level' : path}`);
+        else visit(inner, path === '' ? key : `${path}.${key}`);
+      }
+    } else if (exposes(String(value))) places.push(path);
+  };
+  visit(inventory, '');
+  return places;
+}
+
 /** The bytes of a materialized inventory file: what ansible reads, and what the hash covers. */
 export function renderInventoryFile(inventory: StaticInventory): string {
   return `${JSON.stringify(inventory, null, 2)}\n`;

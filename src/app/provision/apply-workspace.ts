@@ -22,6 +22,7 @@ import { isCiEnvironment, isConfigFile, judgeStateBackend, stateBackendOf } from
 import {
   INVENTORY_SCHEMA_VERSION,
   renderInventoryFile,
+  secretPlacesIn,
   resolveStandingInventory,
   sha256,
   type InventoryRecord,
@@ -370,6 +371,24 @@ function pinNamesOf(text: string | undefined): Set<string> {
 }
 
 /**
+ * The standing inventory is stored in clear and read back by every later job: a secret this run knows (a key, a
+ * run-secret, the seal key, a sensitive output copied with nonsensitive()) must never reach it. Refused here, naming
+ * where it sits, before anything is written; the ledger's guard would store it redacted, and the inventory would then
+ * no longer match the digest its apply recorded.
+ */
+function refuseSecretsIn(inventoryText: string, secrets: SecretRegistry): void {
+  if (!secrets.exposes(inventoryText)) return;
+  const places = secretPlacesIn(JSON.parse(inventoryText), (text) => secrets.exposes(text));
+  throw new ExocompError(
+    'inventory',
+    `the ansible_inventory output carries a secret value at ${places.length > 0 ? places.join(', ') : 'the inventory'}: the standing inventory is stored in the ledger in clear, so it was not recorded`,
+    {
+      help: 'keep secrets out of ansible_inventory: mark the output holding the secret sensitive (with a seal key it reaches the play as an environment variable), or pass it as a run-secret (docs/converge.md); then resume the workflow',
+    },
+  );
+}
+
+/**
  * What an apply records, in one commit: the materialized inventory, its
  * registration, the sealed outputs, and the retirement of pins for hosts this
  * apply dropped (unless another standing inventory still names them).
@@ -377,6 +396,7 @@ function pinNamesOf(text: string | undefined): Set<string> {
 function captureApply(app: AppContext, request: ApplyRequest, outputs: TofuOutputs, approvedPlan?: PlanJson) {
   const captured = captureInventory(outputs);
   const text = renderInventoryFile(captured.inventory);
+  refuseSecretsIn(text, request.secrets);
   const file = inventoryFileLocation(request.name);
   const eventLine = captureEventLine(
     captured.outputCount,
