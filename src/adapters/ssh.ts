@@ -139,7 +139,7 @@ export interface WaitForSshOptions {
   timeoutMs: number;
   /** Probes in flight at once (open sockets). */
   concurrency?: number;
-  /** Pause between two probes of the same host. */
+  /** Time between the starts of two probes of the same host. */
   intervalMs?: number;
   /**
    * First per-attempt timeout. Short, so a host whose SYNs were dropped while
@@ -250,6 +250,7 @@ async function waitForEveryBanner(hosts: readonly SshTarget[], options: WaitForS
         return;
       }
       const budget = Math.min(attemptTimeout, remaining);
+      const probeStarted = performance.now();
       let result: BannerProbe;
       try {
         result = await probe(host, budget, signal);
@@ -268,7 +269,9 @@ async function waitForEveryBanner(hosts: readonly SshTarget[], options: WaitForS
       if (result.reason.startsWith(SILENT_AFTER_CONNECT)) {
         attemptTimeout = Math.min(attemptTimeout * 2, attemptTimeoutMs * 8);
       }
-      await pause(Math.min(intervalMs, deadline - performance.now()), signal);
+      // Probes of a host start intervalMs apart: a probe that itself takes time (an `ssh -W` process through a
+      // bastion costs tens of ms to start) is not followed by the whole interval on top, which would only add latency.
+      await pause(Math.min(probeStarted + intervalMs, deadline) - performance.now(), signal);
     }
   };
 
