@@ -236,7 +236,10 @@ async function throughBastion(
     for (let round = 1; round <= 2; round += 1) {
       t0 = performance.now();
       const waited = await waitForSsh(targets, { timeoutMs: 60_000, probe });
-      if (waited.missing.length > 0) throw new Error(`${waited.missing.length} host(s) never answered through it`);
+      if (waited.missing.length > 0)
+        throw new Error(
+          `${waited.missing.length} host(s) never answered through it (${waited.missing[0]?.lastReason})`,
+        );
       const waitMs = performance.now() - t0;
       const captured = await Promise.all(targets.map((t) => session.captureHostKeys(route, t.address, t.port, 30_000)));
       const through = performance.now() - t0;
