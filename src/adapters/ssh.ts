@@ -144,7 +144,7 @@ export interface WaitForSshOptions {
   timeoutMs: number;
   /** Probes in flight at once (open sockets). */
   concurrency?: number;
-  /** Time between the starts of two probes of the same host. */
+  /** Pause between two probes of the same host. */
   intervalMs?: number;
   /**
    * First per-attempt timeout. Short, so a host whose SYNs were dropped while
@@ -255,7 +255,6 @@ async function waitForEveryBanner(hosts: readonly SshTarget[], options: WaitForS
         return;
       }
       const budget = Math.min(attemptTimeout, remaining);
-      const probeStarted = performance.now();
       let result: BannerProbe;
       try {
         result = await probe(host, budget, signal);
@@ -274,9 +273,7 @@ async function waitForEveryBanner(hosts: readonly SshTarget[], options: WaitForS
       if (result.slow) {
         attemptTimeout = Math.min(attemptTimeout * 2, attemptTimeoutMs * 8);
       }
-      // Probes of a host start intervalMs apart: a probe that itself takes time (an `ssh -W` process through a
-      // bastion costs tens of ms to start) is not followed by the whole interval on top, which would only add latency.
-      await pause(Math.min(probeStarted + intervalMs, deadline) - performance.now(), signal);
+      await pause(Math.min(intervalMs, deadline - performance.now()), signal);
     }
   };
 
