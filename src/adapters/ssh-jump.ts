@@ -513,7 +513,14 @@ function readBanner(child: ChildProcess, timeoutMs: number, signal?: AbortSignal
     };
     const onAbort = (): void => finish({ ok: false, reason: 'probe cancelled' });
     const timer = setTimeout(
-      () => finish({ ok: false, reason: `no SSH banner through the bastion within ${Math.round(timeoutMs)} ms` }),
+      // Slow: spawning ssh and opening the channel count against the budget, and on a busy runner that alone can
+      // take longer than a first attempt's second; the next attempt gets more (waitForSsh doubles it).
+      () =>
+        finish({
+          ok: false,
+          reason: `no SSH banner through the bastion within ${Math.round(timeoutMs)} ms`,
+          slow: true,
+        }),
       timeoutMs,
     );
     signal?.addEventListener('abort', onAbort, { once: true });

@@ -15,7 +15,12 @@ import { fanOutSignal } from './signals.js';
 // never sends a byte, so it cannot authenticate or trip a host-key check.
 // ---------------------------------------------------------------------------
 
-export type BannerProbe = { ok: true; banner: string } | { ok: false; reason: string };
+/**
+ * One attempt at a host's banner. `slow`: the attempt ran out of time after
+ * the host was reached (or through a bastion, where a slow channel and a slow
+ * host look alike), so the next attempt gets more time.
+ */
+export type BannerProbe = { ok: true; banner: string } | { ok: false; reason: string; slow?: boolean };
 
 /** RFC 4253 §4.2 allows lines before the version line; a server that talks this much first is not sshd. */
 const MAX_BYTES_BEFORE_BANNER = 8 * 1024;
@@ -59,7 +64,7 @@ export function probeSshBanner(
       socket.destroy();
       resolve(result);
     };
-    const notSsh = (what: string): BannerProbe => ({
+    const notSsh = (what: string): { ok: false; reason: string } => ({
       ok: false,
       reason:
         firstOtherLine === undefined ? what : `${what}; it said "${printable(firstOtherLine)}", not an SSH banner`,
@@ -70,7 +75,7 @@ export function probeSshBanner(
     const timer = setTimeout(() => {
       finish(
         connected
-          ? notSsh(`${SILENT_AFTER_CONNECT} within ${shownTimeout} ms`)
+          ? { ...notSsh(`${SILENT_AFTER_CONNECT} within ${shownTimeout} ms`), slow: true }
           : { ok: false, reason: `no TCP connection within ${shownTimeout} ms` },
       );
     }, timeoutMs);
@@ -265,7 +270,7 @@ async function waitForEveryBanner(hosts: readonly SshTarget[], options: WaitForS
       }
       // An attempt the deadline cut short says less than the full attempt before it ("HTTP/1.0 …" beats "no banner within 3 ms").
       if (budget === attemptTimeout || !lastReasons.has(host.name)) lastReasons.set(host.name, result.reason);
-      if (result.reason.startsWith(SILENT_AFTER_CONNECT)) {
+      if (result.slow) {
         attemptTimeout = Math.min(attemptTimeout * 2, attemptTimeoutMs * 8);
       }
       await pause(Math.min(intervalMs, deadline - performance.now()), signal);

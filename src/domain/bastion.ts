@@ -6,6 +6,7 @@
  */
 import { ExocompError } from './errors.js';
 import { quoteValue } from './names.js';
+import { ambiguousIpv4, canonicalAddress } from './address.js';
 
 export interface Hop {
   /** The inventory host it is, or the address as given on the command line. */
@@ -41,6 +42,8 @@ function hopError(source: string, field: HopField, value: string, why: string): 
 /** Checks one hop's fields; throws naming the field. */
 export function checkHop(hop: Hop, source: string): Hop {
   if (!HOP_ADDRESS.test(hop.address)) throw hopError(source, 'host', hop.address, 'is not a host name or IP address');
+  const ambiguous = ambiguousIpv4(hop.address);
+  if (ambiguous !== undefined) throw hopError(source, 'host', hop.address, `is ambiguous: ${ambiguous}`);
   if (!Number.isInteger(hop.port) || hop.port < 1 || hop.port > 65535) {
     throw hopError(source, 'port', String(hop.port), 'is not a port number');
   }
@@ -68,7 +71,8 @@ export function parseBastion(text: string, source: string): Hop {
     });
   }
   const [, user, bracketed, bracketedPort, host, hostPort, bareIpv6] = match;
-  const address = (bracketed ?? host ?? bareIpv6) as string;
+  // In the spelling ssh looks its key up by, as the inventory's addresses are (domain/address.ts).
+  const address = canonicalAddress((bracketed ?? host ?? bareIpv6) as string);
   const port = bracketedPort ?? hostPort;
   if (port !== undefined && !/^\d{1,5}$/.test(port)) throw hopError(source, 'port', port, 'is not a port number');
   return checkHop(

@@ -3,6 +3,7 @@ import { ExocompError } from './errors.js';
 import { quoteValue } from './names.js';
 import { BASTION_VARIABLE, resolveRoutes, type Hop } from './bastion.js';
 import { hostTrustOf, type HostTrust } from './host-trust.js';
+import { ambiguousIpv4, canonicalAddress } from './address.js';
 
 /**
  * The static inventory model: the YAML/JSON inventory format ansible's yaml
@@ -259,7 +260,26 @@ export function parseInventory(value: unknown, source = 'the inventory'): Static
     });
   }
   checkVariables(result.data);
+  canonicaliseAddresses(result.data);
   return result.data;
+}
+
+/**
+ * Every ansible_host (host or group var) that is an IP address, in the one
+ * spelling ssh looks host keys up by (domain/address.ts), so pins, the scan,
+ * ssh_config and the play all name a host alike. Rewrites the parsed copy.
+ */
+function canonicaliseAddresses(inv: StaticInventory): void {
+  const rewrite = (vars: VarMap | null | undefined) => {
+    const address = vars?.ansible_host;
+    if (vars && typeof address === 'string') vars.ansible_host = canonicalAddress(address);
+  };
+  const visit = (group: InventoryGroup | null) => {
+    rewrite(group?.vars);
+    for (const vars of Object.values(group?.hosts ?? {})) rewrite(vars);
+    for (const child of Object.values(group?.children ?? {})) visit(child);
+  };
+  for (const group of Object.values(inv)) visit(group);
 }
 
 /**
@@ -503,6 +523,14 @@ function deriveHost(name: string, vars: Map<string, unknown>): DerivedHost {
       name,
       `address ${quoteValue(address)} is not a host name or IP address`,
       'set ansible_host to a DNS name or an IPv4/IPv6 address (no brackets, no port, no templates)',
+    );
+  }
+  const ambiguous = ambiguousIpv4(address);
+  if (ambiguous !== undefined) {
+    throw hostError(
+      name,
+      `address ${quoteValue(address)} is ambiguous: ${ambiguous}`,
+      'set ansible_host to the IPv4 address as four decimal numbers (e.g. 10.0.0.1), or to a DNS name',
     );
   }
   const port = derivePort(name, vars);

@@ -114,6 +114,8 @@ describe('probeSshBanner', () => {
       expect(silentResult).toEqual({
         ok: false,
         reason: expect.stringContaining('accepted a connection but sent no SSH banner'),
+        // The next attempt gets more time: the host is there, only slow.
+        slow: true,
       });
     } finally {
       await closeServer(http);

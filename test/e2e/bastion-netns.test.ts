@@ -8,10 +8,18 @@ import { spawn } from 'node:child_process';
 import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cliPath, createChainFixture, type ChainFixture, type CliResult } from '../support/chain-fixture.js';
+import {
+  cliPath,
+  createChainFixture,
+  driftArgs,
+  driftReportOf,
+  type ChainFixture,
+  type CliResult,
+} from '../support/chain-fixture.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../support/loopback-host.js';
-import { createPrivateNetwork, type PrivateNetwork } from '../support/netns.js';
+import { createPrivateNetwork, longhand, type PrivateNetwork } from '../support/netns.js';
 import { scaled } from '../support/time.js';
+import type { DriftReport } from '../../src/domain/drift.js';
 
 const sitePlaybook = new URL('../fixtures/playbooks/site.yml', import.meta.url).pathname;
 
@@ -47,6 +55,10 @@ describe('provision run through a bastion, on a network the runner cannot reach 
       '--fleet-key',
       fx.fleet.privateKeyPath,
     ]);
+  const drift = async (): Promise<{ code: number; report: DriftReport }> => {
+    const result = await cli(driftArgs(fx));
+    return { code: result.code, report: driftReportOf(result) };
+  };
   const provisionRun = (sshWait: string, ...extra: string[]) =>
     cli([
       'provision',
@@ -97,8 +109,12 @@ describe('provision run through a bastion, on a network the runner cannot reach 
           hosts: { bastion: { ansible_host: bastion.address, ansible_user: 'root' } },
           children: {
             private: {
+              // p4's IPv6 address is spelled non-canonically, as a workspace may: pins, ssh and the play agree on one spelling.
               hosts: Object.fromEntries(
-                privates.map((h, i) => [`p${i + 1}`, { ansible_host: h.address, ansible_user: 'root' }]),
+                privates.map((h, i) => [
+                  `p${i + 1}`,
+                  { ansible_host: h === v6 ? longhand(h.address) : h.address, ansible_user: 'root' },
+                ]),
               ),
               vars: { exocomp_bastion: 'bastion' },
             },
@@ -152,6 +168,30 @@ describe('provision run through a bastion, on a network the runner cannot reach 
     }
   });
 
+  it('drift asks the hosts behind the bastion through it: none shows as unreachable', async () => {
+    const { report } = await drift();
+    expect(report.configuration, JSON.stringify(report)).toMatchObject({
+      ok: true,
+      value: { hostCount: 5, unreachable: [], keyMismatches: [], failed: [] },
+    });
+    // The check-mode play ran on them: the marker it would rewrite (as drift's user) shows as a change on each.
+    const config = report.configuration.ok ? report.configuration.value : undefined;
+    expect(config?.changed.map((c) => c.host)).toEqual(['bastion', 'p1', 'p2', 'p3', 'p4']);
+  });
+
+  it('host onboard rotates a host behind the bastion through it, the bastion checked against its pin', async () => {
+    const p1 = privates[0]!;
+    await p1.rekey();
+    const args = ['host', 'onboard', 'p1', '--inventory', 'tf:edge', ...fx.ledgerArgs];
+    const refused = await cli([...args, '--key', fx.bootstrap.privateKeyPath]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/host key changed for .*p1|presented|no longer matches/);
+    const rotated = await cli([...args, '--key', fx.bootstrap.privateKeyPath, '--rotate']);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    expect(rotated.stdout).toContain(`${p1.address}: rotated`);
+    expect(await fx.ledgerFile('known_hosts')).toContain(`${p1.address} ${await p1.hostPublicKey()}`);
+  });
+
   it('a rekeyed bastion is refused before any play, and nothing is re-pinned', async () => {
     const before = await fx.ledgerFile('known_hosts');
     for (const host of privates) await host.exec('rm -f /tmp/exocomp-configured-*');
@@ -163,6 +203,13 @@ describe('provision run through a bastion, on a network the runner cannot reach 
     for (const [i, host] of privates.entries()) {
       expect(await host.readFile(`/tmp/exocomp-configured-p${i + 1}`)).toBeUndefined();
     }
+    // Drift checks the bastion against its pin too: the hosts behind it are unreachable, and say why.
+    const { report } = await drift();
+    const config = report.configuration.ok ? report.configuration.value : undefined;
+    expect(config?.keyMismatches.map((m) => m.host)).toEqual(['bastion']);
+    expect(config?.unreachable.map((u) => u.host)).toEqual(['p1', 'p2', 'p3', 'p4']);
+    expect(config?.unreachable[0]?.detail).toMatch(/bastion bastion .*presented a host key other than the pinned one/);
+    expect(await fx.ledgerFile('known_hosts')).toBe(before);
   });
 
   it('a bastion that is down is one error naming it, within the wait bound', async () => {
@@ -194,14 +241,15 @@ describe('provision run through a bastion, on a network the runner cannot reach 
     await fx.setInventory({
       all: {
         hosts: {
-          edge6: { ansible_host: net.bastionOuter6, ansible_user: 'root' },
+          // Spelled non-canonically here too: the direct path over IPv6, and the run's bastion below.
+          edge6: { ansible_host: longhand(net.bastionOuter6), ansible_user: 'root' },
           p4: { ansible_host: p4.address, ansible_user: 'root' },
           cert: { ansible_host: certified.address, ansible_user: 'root', exocomp_host_ca: ca.publicKey },
         },
       },
     });
     await p4.exec('rm -f /tmp/exocomp-configured-*');
-    const result = await provisionRun('60s', '--bastion', `root@[${net.bastionOuter6}]:22`);
+    const result = await provisionRun('60s', '--bastion', `root@[${longhand(net.bastionOuter6)}]:22`);
     expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
     expect(result.stderr).toContain(`bastion ${net.bastionOuter6}: key pinned`);
     // Rekeyed by the test above: its IPv6 name is new, so its key now is pinned there (trust on first use).

@@ -8,7 +8,14 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DriftReport } from '../../src/domain/drift.js';
-import { createChainFixture, sshHostVars, type ChainFixture, type CliResult } from '../support/chain-fixture.js';
+import {
+  createChainFixture,
+  driftArgs,
+  driftReportOf,
+  sshHostVars,
+  type ChainFixture,
+  type CliResult,
+} from '../support/chain-fixture.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
 import { motdPlaybook } from '../support/plays.js';
 
@@ -20,22 +27,8 @@ describe('exocomp drift', () => {
   });
 
   const drift = async (extra: string[] = []): Promise<CliResult & { report: DriftReport }> => {
-    const result = await fx.cli([
-      'drift',
-      fx.workspace,
-      '--playbook',
-      'site.yml',
-      '--inventory',
-      'tf:edge',
-      ...fx.common,
-      '--fleet-key',
-      fx.fleet.privateKeyPath,
-      '--json',
-      ...extra,
-    ]);
-    const line = result.stdout.split('\n').find((l) => l.startsWith('{"result"'));
-    if (line === undefined) throw new Error(`no JSON result (exit ${result.code})\n${result.stdout}\n${result.stderr}`);
-    return { ...result, report: (JSON.parse(line) as { result: { report: DriftReport } }).result.report };
+    const result = await fx.cli(driftArgs(fx, ...extra));
+    return { ...result, report: driftReportOf(result) };
   };
 
   beforeAll(async () => {

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ledgerFile, ledgerMessages } from './ledger-git.js';
 import { runProcess } from '../../src/adapters/process.js';
+import type { DriftReport } from '../../src/domain/drift.js';
 import { generateKeyPair, type KeyPair, type LoopbackHost } from './loopback-host.js';
 import { fixtureWorkspacesDir, invocationsOf, readStandinLog, standinPath } from './tofu-standin.js';
 
@@ -131,4 +132,28 @@ export function workflowIdFrom(result: CliResult): string {
   const match = /workflow ([a-z0-9][a-z0-9._-]*) created/.exec(result.stderr) ?? /"id":"([^"]+)"/.exec(result.stdout);
   if (!match?.[1]) throw new Error(`no workflow id in output:\n${result.stdout}\n${result.stderr}`);
   return match[1];
+}
+
+/** `exocomp drift` of the workspace against tf:edge, with the fleet key, reporting as JSON. */
+export function driftArgs(fx: ChainFixture, ...extra: string[]): string[] {
+  return [
+    'drift',
+    fx.workspace,
+    '--playbook',
+    'site.yml',
+    '--inventory',
+    'tf:edge',
+    ...fx.common,
+    '--fleet-key',
+    fx.fleet.privateKeyPath,
+    '--json',
+    ...extra,
+  ];
+}
+
+/** The report a `drift --json` run printed. */
+export function driftReportOf(result: CliResult): DriftReport {
+  const line = result.stdout.split('\n').find((l) => l.startsWith('{"result"'));
+  if (line === undefined) throw new Error(`no JSON result (exit ${result.code})\n${result.stdout}\n${result.stderr}`);
+  return (JSON.parse(line) as { result: { report: DriftReport } }).result.report;
 }

@@ -9,6 +9,20 @@
 import { randomBytes } from 'node:crypto';
 import { runProcess } from '../../src/adapters/process.js';
 
+/**
+ * An IPv6 address spelled as a workspace may give it but never canonically: all
+ * eight groups, four upper-case digits each (`FD12:00AB:0011:0002:0000:0000:0000:0002`).
+ * Spelled this way whatever the random prefix, so a test covers the spelling every run.
+ */
+export function longhand(address6: string): string {
+  const [head = '', tail] = address6.split('::');
+  const groups = (part: string | undefined) => (part ? part.split(':') : []);
+  const missing = 8 - groups(head).length - groups(tail).length;
+  const all =
+    tail === undefined ? groups(head) : [...groups(head), ...Array<string>(missing).fill('0'), ...groups(tail)];
+  return all.map((g) => g.padStart(4, '0').toUpperCase()).join(':');
+}
+
 export interface PrivateNetwork {
   readonly runner: string;
   readonly bastion: string;
@@ -38,9 +52,8 @@ export async function createPrivateNetwork(privateAddressCount = 4): Promise<Pri
   const third = randomBytes(1)[0] as number;
   const outer = `198.18.${third}`;
   const inner = `198.19.${third}`;
-  // Groups in canonical form (RFC 5952: no leading zeros), as cloud APIs and tofu outputs give addresses. A
-  // non-canonical one ("0011") through a bastion is a known open defect (issue 26 note): ssh looks its key up under
-  // the canonical name while the pin keeps the inventory's spelling.
+  // Addresses in canonical form (RFC 5952), as the tests compare them with what exocomp records; longhand() spells
+  // one otherwise on purpose.
   const group = () => randomBytes(2).readUInt16BE(0).toString(16);
   const ula = `fd${randomBytes(1).toString('hex')}:${group()}:${group()}`;
   const outer6 = `${ula}:1`;

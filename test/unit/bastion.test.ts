@@ -133,6 +133,23 @@ describe('the run’s bastion (--bastion, the bastion input): [user@]host[:port]
     expect(parseBastion('[fd00:26::1]', '--bastion')).toMatchObject({ address: 'fd00:26::1', port: 22 });
   });
 
+  it('spells an IP address as ssh looks its key up, as the inventory does', () => {
+    expect(parseBastion('ops@[FD00:0026:0000:0000:0000:0000:0000:0001]:2200', '--bastion')).toEqual({
+      name: 'fd00:26::1',
+      address: 'fd00:26::1',
+      port: 2200,
+      user: 'ops',
+    });
+    expect(parseBastion('::FFFF:c000:201', '--bastion')).toMatchObject({ address: '::ffff:192.0.2.1' });
+    // The run's bastion is recognised as the inventory host at its address, whichever way each spells it.
+    const inventory = hostsOf({
+      all: { hosts: { jump: { ansible_host: 'fd00:26:0::1' }, a: { ansible_host: 'fd00::2' } } },
+    });
+    const routed = throughRunBastion(inventory, parseBastion('[fd00:0026::0001]', '--bastion'));
+    expect(routed.find((h) => h.name === 'jump')).not.toHaveProperty('via');
+    expect(routed.find((h) => h.name === 'a')?.via?.map((hop) => hop.address)).toEqual(['fd00:26::1']);
+  });
+
   it('writes back what it parsed, so the workflow records and re-reads the same hop', () => {
     for (const text of ['ops@[fd00:26::1]:2200', 'jump.example:22', 'ops@198.51.100.7:2222']) {
       const hop = parseBastion(text, '--bastion');
@@ -157,6 +174,8 @@ describe('the run’s bastion (--bastion, the bastion input): [user@]host[:port]
     ['an empty host', 'ops@:22', 'bastion host'],
     ['two users', 'a@b@jump', 'bastion host'],
     ['nothing', '', 'is not [user@]host[:port]'],
+    ['an IPv4 address ssh reads in octal', 'ops@010.0.0.1', 'bastion host "010.0.0.1" is ambiguous'],
+    ['a short IPv4 address', '127.1:22', 'bastion host "127.1" is ambiguous'],
   ])('refuses %s, naming the setting and the field', (_what, text, field) => {
     const error = refusal(() => parseBastion(text, 'the bastion input'));
     expect(error.message).toContain('the bastion input');

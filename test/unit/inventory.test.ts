@@ -307,6 +307,20 @@ const PRECEDENCE_CASES: [string, StaticInventory, DerivedHost[]][] = [
     },
     [host('up', { address: 'Web1.Example.COM' }), host('v6', { address: '2001:db8::1', port: 2222 })],
   ],
+  [
+    'IP addresses in the spelling ssh looks host keys up by, also from group vars',
+    {
+      all: {
+        hosts: { long: { ansible_host: 'FD9F:DBA8:0011:0002:0000:0000:0000:0002' }, v4: { ansible_host: '10.0.0.1' } },
+        children: { mapped: { vars: { ansible_host: '::FFFF:c000:201' }, hosts: { m: null } } },
+      },
+    },
+    [
+      host('long', { address: 'fd9f:dba8:11:2::2' }),
+      host('m', { address: '::ffff:192.0.2.1' }),
+      host('v4', { address: '10.0.0.1' }),
+    ],
+  ],
 ];
 
 describe('deriveHosts', () => {
@@ -530,6 +544,54 @@ describe('deriveHosts agrees with ansible-inventory', () => {
       expect(deriveHosts(parseInventory(inv))).toEqual(fromAnsible);
     },
   );
+});
+
+describe('IP addresses in one spelling', () => {
+  it.each([
+    ['fd9f:dba8:0011:2::2', 'fd9f:dba8:11:2::2'],
+    ['FD9F:DBA8:11:2::2', 'fd9f:dba8:11:2::2'],
+    ['0:0:0:0:0:0:0:1', '::1'],
+    ['2001:db8:0:0:1:0:0:1', '2001:db8::1:0:0:1'],
+    ['2001:0db8:0:0:0:0:0:0', '2001:db8::'],
+    ['::FFFF:c000:201', '::ffff:192.0.2.1'],
+    ['::ffff:192.0.2.1', '::ffff:192.0.2.1'],
+    ['fe80::0001%eth0', 'fe80::1%eth0'],
+    ['10.0.0.1', '10.0.0.1'],
+    ['Web1.Example.COM', 'Web1.Example.COM'],
+  ])('ansible_host %s → %s, in the inventory ansible reads as well', (given, canonical) => {
+    const inv = parseInventory({ all: { hosts: { h: { ansible_host: given } } } });
+    expect(deriveHosts(inv)[0]?.address).toBe(canonical);
+    expect(renderAnsibleInventory(inv)).toContain(`"ansible_host": !unsafe "${canonical}"`);
+  });
+
+  it('is the spelling ssh itself derives (ssh -G), also through a ProxyCommand', async () => {
+    for (const given of ['FD9F:DBA8:0011:0002:0000:0000:0000:0002', '::FFFF:c000:201', '0:0:0:0:0:0:0:1']) {
+      const [address] = deriveHosts(parseInventory({ all: { hosts: { h: { ansible_host: given } } } }));
+      for (const proxy of ['none', 'nc %h %p']) {
+        const shown = await runProcess('ssh', ['-G', '-F', '/dev/null', '-o', `ProxyCommand=${proxy}`, given]);
+        expect(shown.stdout).toMatch(new RegExp(`^hostname ${address?.address.replace(/\./g, '\\.')}$`, 'm'));
+      }
+    }
+  });
+
+  it.each(['010.0.0.1', '127.1', '12345', '0x7f.0.0.1'])(
+    'refuses %s, which ssh would read as another IPv4 address, naming the host',
+    (address) => {
+      const error = thrown(() => deriveHosts(parseInventory({ all: { hosts: { h: { ansible_host: address } } } })));
+      expect(error.message).toBe(
+        `host "h": address "${address}" is ambiguous: ssh reads it as a numeric IPv4 address, but it is not written as four decimal numbers without leading zeros (a leading 0 is octal, 0x hex, and missing parts are filled in)`,
+      );
+      expect(error.help).toBe(
+        'set ansible_host to the IPv4 address as four decimal numbers (e.g. 10.0.0.1), or to a DNS name',
+      );
+    },
+  );
+
+  it('refuses such a host name used as its address too', () => {
+    expect(thrown(() => deriveHosts(parseInventory({ all: { hosts: { '10.0.0.01': null } } }))).message).toMatch(
+      /^host "10\.0\.0\.01": address "10\.0\.0\.01" is ambiguous/,
+    );
+  });
 });
 
 describe('knownHostsName', () => {

@@ -22,15 +22,15 @@ import {
 import { appendDriftRun, driftRunOf } from '../../domain/drift-history.js';
 import { knownHostsName, type DerivedHost } from '../../domain/inventory.js';
 import { certificateProblem } from '../../domain/host-trust.js';
-import { parseKeyscanOutput, reconcilePins, type Pin } from '../../domain/known-hosts.js';
+import { reconcilePins, renderKnownHosts, type Pin } from '../../domain/known-hosts.js';
 import { InventoryUnusableError, type ResolvedInventory } from '../../domain/standing-inventory.js';
-import { ALL_KEY_TYPES, keyscan, type KeyscanOptions } from '../../adapters/ssh.js';
 import { makePrivateDir } from '../../adapters/private-dir.js';
 import type { TaskResultEvent } from '../../adapters/ansible-events.js';
 import { readDriftHistory, readPins, RecordWrites } from '../../ledger/records.js';
 import { openTofu, planWorkspace } from '../provision/apply-workspace.js';
 import type { AppContext } from '../runtime/context.js';
 import { loadStandingInventory } from '../hosts/inventories.js';
+import { presentedKeys } from '../hosts/jump.js';
 import { playFailureSummary } from '../plays/play.js';
 import type { SecretRegistry } from '../runtime/secrets.js';
 import { addScheduleFire } from '../schedules/schedule-fires.js';
@@ -120,39 +120,44 @@ interface KeyCheck {
   unreachable: HostProblem[];
 }
 
-/** Compares what each SSH host presents with its pin; the pinned store is only read. */
-async function compareHostKeys(hosts: DerivedHost[], pins: Pin[], signal: AbortSignal | undefined): Promise<KeyCheck> {
+/**
+ * Compares what each SSH host presents with its pin; the pinned store is only
+ * read. Hosts behind a bastion are asked through it (hosts/jump.ts), the
+ * bastion checked against its own pin and logged in to as the play would be.
+ */
+async function compareHostKeys(
+  hosts: DerivedHost[],
+  pins: Pin[],
+  request: Pick<ConfigurationCheckRequest, 'fleetKeyPath' | 'remoteUser' | 'signal'>,
+): Promise<KeyCheck> {
   const ssh = hosts.filter((h) => !h.local);
   const result: KeyCheck = { matching: hosts.filter((h) => h.local), mismatches: [], unreachable: [] };
   if (ssh.length === 0) return result;
   // A host pinned under a host CA is asked for its certificates, and judged against the CA (domain/host-trust.ts).
   const caOf = new Map(pins.filter((p) => p.marker === 'cert-authority').map((p) => [p.name, p]));
-  const certified = (h: DerivedHost) => caOf.has(knownHostsName(h.address, h.port));
-  const target = (h: DerivedHost) => ({ address: h.address, port: h.port });
-  const scan = (targets: DerivedHost[], options: KeyscanOptions) =>
-    targets.length === 0 ? new Map<string, string>() : keyscan(targets.map(target), { signal, ...options });
-  const [plainScans, certificateScans] = await Promise.all([
-    scan(
-      ssh.filter((h) => !certified(h)),
-      {},
-    ),
-    scan(ssh.filter(certified), { keyTypes: ALL_KEY_TYPES, certificates: true }),
-  ]);
+  const presented = await presentedKeys(ssh, {
+    knownHosts: renderKnownHosts(pins),
+    credentials: {
+      identityFiles: request.fleetKeyPath ? [request.fleetKeyPath] : [],
+      user: request.remoteUser,
+    },
+    certified: (h) => caOf.has(knownHostsName(h.address, h.port)),
+    signal: request.signal,
+  });
   const pinnedNames = new Set(pins.map((p) => p.name));
   const scanned = new Map<string, Pin[]>();
   for (const host of ssh) {
     const name = knownHostsName(host.address, host.port);
-    const keys = parseKeyscanOutput(plainScans.get(name) ?? certificateScans.get(name) ?? '', name);
+    const answer = presented.get(host.name) ?? { unreachable: `${name} was not asked` };
     const ca = caOf.get(name);
-    if (ca !== undefined) {
-      const problem = certificateProblem(ca, keys, host.address, Date.now() / 1000);
+    if ('unreachable' in answer) result.unreachable.push({ host: host.name, detail: answer.unreachable });
+    else if (ca !== undefined) {
+      const problem = certificateProblem(ca, answer.keys, host.address, Date.now() / 1000);
       if (problem === undefined) result.matching.push(host);
       else result.mismatches.push({ host: host.name, detail: `${name}: ${problem}` });
-    } else if (keys.length === 0)
-      result.unreachable.push({ host: host.name, detail: `no host key could be scanned from ${name}` });
-    else if (!pinnedNames.has(name))
+    } else if (!pinnedNames.has(name))
       result.unreachable.push({ host: host.name, detail: `${name} has no pinned host key: onboard it first` });
-    else scanned.set(name, keys);
+    else scanned.set(name, answer.keys);
   }
   const changed = new Set(reconcilePins({ current: pins, scanned, rotate: new Set() }).changed.map((c) => c.name));
   for (const host of ssh) {
@@ -226,7 +231,7 @@ async function checkConfiguration(
   inventory: ResolvedInventory,
   pins: Pin[],
 ): Promise<ConfigurationDrift> {
-  const keys = await compareHostKeys(inventory.hosts, pins, request.signal);
+  const keys = await compareHostKeys(inventory.hosts, pins, request);
   if (keys.mismatches.length > 0) {
     request.info(
       `drift: host key mismatch for ${keys.mismatches.map((m) => m.host).join(', ')}: not re-pinned, not checked`,

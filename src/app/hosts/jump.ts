@@ -15,6 +15,7 @@ import {
   probeSshBanner,
   waitForSsh,
   type BannerProbe,
+  type KeyscanOptions,
   type SshTarget,
 } from '../../adapters/ssh.js';
 import { JumpSession, type JumpCredentials } from '../../adapters/ssh-jump.js';
@@ -63,6 +64,8 @@ export async function openBastions(
     credentials: JumpCredentials;
     signal?: AbortSignal | undefined;
     wait?: BastionWait;
+    /** The hosts a bastion is looked up in for its known keys or host CA; default: `hosts`. */
+    inventory?: readonly RoutedHost[] | undefined;
   },
 ): Promise<{ session: JumpSession; knownHosts: string }> {
   const { signal, wait } = options;
@@ -74,7 +77,7 @@ export async function openBastions(
       const outer = route.slice(0, -1);
       const target: SshTarget = { name: hop.name, address: hop.address, port: hop.port };
       // The bastion is an inventory host: its own known keys or host CA check it (domain/host-trust.ts).
-      const trust = hosts.find((h) => h.name === hop.name)?.trust;
+      const trust = (options.inventory ?? hosts).find((h) => h.name === hop.name)?.trust;
       if (wait?.deadline !== undefined) await waitForBastion(session, outer, target, hosts, wait.deadline, signal);
       const scanned =
         outer.length === 0
@@ -163,6 +166,19 @@ async function certificatesThrough(
   }
 }
 
+/** What a host behind a bastion presents through its master: its keys, or with `certificates` its certificates. */
+async function captureOne(
+  session: JumpSession,
+  host: RoutedHost,
+  certificates: boolean,
+  signal: AbortSignal | undefined,
+): Promise<Pin[]> {
+  const text = certificates
+    ? await certificatesThrough(session, host, signal)
+    : await session.captureHostKeys(host.via ?? [], host.address, host.port, CAPTURE_TIMEOUT_MS, signal);
+  return parseKeyscanOutput(text, knownHostsName(host.address, host.port));
+}
+
 /** Captures the keys (under a host CA: the certificates) of hosts behind bastions through their masters; a host that presents none fails, named. */
 async function captureThrough(
   session: JumpSession,
@@ -174,11 +190,7 @@ async function captureThrough(
   await Promise.all(
     hosts.map(async (host) => {
       const name = knownHostsName(host.address, host.port);
-      const text =
-        host.trust?.kind === 'ca'
-          ? await certificatesThrough(session, host, signal)
-          : await session.captureHostKeys(host.via ?? [], host.address, host.port, CAPTURE_TIMEOUT_MS, signal);
-      const pins = parseKeyscanOutput(text, name);
+      const pins = await captureOne(session, host, host.trust?.kind === 'ca', signal);
       // A certified host that presents no certificate is left to the CA check, which says so.
       if (pins.length === 0 && host.trust?.kind !== 'ca')
         silent.push(`${host.name} (${name}, through ${describeRoute(host.via ?? [])})`);
@@ -208,11 +220,103 @@ export async function scanAnyRoute(
   return new Map([...directKeys, ...behindKeys]);
 }
 
+/** What a host presents now, or why it could not be asked. */
+export type Presented = { keys: Pin[] } | { unreachable: string };
+
+/**
+ * The keys (for `certified` hosts: the certificates) each host presents now,
+ * by host name, for a check that pins nothing (drift, the preview before
+ * approval): directly by ssh-keyscan, behind a bastion through its master.
+ * Every bastion is checked against the pinned store as it is — never pinned
+ * here — and one that cannot be passed (down, rekeyed, refusing the key)
+ * leaves the hosts behind it unreachable, with its reason.
+ */
+export async function presentedKeys(
+  hosts: readonly RoutedHost[],
+  options: {
+    knownHosts: string;
+    credentials: JumpCredentials;
+    certified: (host: RoutedHost) => boolean;
+    signal?: AbortSignal | undefined;
+  },
+): Promise<Map<string, Presented>> {
+  const { signal, certified } = options;
+  const presented = new Map<string, Presented>();
+  const direct = hosts.filter((h) => (h.via?.length ?? 0) === 0);
+  const scan = async (targets: RoutedHost[], keyscanOptions: KeyscanOptions) => {
+    if (targets.length === 0) return;
+    const scans = await keyscan(targets, { signal, ...keyscanOptions });
+    for (const host of targets) {
+      const name = knownHostsName(host.address, host.port);
+      const keys = parseKeyscanOutput(scans.get(name) ?? '', name);
+      presented.set(
+        host.name,
+        keys.length > 0 || certified(host) ? { keys } : { unreachable: `no host key could be scanned from ${name}` },
+      );
+    }
+  };
+  const behind = hosts.filter((h) => (h.via?.length ?? 0) > 0);
+  await Promise.all([
+    scan(
+      direct.filter((h) => !certified(h)),
+      {},
+    ),
+    scan(direct.filter(certified), { keyTypes: ALL_KEY_TYPES, certificates: true }),
+    behind.length > 0 ? presentedBehindBastions(behind, presented, options) : undefined,
+  ]);
+  return presented;
+}
+
+async function presentedBehindBastions(
+  hosts: readonly RoutedHost[],
+  into: Map<string, Presented>,
+  options: Parameters<typeof presentedKeys>[1],
+): Promise<void> {
+  const { signal, certified } = options;
+  const session = await JumpSession.start({ knownHosts: options.knownHosts, credentials: options.credentials, signal });
+  try {
+    const blocked = new Map<string, string>();
+    for (const route of routesOf(hosts)) {
+      const outerBlocked = blocked.get(describeRoute(route.slice(0, -1)));
+      if (outerBlocked !== undefined) blocked.set(describeRoute(route), outerBlocked);
+      else
+        await session.connect(route).catch((error: unknown) => {
+          if (!(error instanceof ExocompError)) throw error;
+          blocked.set(describeRoute(route), error.message);
+        });
+    }
+    await Promise.all(
+      hosts.map(async (host) => {
+        const why = blocked.get(describeRoute(host.via ?? []));
+        if (why !== undefined) {
+          into.set(host.name, { unreachable: why });
+          return;
+        }
+        const name = knownHostsName(host.address, host.port);
+        const keys = await captureOne(session, host, certified(host), signal);
+        into.set(
+          host.name,
+          keys.length > 0 || certified(host)
+            ? { keys }
+            : { unreachable: `no host key could be captured from ${name} through ${describeRoute(host.via ?? [])}` },
+        );
+      }),
+    );
+  } finally {
+    await session.close();
+  }
+}
+
 /** Every host's keys when some sit behind bastions (each bastion pinned first), for onboarding in a job of its own. */
 export async function scanBehindBastions(
   app: AppContext,
   hosts: readonly RoutedHost[],
-  options: { rotate: readonly string[]; credentials: JumpCredentials; signal?: AbortSignal | undefined },
+  options: {
+    rotate: readonly string[];
+    credentials: JumpCredentials;
+    signal?: AbortSignal | undefined;
+    inventory?: readonly RoutedHost[] | undefined;
+  },
 ): Promise<ScannedHostKeys> {
   const { session } = await openBastions(app, hosts, options);
   try {

@@ -3,7 +3,7 @@
  * a host (docs/architecture.md, "The chain"; ADR 0003). Trust on first use is one-way: a changed key
  * fails and is not re-pinned unless rotation was asked for that host.
  */
-import { ExocompError, UsageError } from '../../domain/errors.js';
+import { ExocompError } from '../../domain/errors.js';
 import { knownHostsName, type DerivedHost } from '../../domain/inventory.js';
 import {
   judgeFirstContact,
@@ -16,11 +16,9 @@ import {
   type PinnedKnownHosts,
 } from '../../domain/known-hosts.js';
 import { ALL_KEY_TYPES, keyscan, type KeyscanTarget } from '../../adapters/ssh.js';
-import { publicKeyOf } from '../../adapters/ssh-keys.js';
 import { readKnownHostsText, readPinnedKnownHosts, readPins, RecordWrites } from '../../ledger/records.js';
 import type { AppContext } from '../runtime/context.js';
 import { LookAhead } from '../provision/look-ahead.js';
-import { loadStandingInventory } from './inventories.js';
 import { countedNames } from '../../domain/host-list.js';
 
 export interface PinOutcome {
@@ -271,43 +269,6 @@ async function recordPins(
     },
     { readsOnlyItsWrites: true },
   );
-}
-
-/** The host `host onboard` pins: an address as given, or a host name of a standing inventory. */
-export type HostToPin =
-  | { kind: 'address'; name: string; address: string; port: number }
-  | { kind: 'inventory'; inventory: string; host: string };
-
-/**
- * `host onboard`: pins one host's key (trust on first use; `rotate` replaces a
- * changed key confirmed out of band). With `fleetKeyFile`, also the extra-vars
- * the onboarding play takes (the fleet public key).
- */
-export async function onboardHost(
-  app: AppContext,
-  request: { host: HostToPin; rotate: boolean; fleetKeyFile?: string | undefined },
-): Promise<{ host: string; state: 'pinned' | 'rotated' | 'unchanged'; extraVars?: { exocomp_fleet_pubkey: string } }> {
-  const target = await resolveHost(app, request.host);
-  const outcome = await pinHostKeys(app, [target], request.rotate ? [target.name] : []);
-  const host = knownHostsName(target.address, target.port);
-  const state = outcome.added.includes(host) ? 'pinned' : outcome.rotated.includes(host) ? 'rotated' : 'unchanged';
-  if (request.fleetKeyFile === undefined) return { host, state };
-  return { host, state, extraVars: { exocomp_fleet_pubkey: await publicKeyOf(request.fleetKeyFile) } };
-}
-
-async function resolveHost(app: AppContext, host: HostToPin): Promise<Pick<DerivedHost, 'name' | 'address' | 'port'>> {
-  if (host.kind === 'address') return host;
-  const found = loadStandingInventory(await app.store.read(), host.inventory).hosts.find(
-    (h) => h.name === host.host && !h.local,
-  );
-  if (!found) throw new UsageError(`tf:${host.inventory} names no SSH host ${host.host}`);
-  if (found.via !== undefined) {
-    throw new UsageError(
-      `${host.host} is reached through bastion ${found.via.map((hop) => hop.name).join(' → ')}: host onboard scans directly`,
-      'pin or rotate it with the chain: exocomp provision run or resume with --rotate-host-key <host> (docs/networks.md)',
-    );
-  }
-  return found;
 }
 
 /** `host known-hosts`: the pinned store, as records and as a known_hosts file. */

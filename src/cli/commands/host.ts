@@ -2,7 +2,8 @@ import { Option, type Command } from 'commander';
 import { z } from 'zod';
 import { UsageError } from '../../domain/errors.js';
 import { parseInventoryRef } from '../../domain/names.js';
-import { onboardHost, pinnedHosts, type HostToPin } from '../../app/hosts/pins.js';
+import { pinnedHosts } from '../../app/hosts/pins.js';
+import { onboardHost, type HostToPin } from '../../app/hosts/host-onboard.js';
 import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
 
 /** `address`, `address:port` or `[address]:port`. */
@@ -31,6 +32,7 @@ const onboardOptions = z.object({
     })
     .optional(),
   fleetKey: z.string().optional(),
+  key: z.string().optional(),
 });
 
 export function registerHost(program: Command, io: Io): void {
@@ -52,6 +54,12 @@ export function registerHost(program: Command, io: Io): void {
           '--fleet-key <file>',
           'also print the fleet public key as the JSON extra-vars the onboarding play takes',
         ),
+      )
+      .addOption(
+        new Option(
+          '--key <file>',
+          'for a host of --inventory behind a bastion: a private key the bastion accepts (the scan goes through it)',
+        ),
       ),
   ).action(async (raw: string, options: Record<string, unknown>) => {
     const settings = globalSettings(options);
@@ -65,7 +73,12 @@ export function registerHost(program: Command, io: Io): void {
       host: name,
       state,
       extraVars,
-    } = await onboardHost(context, { host: target, rotate: o.rotate, fleetKeyFile: o.fleetKey });
+    } = await onboardHost(context, {
+      host: target,
+      rotate: o.rotate,
+      fleetKeyFile: o.fleetKey,
+      bastionKeyFile: o.key,
+    });
     if (settings.json) io.out(JSON.stringify({ host: name, state, ...(extraVars ? { extraVars } : {}) }));
     else {
       io.out(`${name}: ${state}`);
