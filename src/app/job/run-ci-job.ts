@@ -41,6 +41,9 @@ import { parseJobSettings, type JobSettings, type JobSettingsInput } from './job
 import { parseBastion } from '../../domain/bastion.js';
 
 /** What a face supplies besides its settings. */
+/** What publishing a workflow's status needs of a face: a job's, or an action that only shows a status (approve, status). */
+export type StatusPublisher = Pick<CiJobFace, 'platform' | 'secrets' | 'statusMarkdown' | 'published'>;
+
 export interface CiJobFace {
   platform: CiPlatform;
   /** Every secret the face knows (its tokens); the job adds the keys and run-secrets. */
@@ -109,7 +112,7 @@ export async function runCiJob(raw: JobSettingsInput, face: CiJobFace): Promise<
       scope: settings.scope,
       ci: { platform, scratch: privateDir },
       ...(face.toolCache ? { toolCache: face.toolCache(app) } : {}),
-      publish: (workflow) => publishStatus(settings, face, app, workflow),
+      publish: (workflow) => publishStatus(face, app, workflow, { comment: settings.statusComment }),
     });
     if (outcome.workflow.state === 'awaiting-approval') {
       // A run without an apply job (a merge request's plan) names where the change is applied instead of a gate.
@@ -337,11 +340,11 @@ const MR_NOTE_PLAN_VIEW_LIMIT = 40_000;
  * every face has, the run's summary, the sticky comment on its pull/merge
  * request, then the face's own extras. Everything after the outputs is optional.
  */
-async function publishStatus(
-  settings: JobSettings,
-  face: CiJobFace,
+export async function publishStatus(
+  face: StatusPublisher,
   app: AppContext,
   workflow: Workflow,
+  options: { comment: boolean },
 ): Promise<void> {
   const { platform, secrets } = face;
   platform.setOutput('workflow-id', workflow.id);
@@ -357,7 +360,7 @@ async function publishStatus(
   await optionalCall(platform.log, secrets, { skipped: 'no run summary', grant: undefined }, () =>
     platform.writeSummary(body),
   );
-  const changeRequest = settings.statusComment ? await changeRequestOf(face, workflow) : undefined;
+  const changeRequest = options.comment ? await changeRequestOf(face, workflow) : undefined;
   const commentUrl =
     changeRequest === undefined ? undefined : await upsertComment(face, changeRequest, workflow.id, body);
   // Where a reviewer reads the status (e.g. a deployment's environment url): the comment, else the run's summary.
@@ -367,7 +370,7 @@ async function publishStatus(
 
 /** The sticky comment `key` (optional: a refusal or a failure is a notice, the job goes on); its url when it has one. */
 async function upsertComment(
-  face: CiJobFace,
+  face: StatusPublisher,
   changeRequest: number,
   key: string,
   body: string,
@@ -390,13 +393,13 @@ async function upsertComment(
   return undefined;
 }
 
-const changeRequests = new WeakMap<CiJobFace, Promise<number | undefined>>();
+const changeRequests = new WeakMap<StatusPublisher, Promise<number | undefined>>();
 
 /**
  * The run's pull/merge request, else the one the workflow was started from (a
  * continuation), else looked up once per job (optional).
  */
-function changeRequestOf(face: CiJobFace, workflow: Workflow): Promise<number | undefined> {
+function changeRequestOf(face: StatusPublisher, workflow: Workflow): Promise<number | undefined> {
   const { platform } = face;
   const known = platform.run.changeRequest ?? workflow.trigger.pullRequest;
   if (known !== undefined || !platform.findChangeRequest) return Promise.resolve(known);

@@ -13,10 +13,8 @@ import { viewWorkflow } from '../../domain/render.js';
 import type { Workflow } from '../../domain/workflow.js';
 import type { AppContext } from '../../app/runtime/context.js';
 import { parseRunSecrets } from '../../app/plays/mappings.js';
-import { jobContext, readRunInputs } from '../../app/job/run-ci-job.js';
-import { optionalCall } from '../../app/runtime/optional-call.js';
+import { jobContext, publishStatus, readRunInputs } from '../../app/job/run-ci-job.js';
 import { loadStandingInventory } from '../../app/hosts/inventories.js';
-import { planViewToPublish } from '../../app/approval/plan-view.js';
 import type { RunInputs } from '../../app/plays/run-inputs.js';
 import { SecretRegistry } from '../../app/runtime/secrets.js';
 import type { ArtifactPort, CiPlatform } from '../../app/ports/ci-platform.js';
@@ -241,29 +239,26 @@ export function playReporting(session: Session<ActionName>): {
 export type PublishOptions = Omit<StatusOptions, 'run' | 'now'> & { comment: boolean };
 
 /**
- * Sets the workflow outputs and writes its status to the job summary and the
- * sticky comment of its pull request. Commenting never fails the job.
+ * The status of an action that only shows one (approve, status, the post step), published as every job publishes
+ * it (the core's publishStatus): outputs, the job summary, the sticky comment of its pull request (optional).
  */
 export async function publishWorkflow(
   session: Session<ActionName>,
   app: AppContext,
   workflow: Workflow,
-  options: PublishOptions,
+  { comment, ...options }: PublishOptions,
 ): Promise<void> {
-  const { platform } = session;
-  platform.setOutput('workflow-id', workflow.id);
-  await publishedOutputs(session, app, workflow);
-  const planView = await planViewToPublish(app, workflow.id, (message) =>
-    platform.log.warning(session.secrets.redact(message)),
+  await publishStatus(
+    {
+      platform: session.platform,
+      secrets: session.secrets,
+      statusMarkdown: (shown, now, planView) => statusMarkdown(shown, { ...options, planView, run: session.run, now }),
+      published: (shown, shownApp) => publishedOutputs(session, shownApp, shown),
+    },
+    app,
+    workflow,
+    { comment },
   );
-  const body = session.secrets.redact(
-    statusMarkdown(workflow, { ...options, planView, run: session.run, now: session.now() }),
-  );
-  await platform.writeSummary(body);
-  const issue = options.comment
-    ? (session.run.pullRequest ?? workflow.trigger.pullRequest ?? (await lookUpPullRequest(session)))
-    : undefined;
-  await postStatusComment(session, issue, workflow.id, body, 'status');
 }
 
 /** The step outputs a workflow's status gives on GitHub besides its id. */
@@ -274,39 +269,6 @@ export async function publishedOutputs(session: Session<ActionName>, app: AppCon
   platform.setOutput('steps', JSON.stringify(view.steps));
   platform.setOutput('inventory', `tf:${workflow.workspace.name}`);
   platform.setOutput('hosts', JSON.stringify(await hostsOf(app, workflow.workspace.name)));
-}
-
-/** The run's pull request looked up (a push); optional, as in every CI job. */
-function lookUpPullRequest(session: Session<ActionName>): Promise<number | undefined> {
-  const { platform } = session;
-  const lookup = platform.findChangeRequest;
-  if (!lookup) return Promise.resolve(undefined);
-  const what = {
-    skipped: 'no status comment: its pull request was not found',
-    grant: platform.grants?.['change-request-lookup'],
-  };
-  return optionalCall(platform.log, session.secrets, what, lookup);
-}
-
-/** Creates or updates the sticky comment `key` on `issue`; a refusal or an API failure is only reported. */
-export async function postStatusComment(
-  session: Session<ActionName>,
-  issue: number | undefined,
-  key: string,
-  body: string,
-  what: 'status' | 'plan',
-): Promise<void> {
-  if (issue === undefined) return;
-  try {
-    const outcome = await session.platform.upsertStatusComment(issue, key, body);
-    if (outcome.kind === 'refused') {
-      core.notice(
-        `${session.secrets.redact(outcome.reason)} — the ${what} is in the job summary instead (pull requests from forks get a read-only token)`,
-      );
-    } else core.info(`${outcome.kind} the ${what} comment on #${issue}`);
-  } catch (error) {
-    core.warning(`could not update the ${what} comment on #${issue}: ${session.secrets.redact(describeError(error))}`);
-  }
 }
 
 /** The hosts tf:<name> names now (empty when it is not materialized yet). */
