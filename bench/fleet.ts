@@ -38,8 +38,11 @@ const cores = availableParallelism();
 const runnerCores = '0';
 const hostCores = cores > 1 ? `1-${cores - 1}` : '0';
 
-/** CPU ms (user + system) a process tree has used so far: live processes' own and their reaped children's. */
-async function treeCpuMs(rootPid: number): Promise<number> {
+/**
+ * CPU ms (user + system) a process tree has used so far: live processes' own and their reaped children's; undefined
+ * once the root itself is gone (its final figure is then the subreaper's own report).
+ */
+async function treeCpuMs(rootPid: number): Promise<number | undefined> {
   const stats = new Map<number, { ppid: number; ticks: number }>();
   for (const pid of (await readdir('/proc')).filter((name) => /^\d+$/.test(name))) {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => undefined);
@@ -53,6 +56,7 @@ async function treeCpuMs(rootPid: number): Promise<number> {
       if (p === rootPid) return true;
     return false;
   };
+  if (!stats.has(rootPid)) return undefined;
   let ticks = 0;
   for (const [pid, stat] of stats) if (inTree(pid)) ticks += stat.ticks;
   return ticks * 10;
@@ -70,25 +74,35 @@ async function timedSteps(
   subreaperPath: string,
   stepEnded: (line: string) => string | undefined,
 ): Promise<Record<string, StepFigures>> {
-  const child = spawn('taskset', ['-c', runnerCores, 'python3', subreaperPath, '/dev/null', ...command], {
+  const started = performance.now();
+  // The subreaper writes the whole tree's CPU here when everything has ended.
+  const finalCpuFile = `${subreaperPath}.${process.pid}-${Date.now()}.json`;
+  const child = spawn('taskset', ['-c', runnerCores, 'python3', subreaperPath, finalCpuFile, ...command], {
     ...options,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
-  const steps: Record<string, StepFigures> = {};
-  let last = { at: performance.now(), cpu: 0 };
+  const readings: Array<{ step: string; at: number; cpu: number | undefined }> = [];
   for await (const line of createInterface({ input: child.stdout })) {
     const step = stepEnded(line);
     if (step === undefined) continue;
-    const now = { at: performance.now(), cpu: await treeCpuMs(child.pid!) };
-    steps[step] = { wallMs: now.at - last.at, cpuMs: now.cpu - last.cpu };
-    last = now;
+    readings.push({ step, at: performance.now(), cpu: await treeCpuMs(child.pid!) });
   }
   const code = await new Promise<number | null>((done) =>
     child.exitCode !== null ? done(child.exitCode) : child.on('close', done),
   );
   if (code !== 0) throw new Error(`${command.join(' ')} failed (exit ${code}):\n${stderr}`);
+  // A step line handled after the tree had ended (long output at many hosts) takes the tree's final figure.
+  const finalCpuMs = (JSON.parse(await readFile(finalCpuFile, 'utf8')) as { cpu: number }).cpu * 1000;
+  await rm(finalCpuFile, { force: true });
+  const steps: Record<string, StepFigures> = {};
+  let last = { at: started, cpu: 0 };
+  for (const reading of readings) {
+    const now = { at: reading.at, cpu: reading.cpu ?? finalCpuMs };
+    steps[reading.step] = { wallMs: now.at - last.at, cpuMs: now.cpu - last.cpu };
+    last = now;
+  }
   return steps;
 }
 
