@@ -40,10 +40,10 @@ import type { SecretRegistry } from '../runtime/secrets.js';
 import { parseJobSettings, type JobSettings, type JobSettingsInput } from './job-settings.js';
 import { parseBastion } from '../../domain/bastion.js';
 
-/** What a face supplies besides its settings. */
 /** What publishing a workflow's status needs of a face: a job's, or an action that only shows a status (approve, status). */
 export type StatusPublisher = Pick<CiJobFace, 'platform' | 'secrets' | 'statusMarkdown' | 'published'>;
 
+/** What a face supplies besides its settings. */
 export interface CiJobFace {
   platform: CiPlatform;
   /** Every secret the face knows (its tokens); the job adds the keys and run-secrets. */

@@ -11,6 +11,7 @@ import {
   deriveHosts,
   knownHostsName,
   parseInventory,
+  type StaticInventory,
 } from '../../domain/inventory.js';
 import { renderKnownHosts } from '../../domain/known-hosts.js';
 import { planFingerprint, planHasChanges, summarizePlan, type PlanJson, type PlanSummary } from '../../domain/plan.js';
@@ -376,9 +377,9 @@ function pinNamesOf(text: string | undefined): Set<string> {
  * where it sits, before anything is written; the ledger's guard would store it redacted, and the inventory would then
  * no longer match the digest its apply recorded.
  */
-function refuseSecretsIn(inventoryText: string, secrets: SecretRegistry): void {
+function refuseSecretsIn(inventory: StaticInventory, inventoryText: string, secrets: SecretRegistry): void {
   if (!secrets.exposes(inventoryText)) return;
-  const places = secretPlacesIn(JSON.parse(inventoryText), (text) => secrets.exposes(text));
+  const places = secretPlacesIn(inventory, (text) => secrets.exposes(text));
   throw new ExocompError(
     'inventory',
     `the ansible_inventory output carries a secret value at ${places.length > 0 ? places.join(', ') : 'the inventory'}: the standing inventory is stored in the ledger in clear, so it was not recorded`,
@@ -396,7 +397,7 @@ function refuseSecretsIn(inventoryText: string, secrets: SecretRegistry): void {
 function captureApply(app: AppContext, request: ApplyRequest, outputs: TofuOutputs, approvedPlan?: PlanJson) {
   const captured = captureInventory(outputs);
   const text = renderInventoryFile(captured.inventory);
-  refuseSecretsIn(text, request.secrets);
+  refuseSecretsIn(captured.inventory, text, request.secrets);
   const file = inventoryFileLocation(request.name);
   const eventLine = captureEventLine(
     captured.outputCount,

@@ -143,8 +143,7 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
     };
     if (kind === 'sweep') return await sweep(face, branch, log);
     // The apply job is the gate: it says first when the protections that make it meaningful are off.
-    const warnAboutGate = () =>
-      warnAboutGitLabGate(api, gateSetupTarget(settings, job), { log, secrets, now: new Date() });
+    const warnAboutGate = () => warnAboutGitLabGate(api, gateSetupTarget(settings, job), { log, secrets, now: now() });
     if (kind === 'apply' && settings.EXOCOMP_APPROVAL !== 'none') await warnAboutGate();
     const result = await runCiJob(jobSettingsOf(kind, settings, job, name), face);
     // A recorded plan awaits that gate (in this pipeline or the default branch's): the same warnings.
@@ -269,8 +268,9 @@ function jobSettingsOf(
 
 /**
  * What the gate's warnings check: this project's default branch (manual) or the apply job's environment, and the
- * ledger's record branches (in the ledger's project, when another). A plan.yml job names no environment: provision.yml's default (`production`) is the one
- * its default branch's apply job deploys to unless the user chose another.
+ * ledger's record branches (in the ledger's project, when another). A plan.yml job names no environment:
+ * provision.yml's default (`production`) is the one its default branch's apply job deploys to unless the user chose
+ * another.
  */
 function gateSetupTarget(settings: GitLabSettings, job: GitLabJob): GitLabSetupTarget {
   return {
