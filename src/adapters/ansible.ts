@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { ExocompError, UsageError } from '../domain/errors.js';
 import { redact, runProcess } from './process.js';
-import { makePrivateDir } from './private-dir.js';
+import { makePrivateDir, privateDirTemplate } from './private-dir.js';
 import { isFailure, type TaskResultEvent } from '../domain/play-events.js';
 import { CONNECTION_ID_LENGTH, CONNECTION_ID_TEMPLATE } from '../domain/connection-identity.js';
 import {
@@ -302,7 +302,7 @@ function baseDirFor(base: string | undefined): string {
  */
 async function makeControlDir(base: string | undefined): Promise<string> {
   const parent = baseDirFor(base);
-  const dirLength = `${parent}/exocomp-cp-${process.pid}-XXXXXX`.length;
+  const dirLength = privateDirTemplate('cp', parent).length;
   const dir = await makePrivateDir(
     'cp',
     dirLength + CONTROL_SOCKET_NAME_LENGTH > MAX_CONTROL_SOCKET_PATH ? '/tmp' : parent,

@@ -8,6 +8,7 @@ import { SshAgent } from '../../src/adapters/ssh.js';
 import { ExocompError } from '../../src/domain/errors.js';
 import { scrubEnvironment } from '../../src/domain/run-environment.js';
 import { createLoopbackHost, generateKeyPair, type KeyPair, type LoopbackHost } from '../support/loopback-host.js';
+import { privateDirPrefix } from '../../src/adapters/private-dir.js';
 
 const ONBOARD_PLAYBOOK = resolve(import.meta.dirname, '../../playbooks/onboard.yml');
 /** The one task of the seeded onboarding play that reaches the host. */
@@ -22,7 +23,7 @@ const hosts: LoopbackHost[] = [];
 
 beforeAll(async () => {
   // Short: unix socket paths (the ssh control sockets under runTmp) are limited to 107 bytes.
-  root = await mkdtemp(join(tmpdir(), 'exo-ans-'));
+  root = await mkdtemp(join(tmpdir(), 'ea-'));
   runTmp = join(root, 't');
   await mkdir(runTmp, { mode: 0o700 });
   bootstrap = await generateKeyPair(root, 'bootstrap');
@@ -424,7 +425,7 @@ describe('control path', () => {
 
     const seen = await observeRun(runTmp);
     // Named with its owner's pid, so a run killed with -9 leaves nothing the next run's sweep misses.
-    expect(seen.dir.startsWith(`${runTmp}/exocomp-cp-${process.pid}-`)).toBe(true);
+    expect(seen.dir.startsWith(join(runTmp, privateDirPrefix('cp')))).toBe(true);
     expect(await listDefault()).toEqual(defaultBefore);
   });
 

@@ -3,11 +3,14 @@ import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
-import { makePrivateDir, sweepOrphanedDirs } from '../../src/adapters/private-dir.js';
+import { makePrivateDir, privateDirPrefix, sweepOrphanedDirs } from '../../src/adapters/private-dir.js';
 import { cliPath } from '../support/chain-fixture.js';
 import { waitFor } from '../support/time.js';
+
+const sourceUrl = pathToFileURL(join(import.meta.dirname, '../../src/adapters/private-dir.ts')).href;
 
 describe('private run directories', () => {
   let parent: string;
@@ -19,7 +22,7 @@ describe('private run directories', () => {
   it('are 0700 and carry the owner pid', async () => {
     const dir = await makePrivateDir('plan', parent);
     expect((await stat(dir)).mode & 0o777).toBe(0o700);
-    expect(dir).toContain(`exocomp-plan-${process.pid}-`);
+    expect(dir).toContain(`exocomp-plan-${process.pid}.`);
   });
 
   it('a directory left by a killed run is removed; a live owner keeps its own', async () => {
@@ -35,6 +38,32 @@ describe('private run directories', () => {
     expect(existsSync(orphan)).toBe(false);
     expect(existsSync(live)).toBe(true);
     expect(existsSync(unrelated)).toBe(true);
+  });
+
+  it('judges only owners in its own pid namespace; names from older versions by pid alone', async () => {
+    const gone = spawnSync('sh', ['-c', 'echo $$']).stdout.toString().trim();
+    const ours = join(parent, privateDirPrefix('plan').replace(`-${process.pid}.`, `-${gone}.`) + 'abc123');
+    const elsewhere = join(parent, `exocomp-plan-${gone}.zzzzzz-abc123`);
+    const older = join(parent, `exocomp-plan-${gone}-def456`);
+    for (const dir of [ours, elsewhere, older]) await mkdir(dir);
+    await sweepOrphanedDirs(parent);
+    expect(existsSync(ours)).toBe(false);
+    expect(existsSync(elsewhere)).toBe(true);
+    expect(existsSync(older)).toBe(false);
+  });
+
+  it('a sweep from another pid namespace sharing the directory leaves a live owner alone', async () => {
+    const dir = await makePrivateDir('plan', parent);
+    // In a new pid namespace our pid is nobody (or someone else): judged by pid alone, the directory would go.
+    const sweep = `import('${sourceUrl}').then((m) => m.sweepOrphanedDirs(${JSON.stringify(parent)}))`;
+    const child = spawnSync(
+      'unshare',
+      ['--pid', '--fork', '--mount-proc', process.execPath, '--import', 'tsx', '--input-type=module', '-e', sweep],
+      { encoding: 'utf8' },
+    );
+    expect(child.stderr).toBe('');
+    expect(child.status).toBe(0);
+    expect(existsSync(dir)).toBe(true);
   });
 });
 
@@ -83,7 +112,7 @@ describe('a run killed with -9', () => {
     await exited;
     const left = await readdir(tmp);
     expect(left.some((name) => extraVars.startsWith(name))).toBe(true);
-    for (const name of left) expect(name).toMatch(new RegExp(`^exocomp-[a-z]+-${child.pid}-`));
+    for (const name of left) expect(name).toMatch(new RegExp(`^exocomp-[a-z]+-${child.pid}\\.[0-9a-z]+-`));
     await makePrivateDir('next', tmp).then((next) => rm(next, { recursive: true }));
     expect(await readdir(tmp)).toEqual([]);
   });

@@ -13,6 +13,7 @@ import { SecretRegistry } from '../../src/app/runtime/secrets.js';
 import { renderKnownHosts } from '../../src/domain/known-hosts.js';
 import { runProcess } from '../../src/adapters/process.js';
 import { generateKeyPair, type KeyPair } from '../support/loopback-host.js';
+import { privateDirPrefix } from '../../src/adapters/private-dir.js';
 
 let dir: string;
 let key: KeyPair;
@@ -28,7 +29,7 @@ afterAll(async () => {
 
 /** ssh-agent processes this test process started (their socket lives in an exocomp-agent-<our pid>- directory). */
 async function ourAgents(): Promise<string[]> {
-  const marker = `exocomp-agent-${process.pid}-`;
+  const marker = privateDirPrefix('agent');
   const found: string[] = [];
   for (const pid of await readdir('/proc')) {
     if (!/^\d+$/.test(pid)) continue;

@@ -21,6 +21,7 @@ import type { LedgerChange, LedgerSnapshot, LedgerStore } from '../../src/ledger
 import { fakeCiPlatform } from '../support/fake-ci-platform.js';
 import { fixtureWorkspacesDir, invocationsOf, readStandinLog, standinPath } from '../support/tofu-standin.js';
 import { sampleWorkflow, T0 } from '../support/workflows.js';
+import { privateDirPrefix } from '../../src/adapters/private-dir.js';
 
 function setup(workflow: Workflow) {
   const store = new MemoryLedgerStore({ files: { [LEDGER_PATHS.workflow(workflow.id)]: serializeRecord(workflow) } });
@@ -364,9 +365,8 @@ describe('continueWorkflow: a new workflow no approval holds', () => {
     return { app, memory, progress, log, request };
   }
 
-  /** Plan directories this process made and left behind (makePrivateDir names them exocomp-plan-<pid>-…). */
-  const planDirs = async () =>
-    (await readdir(tmpdir())).filter((name) => name.startsWith(`exocomp-plan-${process.pid}-`));
+  /** Plan directories this process made and left behind (makePrivateDir names them exocomp-plan-<pid>.<pidns>-…). */
+  const planDirs = async () => (await readdir(tmpdir())).filter((name) => name.startsWith(privateDirPrefix('plan')));
 
   it('plans while the write that records it with apply running is on its way, and applies only after that write', async () => {
     let planAtWrite = -1;
