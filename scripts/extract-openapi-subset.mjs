@@ -47,6 +47,8 @@ const OPERATIONS = [
   'GET /repos/{owner}/{repo}/actions/secrets',
   'GET /repos/{owner}/{repo}/environments/{environment_name}/secrets',
   'GET /repos/{owner}/{repo}/actions/runs',
+  // @actions/attest stores the apply's provenance attestation (src/platform/github/attest.ts)
+  'POST /repos/{owner}/{repo}/attestations',
 ];
 
 /**

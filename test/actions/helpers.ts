@@ -66,6 +66,8 @@ export interface RunOptions {
   env?: NodeJS.ProcessEnv;
   /** Reach the double as this host name (resolving to 127.0.0.1 in the step's own mount namespace). */
   loopbackHostname?: string;
+  /** More names the step resolves, with `loopbackHostname` (ActionInvocation.hosts). */
+  hosts?: Record<string, string>;
   /** Run as a step of this job (shared RUNNER_TEMP); default: a job of its own. */
   runnerJob?: RunnerJob;
   /** Cancel the workflow once the step's output satisfies this (see ActionInvocation.cancelWhen). */
@@ -123,6 +125,7 @@ export async function createActionFixture(workspaceFixture = 'edge'): Promise<Ac
         event: options.event ?? events.push(REPOSITORY, actor),
         githubUrl: options.loopbackHostname ? double.url.replace('127.0.0.1', options.loopbackHostname) : double.url,
         ...(options.loopbackHostname ? { loopbackHostname: options.loopbackHostname } : {}),
+        ...(options.hosts ? { hosts: options.hosts } : {}),
         githubToken: options.token ?? WRITE_TOKEN,
         workspace: checkout,
         env: { EXOCOMP_TOFU_STANDIN_LOG: standinLog, ...options.env },

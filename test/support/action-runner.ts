@@ -88,6 +88,8 @@ export interface ActionInvocation {
    * *.ghe.com and *.localhost differently from a raw IP address.
    */
   loopbackHostname?: string;
+  /** More names in the step's private /etc/hosts (name → loopback address), e.g. the Sigstore double's; with `loopbackHostname`. */
+  hosts?: Record<string, string>;
   /**
    * "Cancel workflow" while the step runs, once its output so far (stdout and
    * stderr, raw) satisfies this: SIGINT, 7.5 s, SIGTERM, 2.5 s, then the whole
@@ -423,7 +425,9 @@ export class RunnerJob {
           'the harness cannot cancel a step run behind a loopback host name (the launcher does not forward signals)',
         );
       const hosts = join(dir, 'hosts');
-      await writeFile(hosts, `${await readFile('/etc/hosts', 'utf8')}\n127.0.0.1 ${invocation.loopbackHostname}\n`);
+      const names = Object.entries({ [invocation.loopbackHostname]: '127.0.0.1', ...invocation.hosts });
+      const lines = names.map(([name, address]) => `${address} ${name}\n`).join('');
+      await writeFile(hosts, `${await readFile('/etc/hosts', 'utf8')}\n${lines}`);
       // unshare -m makes mounts private: the bind mount is seen by this step only and ends with it. No shell in
       // between: shells drop environment variables whose names hold dashes (INPUT_SSH-WAIT).
       const launcher = [

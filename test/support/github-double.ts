@@ -34,11 +34,12 @@ import { OpenApiSubset, type MatchedOperation } from './openapi.js';
  *   rules of a branch, a ruleset .............. metadata: read (a ruleset's bypass list: administration: write)
  *   list repository / environment secrets ..... secrets: read (a GITHUB_TOKEN never has it)
  *   list runs of the repository ............... actions: read
+ *   create an attestation ..................... attestations: write
  */
 
 export type Access = 'none' | 'read' | 'write';
 export type TokenScope =
-  'actions' | 'contents' | 'issues' | 'pull-requests' | 'metadata' | 'administration' | 'secrets';
+  'actions' | 'attestations' | 'contents' | 'issues' | 'pull-requests' | 'metadata' | 'administration' | 'secrets';
 
 export interface TokenGrant {
   /** The author of what the token creates, e.g. `github-actions[bot]`. */
@@ -52,6 +53,7 @@ export interface TokenGrant {
 /** What a job's GITHUB_TOKEN gets with the permissive default. */
 export const PERMISSIVE_TOKEN: Readonly<Record<TokenScope, Access>> = {
   actions: 'write',
+  attestations: 'write',
   contents: 'write',
   issues: 'write',
   'pull-requests': 'write',
@@ -226,6 +228,13 @@ export interface GitHubDoubleState {
   rulesets: Record<number, SeedRuleset>;
   /** Names of the repository's Actions secrets. */
   secrets: string[];
+  /** Every attestation stored, in order: the Sigstore bundle as posted, and the id answered. */
+  attestations: StoredAttestation[];
+}
+
+export interface StoredAttestation {
+  id: number;
+  bundle: Record<string, unknown>;
 }
 
 export interface RecordedRequest {
@@ -332,6 +341,7 @@ export class GitHubDouble {
     defaultBranch: 'main',
     rulesets: {},
     secrets: [],
+    attestations: [],
   };
   /** Every API request answered, in order (git requests are in `gitRequests`). */
   readonly requests: RecordedRequest[] = [];
@@ -589,6 +599,8 @@ export class GitHubDouble {
       }
       case 'actions/list-workflow-runs-for-repo':
         return this.listRuns(context);
+      case 'repos/create-attestation':
+        return this.createAttestation(context);
       default:
         return error(404, 'Not Found');
     }
@@ -845,6 +857,14 @@ export class GitHubDouble {
     comment.body = text;
     comment.updatedAt = timestamp();
     return { status: 200, body: this.commentJson(comment) };
+  }
+
+  /** Stores the bundle as given (GitHub checks it is a Sigstore bundle; the test verifies what it signs). */
+  private createAttestation({ body, grant }: Context): Reply {
+    if (!can(grant, 'attestations', 'write')) return forbidden();
+    const attestation: StoredAttestation = { id: this.nextId(), bundle: body.bundle as Record<string, unknown> };
+    this.state.attestations.push(attestation);
+    return { status: 201, body: { id: attestation.id } };
   }
 
   private dispatch({ match, body, grant }: Context): Reply {

@@ -421,7 +421,8 @@ export class ResultsDouble {
   }
 }
 
-function readBody(request: IncomingMessage): Promise<Buffer> {
+/** A request's whole body. */
+export function readBody(request: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));

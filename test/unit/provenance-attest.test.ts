@@ -57,7 +57,8 @@ describe('attesting on GitHub', () => {
     const calls: AttestOptions[] = [];
     const sign = async (options: AttestOptions) => {
       calls.push(options);
-      return { attestationID: '981' };
+      // What attest() really returns: the integer id GitHub answers (its types say string).
+      return { attestationID: 981 };
     };
     const notices: string[] = [];
     const { attestation } = githubAttestation(

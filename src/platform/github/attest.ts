@@ -16,8 +16,12 @@ import type { Session } from './session.js';
 export const NO_ID_TOKEN =
   'no attestation: the job has no id-token (ACTIONS_ID_TOKEN_REQUEST_URL is not set); grant the job `permissions: id-token: write` and `attestations: write`';
 
-/** @actions/attest's `attest`, loaded only when a job attests (it is a bundle of its own: `src/actions/<name>/attest.ts`). */
-export type SignStatement = (options: AttestOptions) => Promise<{ attestationID?: string }>;
+/**
+ * @actions/attest's `attest`, loaded only when a job attests (it is a bundle of its own: `src/actions/<name>/attest.ts`).
+ * Its types say the id is a string, but it passes on the `id` GitHub answers, an integer (lib/store.js; the REST
+ * API's "Create an attestation").
+ */
+export type SignStatement = (options: AttestOptions) => Promise<{ attestationID?: string | number }>;
 
 export function githubAttestor(
   run: RunContext,
@@ -34,7 +38,8 @@ export function githubAttestor(
         predicate: statement.predicate,
         token,
       });
-      const id = made.attestationID;
+      // The ledger records the id as text (a number there would make the provenance record unreadable).
+      const id = made.attestationID === undefined ? undefined : String(made.attestationID);
       return id ? { id, url: `${run.serverUrl}/${run.slug}/attestations/${id}` } : {};
     },
   };
