@@ -42,7 +42,10 @@ interface Given {
   playbook?: string;
   /** The seal key as the face passes it: the key itself, or a path. */
   sealKey?: string;
-  /** The requester approves the apply themselves. */
+  /**
+   * The requester approves the apply themselves: of the plan the row before recorded for approval (a face keeps it),
+   * else of a plan made for this row.
+   */
   selfApproval?: boolean;
   /** Runs the whole chain against the world's host with the world's keys (without: refused before any host). */
   chain?: {
@@ -103,6 +106,15 @@ const scenarios: Scenario[] = [
     expect: { refused: /looks like a file path, but no file is there/, ledgerWritten: false },
   },
   {
+    name: 'an unreachable optional API (the change-request lookup) is a notice: the plan is recorded for approval',
+    given: () => ({ planOnly: true, apiUnreachable: true }),
+    expect: {
+      succeeded: { state: 'awaiting-approval' },
+      says: /\(optional, the job goes on\): .*fetch failed/,
+    },
+    notOn: { cli: 'the CLI calls no platform API' },
+  },
+  {
     name: 'the requester approving their own apply is refused: nothing applied, the approval still pending',
     given: () => ({ selfApproval: true }),
     expect: {
@@ -111,20 +123,6 @@ const scenarios: Scenario[] = [
     },
     notOn: {
       cli: 'the CLI has no authenticated identity: `approval decide --by` records whoever the operator names',
-    },
-  },
-  {
-    name: 'an unreachable optional API (the change-request lookup) is a notice: the plan is recorded for approval',
-    given: () => ({ planOnly: true, apiUnreachable: true }),
-    expect: {
-      succeeded: { state: 'awaiting-approval' },
-      says: /\(optional, the job goes on\): .*fetch failed/,
-    },
-    notOn: {
-      cli: 'the CLI calls no platform API',
-      // Left open: GitLabApi is built on CI_SERVER_URL, which also serves the ledger's git, and the GitLab double has no
-      // failure injection, so the API cannot be cut off alone from outside the job.
-      gitlab: 'the GitLab API cannot be made unreachable apart from the ledger (both on CI_SERVER_URL)',
     },
   },
   {
@@ -197,6 +195,8 @@ const outcomeOf = (result: { code: number; stdout: string; stderr: string }) => 
 function githubFace(): Face {
   let fx: ActionFixture;
   let world: World;
+  /** The run whose plan awaits approval (a plan-only row's), for the next self-approval row. */
+  let awaitingRun: number | undefined;
   return {
     name: 'github',
     async setUp(shared) {
@@ -205,7 +205,9 @@ function githubFace(): Face {
       fx.double.state.environments['production'] = { requiredReviewers: ['alice', 'bob'] };
     },
     async run(given, serial) {
-      const runId = 8000 + serial;
+      const planned = given.selfApproval ? awaitingRun : undefined;
+      awaitingRun = undefined;
+      const runId = 8000 + (planned ?? serial);
       await writeFile(path.join(fx.workspace, 'exocomp.auto.tfvars.json'), inventoryTfvars(world, given));
       const inputs = {
         ...planInputs(),
@@ -213,10 +215,13 @@ function githubFace(): Face {
         ...(given.sealKey ? { 'seal-key': given.sealKey } : {}),
       };
       const env = given.apiUnreachable ? { GITHUB_API_URL: UNREACHABLE_API } : {};
-      if (given.planOnly)
-        return observe(fx.ledgerRepo, fx.standinLog, `edge-${runId}`, async () =>
+      if (given.planOnly) {
+        const observed = await observe(fx.ledgerRepo, fx.standinLog, `edge-${runId}`, async () =>
           outcomeOf(await fx.run('plan', { runId, actor: 'alice', with: inputs, env })),
         );
+        if (observed.workflow?.state === 'awaiting-approval') awaitingRun = serial;
+        return observed;
+      }
       if (!given.selfApproval) {
         // The keys as files (a secret a workflow step wrote out), world-readable.
         const keys = {
@@ -228,8 +233,10 @@ function githubFace(): Face {
           outcomeOf(await fx.run('provision', { runId, actor: 'alice', with: { ...inputs, ...keys }, env })),
         );
       }
-      const plan = await fx.run('plan', { runId, actor: 'alice', with: inputs });
-      if (plan.code !== 0) throw new Error(`the plan failed:\n${plan.stdout}\n${plan.stderr}`);
+      if (planned === undefined) {
+        const plan = await fx.run('plan', { runId, actor: 'alice', with: inputs });
+        if (plan.code !== 0) throw new Error(`the plan failed:\n${plan.stdout}\n${plan.stderr}`);
+      }
       fx.double.state.approvals[runId] = [{ state: 'approved', user: 'alice', environments: ['production'] }];
       const appliesOnly = { 'tofu-binary': standinPath, 'allow-local-state': 'true' };
       return observe(fx.ledgerRepo, fx.standinLog, `edge-${runId}`, async () =>
@@ -257,6 +264,8 @@ function gitlabFace(): Face {
   let double: GitLabDouble;
   let env: NodeJS.ProcessEnv;
   let standinLog: string;
+  /** The serial and pipeline file of a plan-only row whose plan awaits approval, for the next self-approval row. */
+  let awaiting: { serial: number; file: string } | undefined;
 
   const git = async (args: string[]) => {
     const r = await runProcess('git', args, { cwd: project, env });
@@ -304,6 +313,8 @@ function gitlabFace(): Face {
     EXOCOMP_BOOTSTRAP_KEY: world.bootstrap.privateKeyPath,
     EXOCOMP_SSH_WAIT: '60s',
     ...(given.sealKey ? { EXOCOMP_SEAL_KEY: given.sealKey } : {}),
+    // The REST API root only: the ledger's git stays on CI_SERVER_URL, the double.
+    ...(given.apiUnreachable ? { CI_API_V4_URL: `${UNREACHABLE_API}/api/v4` } : {}),
   });
 
   return {
@@ -338,9 +349,12 @@ function gitlabFace(): Face {
       await git(['remote', 'add', 'origin', `${double.url}/${PROJECT.path}.git`]);
       await commit('infra');
     },
-    async run(given, serial) {
+    async run(given, runSerial) {
+      const planned = given.selfApproval ? awaiting : undefined;
+      awaiting = undefined;
+      const serial = planned?.serial ?? runSerial;
       const pipelineId = 900 + serial;
-      const file = await pipelineFile(given, serial);
+      const file = planned?.file ?? (await pipelineFile(given, serial));
       const workflowId = `edge-${pipelineId}`;
       const pipeline = (user: string, jobId: number, job: string | undefined) =>
         runPipeline({
@@ -363,12 +377,17 @@ function gitlabFace(): Face {
         return observe(ledger, standinLog, workflowId, async () =>
           outcome(await pipeline('alice', pipelineId * 10, undefined)),
         );
-      if (!given.selfApproval)
-        return observe(ledger, standinLog, workflowId, async () =>
+      if (!given.selfApproval) {
+        const observed = await observe(ledger, standinLog, workflowId, async () =>
           outcome(await pipeline('alice', pipelineId * 10, 'exocomp-plan')),
         );
-      const plan = await pipeline('alice', pipelineId * 10, 'exocomp-plan');
-      if (plan.code !== 0) throw new Error(`the plan job failed:\n${plan.stdout}\n${plan.stderr}`);
+        if (given.planOnly && observed.workflow?.state === 'awaiting-approval') awaiting = { serial, file };
+        return observed;
+      }
+      if (planned === undefined) {
+        const plan = await pipeline('alice', pipelineId * 10, 'exocomp-plan');
+        if (plan.code !== 0) throw new Error(`the plan job failed:\n${plan.stdout}\n${plan.stderr}`);
+      }
       return observe(ledger, standinLog, workflowId, async () =>
         outcome(await pipeline('alice', pipelineId * 10 + 1, 'exocomp-apply')),
       );

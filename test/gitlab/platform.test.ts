@@ -63,7 +63,7 @@ function job(overrides: Partial<GitLabJob> = {}): GitLabJob {
 }
 
 function api(accessToken?: string): GitLabApi {
-  return new GitLabApi(double.url, { jobToken, accessToken }, new SecretRegistry());
+  return new GitLabApi(double.apiUrl, { jobToken, accessToken }, new SecretRegistry());
 }
 
 async function refusal(promise: Promise<unknown>): Promise<ExocompError> {
@@ -134,6 +134,9 @@ describe('CI variables and holders', () => {
     });
     expect(parseGitLabHolderId('github:acme/infra:1:1:x')).toBeUndefined();
     expect(() => readGitLabJob({ CI_SERVER_URL: 'https://gitlab.example.com' })).toThrow(/CI_PROJECT_ID/);
+    // The API is reached at CI_API_V4_URL (also under a relative URL root); a root of another form is refused.
+    expect(() => new GitLabApi('https://example.com/gitlab/api/v4/', {}, new SecretRegistry())).not.toThrow();
+    expect(() => new GitLabApi('https://gitlab.example.com', {}, new SecretRegistry())).toThrow(/does not end in/);
   });
 
   it('judges a holder by the Jobs API with an access token, and cannot tell without one', async () => {
@@ -690,7 +693,7 @@ describe('the gate’s setup in the plan and apply jobs’ log (issue 27, Delive
     expect(withoutToken.notices.length).toBeGreaterThan(0);
     for (const notice of withoutToken.notices) expect(notice).toContain('EXOCOMP_GITLAB_TOKEN');
     const unreachable = await logOf(
-      new GitLabApi('http://127.0.0.1:1', { jobToken, accessToken: BOT_TOKEN }, new SecretRegistry()),
+      new GitLabApi('http://127.0.0.1:1/api/v4', { jobToken, accessToken: BOT_TOKEN }, new SecretRegistry()),
     );
     expect(unreachable.warnings).toEqual([]);
     expect(unreachable.notices).toHaveLength(1);

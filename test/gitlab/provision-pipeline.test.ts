@@ -412,86 +412,6 @@ describe('provision through templates/provision.yml, approval: manual', () => {
   );
 });
 
-describe('the whole provision pipeline in one gitlab-ci-local invocation (issue 24)', () => {
-  const pipeline = 701;
-  const workflowId = `edge-${pipeline}`;
-
-  /** A job token of this pipeline for `user` (a job's CI_JOB_TOKEN: GitLab makes one per job). */
-  const tokenFor = (user: string, jobId: number) =>
-    double.jobToken({
-      id: jobId,
-      projectId: PROJECT.id,
-      name: 'job',
-      stage: 'deploy',
-      status: 'running',
-      pipelineId: pipeline,
-      user,
-      ref: 'main',
-      sha: '0'.repeat(40),
-    });
-
-  it(
-    'plan by alice → the manual apply job started by bob → configure: provisioned',
-    async () => {
-      // The configure play of this file's site.yml waits for this file (the killed-configure test above sets it too).
-      await host.exec('touch /etc/exocomp-go');
-      // Who runs each job is per job on GitLab (the manual job's GITLAB_USER_LOGIN is whoever pressed "run"); one
-      // gitlab-ci-local invocation takes --variable for every job alike, so the project's file sets them per job.
-      await writeFile(
-        path.join(project, 'whole-pipeline.yml'),
-        [
-          'stages: [build, deploy]',
-          'include:',
-          '  - local: templates/provision.yml',
-          '    inputs: { workspace: edge, playbook: site.yml, approval: manual, allow-local-state: true }',
-          'exocomp-plan:',
-          `  variables: { GITLAB_USER_LOGIN: alice, CI_JOB_TOKEN: ${tokenFor('alice', 901)} }`,
-          'exocomp-apply:',
-          `  variables: { GITLAB_USER_LOGIN: bob, CI_JOB_TOKEN: ${tokenFor('bob', 902)}, CI_JOB_MANUAL: 'true' }`,
-          'exocomp-configure:',
-          `  variables: { GITLAB_USER_LOGIN: bob, CI_JOB_TOKEN: ${tokenFor('bob', 903)} }`,
-          '',
-        ].join('\n'),
-      );
-      const before = await applies();
-      const whole = await runPipeline({
-        cwd: project,
-        env,
-        file: 'whole-pipeline.yml',
-        variables: { ...variables, CI_PIPELINE_ID: String(pipeline) },
-        manual: ['exocomp-apply'],
-      });
-      const log = `${whole.stdout}\n${whole.stderr}`;
-      expect(whole.code, log).toBe(0);
-      // All three jobs ran in this one invocation, in the pipeline's order.
-      const order = ['exocomp-plan', 'exocomp-apply', 'exocomp-configure'].map((job) =>
-        whole.stdout.search(new RegExp(`${job}\\s+starting`)),
-      );
-      expect(
-        order.every((at) => at >= 0),
-        log,
-      ).toBe(true);
-      expect([...order].sort((a, b) => a - b)).toEqual(order);
-      // The configure job's own log: one line per task and host (three tasks, one host), as the CLI prints it.
-      const configureLines = whole.stdout.split('\n').filter((line) => /^exocomp-configure\s.*>/.test(line));
-      expect(
-        configureLines.filter((line) => / web1 · .* (✓|✓ changed) \(\d\/3\)/.test(line)),
-        log,
-      ).toHaveLength(3);
-      expect(await applies()).toBe(before + 1);
-      const record = JSON.parse((await ledgerFile(`workflows/${workflowId}.json`)) ?? '{}') as {
-        state?: string;
-        requester?: string;
-        approval?: { by?: string };
-      };
-      expect(record).toMatchObject({ state: 'provisioned', requester: 'alice', approval: { by: 'bob' } });
-      expect(whole.stdout).not.toContain(SEAL_KEY);
-      expect(await leftPlans()).toEqual([]);
-    },
-    scaled(600_000),
-  );
-});
-
 describe('provision through templates/provision.yml, approval: environment', () => {
   const pipeline = 710;
   const workflowId = `edge-${pipeline}`;
@@ -546,17 +466,19 @@ describe('provision through templates/provision.yml, approval: environment', () 
 });
 
 describe('templates/plan.yml in a merge request pipeline', () => {
-  it('records the plan awaiting approval, writes the terraform report for the MR widget and the status note', async () => {
+  it('records the plan awaiting approval (GITLAB_CI=true, local state allowed by its input), writes the terraform report for the MR widget and the status note', async () => {
     const pipeline = 720;
     double.state.protectedBranches = [PROTECTED_MAIN, PROTECTED_RECORDS];
     const plan = await runPipeline({
       cwd: project,
       env,
       file: 'merge-request.yml',
-      variables: mergeRequestJob(820, pipeline, { CI_MERGE_REQUEST_IID: '5' }),
+      // GITLAB_CI=true as on a GitLab runner: the allow-local-state input lets the workspace plan (issue 13, item 1).
+      variables: mergeRequestJob(820, pipeline, { CI_MERGE_REQUEST_IID: '5', GITLAB_CI: 'true' }),
     });
     double.state.protectedBranches = [];
     expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
+    expect(plan.stdout).not.toMatch(/keeps its OpenTofu state on this runner/);
     expect(plan.stdout).toContain('exocomp-plan');
     // This pipeline has no apply job: the notice names the one that applies the merged change (issue 24, Deliver 2).
     expect(plan.stdout).toContain('has no apply job, so no job applies this plan');
@@ -638,62 +560,96 @@ describe('templates/plan.yml with a workspace that keeps its state on the runner
     300_000,
   );
 
-  it('plans it with the allow-local-state input (the apply warns)', async () => {
-    const plan = await runPipeline({
-      cwd: project,
-      env,
-      file: 'merge-request.yml',
-      variables: mergeRequestJob(831, 731, { GITLAB_CI: 'true' }),
-    });
-    expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
-    expect(plan.stdout).not.toMatch(/keeps its OpenTofu state on this runner/);
-    expect(JSON.parse((await ledgerFile('workflows/edge-731.json')) ?? '{}')).toMatchObject({
-      state: 'awaiting-approval',
-    });
-  }, 300_000);
+  // Planned with the allow-local-state input under GITLAB_CI=true: the merge request pipeline's test above.
 });
 
-describe('two provision pipelines at once on one runner, with a seal key (issue 24, item 1)', () => {
+describe('the whole provision pipeline in one gitlab-ci-local invocation (issue 24), beside a second pipeline on the same runner, with a seal key (issue 24, item 1)', () => {
+  /** A job token of `pipeline` for `user` (a job's CI_JOB_TOKEN: GitLab makes one per job). */
+  const tokenFor = (user: string, jobId: number, pipeline: number) =>
+    double.jobToken({
+      id: jobId,
+      projectId: PROJECT.id,
+      name: 'job',
+      stage: 'deploy',
+      status: 'running',
+      pipelineId: pipeline,
+      user,
+      ref: 'main',
+      sha: '0'.repeat(40),
+    });
+  /**
+   * Who runs each job is per job on GitLab (the manual job's GITLAB_USER_LOGIN is whoever pressed "run"); one
+   * gitlab-ci-local invocation takes --variable for every job alike, so the project's file sets them per job.
+   */
+  const wholePipeline = (pipeline: number, jobs: { plan: number; apply: number; configure: number }) =>
+    [
+      'stages: [build, deploy]',
+      'include:',
+      '  - local: templates/provision.yml',
+      '    inputs: { workspace: edge, playbook: site.yml, approval: manual, allow-local-state: true }',
+      'exocomp-plan:',
+      `  variables: { GITLAB_USER_LOGIN: alice, CI_JOB_ID: '${jobs.plan}', CI_JOB_TOKEN: ${tokenFor('alice', jobs.plan, pipeline)} }`,
+      'exocomp-apply:',
+      `  variables: { GITLAB_USER_LOGIN: bob, CI_JOB_ID: '${jobs.apply}', CI_JOB_TOKEN: ${tokenFor('bob', jobs.apply, pipeline)}, CI_JOB_MANUAL: 'true' }`,
+      'exocomp-configure:',
+      `  variables: { GITLAB_USER_LOGIN: bob, CI_JOB_ID: '${jobs.configure}', CI_JOB_TOKEN: ${tokenFor('bob', jobs.configure, pipeline)} }`,
+      '',
+    ].join('\n');
+
   it(
-    'each applies the plan its own plan job made; no plan file outlives its job',
+    'plan by alice → the manual apply job started by bob → configure: provisioned; each pipeline applies the plan its own plan job made; no plan file outlives its job',
     async () => {
+      // The configure play of this file's site.yml waits for this file (the killed-configure test above sets it too).
+      await host.exec('touch /etc/exocomp-go');
       // A second checkout of the project: gitlab-ci-local keeps its state in the project directory, as a runner
       // keeps one build directory per concurrent job. TMPDIR is shared, as on one shell-executor machine.
       const other = path.join(root, 'project-b');
       await cp(project, other, { recursive: true, filter: (src) => !src.includes('.gitlab-ci-local') });
       const pipelines = [
-        { cwd: project, pipeline: 741, planJob: 841, applyJob: 842 },
-        { cwd: other, pipeline: 751, planJob: 851, applyJob: 852 },
+        { cwd: project, pipeline: 701, jobs: { plan: 901, apply: 902, configure: 903 } },
+        // The second pipeline stops after its apply (its configure is not run): one chain's play is enough.
+        { cwd: other, pipeline: 751, jobs: { plan: 851, apply: 852, configure: 853 } },
       ];
-      const as = (user: string, jobId: number, pipeline: number) => ({
-        ...asUser(user, jobId),
-        CI_PIPELINE_ID: String(pipeline),
-        CI_JOB_ID: String(jobId),
-      });
+      for (const p of pipelines)
+        await writeFile(path.join(p.cwd, 'whole-pipeline.yml'), wholePipeline(p.pipeline, p.jobs));
       const before = await applies();
-      const plans = await Promise.all(
-        pipelines.map((p) =>
-          runPipeline({ cwd: p.cwd, env, variables: as('alice', p.planJob, p.pipeline), jobs: ['exocomp-plan'] }),
-        ),
-      );
-      for (const plan of plans) expect(plan.code, `${plan.stdout}\n${plan.stderr}`).toBe(0);
-      const runs = await Promise.all(
-        pipelines.map((p) =>
+      // Both pipelines at once: their plan jobs start together, then their apply jobs.
+      const [whole, second] = (await Promise.all(
+        pipelines.map((p, i) =>
           runPipeline({
             cwd: p.cwd,
             env,
-            variables: { ...as('bob', p.applyJob, p.pipeline), CI_JOB_MANUAL: 'true' },
-            jobs: ['exocomp-apply'],
+            file: 'whole-pipeline.yml',
+            variables: { ...variables, CI_PIPELINE_ID: String(p.pipeline) },
+            ...(i === 0 ? {} : { jobs: ['exocomp-plan', 'exocomp-apply'] }),
             manual: ['exocomp-apply'],
           }),
         ),
+      )) as [RunResult, RunResult];
+      const log = `${whole.stdout}\n${whole.stderr}`;
+      expect(whole.code, log).toBe(0);
+      expect(second.code, `${second.stdout}\n${second.stderr}`).toBe(0);
+      // All three jobs ran in this one invocation, in the pipeline's order.
+      const order = ['exocomp-plan', 'exocomp-apply', 'exocomp-configure'].map((job) =>
+        whole.stdout.search(new RegExp(`${job}\\s+starting`)),
       );
+      expect(
+        order.every((at) => at >= 0),
+        log,
+      ).toBe(true);
+      expect([...order].sort((a, b) => a - b)).toEqual(order);
+      // The configure job's own log: one line per task and host (three tasks, one host), as the CLI prints it.
+      const configureLines = whole.stdout.split('\n').filter((line) => /^exocomp-configure\s.*>/.test(line));
+      expect(
+        configureLines.filter((line) => / web1 · .* (✓|✓ changed) \(\d\/3\)/.test(line)),
+        log,
+      ).toHaveLength(3);
       pipelines.forEach((p, i) => {
-        const apply = runs[i] as RunResult;
-        expect(apply.code, `${apply.stdout}\n${apply.stderr}`).toBe(0);
-        expect(apply.stdout).toContain(
+        const run = i === 0 ? whole : second;
+        expect(run.stdout).toContain(
           `applying the approved plan from the plan job (sealed artifact) of run ${p.pipeline}`,
         );
+        expect(run.stdout).not.toContain(SEAL_KEY);
       });
       expect(await applies()).toBe(before + 2);
       // Each apply read its plan from a directory of its own.
@@ -702,10 +658,15 @@ describe('two provision pipelines at once on one runner, with a seal key (issue 
       expect(new Set(planDirs).size).toBe(2);
       for (const dir of planDirs) expect(path.basename(dir)).toMatch(/^exocomp-plan-\d+-/);
       expect(await leftPlans()).toEqual([]);
-      for (const p of pipelines)
-        expect(JSON.parse((await ledgerFile(`workflows/edge-${p.pipeline}.json`)) ?? '{}')).toMatchObject({
-          approval: { state: 'approved', by: 'bob' },
-        });
+      const record = JSON.parse((await ledgerFile('workflows/edge-701.json')) ?? '{}') as {
+        state?: string;
+        requester?: string;
+        approval?: { by?: string };
+      };
+      expect(record).toMatchObject({ state: 'provisioned', requester: 'alice', approval: { by: 'bob' } });
+      expect(JSON.parse((await ledgerFile('workflows/edge-751.json')) ?? '{}')).toMatchObject({
+        approval: { state: 'approved', by: 'bob' },
+      });
     },
     scaled(600_000),
   );

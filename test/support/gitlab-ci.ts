@@ -7,6 +7,7 @@ import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runProcess, type RunResult } from '../../src/adapters/process.js';
+import { scaled } from './time.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const gitlabCiLocal = path.join(repoRoot, 'node_modules/.bin/gitlab-ci-local');
@@ -58,6 +59,7 @@ export async function runPipeline(run: PipelineRun): Promise<RunResult> {
   return runProcess(gitlabCiLocal, pipelineArgs(run.variables, run.jobs, run.manual, run.file), {
     cwd: run.cwd,
     env: run.env,
-    timeoutMs: run.timeoutMs ?? 300_000,
+    // Bounded like every wait in the tests: a loaded machine (EXOCOMP_TEST_TIME_FACTOR) gives the pipeline more time.
+    timeoutMs: scaled(run.timeoutMs ?? 300_000),
   });
 }

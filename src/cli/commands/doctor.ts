@@ -14,7 +14,7 @@ import { SecretRegistry } from '../../app/runtime/secrets.js';
 import { DEFAULT_LEDGER_BRANCH } from '../../ledger/git-store.js';
 import { createGitHub } from '../../platform/github/octokit.js';
 import { githubSetupReader } from '../../platform/github/setup.js';
-import { GITLAB_TOKEN_VARIABLE, GitLabApi } from '../../platform/gitlab/api.js';
+import { GITLAB_TOKEN_VARIABLE, GitLabApi, gitlabApiRoot } from '../../platform/gitlab/api.js';
 import { gitlabSetupReader } from '../../platform/gitlab/setup.js';
 import { parseOptions, type Io } from '../common.js';
 
@@ -117,7 +117,7 @@ function gitlabReader(o: DoctorOptions) {
   const mode = o.approvalMode ?? 'manual';
   if (mode === 'dispatch')
     throw new UsageError('--approval-mode dispatch is GitHub’s', 'on GitLab: manual or environment');
-  return gitlabSetupReader(new GitLabApi(serverUrl, { accessToken: token }, new SecretRegistry()), {
+  return gitlabSetupReader(new GitLabApi(gitlabApiRoot(serverUrl), { accessToken: token }, new SecretRegistry()), {
     project,
     approvalMode: mode,
     environment: o.environment,

@@ -141,6 +141,24 @@ function username(user: unknown): string {
   return typeof user === 'object' && user !== null ? text((user as { username?: unknown }).username) : '';
 }
 
+/** The API v4 root of an instance given by its URL (`--gitlab-url`, CI_SERVER_URL), as GitLab serves it. */
+export function gitlabApiRoot(serverUrl: string): string {
+  return `${serverUrl.replace(/\/+$/, '')}/api/v4`;
+}
+
+/**
+ * @gitbeaker/rest takes the instance and appends `/api/v4` itself; GitLab's CI_API_V4_URL is always that
+ * (`<external URL>/api/v4`, also under a relative URL root). An API root of another form is refused, never guessed.
+ */
+function gitbeakerHost(apiUrl: string): string {
+  const host = /^(https?:\/\/.+)\/api\/v4\/*$/.exec(apiUrl)?.[1];
+  if (host === undefined)
+    throw new ExocompError('usage', `the GitLab API root ${JSON.stringify(apiUrl)} does not end in /api/v4`, {
+      help: 'leave CI_API_V4_URL as GitLab sets it (https://<instance>/api/v4)',
+    });
+  return host;
+}
+
 /** The HTTP status of a failed API call, when it got that far. */
 export function apiStatus(error: unknown): number | undefined {
   const cause = (error as { cause?: { response?: { status?: unknown } } } | undefined)?.cause;
@@ -154,14 +172,15 @@ export class GitLabApi {
   private tokenClients: Promise<Clients> | undefined;
 
   constructor(
-    /** The instance URL (CI_SERVER_URL); the API is under /api/v4. */
-    readonly serverUrl: string,
+    /** The API v4 root: in a job, CI_API_V4_URL (see gitlabApiRoot). */
+    readonly apiUrl: string,
     tokens: { jobToken?: string | undefined; accessToken?: string | undefined },
     secrets: SecretRegistry,
   ) {
     secrets.add(tokens.jobToken, tokens.accessToken);
-    this.jobAuth = tokens.jobToken ? { host: serverUrl, jobToken: tokens.jobToken } : undefined;
-    this.tokenAuth = tokens.accessToken ? { host: serverUrl, token: tokens.accessToken } : undefined;
+    const host = gitbeakerHost(apiUrl);
+    this.jobAuth = tokens.jobToken ? { host, jobToken: tokens.jobToken } : undefined;
+    this.tokenAuth = tokens.accessToken ? { host, token: tokens.accessToken } : undefined;
   }
 
   get hasAccessToken(): boolean {

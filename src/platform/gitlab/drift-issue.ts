@@ -71,7 +71,7 @@ export function gitlabDriftIssueTarget(api: GitLabApi, project: number | string,
 export function gitlabJobDriftIssue(env: NodeJS.ProcessEnv, secrets: SecretRegistry): DriftIssueTarget {
   const job = readGitLabJob(env);
   const api = new GitLabApi(
-    job.serverUrl,
+    job.apiUrl,
     { jobToken: job.jobToken, accessToken: env[GITLAB_TOKEN_VARIABLE] || undefined },
     secrets,
   );

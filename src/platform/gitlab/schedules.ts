@@ -12,7 +12,7 @@ import {
 } from '../../domain/schedule.js';
 import type { PipelineSchedules } from '../../app/ports/pipeline-schedules.js';
 import { SecretRegistry } from '../../app/runtime/secrets.js';
-import { GITLAB_TOKEN_VARIABLE, GitLabApi, type Schedule } from './api.js';
+import { GITLAB_TOKEN_VARIABLE, GitLabApi, gitlabApiRoot, type Schedule } from './api.js';
 
 export interface GitLabProjectRef {
   serverUrl: string;
@@ -32,7 +32,7 @@ export function scheduleApi(ref: GitLabProjectRef, env: NodeJS.ProcessEnv): GitL
       help: `export ${GITLAB_TOKEN_VARIABLE} with a project or personal access token with the api scope (the Maintainer role to manage others' schedules)`,
     });
   }
-  return new GitLabApi(ref.serverUrl, { accessToken: token }, new SecretRegistry());
+  return new GitLabApi(gitlabApiRoot(ref.serverUrl), { accessToken: token }, new SecretRegistry());
 }
 
 export async function listExocompSchedules(api: GitLabApi, project: string): Promise<ExocompSchedule[]> {

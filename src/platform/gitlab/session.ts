@@ -121,7 +121,8 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
     const settings = readGitLabSettings(env);
     const job = readGitLabJob(env);
     const accessToken = env[GITLAB_TOKEN_VARIABLE] || undefined;
-    const api = new GitLabApi(job.serverUrl, { jobToken: job.jobToken, accessToken }, secrets);
+    // The REST API at CI_API_V4_URL; CI_SERVER_URL stays for what is the server's (git, web pages).
+    const api = new GitLabApi(job.apiUrl, { jobToken: job.jobToken, accessToken }, secrets);
     const platform = jobPlatform(job, api, settings, env, secrets, log);
     const branch = settings.EXOCOMP_LEDGER_BRANCH;
     // One clock for the use cases and the ledger's commit dates.
