@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -355,6 +357,42 @@ describe('refusals become permission errors that name the permission to add', ()
     expect(error.kind).toBe('tool-failed');
     expect(error.message).toContain(url);
     expect(error.message).not.toContain(WRITE_TOKEN);
+  });
+});
+
+describe('an API that stops answering', () => {
+  it('costs the retries once: later calls of the job try once, until one gets through', async () => {
+    let answering = false;
+    let requests = 0;
+    const server = createServer((request, response) => {
+      requests += 1;
+      if (!answering) return request.socket.destroy();
+      response.writeHead(404, { 'content-type': 'application/json' }).end('{"message":"Not Found"}');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const github = createGitHub({
+      token: WRITE_TOKEN,
+      baseUrl: `http://127.0.0.1:${port}`,
+      retries: 2,
+      retryBaseMs: 5,
+    });
+    const attempts = async (call: () => Promise<unknown>) => {
+      const before = requests;
+      await call().catch(() => undefined);
+      return requests - before;
+    };
+    try {
+      expect(await attempts(() => github.getWorkflowRun(REPO, 1))).toBe(3);
+      expect(await attempts(() => github.getWorkflowRun(REPO, 1))).toBe(1);
+      answering = true;
+      expect(await github.getWorkflowRun(REPO, 1)).toBeUndefined();
+      answering = false;
+      expect(await attempts(() => github.getWorkflowRun(REPO, 1))).toBe(3);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
 

@@ -31,6 +31,8 @@ export interface GitHubOptions {
   userAgent?: string;
   /** Transient failures (5xx, network) are retried this often with growing waits; default 3. */
   retries?: number;
+  /** The first of those waits, in ms (then 4×, 9×, …); default 1000. */
+  retryBaseMs?: number;
   /** Where rate-limit notices go; default console.warn. Failed calls are not logged: they throw. */
   onWarning?: (message: string) => void;
 }
@@ -80,13 +82,32 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
     baseUrl,
     ...(options.userAgent === undefined ? {} : { userAgent: options.userAgent }),
     throttle: { onRateLimit: onLimit, onSecondaryRateLimit: onLimit },
-    retry: { retries: options.retries ?? 3 },
+    retry: {
+      retries: options.retries ?? 3,
+      ...(options.retryBaseMs === undefined ? {} : { retryAfterBaseValue: options.retryBaseMs }),
+    },
     log: { debug: ignore, info: ignore, warn, error: ignore },
   });
+  // Once a call could not reach the API with every retry spent, later calls of this job try once: a job whose
+  // optional calls (status comment, pull-request lookup, setup checks) meet an unreachable API would otherwise
+  // wait out the retries of each one. The first call that gets through restores them.
+  let reachable = true;
+  octokit.hook.before('request', (request) => {
+    if (!reachable) request.request = { ...request.request, retries: 0 };
+  });
+  const call = <T, F = never>(
+    area: Area,
+    what: string,
+    request: () => Promise<T>,
+    handlers?: CallHandlers<T, F>,
+  ): Promise<T | F> =>
+    callApi(area, what, baseUrl, request, handlers, (reached) => {
+      reachable = reached;
+    });
 
   return {
     async listRunApprovals(repo, runId) {
-      const response = await call('approvals', `read the reviews of run ${runId} in ${slug(repo)}`, baseUrl, () =>
+      const response = await call('approvals', `read the reviews of run ${runId} in ${slug(repo)}`, () =>
         octokit.rest.actions.getReviewsForRun({ ...repo, run_id: runId }),
       );
       return response.data.flatMap((review): RunApproval[] =>
@@ -106,7 +127,7 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
     },
 
     async pullRequestsOfCommit(repo, sha) {
-      const response = await call('pulls', `list the pull requests of commit ${sha} in ${slug(repo)}`, baseUrl, () =>
+      const response = await call('pulls', `list the pull requests of commit ${sha} in ${slug(repo)}`, () =>
         octokit.rest.repos.listPullRequestsAssociatedWithCommit({ ...repo, commit_sha: sha }),
       );
       return response.data.map((pull) => ({ number: pull.number, open: pull.state === 'open' }));
@@ -116,7 +137,6 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
       const response = await call(
         'environments',
         `read environment "${environment}" of ${slug(repo)}`,
-        baseUrl,
         () => octokit.rest.repos.getEnvironment({ ...repo, environment_name: environment }),
         { notFound: () => undefined },
       );
@@ -133,7 +153,6 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
       const response = await call(
         'collaborators',
         `read the permission of ${username} on ${slug(repo)}`,
-        baseUrl,
         () => octokit.rest.repos.getCollaboratorPermissionLevel({ ...repo, username }),
         { notFound: () => undefined },
       );
@@ -142,42 +161,42 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
     },
 
     async listIssueComments(repo, issueNumber) {
-      const comments = await call('comments', `list the comments of #${issueNumber} in ${slug(repo)}`, baseUrl, () =>
+      const comments = await call('comments', `list the comments of #${issueNumber} in ${slug(repo)}`, () =>
         octokit.paginate(octokit.rest.issues.listComments, { ...repo, issue_number: issueNumber, per_page: 100 }),
       );
       return comments.map(toIssueComment);
     },
 
     async createIssueComment(repo, issueNumber, body) {
-      const response = await call('comments', `comment on #${issueNumber} in ${slug(repo)}`, baseUrl, () =>
+      const response = await call('comments', `comment on #${issueNumber} in ${slug(repo)}`, () =>
         octokit.rest.issues.createComment({ ...repo, issue_number: issueNumber, body }),
       );
       return toIssueComment(response.data);
     },
 
     async updateIssueComment(repo, commentId, body) {
-      const response = await call('comments', `update comment ${commentId} in ${slug(repo)}`, baseUrl, () =>
+      const response = await call('comments', `update comment ${commentId} in ${slug(repo)}`, () =>
         octokit.rest.issues.updateComment({ ...repo, comment_id: commentId, body }),
       );
       return toIssueComment(response.data);
     },
 
     async listOpenIssues(repo, label) {
-      const issues = await call('issues', `list the open issues labelled ${label} in ${slug(repo)}`, baseUrl, () =>
+      const issues = await call('issues', `list the open issues labelled ${label} in ${slug(repo)}`, () =>
         octokit.paginate(octokit.rest.issues.listForRepo, { ...repo, state: 'open', labels: label, per_page: 100 }),
       );
       return issues.filter((issue) => issue.pull_request === undefined).map(toIssue);
     },
 
     async createIssue(repo, issue) {
-      const response = await call('issues', `open an issue in ${slug(repo)}`, baseUrl, () =>
+      const response = await call('issues', `open an issue in ${slug(repo)}`, () =>
         octokit.rest.issues.create({ ...repo, title: issue.title, body: issue.body, labels: issue.labels }),
       );
       return toIssue(response.data);
     },
 
     async updateIssue(repo, issueNumber, change) {
-      const response = await call('issues', `update issue #${issueNumber} in ${slug(repo)}`, baseUrl, () =>
+      const response = await call('issues', `update issue #${issueNumber} in ${slug(repo)}`, () =>
         octokit.rest.issues.update({ ...repo, issue_number: issueNumber, ...change }),
       );
       return toIssue(response.data);
@@ -194,10 +213,9 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
           ...(details ? { return_run_details: true } : {}),
         });
       // 200 with the run when asked (github.com since February 2026); 204 from a server that ignores the parameter.
-      const response = await call('dispatch', what, baseUrl, () => dispatch(true), {
+      const response = await call('dispatch', what, () => dispatch(true), {
         // A server that refuses the parameter refused the whole request, so nothing was dispatched yet: once more without it.
-        refused: (error) =>
-          isRunDetailsRefusal(error) ? call('dispatch', what, baseUrl, () => dispatch(false)) : undefined,
+        refused: (error) => (isRunDetailsRefusal(error) ? call('dispatch', what, () => dispatch(false)) : undefined),
       });
       // @octokit/rest's types know only the 204; the 200 body is checked here.
       const details = runDetailsSchema.safeParse(response.data);
@@ -208,7 +226,6 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
       const response = await call(
         'runs',
         `read run ${runId} of ${slug(repo)}`,
-        baseUrl,
         () => octokit.rest.actions.getWorkflowRun({ ...repo, run_id: runId }),
         {
           notFound: () => undefined,
@@ -227,7 +244,7 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
     },
 
     async branchRules(repo, branch) {
-      const response = await call('rules', `read the rules of branch ${branch} in ${slug(repo)}`, baseUrl, () =>
+      const response = await call('rules', `read the rules of branch ${branch} in ${slug(repo)}`, () =>
         octokit.paginate(octokit.rest.repos.getBranchRules, { ...repo, branch, per_page: 100 }),
       );
       return response.map((rule): BranchRule => ({
@@ -241,7 +258,7 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
     },
 
     async rulesetBypass(repo, rulesetId) {
-      const response = await call('rules', `read ruleset ${rulesetId} of ${slug(repo)}`, baseUrl, () =>
+      const response = await call('rules', `read ruleset ${rulesetId} of ${slug(repo)}`, () =>
         octokit.rest.repos.getRepoRuleset({ ...repo, ruleset_id: rulesetId }),
       );
       return response.data.bypass_actors?.map((actor) => ({ type: actor.actor_type, id: actor.actor_id ?? null }));
@@ -249,7 +266,7 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
 
     async secretNames(repo, environment) {
       const what = `list the ${environment === undefined ? 'repository' : `environment ${environment}`} secrets of ${slug(repo)}`;
-      const secrets = await call('secrets', what, baseUrl, () =>
+      const secrets = await call('secrets', what, () =>
         environment === undefined
           ? octokit.paginate(octokit.rest.actions.listRepoSecrets, { ...repo, per_page: 100 })
           : octokit.paginate(octokit.rest.actions.listEnvironmentSecrets, {
@@ -262,7 +279,7 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
     },
 
     async lastScheduledRun(repo) {
-      const response = await call('runs', `list the scheduled runs of ${slug(repo)}`, baseUrl, () =>
+      const response = await call('runs', `list the scheduled runs of ${slug(repo)}`, () =>
         octokit.rest.actions.listWorkflowRunsForRepo({ ...repo, event: 'schedule', per_page: 1 }),
       );
       return response.data.workflow_runs[0]?.created_at;
@@ -335,28 +352,39 @@ function githubMessage(error: HttpFailure): string {
   return typeof data === 'string' && data.length > 0 ? data.slice(0, 200) : 'no explanation given';
 }
 
+interface CallHandlers<T, F> {
+  notFound?: () => F;
+  refused?: (error: HttpFailure) => Promise<T> | undefined;
+}
+
 /**
- * Runs one API call, turning its failures into ExocompErrors; `notFound` decides what a 404 means when it is not a
- * refusal, `refused` may answer a 400/422 instead (undefined: the failure stands).
+ * Runs one API call, turning its failures into ExocompErrors and telling `reached` whether the API answered;
+ * `notFound` decides what a 404 means when it is not a refusal, `refused` may answer a 400/422 instead (undefined:
+ * the failure stands).
  */
-async function call<T, F = never>(
+async function callApi<T, F = never>(
   area: Area,
   what: string,
   baseUrl: string,
   request: () => Promise<T>,
-  handlers: { notFound?: () => F; refused?: (error: HttpFailure) => Promise<T> | undefined } = {},
+  handlers: CallHandlers<T, F> = {},
+  reached: (reached: boolean) => void,
 ): Promise<T | F> {
   try {
-    return await request();
+    const result = await request();
+    reached(true);
+    return result;
   } catch (error) {
     if (!isHttpFailure(error) || (error.status === 500 && error.response === undefined)) {
       // @octokit/request reports a failed fetch as status 500 without a response.
+      reached(false);
       const reason =
         error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error);
       throw new ExocompError('tool-failed', `Could not reach the GitHub API at ${baseUrl} to ${what}: ${reason}`, {
         help: 'Check GITHUB_API_URL and the network; re-run the job if GitHub was unavailable.',
       });
     }
+    reached(true);
     if (error.status === 404 && handlers.notFound) return handlers.notFound();
     const instead =
       (error.status === 400 || error.status === 422) && handlers.refused ? handlers.refused(error) : undefined;
