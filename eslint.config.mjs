@@ -74,7 +74,7 @@ export default defineConfig(
     },
   },
   {
-    files: ['**/*.mjs', '**/*.js', 'vitest.config.ts'],
+    files: ['**/*.mjs', '**/*.js', 'vitest.config.ts', 'vitest.fleet.config.ts'],
     extends: [tseslint.configs.disableTypeChecked],
     languageOptions: {
       globals: {

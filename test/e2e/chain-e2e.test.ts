@@ -1,6 +1,7 @@
 /**
  * The provision chain end to end (issue 3, acceptance 1–3, 9–11): real sshd
- * hosts, real ansible-core, real git, the OpenTofu stand-in.
+ * hosts, real ansible-core, real git, the OpenTofu stand-in. The db host boots
+ * only once the apply is done, so the same chain shows the wait really waits.
  */
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -8,7 +9,10 @@ import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
 import { createChainFixture, sshHostVars, workflowIdFrom, type ChainFixture } from '../support/chain-fixture.js';
+import { isPortOpen } from '../support/addresses.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
+import { invocationsOf, readStandinLog } from '../support/tofu-standin.js';
+import { waitFor } from '../support/time.js';
 
 const sitePlaybook = new URL('../fixtures/playbooks/site.yml', import.meta.url).pathname;
 
@@ -19,6 +23,7 @@ describe('provision run: the four steps on two SSH hosts and a local one', () =>
   let localMarkers: string;
   let dumpFile: string;
   let result: Awaited<ReturnType<ChainFixture['cli']>>;
+  let dbClosedWhenWaitBegan: boolean;
   const sealKey = 'e2e-seal-key-0123456789abcdef';
   const runSecret = 'run secret with spaces, "quotes" and $dollar';
 
@@ -45,9 +50,7 @@ describe('provision run: the four steps on two SSH hosts and a local one', () =>
     });
     await writeFile(join(fx.dir, 'secrets.yml'), `GREETING: ${JSON.stringify(runSecret)}\n`);
     await cp(sitePlaybook, join(fx.dir, 'site.yml'));
-    // The db host's sshd comes up 3 s after start(): the wait has something real to wait for.
-    await db.start();
-    result = await fx.cli(
+    const run = fx.spawnCli(
       [
         'provision',
         'run',
@@ -71,6 +74,15 @@ describe('provision run: the four steps on two SSH hosts and a local one', () =>
         },
       },
     );
+    // The db host boots only once the apply is done, and its sshd comes up 3 s later: the wait has something real to wait for.
+    await waitFor(
+      'the apply to finish',
+      async () => invocationsOf(await readStandinLog(fx.standinLog), 'output').length > 0,
+      { gaveUp: () => (run.child.exitCode === null ? undefined : `the CLI exited ${run.child.exitCode}`) },
+    );
+    await db.start();
+    dbClosedWhenWaitBegan = !(await isPortOpen(db.address, db.port));
+    result = await run.done;
   });
 
   afterAll(async () => {
@@ -95,6 +107,11 @@ describe('provision run: the four steps on two SSH hosts and a local one', () =>
       'succeeded',
     ]);
     expect(record.steps[0].detail).toMatch(/captured \d+ output\(s\) to inventory .* naming 3 host\(s\)/);
+  });
+
+  it('waits for a host whose sshd starts 3 s after the apply', () => {
+    expect(dbClosedWhenWaitBegan).toBe(true);
+    expect(result.stderr).toMatch(/db answered after/);
   });
 
   it('writes its workflow once per step: created with apply running, then each success starting the next step, the capture with apply', async () => {
