@@ -73,7 +73,7 @@ async function timedSteps(
   options: { cwd: string; env: NodeJS.ProcessEnv },
   subreaperPath: string,
   stepEnded: (line: string) => string | undefined,
-): Promise<Record<string, StepFigures>> {
+): Promise<TimedRun> {
   const started = performance.now();
   // The subreaper writes the whole tree's CPU here when everything has ended.
   const finalCpuFile = `${subreaperPath}.${process.pid}-${Date.now()}.json`;
@@ -81,8 +81,9 @@ async function timedSteps(
     ...options,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  // Kept whole (up to 64 KB): Deliver 5 wants nothing on stderr but our own output, so the bench shows what came.
   let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
+  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-65_536)));
   const readings: Array<{ step: string; at: number; cpu: number | undefined }> = [];
   for await (const line of createInterface({ input: child.stdout })) {
     const step = stepEnded(line);
@@ -92,7 +93,7 @@ async function timedSteps(
   const code = await new Promise<number | null>((done) =>
     child.exitCode !== null ? done(child.exitCode) : child.on('close', done),
   );
-  if (code !== 0) throw new Error(`${command.join(' ')} failed (exit ${code}):\n${stderr}`);
+  if (code !== 0) throw new Error(`${command.join(' ')} failed (exit ${code}):\n${stderr.slice(-4000)}`);
   // A step line handled after the tree had ended (long output at many hosts) takes the tree's final figure.
   const finalCpuMs = (JSON.parse(await readFile(finalCpuFile, 'utf8')) as { cpu: number }).cpu * 1000;
   await rm(finalCpuFile, { force: true });
@@ -103,7 +104,12 @@ async function timedSteps(
     steps[reading.step] = { wallMs: now.at - last.at, cpuMs: now.cpu - last.cpu };
     last = now;
   }
-  return steps;
+  return { steps, stderr };
+}
+
+interface TimedRun {
+  steps: Record<string, StepFigures>;
+  stderr: string;
 }
 
 const bareChain = `#!/bin/bash
@@ -146,7 +152,7 @@ async function workspace(dir: string, name: string, hosts: readonly LoopbackHost
   return ws;
 }
 
-async function exocompRun(ws: string, keys: Keys, subreaperPath: string): Promise<Record<string, StepFigures>> {
+async function exocompRun(ws: string, keys: Keys, subreaperPath: string): Promise<TimedRun> {
   return timedSteps(
     [
       process.execPath,
@@ -225,11 +231,14 @@ try {
                 .map((h) => h.exec('userdel -r exocomp 2>/dev/null; rm -f /etc/sudoers.d/exocomp-exocomp')),
             );
           const ws = await workspace(dir, side, hosts);
-          figures[side].push(
+          const run =
             side === 'exocomp'
               ? await exocompRun(ws, keys, subreaperPath)
-              : await bareRun(ws, keys, hosts, subreaperPath),
-          );
+              : await bareRun(ws, keys, hosts, subreaperPath);
+          figures[side].push(run.steps);
+          const said = run.stderr.split('\n').filter((line) => line.trim() !== '');
+          if (said.length > 0)
+            console.log(`${side} wrote ${said.length} line(s) on stderr:\n  ${said.slice(0, 10).join('\n  ')}`);
           await rm(ws, { recursive: true, force: true });
         }
       }

@@ -48,6 +48,11 @@ export interface PlaybookRun {
   collectionsPath?: string;
   /** Hosts worked on at once (ANSIBLE_FORKS); absent: ansible's own setting. */
   forks?: number | undefined;
+  /**
+   * The ControlPath directory to use, made beforehand (openControlDir) with masters the run may ride: the fleet-login
+   * proof's, one per host, port and user. The run takes it over and closes it as it would its own.
+   */
+  controlDir?: ControlDir | undefined;
   /** Stops ansible-playbook when aborted; the run then rejects with the signal's reason. */
   signal?: AbortSignal | undefined;
   /**
@@ -98,10 +103,10 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
   const knownHostsFile = sshSafePath(resolve(run.cwd, run.knownHostsFile), 'the known_hosts file');
   const secrets = expandSecrets(run.secrets ?? []);
   const workDir = await runDirFor(run.env.TMPDIR);
-  let controlDir: string | undefined;
+  let controlDir: ControlDir | undefined = run.controlDir;
   let played = false;
   try {
-    controlDir = await makeControlDir(run.env.TMPDIR);
+    controlDir ??= await openControlDir(run.env.TMPDIR);
     const ansibleHome = join(workDir, 'home');
     await mkdir(join(ansibleHome, 'tmp'), { recursive: true, mode: 0o700 });
     const callbackDir = join(workDir, 'callbacks');
@@ -122,7 +127,7 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
       // One socket per host, port and user, named by ansible per task (connection-identity.ts): never %C, whose
       // unseparated concatenation lets two hosts share a socket. Explicit, so no ControlPath in an inventory's
       // ssh_common_args can point elsewhere (ssh keeps the first value).
-      `-o ControlPath=${controlDir}/${CONNECTION_ID_TEMPLATE}`,
+      `-o ControlPath=${controlDir.path}/${CONNECTION_ID_TEMPLATE}`,
       ...verifyArgs,
     ].join(' ');
 
@@ -132,7 +137,7 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
       // The extra var below (templated per host) is what ansible uses; the environment is never templated, so
       // anything reading only this connects without multiplexing rather than on a shared socket.
       ANSIBLE_SSH_ARGS: ['-C', '-o ControlMaster=no', '-o ControlPath=none', ...verifyArgs].join(' '),
-      ANSIBLE_SSH_CONTROL_PATH_DIR: controlDir,
+      ANSIBLE_SSH_CONTROL_PATH_DIR: controlDir.path,
       ANSIBLE_INVENTORY_UNPARSED_FAILED: 'true',
       ANSIBLE_INVENTORY_ENABLED: 'yaml',
       ANSIBLE_RETRY_FILES_ENABLED: 'false',
@@ -212,7 +217,7 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
       failures,
     };
   } finally {
-    const closing = closeRun(workDir, controlDir, run.env);
+    const closing = closeRun(workDir, controlDir);
     // A play that ran may leave its closing to the caller; one that did not closes before its error propagates.
     if (played && run.deferClose) run.deferClose(closing);
     else await closing;
@@ -220,8 +225,8 @@ export async function runPlaybook(run: PlaybookRun): Promise<PlaybookResult> {
 }
 
 /** Ends the run's ControlPersist masters, then removes its files. */
-async function closeRun(workDir: string, controlDir: string | undefined, env: NodeJS.ProcessEnv): Promise<void> {
-  if (controlDir !== undefined) await stopControlMasters(controlDir, env);
+async function closeRun(workDir: string, controlDir: ControlDir | undefined): Promise<void> {
+  await controlDir?.close();
   await rm(workDir, { recursive: true, force: true });
 }
 
@@ -295,26 +300,33 @@ function baseDirFor(base: string | undefined): string {
   return base && isAbsolute(base) ? base : tmpdir();
 }
 
-/**
- * The run's own ControlPath directory, a private directory of its own (beside the
- * run's, not below it) so the socket path stays within 107 bytes; under /tmp
- * when TMPDIR is too long even for that.
- */
-async function makeControlDir(base: string | undefined): Promise<string> {
-  const parent = baseDirFor(base);
-  const dirLength = privateDirTemplate('cp', parent).length;
-  const dir = await makePrivateDir(
-    'cp',
-    dirLength + CONTROL_SOCKET_NAME_LENGTH > MAX_CONTROL_SOCKET_PATH ? '/tmp' : parent,
-  );
-  return sshSafePath(dir, 'the ssh control directory');
+/** A private ControlPath directory: its sockets are named by connectionId, so each stands for one host, port and user. */
+export interface ControlDir {
+  readonly path: string;
+  /** Ends every master in it and removes it; once, however often it is called. */
+  close(): Promise<void>;
 }
 
 /**
- * Ends every ControlPersist master of the run and removes the directory, so no
+ * A ControlPath directory of its own (beside the run's, not below it) so a socket
+ * path stays within 107 bytes; under /tmp when TMPDIR is too long even for that.
+ */
+export async function openControlDir(tmpdirBase: string | undefined): Promise<ControlDir> {
+  const parent = baseDirFor(tmpdirBase);
+  const dirLength = privateDirTemplate('cp', parent).length;
+  const path = sshSafePath(
+    await makePrivateDir('cp', dirLength + CONTROL_SOCKET_NAME_LENGTH > MAX_CONTROL_SOCKET_PATH ? '/tmp' : parent),
+    'the ssh control directory',
+  );
+  let closing: Promise<void> | undefined;
+  return { path, close: () => (closing ??= stopControlMasters(path)) };
+}
+
+/**
+ * Ends every ControlPersist master of the directory and removes it, so no
  * later run can ride a connection to a host whose key has since changed.
  */
-async function stopControlMasters(controlDir: string, env: NodeJS.ProcessEnv): Promise<void> {
+async function stopControlMasters(controlDir: string): Promise<void> {
   const entries = await readdir(controlDir).catch(() => [] as string[]);
   await Promise.all(
     entries.map(async (entry) => {
@@ -325,7 +337,7 @@ async function stopControlMasters(controlDir: string, env: NodeJS.ProcessEnv): P
       );
       if (!isSocket) return;
       await runProcess('ssh', ['-F', '/dev/null', '-o', `ControlPath=${socket}`, '-O', 'exit', 'exocomp-control'], {
-        env,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
         timeoutMs: 10_000,
       }).catch(() => undefined);
     }),

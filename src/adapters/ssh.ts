@@ -6,6 +6,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
 import { knownHostsName } from '../domain/inventory.js';
+import { connectionId } from '../domain/connection-identity.js';
 import { runProcess } from './process.js';
 import { makePrivateDir } from './private-dir.js';
 import { fanOutSignal } from './signals.js';
@@ -686,6 +687,11 @@ export interface LoginCheckOptions {
   sshConfigFile?: string | undefined;
   /** ssh clients at once (each costs a key exchange of CPU on this machine). */
   concurrency: number;
+  /**
+   * Each login stays open as a ControlPersist master in this directory, its socket named by connectionId (host,
+   * port, user), for a later play to ride instead of a key exchange of its own; ended by whoever owns the directory.
+   */
+  keepMasters?: { controlDir: string; persistSec: number } | undefined;
   timeoutSec?: number;
   signal?: AbortSignal | undefined;
 }
@@ -694,12 +700,20 @@ export type LoginCheck = { name: string; ok: true } | { name: string; ok: false;
 
 /**
  * Logs in to each target as `user` with only `identityFile`, checking the
- * host's key against `knownHostsFile`, and runs `true`. ControlPath=none: the
- * login is the host's own key exchange and authentication, never a ride on
- * another connection's master. Never throws for a host: a refusal is a result.
+ * host's key against `knownHostsFile`, and runs `true`. The login is the host's
+ * own key exchange and authentication, never a ride on another connection's
+ * master: ControlPath=none, or with `keepMasters` ControlMaster=yes (it makes
+ * the master, it never joins one). Never throws for a host: a refusal is a result.
  */
 export async function checkLogins(targets: readonly SshTarget[], options: LoginCheckOptions): Promise<LoginCheck[]> {
-  const { user, identityFile, knownHostsFile, sshConfigFile, timeoutSec = 30, signal } = options;
+  const { user, identityFile, knownHostsFile, sshConfigFile, keepMasters, timeoutSec = 30, signal } = options;
+  const control = (target: SshTarget): string[] =>
+    keepMasters === undefined
+      ? ['-o', 'ControlMaster=no', '-o', 'ControlPath=none']
+      : ['-o', 'ControlMaster=yes', '-o', `ControlPersist=${keepMasters.persistSec}s`].concat(
+          '-o',
+          `ControlPath=${keepMasters.controlDir}/${connectionId({ address: target.address, port: target.port, user })}`,
+        );
   const slots = new Slots(Math.max(1, Math.floor(options.concurrency)));
   const check = async (target: SshTarget): Promise<LoginCheck> => {
     await slots.acquire();
@@ -709,7 +723,7 @@ export async function checkLogins(targets: readonly SshTarget[], options: LoginC
         'ssh',
         [
           ...(sshConfigFile === undefined ? [] : ['-F', sshConfigFile]),
-          ...['-o', 'BatchMode=yes', '-o', 'ControlMaster=no', '-o', 'ControlPath=none'],
+          ...['-o', 'BatchMode=yes', ...control(target)],
           ...['-o', 'IdentitiesOnly=yes', '-o', 'IdentityAgent=none', '-o', `IdentityFile=${identityFile}`],
           ...['-o', 'PreferredAuthentications=publickey', '-o', 'StrictHostKeyChecking=yes'],
           ...['-o', `UserKnownHostsFile=${knownHostsFile}`, '-o', 'GlobalKnownHostsFile=/dev/null'],

@@ -252,6 +252,33 @@ describe('onboarding playbook against a loopback host', () => {
     expect((await host.exec(`test -e ${mark} && echo ran; getent passwd x a`)).stdout).toBe('');
   });
 
+  it('checks every host once, up front: a hostile value set for one host stops all of them before any host task', async () => {
+    const mark = `/tmp/exo-host-user-${process.pid}`;
+    // Two names for the one host: the check runs once for the play, yet reads each host's own variables.
+    const twoHosts = await inventory({
+      web: hostEntry(host),
+      web2: hostEntry(host, { exocomp_onboard_user: `x;touch ${mark}` }),
+    });
+    const result = await runPlaybook(
+      baseRun({
+        playbook: ONBOARD_PLAYBOOK,
+        inventoryPath: twoHosts,
+        knownHostsFile: knownHosts,
+        remoteUser: 'root',
+        privateKeyFile: bootstrap.privateKeyPath,
+        extraVars: { exocomp_fleet_pubkey: fleet.publicKey },
+        secrets: [],
+      }),
+    );
+    expect(result.code, describeRun(result)).not.toBe(0);
+    expect(result.stdout).toMatch(/failed: \[web\] \(item=web2\).*a plain user name \(got \\?"x;touch/);
+    expect(result.stdout).not.toContain(`TASK [${ONBOARD_SCRIPT_TASK}`);
+    // The check ran on web for both; ansible stopped there, so web2 reached no later task.
+    expect(result.recap.web?.failed).toBe(1);
+    expect(result.recap.web2 ?? { ok: 0, changed: 0 }).toMatchObject({ ok: 0, changed: 0 });
+    expect((await host.exec(`test -e ${mark} && echo ran; getent passwd exocomp`)).stdout).toBe('');
+  });
+
   it('hands a key comment full of shell to the host as data: it lands in authorized_keys, nothing runs', async () => {
     const mark = `/tmp/exo-key-${process.pid}`;
     const keyLine = `${fleet.publicKey} x'$(touch ${mark}a)'\`touch ${mark}b\`;touch ${mark}c "$(touch ${mark}d)" \\ %s {{ 7 * 6 }}`;

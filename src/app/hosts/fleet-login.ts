@@ -2,7 +2,8 @@
  * The proof that ends onboarding: each host lets the fleet user in with the
  * fleet key, its host key checked against its pin, on a login of its own. A
  * host that does not is a failed host, never counted as onboarded (a play that
- * reported success for it may have run elsewhere, or changed nothing).
+ * reported success for it may have run elsewhere, or changed nothing). That
+ * login may stay open for configure to ride (keepMastersIn).
  */
 import { availableParallelism } from 'node:os';
 import { copyFile, chmod, rm, writeFile } from 'node:fs/promises';
@@ -20,8 +21,20 @@ export interface FleetLoginRequest {
   fleetKeyPath: string;
   /** The pinned store as the play used it. */
   knownHosts: string;
+  /**
+   * Keep each login open as the master connection a play as the same user rides next (configure, in the same run),
+   * in this ControlPath directory (adapters/ansible.ts openControlDir): the proof then costs no key exchange of its own.
+   * Hosts behind a bastion are never kept (their route closes with the proof).
+   */
+  keepMastersIn?: string | undefined;
   signal?: AbortSignal | undefined;
 }
+
+/**
+ * How long a kept master waits for its first rider (it idles from its proof until configure reaches its host, which
+ * at fleet size is most of configure's run); the owner of the directory ends them all sooner, this bounds a crashed run.
+ */
+const KEPT_MASTER_IDLE_SEC = 30 * 60;
 
 /** Logs every host in as the fleet user; throws naming every host that refused or could not be reached. */
 export async function proveFleetLogins(hosts: readonly DerivedHost[], request: FleetLoginRequest): Promise<void> {
@@ -49,6 +62,10 @@ export async function proveFleetLogins(hosts: readonly DerivedHost[], request: F
       knownHostsFile,
       // Each login is one key exchange of CPU here: more clients than cores only queue.
       concurrency: availableParallelism(),
+      keepMasters:
+        request.keepMastersIn === undefined || jump !== undefined
+          ? undefined
+          : { controlDir: request.keepMastersIn, persistSec: KEPT_MASTER_IDLE_SEC },
       signal: request.signal,
     });
     const refused = results.flatMap((r) => (r.ok ? [] : [r]));

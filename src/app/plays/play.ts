@@ -14,7 +14,7 @@ import { countedNames, someNames } from '../../domain/host-list.js';
 import type { PinnedKnownHosts } from '../../domain/known-hosts.js';
 import { scrubEnvironment } from '../../domain/run-environment.js';
 import { chooseForks } from '../../domain/forks.js';
-import { runPlaybook } from '../../adapters/ansible.js';
+import { runPlaybook, type ControlDir } from '../../adapters/ansible.js';
 import type { AnsibleEvent } from '../../adapters/ansible-events.js';
 import { SshAgent } from '../../adapters/ssh.js';
 import { JumpSession } from '../../adapters/ssh-jump.js';
@@ -38,6 +38,8 @@ export interface PlayRequest {
   agentKeyFile?: string;
   /** That agent, started beforehand (lookAheadToAgent): taken, and killed afterwards all the same. */
   agent?: LookAhead<SshAgent> | undefined;
+  /** SSH masters opened beforehand (the fleet-login proof's) for the play to ride: taken, and closed with the play. */
+  controlDir?: LookAhead<ControlDir> | undefined;
   extraVars?: Record<string, unknown>;
   /** Environment values meant for the play (run-secrets, unsealed outputs). */
   envAdditions?: Record<string, string>;
@@ -88,6 +90,7 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
   }
   const privateDir = await makePrivateDir('run');
   let agent: SshAgent | undefined;
+  let controlDir: ControlDir | undefined;
   let jump: JumpSession | undefined;
   let playbookClosing: Promise<void> | undefined;
   try {
@@ -109,6 +112,7 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
     if (request.agent) agent = await request.agent.take(UNHEARD);
     else if (request.agentKeyFile) agent = await agentHolding(request.agentKeyFile);
     if (agent) Object.assign(env, agent.env());
+    controlDir = await request.controlDir?.take(UNHEARD);
     if (request.hosts !== undefined && hasBastions(request.hosts)) {
       // The bastions' masters authenticate as the play does: the same key, and its remote user when it has one.
       jump = await JumpSession.open(routesOf(request.hosts), {
@@ -132,6 +136,7 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
       ...(sshConfigFile ? { sshConfigFile } : {}),
       ...(request.remoteUser ? { remoteUser: request.remoteUser } : {}),
       ...(identityFile ? { privateKeyFile: identityFile } : {}),
+      controlDir,
       ...(request.extraVars ? { extraVars: request.extraVars } : {}),
       ...(request.check ? { check: true } : {}),
       ...(request.diff ? { diff: true } : {}),
@@ -155,7 +160,7 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
       failures: result.failures,
     };
   } finally {
-    const closing = closePlay(playbookClosing, agent, privateDir, jump);
+    const closing = closePlay(playbookClosing, agent, privateDir, jump, controlDir);
     // Only a play that ran hands its closing on (its playbook run did); otherwise it is closed before the error propagates.
     if (playbookClosing && request.deferClose) request.deferClose(closing);
     else await closing;
@@ -186,16 +191,19 @@ export function lookAheadToAgent(keyFile: string, interrupt?: AbortSignal): Look
 /** Starting an agent says nothing. */
 const UNHEARD: Say = { info: () => undefined, warn: () => undefined };
 
-/** After the playbook run closed: the agent stopped, the private files removed. */
+/** After the playbook run closed: its masters ended, the agent stopped, the private files removed. */
 async function closePlay(
   playbookClosing: Promise<void> | undefined,
   agent: SshAgent | undefined,
   privateDir: string,
   jump: JumpSession | undefined,
+  controlDir: ControlDir | undefined,
 ): Promise<void> {
   try {
     await playbookClosing;
   } finally {
+    // Closed by the playbook run already, unless the play failed before it began.
+    await controlDir?.close();
     await jump?.close();
     await agent?.stop();
     await rm(privateDir, { recursive: true, force: true });

@@ -27,6 +27,7 @@ export interface StandingPlayRequest {
   fleetKeyPath?: string;
   /** An agent already holding the fleet key (see PlayRequest.agent). */
   fleetAgent?: PlayRequest['agent'];
+  fleetConnections?: PlayRequest['controlDir'];
   /** A key file granted to the run as its identity (a 0600 copy), never a directory. */
   identityFile?: string;
   sealKey?: string | undefined;
@@ -84,6 +85,7 @@ function playRequest(
     ...(request.remoteUser ? { remoteUser: request.remoteUser } : {}),
     ...(request.fleetKeyPath ? { agentKeyFile: request.fleetKeyPath } : {}),
     agent: request.fleetAgent,
+    controlDir: request.fleetConnections,
     ...(request.identityFile ? { identityFile: request.identityFile } : {}),
     envAdditions,
     ...(request.extraVars ? { extraVars: request.extraVars } : {}),

@@ -24,6 +24,7 @@ export async function configureStep({
     remoteUser: workflow.options.remoteUser ?? workflow.options.onboardUser,
     fleetKeyPath: inputs.fleetKeyPath,
     fleetAgent: handedOn.fleetAgent,
+    fleetConnections: handedOn.fleetConnections,
     sealKey: inputs.sealKey,
     runSecrets: inputs.runSecrets,
     ...(bastion ? { bastion } : {}),

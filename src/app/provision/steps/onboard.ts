@@ -16,6 +16,8 @@ import { hasBastions, scanBehindBastions } from '../../hosts/jump.js';
 import { lookAheadToAgent, playFailedError, runPlay } from '../../plays/play.js';
 import { playProgress } from '../../runtime/progress.js';
 import { proveFleetLogins } from '../../hosts/fleet-login.js';
+import { openControlDir, type ControlDir } from '../../../adapters/ansible.js';
+import { LookAhead } from '../look-ahead.js';
 
 /** The seeded playbook sits at the repository root, above dist/cli.js, dist/<action>/ and src/app/provision/steps/. */
 export function seededOnboardPlaybook(): string {
@@ -48,16 +50,29 @@ export async function onboardStep(context: StepContext): Promise<string | StepRe
 
   // Configure's agent, holding the fleet key, starts while the keys are pinned and the play runs; no host sees it.
   const fleetAgent = nextRunsHere ? lookAheadToAgent(inputs.fleetKeyPath, app.interrupt) : undefined;
+  // The login proof's connections stay open there for configure's play to ride.
+  const fleetConnections = nextRunsHere ? await openControlDir(app.env.TMPDIR) : undefined;
   try {
     const detail = await pinAndPlay(context, inventory, hosts, {
       fleetKeyPath: inputs.fleetKeyPath,
       bootstrapKeyPath: inputs.bootstrapKeyPath,
+      keepMastersIn: fleetConnections?.path,
     });
-    return fleetAgent ? { detail, handOn: { fleetAgent } } : detail;
+    if (!fleetAgent || !fleetConnections) return detail;
+    return { detail, handOn: { fleetAgent, fleetConnections: handedOver(fleetConnections) } };
   } catch (error) {
     await fleetAgent?.discard();
+    await fleetConnections?.close();
     throw error;
   }
+}
+
+/** Made already: handed on as a look-ahead, so the chain closes it when no later step takes it. */
+function handedOver(controlDir: ControlDir): LookAhead<ControlDir> {
+  return new LookAhead(
+    () => Promise.resolve(controlDir),
+    (dir) => dir.close(),
+  );
 }
 
 /** Pins the hosts' keys, then runs the onboarding play against them with the bootstrap key; returns the detail line. */
@@ -65,7 +80,7 @@ async function pinAndPlay(
   { app, workflow, inputs, info, warn, signal, handedOn, deferClose }: StepContext,
   inventory: ResolvedInventory,
   hosts: ResolvedInventory['hosts'],
-  keys: { fleetKeyPath: string; bootstrapKeyPath: string },
+  keys: { fleetKeyPath: string; bootstrapKeyPath: string; keepMastersIn: string | undefined },
 ): Promise<string> {
   // The fleet key's public half is derived while the keys are pinned: neither waits for the other.
   const pinning = async () => {
@@ -116,6 +131,7 @@ async function pinAndPlay(
     user: workflow.options.onboardUser,
     fleetKeyPath: keys.fleetKeyPath,
     knownHosts: pins.knownHosts,
+    keepMastersIn: keys.keepMastersIn,
     signal,
   });
   return `${hosts.length} host(s) onboarded as ${workflow.options.onboardUser}; ${pins.added.length} key(s) pinned`;

@@ -8,6 +8,7 @@ import type { RecordsChange } from '../../../ledger/records.js';
 import type { AppContext } from '../../runtime/context.js';
 import type { LookAhead } from '../look-ahead.js';
 import type { SshAgent } from '../../../adapters/ssh.js';
+import type { ControlDir } from '../../../adapters/ansible.js';
 import type { ScannedHostKeys } from '../../hosts/pins.js';
 import type { RunInputs } from '../../plays/run-inputs.js';
 import type { SshWaited } from './ssh-wait.js';
@@ -48,6 +49,8 @@ export interface HandedOn {
   hostKeys?: LookAhead<ScannedHostKeys>;
   /** An agent holding the fleet key, started by onboarding while it pins and plays, for configure's play. */
   fleetAgent?: LookAhead<SshAgent>;
+  /** The fleet-login proof's connections, kept open by onboarding for configure's play to ride (no key exchange of its own). */
+  fleetConnections?: LookAhead<ControlDir>;
 }
 
 /**
