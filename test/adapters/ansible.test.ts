@@ -256,7 +256,8 @@ describe('onboarding playbook against a loopback host', () => {
     const mark = `/tmp/exo-host-user-${process.pid}`;
     // Two names for the one host: the check runs once for the play, yet reads each host's own variables.
     const twoHosts = await inventory({
-      web: hostEntry(host),
+      // A user no other test makes, so its absence afterwards says the script never ran for web either.
+      web: hostEntry(host, { exocomp_onboard_user: 'checkedonce' }),
       web2: hostEntry(host, { exocomp_onboard_user: `x;touch ${mark}` }),
     });
     const result = await runPlaybook(
@@ -276,7 +277,7 @@ describe('onboarding playbook against a loopback host', () => {
     // The check ran on web for both; ansible stopped there, so web2 reached no later task.
     expect(result.recap.web?.failed).toBe(1);
     expect(result.recap.web2 ?? { ok: 0, changed: 0 }).toMatchObject({ ok: 0, changed: 0 });
-    expect((await host.exec(`test -e ${mark} && echo ran; getent passwd exocomp`)).stdout).toBe('');
+    expect((await host.exec(`test -e ${mark} && echo ran; getent passwd checkedonce`)).stdout).toBe('');
   });
 
   it('hands a key comment full of shell to the host as data: it lands in authorized_keys, nothing runs', async () => {
