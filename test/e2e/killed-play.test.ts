@@ -111,7 +111,7 @@ describe('a converge killed with -9 mid-play', () => {
 
     const left = await readdir(tmp);
     expect(left.length).toBeGreaterThan(0);
-    for (const name of left) expect(name).toMatch(new RegExp(`^exocomp-[a-z]+-${killed.pid}-`));
+    for (const name of left) expect(name).toMatch(new RegExp(`^exocomp-[a-z]+-${killed.pid}\\.[0-9a-z]+-`));
     const modes = await modesUnder(tmp);
     // Nobody else can enter any of them, so nothing inside is readable by others.
     for (const name of left) expect([name, modes.get(name)]).toEqual([name, 0o700]);

@@ -27,7 +27,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** ssh-agent processes this test process started (their socket lives in an exocomp-agent-<our pid>- directory). */
+/** ssh-agent processes this test process started (their socket lives in an exocomp-agent-<our pid>.<pidns>- directory). */
 async function ourAgents(): Promise<string[]> {
   const marker = privateDirPrefix('agent');
   const found: string[] = [];

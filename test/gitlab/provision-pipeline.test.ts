@@ -656,7 +656,7 @@ describe('the whole provision pipeline in one gitlab-ci-local invocation (issue 
       const applied = (await readStandinLog(standinLog)).filter((i) => i.argv[0] === 'apply').slice(-2);
       const planDirs = applied.map((i) => path.dirname(i.argv[i.argv.length - 1] ?? ''));
       expect(new Set(planDirs).size).toBe(2);
-      for (const dir of planDirs) expect(path.basename(dir)).toMatch(/^exocomp-plan-\d+-/);
+      for (const dir of planDirs) expect(path.basename(dir)).toMatch(/^exocomp-plan-\d+\.[0-9a-z]+-/);
       expect(await leftPlans()).toEqual([]);
       const record = JSON.parse((await ledgerFile('workflows/edge-701.json')) ?? '{}') as {
         state?: string;
