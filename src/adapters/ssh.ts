@@ -710,10 +710,10 @@ export async function checkLogins(targets: readonly SshTarget[], options: LoginC
   const control = (target: SshTarget): string[] =>
     keepMasters === undefined
       ? ['-o', 'ControlMaster=no', '-o', 'ControlPath=none']
-      : ['-o', 'ControlMaster=yes', '-o', `ControlPersist=${keepMasters.persistSec}s`].concat(
-          '-o',
-          `ControlPath=${keepMasters.controlDir}/${connectionId({ address: target.address, port: target.port, user })}`,
-        );
+      : [
+          ...['-o', 'ControlMaster=yes', '-o', `ControlPersist=${keepMasters.persistSec}s`],
+          ...['-o', `ControlPath=${keepMasters.controlDir}/${connectionId({ ...target, user })}`],
+        ];
   const slots = new Slots(Math.max(1, Math.floor(options.concurrency)));
   const check = async (target: SshTarget): Promise<LoginCheck> => {
     await slots.acquire();

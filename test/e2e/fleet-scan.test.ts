@@ -5,13 +5,13 @@
  * hosts that refused the first pass are retried within the scan's budget.
  * EXOCOMP_FLEET_HOSTS sets the count (default 24: a shared machine).
  */
-import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { pinHostKeys } from '../../src/app/hosts/pins.js';
 import type { AppContext } from '../../src/app/runtime/context.js';
 import { RecordingProgress } from '../../src/app/runtime/progress.js';
 import { MemoryLedgerStore } from '../../src/ledger/memory-store.js';
 import { readPins } from '../../src/ledger/records.js';
+import { silentConnection } from '../support/addresses.js';
 import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../support/loopback-host.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -30,14 +30,6 @@ function app(): AppContext {
     env: {},
     progress: new RecordingProgress(),
   };
-}
-
-/** A connection that sends nothing: sshd counts it as starting up until it closes. */
-function occupy(host: LoopbackHost): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: host.address, port: host.port }, () => resolve(socket));
-    socket.once('error', reject);
-  });
 }
 
 describe(`${HOST_COUNT} hosts whose sshd takes one unauthenticated connection at a time`, () => {
@@ -59,7 +51,7 @@ describe(`${HOST_COUNT} hosts whose sshd takes one unauthenticated connection at
   });
 
   it('are all pinned, the busy ones on a retry', async () => {
-    const busy = await Promise.all(hosts.map(occupy));
+    const busy = await Promise.all(hosts.map(silentConnection));
     const release = setTimeout(() => busy.forEach((socket) => socket.destroy()), BUSY_MS);
     const context = app();
     const started = performance.now();

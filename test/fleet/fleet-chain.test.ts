@@ -13,12 +13,12 @@
  * (vitest.fleet.config.ts) runs it; EXOCOMP_FLEET_HOSTS sets the count
  * (default 200).
  */
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
-import { canListen, randomLoopbackAddress } from '../support/addresses.js';
+import { canListen, randomLoopbackAddress, silentConnection } from '../support/addresses.js';
 import {
   createChainFixture,
   sshHostVars,
@@ -58,14 +58,6 @@ async function freeAddresses(count: number): Promise<string[]> {
     if (!addresses.has(address) && (await canListen(address, 22))) addresses.add(address);
   }
   return [...addresses];
-}
-
-/** A connection that sends nothing: sshd counts it as starting up until it closes. */
-function occupy(host: LoopbackHost): Promise<Socket> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: host.address, port: host.port }, () => resolve(socket));
-    socket.once('error', reject);
-  });
 }
 
 /** One ssh-keyscan call the CLI made: the gate's pid, and the addresses the call names (after its `--`). */
@@ -130,7 +122,7 @@ async function throttleTheScan(hosts: readonly LoopbackHost[], gate: KeyscanGate
     while (!ended) {
       for (const call of await gate.calls()) {
         if (opened.has(call.id)) continue;
-        busy ??= await Promise.all(hosts.map(occupy));
+        busy ??= await Promise.all(hosts.map(silentConnection));
         if (!freed && call.addresses.some((address) => asked.has(address))) {
           busy.forEach((socket) => socket.destroy());
           freed = true;

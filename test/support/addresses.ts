@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { createConnection, createServer } from 'node:net';
+import { createConnection, createServer, type Socket } from 'node:net';
 import { scaled } from './time.js';
 
 /**
@@ -33,6 +33,14 @@ export function isPortOpen(address: string, port: number, timeoutMs = 2_000): Pr
     socket.setTimeout(timeoutMs, () => done(false));
     socket.once('connect', () => done(true));
     socket.once('error', () => done(false));
+  });
+}
+
+/** A connection that sends nothing: an sshd counts it as starting up (against MaxStartups) until it closes. */
+export function silentConnection(target: { address: string; port: number }): Promise<Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection({ host: target.address, port: target.port }, () => resolve(socket));
+    socket.once('error', reject);
   });
 }
 
