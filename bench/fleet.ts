@@ -18,14 +18,14 @@
  */
 import { spawn } from 'node:child_process';
 import { cp, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { runProcess } from '../src/adapters/process.js';
 import { chooseForks } from '../src/domain/forks.js';
 import { createLoopbackHost, generateKeyPair, type KeyPair, type LoopbackHost } from '../test/support/loopback-host.js';
 import { fixtureWorkspacesDir, standinPath } from '../test/support/tofu-standin.js';
-import { ansiblePython, cliEnv, median, provisionRunArgs, SUBREAPER_PY } from './side-by-side.js';
+import { ansiblePython, cliEnv, median, pinHostsApart, provisionRunArgs, SUBREAPER_PY } from './side-by-side.js';
 
 const root = resolve(import.meta.dirname, '..');
 const cli = join(root, 'dist/cli.js');
@@ -34,9 +34,7 @@ const rounds = Number(process.env.BENCH_ROUNDS ?? 1);
 if (!hostCounts.every((n) => Number.isInteger(n) && n >= 1) || !Number.isInteger(rounds) || rounds < 1)
   throw new Error('BENCH_HOSTS takes whole numbers ≥ 1 separated by commas, BENCH_ROUNDS a whole number ≥ 1');
 
-const cores = availableParallelism();
-const runnerCores = '0';
-const hostCores = cores > 1 ? `1-${cores - 1}` : '0';
+const { cores, runner: runnerCores, hosts: hostCores } = await pinHostsApart();
 
 /**
  * CPU ms (user + system) a process tree has used so far: live processes' own and their reaped children's; undefined
@@ -208,11 +206,10 @@ const COMPARED: [string, string[], string[]][] = [
 const dir = await mkdtemp(join(tmpdir(), 'exocomp-bench-fleet-'));
 const subreaperPath = join(dir, 'subreaper.py');
 await writeFile(subreaperPath, SUBREAPER_PY);
-if (cores > 1) await runProcess('taskset', ['-a', '-p', '-c', hostCores, String(process.pid)]);
 const keys = { bootstrap: await generateKeyPair(dir, 'bootstrap'), fleet: await generateKeyPair(dir, 'fleet') };
 console.log(
   `bench:fleet — hosts ${hostCounts.join(', ')}, ${rounds} round(s), ${cores} core(s): hosts' sshd on cores ${hostCores}, ` +
-    `runner on core ${runnerCores}; exocomp forks derived (${hostCounts.map((n) => chooseForks(n, cores)).join(', ')}), bare forks 5; load ${load()}`,
+    `runner on core ${runnerCores}; exocomp forks derived from the runner's one core (${hostCounts.map((n) => chooseForks(n, 1)).join(', ')}), bare forks 5; load ${load()}`,
 );
 try {
   for (const count of hostCounts) {

@@ -1,5 +1,7 @@
 import { access, constants, cp, readFile, writeFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { runProcess } from '../src/adapters/process.js';
 import { fixtureWorkspacesDir } from '../test/support/tofu-standin.js';
 /** Rounds of exocomp beside a baseline, alternating which goes first, and the medians of each. */
 export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
@@ -192,3 +194,14 @@ usage = resource.getrusage(resource.RUSAGE_CHILDREN)
 with open(sys.argv[1], 'w') as out: json.dump({'cpu': usage.ru_utime + usage.ru_stime}, out)
 sys.exit(rc)
 `;
+
+/**
+ * Keeps the runner's cost apart from the hosts': this process, and so the loopback hosts' sshd it starts, moves
+ * to cores 1…n−1, and a side runs under `taskset -c <runner>` on core 0. With one core both share it.
+ */
+export async function pinHostsApart(): Promise<{ cores: number; runner: string; hosts: string }> {
+  const cores = availableParallelism();
+  const hosts = cores > 1 ? `1-${cores - 1}` : '0';
+  if (cores > 1) await runProcess('taskset', ['-a', '-p', '-c', hosts, String(process.pid)]);
+  return { cores, runner: '0', hosts };
+}
