@@ -75,6 +75,8 @@ try {
       `-o UserKnownHostsFile=${knownHosts} -o StrictHostKeyChecking=yes -p ${h.port} root@${h.address} true`,
   );
 
+  // Every ansible run connects as the bootstrap user, as onboarding does.
+  const asRoot = ['-i', inventory, '-u', 'root', '--private-key', bootstrap.privateKeyPath];
   const [play] = parse(await readFile(playbook, 'utf8')) as [{ tasks: { name?: string }[] }];
   console.log(
     `bench:onboard-tasks — ${playbook}, ${hostCount} host(s), ${rounds} round(s), runner on core ${pinned.runner}, ` +
@@ -82,27 +84,13 @@ try {
   );
   const floors = {
     ssh: await medians(['sh', '-c', logins.join(' && ')]),
-    raw: await medians([
-      'ansible',
-      'all',
-      '-i',
-      inventory,
-      '-u',
-      'root',
-      '--private-key',
-      bootstrap.privateKeyPath,
-      '-m',
-      'raw',
-      '-a',
-      'true',
-    ]),
+    raw: await medians(['ansible', 'all', ...asRoot, '-m', 'raw', '-a', 'true']),
   };
   const prefixes = [];
   for (let tasks = 0; tasks <= play.tasks.length; tasks++) {
     const cut = join(dir, `play-${tasks}.yml`);
     await writeFile(cut, stringify([{ ...play, tasks: play.tasks.slice(0, tasks) }]));
-    const args = ['-i', inventory, '-u', 'root', '--private-key', bootstrap.privateKeyPath, '-e', `@${vars}`, cut];
-    prefixes.push(await medians(['ansible-playbook', ...args]));
+    prefixes.push(await medians(['ansible-playbook', ...asRoot, '-e', `@${vars}`, cut]));
   }
   console.log(`\nrunner CPU per host, median of ${rounds}:`);
   console.log(
