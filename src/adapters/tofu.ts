@@ -99,13 +99,6 @@ export interface TofuPort {
   showPlan(planFile: string): Promise<PlanJson>;
   /** Applies a saved plan (a saved plan needs no approval flag). */
   apply(planFile: string): Promise<void>;
-  /**
-   * Applies a saved plan while reading it back (`show -json` beside `apply`),
-   * for an apply that nothing about the plan has to allow first. No line of
-   * the apply is shown, and no failure described, before the plan's sensitive
-   * values are known; if the plan cannot be read, the apply's output is withheld.
-   */
-  applyReadingPlan(planFile: string, onPlan?: (plan: PlanJson) => void): Promise<PlanJson>;
   outputs(): Promise<TofuOutputs>;
   /** The current state's lineage and serial (`state pull`); undefined when the workspace has no state yet. */
   stateIdentity(): Promise<StateIdentity | undefined>;
@@ -194,36 +187,6 @@ export class TofuDriver implements TofuPort {
     await this.run(['apply', '-input=false', '-no-color', '-json', planFile], { output: 'ui-json' });
   }
 
-  async applyReadingPlan(planFile: string, onPlan?: (plan: PlanJson) => void): Promise<PlanJson> {
-    // onPlan runs before the held lines of the apply are shown.
-    const reading = this.showPlan(planFile).then((plan) => {
-      onPlan?.(plan);
-      return plan;
-    });
-    const [read, applied] = await Promise.allSettled([
-      reading,
-      this.runWithCode(['apply', '-input=false', '-no-color', '-json', planFile], [0], {
-        after: reading,
-        output: 'ui-json',
-      }),
-    ]);
-    if (read.status === 'rejected') {
-      this.signal?.throwIfAborted();
-      const error =
-        read.reason instanceof ExocompError ? read.reason : new ExocompError('tool-failed', String(read.reason));
-      throw new ExocompError(
-        error.kind,
-        `${error.message}; ${this.toolName} apply ${applied.status === 'fulfilled' && applied.value.code === 0 ? 'completed' : 'failed'} meanwhile, its output withheld (the plan's sensitive values were not known)`,
-        {
-          help: `${error.help ?? ''} then run again: a plan without changes applies nothing`.trim(),
-          cause: error,
-        },
-      );
-    }
-    if (applied.status === 'rejected') throw applied.reason;
-    return read.value;
-  }
-
   async outputs(): Promise<TofuOutputs> {
     const stdout = await this.run(['output', '-json'], { output: 'data' });
     const outputs = this.parseJson('output -json', stdout, outputsSchema) as TofuOutputs;
@@ -259,29 +222,20 @@ export class TofuDriver implements TofuPort {
 
   /**
    * Runs one command; an exit code outside `okCodes` is a failure, described
-   * by its error diagnostics when it printed any. With `after`, its lines are
-   * held, and a failure is described, only once `after` settled (it may reveal
-   * values to redact); when `after` fails they are dropped.
+   * by its error diagnostics when it printed any.
    */
   private async runWithCode(
     args: string[],
     okCodes: readonly number[],
-    { output = 'text', after }: { output?: OutputKind; after?: Promise<unknown> } = {},
+    { output = 'text' }: { output?: OutputKind } = {},
   ): Promise<{ stdout: string; code: number }> {
     const command = `${this.toolName} ${args[0]}`;
-    const shown =
-      after === undefined
-        ? undefined
-        : after.then(
-            () => true,
-            () => false,
-          );
     const diagnostics: TofuDiagnostic[] = [];
     const streamed = output === 'text' || output === 'ui-json';
     const splitters = streamed
       ? {
-          stdout: this.lineSplitter('stdout', output === 'ui-json' ? diagnostics : undefined, shown),
-          stderr: this.lineSplitter('stderr', undefined, shown),
+          stdout: this.lineSplitter('stdout', output === 'ui-json' ? diagnostics : undefined),
+          stderr: this.lineSplitter('stderr'),
         }
       : undefined;
     this.signal?.throwIfAborted();
@@ -303,8 +257,6 @@ export class TofuDriver implements TofuPort {
     splitters?.stderr.flush();
     // Stopped on purpose: the reason is the error, not the exit code of the interrupted command.
     this.signal?.throwIfAborted();
-    // Nothing of this command may be shown: the caller reports why, with the exit code.
-    if (shown !== undefined && !(await shown)) return { stdout: '', code: result.signal === null ? result.code : -1 };
     if (output === 'validate-json') {
       for (const diagnostic of readValidateJson(result.stdout) ?? []) this.report(diagnostic, 'stdout', diagnostics);
     }
@@ -380,39 +332,27 @@ export class TofuDriver implements TofuPort {
 
   /**
    * Splits output into lines and shows each, redacted; with `diagnostics`, each line is a JSON UI message, shown as
-   * its text, its diagnostic kept there. With `shown`, lines wait for it, and are dropped when it is false.
+   * its text, its diagnostic kept there.
    */
   private lineSplitter(
     stream: 'stdout' | 'stderr',
     diagnostics?: TofuDiagnostic[],
-    shown?: Promise<boolean>,
   ): { push(chunk: string): void; flush(): void } {
     let pending = '';
-    let state: 'holding' | 'showing' | 'dropping' = shown === undefined ? 'showing' : 'holding';
-    const held: string[] = [];
     const show = (line: string) => {
       const message = diagnostics === undefined ? undefined : readUiLine(line);
       if (message === undefined) this.onOutput?.(this.redact(line), stream);
       else if (message.diagnostic) this.report(message.diagnostic, stream, diagnostics ?? []);
       else for (const text of message.text) this.onOutput?.(this.redact(text), stream);
     };
-    void shown?.then((ok) => {
-      state = ok ? 'showing' : 'dropping';
-      if (ok) held.forEach(show);
-      held.length = 0;
-    });
-    const emit = (line: string) => {
-      if (state === 'holding') held.push(line);
-      else if (state === 'showing') show(line);
-    };
     return {
       push: (chunk) => {
         const lines = (pending + chunk).split('\n');
         pending = lines.pop() ?? '';
-        lines.forEach(emit);
+        lines.forEach(show);
       },
       flush: () => {
-        if (pending !== '') emit(pending);
+        if (pending !== '') show(pending);
         pending = '';
       },
     };

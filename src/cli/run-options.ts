@@ -70,7 +70,7 @@ export function allowLocalStateOption(): Option {
 export function allowDestroyOption(): Option {
   return new Option(
     '--allow-destroy',
-    'let a plan awaiting approval destroy or replace hosts, or destroy more resources than the workspace policy allows (.exocomp/policy.yml)',
+    'let a plan destroy or replace hosts, or destroy more resources than the workspace policy allows (.exocomp/policy.yml); without it such a plan is refused before it is applied or recorded for approval',
   ).default(false);
 }
 

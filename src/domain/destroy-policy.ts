@@ -1,10 +1,10 @@
 /**
- * The destroy guard (issue 27 item 2): a plan that destroys or replaces hosts,
- * destroys more resources than the workspace allows, or touches a protected
- * address is refused after the plan and before any approval can bind it,
- * unless the run says `allow-destroy` (protected addresses: not even then).
- * The policy is one small YAML file in the workspace, checked with zod.
- */
+ * The destroy guard (issue 27 item 2, issue 36 item 4): a plan that destroys or
+ * replaces hosts, destroys more resources than the workspace allows, or touches
+ * a protected address is refused after the plan and before any approval can
+ * bind it or any apply runs it, unless the run says `allow-destroy` (protected
+ * addresses: not even then). The policy is one small YAML file in the
+ * workspace, checked with zod. */
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { ExocompError } from './errors.js';
@@ -107,17 +107,29 @@ export function judgeDestroy(view: PlanView, policy: DestroyPolicy, run: RunGuar
   if (offences.length === 0) return { allowed: true };
   const help =
     protectedOnly === offences.length
-      ? `nothing was recorded for approval; a protected address changes only after ${POLICY_FILE} (a reviewed commit) and the run's protect list stop protecting it`
-      : `nothing was recorded for approval; if these are meant, run again with allow-destroy (the \`allow-destroy\` input, or --allow-destroy)${protectedOnly > 0 ? `, and stop protecting the protected addresses in ${POLICY_FILE}` : ''}`;
+      ? `a protected address changes only after ${POLICY_FILE} (a reviewed commit) and the run's protect list stop protecting it`
+      : `if these are meant, run again (or resume the workflow) with allow-destroy (the \`allow-destroy\` input, or --allow-destroy)${protectedOnly > 0 ? `, and stop protecting the protected addresses in ${POLICY_FILE}` : ''}`;
   return { allowed: false, offences, help };
 }
 
-/** The refusal, naming every offending address. */
-export function destroyRefusal(workspace: string, verdict: Extract<GuardVerdict, { allowed: false }>): ExocompError {
-  const lines = verdict.offences.map((o) => `  ${o.address}: ${o.why}`);
-  return new ExocompError(
-    'approval',
-    `the plan of tf:${workspace} is refused by the destroy guard (${verdict.offences.length} address(es)):\n${lines.join('\n')}`,
-    { help: verdict.help },
-  );
+/** Where the guard stopped a plan: before it was recorded for approval, or before it was applied. */
+export type GuardStage = 'approval' | 'apply';
+
+/**
+ * The refusal, naming every offending address and saying that nothing was recorded or applied. Refused at the apply,
+ * its first line (what a failed step records as its summary) also says what to do.
+ */
+export function destroyRefusal(
+  workspace: string,
+  verdict: Extract<GuardVerdict, { allowed: false }>,
+  stage: GuardStage,
+): ExocompError {
+  const lines = verdict.offences.map((o) => `  ${o.address}: ${o.why}`).join('\n');
+  const refused = `the plan of tf:${workspace} is refused by the destroy guard (${verdict.offences.length} address(es))`;
+  const headline = stage === 'approval' ? refused : `${refused}, nothing was applied; ${verdict.help}`;
+  const nothing = stage === 'approval' ? 'nothing was recorded for approval' : 'nothing was applied';
+  return new ExocompError('approval', `${headline}:\n${lines}`, {
+    help: `${nothing}; ${verdict.help}`,
+    detail: lines,
+  });
 }

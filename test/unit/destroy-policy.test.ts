@@ -69,7 +69,7 @@ describe('judgeDestroy', () => {
         { address: '(inventory) web2', why: 'host web2 destroyed' },
       ],
     });
-    const error = destroyRefusal('fleet', verdict as Extract<typeof verdict, { allowed: false }>);
+    const error = destroyRefusal('fleet', verdict as Extract<typeof verdict, { allowed: false }>, 'approval');
     expect(error.message).toContain('aws_instance.web["web1"]: host web1 replaced');
     expect(error.help).toContain('allow-destroy');
   });

@@ -169,6 +169,7 @@ describe('the plan view and the destroy guard, before approval', () => {
       secrets: new SecretRegistry(),
       workflowId,
       approvedFingerprint: workflow.approval.planFingerprint!,
+      guard: { allowDestroy: false },
       info: () => {},
       warn: () => {},
     });

@@ -10,6 +10,7 @@ import {
   judgeDestroy,
   destroyRefusal,
   POLICY_FILE,
+  type GuardStage,
   type RunGuard,
 } from '../../domain/destroy-policy.js';
 import { ExocompError } from '../../domain/errors.js';
@@ -50,26 +51,33 @@ export async function readDestroyPolicy(workspaceDir: string) {
   return parseDestroyPolicy(text);
 }
 
+/** What a plan is made for: the workspace (tf:<name>), and the workflow (or, outside one, the workspace) it is viewed for. */
+export interface PlanTarget {
+  workspace: string;
+  workflowId: string;
+}
+
 /**
- * The view of a plan made for `workflow`, refused by the destroy guard unless
- * the policy and the run (`allowDestroy`, `protect`) let it through. Nothing is written here.
+ * The destroy guard (issue 27 item 2, issue 36 item 4): the one decision on whether a plan may be recorded for approval
+ * or applied. Its view, refused unless the policy and the run (`allowDestroy`, `protect`) let it through. Nothing is
+ * written here.
  */
 export async function viewAndGuardPlan(
   app: AppContext,
-  workflow: Workflow,
+  target: PlanTarget,
   plan: { plan: PlanJson; fingerprint: string },
-  run: RunGuard & { workspaceDir: string },
+  run: RunGuard & { workspaceDir: string; stage: GuardStage },
 ): Promise<PlanView> {
   const snapshot = await app.store.read();
   const view = buildPlanView({
     plan: plan.plan,
     fingerprint: plan.fingerprint,
-    workflowId: workflow.id,
-    workspace: workflow.workspace.name,
-    currentHosts: standingHostsOf(snapshot, workflow.workspace.name),
+    workflowId: target.workflowId,
+    workspace: target.workspace,
+    currentHosts: standingHostsOf(snapshot, target.workspace),
   });
   const verdict = judgeDestroy(view, await readDestroyPolicy(run.workspaceDir), run);
-  if (!verdict.allowed) throw destroyRefusal(workflow.workspace.name, verdict);
+  if (!verdict.allowed) throw destroyRefusal(target.workspace, verdict, run.stage);
   return view;
 }
 

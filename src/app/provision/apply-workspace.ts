@@ -14,7 +14,14 @@ import {
   type StaticInventory,
 } from '../../domain/inventory.js';
 import { renderKnownHosts } from '../../domain/known-hosts.js';
-import { planFingerprint, planHasChanges, summarizePlan, type PlanJson, type PlanSummary } from '../../domain/plan.js';
+import {
+  planFingerprint,
+  planHasChanges,
+  sensitiveStringsInPlan,
+  summarizePlan,
+  type PlanJson,
+  type PlanSummary,
+} from '../../domain/plan.js';
 import { buildPlanView } from '../../domain/plan-view.js';
 import type { StateIdentity } from '../../domain/provenance.js';
 import { sealOutputs } from '../../domain/seal.js';
@@ -46,7 +53,8 @@ import type { AppContext } from '../runtime/context.js';
 import type { SecretRegistry } from '../runtime/secrets.js';
 import { makePrivateDir } from '../../adapters/private-dir.js';
 import { LookAhead } from './look-ahead.js';
-import { standingHostsOf } from '../approval/plan-view.js';
+import { standingHostsOf, viewAndGuardPlan } from '../approval/plan-view.js';
+import type { RunGuard } from '../../domain/destroy-policy.js';
 
 export interface ApplyRequest {
   workspacePath: string;
@@ -73,6 +81,12 @@ export interface ApplyRequest {
   planned?: LookAhead<PlannedApply> | undefined;
   /** Read the state's lineage and serial after the apply (`ApplyOutcome.state`), for its provenance. */
   identifyState?: boolean;
+  /**
+   * The destroy guard's run settings (domain/destroy-policy.ts), judged on the plan before it is applied. An approved
+   * plan passed the guard before it could be approved: its destroys were admitted then, its protected addresses are
+   * judged again against the policy as it stands now.
+   */
+  guard: RunGuard;
 }
 
 export interface ApplyOutcome {
@@ -188,6 +202,8 @@ export interface PlannedApply {
   planFile: string;
   /** `plan -detailed-exitcode` said the plan changes something. */
   changes: boolean;
+  /** The plan read back (`show -json`), for the destroy guard, its summary and digest. */
+  plan: PlanJson;
   /** The private directory holding the plan file: removed by whoever applies or discards the plan. */
   scratch: string;
 }
@@ -198,8 +214,8 @@ type PlanToApplyRequest = Pick<
 >;
 
 /**
- * The state-backend check, vars, `init`, `validate` and `plan
- * -detailed-exitcode` of an apply no approval binds. Nothing here changes
+ * The state-backend check, vars, `init`, `validate`, `plan
+ * -detailed-exitcode` and `show -json` of an apply no approval binds. Nothing here changes
  * infrastructure or the ledger, so it may run before the apply is recorded as
  * running (lookAheadToApply).
  */
@@ -209,7 +225,10 @@ export async function planToApply(app: AppContext, request: PlanToApplyRequest):
     const planFile = join(scratch, 'exocomp.tfplan');
     await prepareWorkspace(tofu, request.vars);
     // A plan without changes is the resume of an apply that already happened: nothing to apply again.
-    return { planFile, scratch, changes: await tofu.planChanges(planFile) };
+    const { plan, changes } = await tofu.planDetailed(planFile);
+    // The tofu that applies it is another driver: it learns the plan's sensitive values from the run's registry.
+    request.secrets.add(...sensitiveStringsInPlan(plan));
+    return { planFile, scratch, changes, plan };
   } catch (error) {
     await rm(scratch, { recursive: true, force: true });
     throw error;
@@ -242,7 +261,7 @@ export async function applyWorkspace(app: AppContext, request: ApplyRequest): Pr
     try {
       request.signal?.throwIfAborted();
       const tofu = await openTofu(app, request);
-      return await finishApply(app, request, tofu, await applyPlanned(tofu, request, planned));
+      return await finishApply(app, request, tofu, await applyPlanned(app, tofu, request, planned));
     } finally {
       await rm(planned.scratch, { recursive: true, force: true });
     }
@@ -253,7 +272,7 @@ export async function applyWorkspace(app: AppContext, request: ApplyRequest): Pr
       app,
       request,
       tofu,
-      await applyApprovedPlan(tofu, request, request.savedPlanFile ?? join(scratch, 'exocomp.tfplan')),
+      await applyApprovedPlan(app, tofu, request, request.savedPlanFile ?? join(scratch, 'exocomp.tfplan')),
     );
   } finally {
     await rm(scratch, { recursive: true, force: true });
@@ -304,18 +323,27 @@ interface AppliedPlan {
   approvedPlan?: PlanJson;
 }
 
-/** tofu applies the plan while it is read back for its summary and sensitive values; a plan without changes is only read. */
-async function applyPlanned(tofu: TofuPort, request: ApplyRequest, planned: PlannedApply): Promise<AppliedPlan> {
-  const tell = (plan: PlanJson) => request.info(`plan: ${formatPlanSummary(summarizePlan(plan))}`);
-  const plan = planned.changes
-    ? await tofu.applyReadingPlan(planned.planFile, tell)
-    : await tofu.showPlan(planned.planFile);
-  if (!planned.changes) tell(plan);
-  return { applied: planned.changes, summary: summarizePlan(plan), planDigest: planFingerprint(plan) };
+/** The plan, once the destroy guard let it through, is applied; a plan without changes is only read. */
+async function applyPlanned(
+  app: AppContext,
+  tofu: TofuPort,
+  request: ApplyRequest,
+  planned: PlannedApply,
+): Promise<AppliedPlan> {
+  const { plan } = planned;
+  const summary = summarizePlan(plan);
+  const planDigest = planFingerprint(plan);
+  request.info(`plan: ${formatPlanSummary(summary)}`);
+  if (planned.changes) {
+    await guardApply(app, request, { plan, fingerprint: planDigest }, request.guard);
+    await tofu.apply(planned.planFile);
+  }
+  return { applied: planned.changes, summary, planDigest };
 }
 
 /** The approved plan (planned again here, or the saved plan carried from the plan job) is applied only if it is the one approved. */
 async function applyApprovedPlan(
+  app: AppContext,
   tofu: TofuPort,
   request: ApplyRequest,
   planFile: string,
@@ -336,8 +364,26 @@ async function applyApprovedPlan(
     );
   }
   const applied = planHasChanges(plan.plan);
-  if (applied) await tofu.apply(planFile);
+  if (applied) {
+    // Its destroys were admitted before it could be approved; a protected address is refused whatever the approval.
+    await guardApply(app, request, plan, { ...request.guard, allowDestroy: true });
+    await tofu.apply(planFile);
+  }
   return { applied, summary, planDigest: plan.fingerprint, approvedPlan: plan.plan };
+}
+
+/** The destroy guard on a plan about to be applied: every path that applies a plan passes here first. */
+async function guardApply(
+  app: AppContext,
+  request: ApplyRequest,
+  plan: { plan: PlanJson; fingerprint: string },
+  guard: RunGuard,
+): Promise<void> {
+  await viewAndGuardPlan(app, { workspace: request.name, workflowId: request.workflowId ?? request.name }, plan, {
+    ...guard,
+    workspaceDir: await requireWorkspaceDir(request.workspacePath, app.cwd),
+    stage: 'apply',
+  });
 }
 
 /** A plan saved by an earlier job: the workspace is initialised (providers) and the plan read back. */

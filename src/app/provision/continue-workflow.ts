@@ -159,6 +159,12 @@ export function failureOf(outcome: ContinueOutcome): ExocompError | undefined {
   }
   if (outcome.kind !== 'ran' || outcome.ok) return undefined;
   const failure = outcome.workflow.failure;
+  if (failure?.kind === 'approval' && !outcome.workflow.approval.required) {
+    // The destroy guard refused a plan no approval binds: its summary says what lets it through.
+    return new ExocompError('approval', `${failure.step} refused: ${failure.summary}`, {
+      help: 'nothing was applied; once the run says what the refusal asks for, resume or re-run it',
+    });
+  }
   if (failure?.kind === 'approval') {
     // The approval covers a plan that no longer holds: running this workflow again can only refuse again.
     return new ExocompError('approval', `${failure.step} refused: ${failure.summary}`, {

@@ -141,10 +141,11 @@ export async function planForApproval(
     const summary = formatPlanSummary(summarizePlan(plan.plan));
     info(`plan ${summary} · fingerprint ${plan.fingerprint.slice(0, 16)}`);
     // Before anything binds an approval: a plan the destroy guard refuses is never recorded.
-    const planView = await viewAndGuardPlan(app, workflow, plan, {
+    const planView = await viewAndGuardPlan(app, { workspace: workflow.workspace.name, workflowId }, plan, {
       workspaceDir: await requireWorkspaceDir(workflow.workspace.path, app.cwd),
       allowDestroy: inputs.allowDestroy ?? false,
       protect: inputs.protect ?? [],
+      stage: 'approval',
     });
     info(renderPlanViewText(planView));
     const config = await previewWorkflowConfiguration(app, workflow, inputs, { info });

@@ -3,7 +3,14 @@ import { applyWorkspace } from '../../app/provision/apply-workspace.js';
 import { Option } from 'commander';
 import { z } from 'zod';
 import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
-import { addApplyOptions, readVars, runInputs, workspaceNameFor } from '../run-options.js';
+import {
+  addApplyOptions,
+  allowDestroyOption,
+  protectOption,
+  readVars,
+  runInputs,
+  workspaceNameFor,
+} from '../run-options.js';
 
 const applyOptions = z.object({ workspaceName: z.string().optional(), varsFile: z.string().optional() });
 
@@ -17,7 +24,9 @@ export function registerWorkspace(program: Command, io: Io): void {
           'plan and apply a workspace, then refresh its standing inventory tf:<name> and seal its sensitive outputs',
         )
         .argument('<workspace>', 'directory of the OpenTofu/Terraform workspace')
-        .addOption(new Option('--seal-key <value>', 'key that seals sensitive outputs (default: $EXOCOMP_SEAL_KEY)')),
+        .addOption(new Option('--seal-key <value>', 'key that seals sensitive outputs (default: $EXOCOMP_SEAL_KEY)'))
+        .addOption(allowDestroyOption())
+        .addOption(protectOption()),
     ),
   ).action(async (dir: string, options: Record<string, unknown>) => {
     const settings = globalSettings(options);
@@ -35,6 +44,7 @@ export function registerWorkspace(program: Command, io: Io): void {
       ...(inputs.tofuBinary ? { tofuBinary: inputs.tofuBinary } : {}),
       ...(inputs.sealKey ? { sealKey: inputs.sealKey } : {}),
       ...(inputs.allowLocalState ? { allowLocalState: true } : {}),
+      guard: { allowDestroy: inputs.allowDestroy ?? false, protect: inputs.protect ?? [] },
       secrets: inputs.secrets,
       info,
       warn,

@@ -49,6 +49,7 @@ export async function applyStep({
     ...(inputs.allowLocalState ? { allowLocalState: true } : {}),
     ...(workflow.trigger.runUrl ? { runUrl: workflow.trigger.runUrl } : {}),
     workflowId: workflow.id,
+    guard: { allowDestroy: inputs.allowDestroy ?? false, protect: inputs.protect ?? [] },
     secrets: inputs.secrets,
     info,
     warn,
