@@ -80,3 +80,20 @@ export function describeError(error: unknown): string {
   }
   return error instanceof Error ? error.message : String(error);
 }
+
+/**
+ * One line that says what failed, for a record's summary: the message's first line, completed when it ends
+ * on `:` by what follows — the error's first detail line (tofu's own error, e.g. `main.tf:3: Unsupported
+ * argument`), else the message's next line.
+ */
+export function failureHeadline(error: unknown): string {
+  const lines = (text: string | undefined) =>
+    (text ?? '')
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line !== '');
+  const [first = 'failed', ...rest] = lines(error instanceof Error ? error.message : String(error));
+  if (!first.endsWith(':')) return first;
+  const cause = lines(error instanceof ExocompError ? error.detail : undefined)[0] ?? rest[0];
+  return cause === undefined ? first.slice(0, -1) : `${first} ${cause}`;
+}

@@ -7,7 +7,7 @@ import { fenced } from './drift-render.js';
 import { formatDuration } from './duration.js';
 import { renderPlanViewMarkdown, renderPlanViewText, type PlanView } from './plan-view.js';
 import { timelineGantt } from './timeline.js';
-import { STEP_NAMES, type Step, type Workflow } from './workflow.js';
+import { shownState, STEP_NAMES, type Step, type Workflow } from './workflow.js';
 
 const STATE_MARK: Record<Step['state'], string> = {
   pending: '·',
@@ -104,7 +104,7 @@ function configurationPreviewText(approval: Workflow['approval']): string[] {
 
 export function renderText(view: WorkflowView): string {
   const lines = [
-    `workflow  ${view.id}  ${view.state}`,
+    `workflow  ${view.id}  ${shownState(view)}`,
     `workspace ${view.workspace.name} (${view.workspace.path})  playbook ${view.playbook}`,
     `approval  ${describeApproval(view.approval)}`,
     '',
@@ -129,6 +129,7 @@ export function renderText(view: WorkflowView): string {
   }
   if (view.failure) {
     lines.push('', `failed at ${view.failure.step} (${view.failure.kind}) ${view.failure.at}: ${view.failure.summary}`);
+    if (view.failure.retry) lines.push(`retry: ${view.failure.retry}`);
     if (view.state === 'provision-failed') lines.push(`resume with: exocomp provision resume ${view.id}`);
   }
   return lines.join('\n');
@@ -196,7 +197,7 @@ export function renderMarkdown(view: WorkflowView, options: MarkdownOptions = {}
   const maxDetail = options.maxDetail ?? 300;
   const clip = (text: string) => (text.length > maxDetail ? `${text.slice(0, maxDetail - 1)}…` : text);
   const lines = [
-    `### exocomp workflow \`${view.id}\` — ${view.state}`,
+    `### exocomp workflow \`${view.id}\` — ${shownState(view)}`,
     '',
     `Workspace \`${view.workspace.name}\` · playbook \`${view.playbook}\` · approval ${describeApproval(view.approval)}`,
     '',
@@ -229,6 +230,7 @@ export function renderMarkdown(view: WorkflowView, options: MarkdownOptions = {}
       '',
       `**Failed at ${view.failure.step}** (${view.failure.kind}): ${escapeCell(clip(view.failure.summary))}`,
     );
+    if (view.failure.retry) lines.push('', escapeCell(view.failure.retry));
   }
   return lines.join('\n');
 }

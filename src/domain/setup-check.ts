@@ -78,9 +78,17 @@ export interface GitLabSetupFacts {
   /** The ledger's project, when not `project` (the ledger-project input): its record branches and job-token push. */
   ledger?: { project: string; protectedBranches: Read<ProtectedBranch[]>; jobTokenPush: Read<boolean> };
   /** CI/CD variables by name, with their flags (never values). */
-  variables?: Read<Array<{ key: string; protected: boolean; masked: boolean }>>;
+  variables?: Read<VariableFlags[]>;
   /** The exocomp pipeline schedules and when each last started a pipeline (ISO time; undefined: never). */
   schedules?: Read<Array<{ name: string; active: boolean; lastPipelineAt: string | undefined }>>;
+}
+
+/** A CI/CD variable's flags; `file`: of type File (the job sees a path to a file holding the value). */
+export interface VariableFlags {
+  key: string;
+  protected: boolean;
+  masked: boolean;
+  file: boolean;
 }
 
 export type SetupFacts = GitHubSetupFacts | GitLabSetupFacts;
@@ -470,18 +478,25 @@ function jobTokenRow(
       };
 }
 
-/** The CI/CD variables the templates read (docs/gitlab.md, "What the jobs need"). */
-const GITLAB_VARIABLES: Array<{ key: string; required: boolean; why: string }> = [
-  { key: 'EXOCOMP_FLEET_KEY', required: true, why: 'the fleet key the plays log in with' },
-  { key: 'EXOCOMP_BOOTSTRAP_KEY', required: true, why: 'the key new hosts accept first' },
+/**
+ * The CI/CD variables the templates read (docs/gitlab.md, "What the jobs need"). `multiLine`: a private key, which
+ * GitLab cannot mask (a masked value must be one line of at least 8 characters from the Base64 alphabet and
+ * `@:.~-`, https://docs.gitlab.com/ci/variables/#mask-a-cicd-variable), so it is kept as a File variable instead:
+ * the job's environment then holds only a path, never the key.
+ */
+const GITLAB_VARIABLES: Array<{ key: string; required: boolean; multiLine: boolean; why: string }> = [
+  { key: 'EXOCOMP_FLEET_KEY', required: true, multiLine: true, why: 'the fleet key the plays log in with' },
+  { key: 'EXOCOMP_BOOTSTRAP_KEY', required: true, multiLine: true, why: 'the key new hosts accept first' },
   {
     key: 'EXOCOMP_SEAL_KEY',
     required: false,
+    multiLine: false,
     why: 'without it plans travel unsealed (the apply re-plans) and sensitive outputs are dropped',
   },
   {
     key: 'EXOCOMP_GITLAB_TOKEN',
     required: false,
+    multiLine: false,
     why: 'without it there is no MR note, no drift issue and no schedules',
   },
 ];
@@ -493,24 +508,28 @@ function variableRows(
 ): SetupRow[] {
   if ('unreadable' in variables) return [unreadable('variables', 'CI/CD variables', variables.unreadable, false)];
   const where = `${project}: Settings → CI/CD → Variables`;
-  const rows = GITLAB_VARIABLES.map(({ key, required, why }): SetupRow => {
+  const rows = GITLAB_VARIABLES.map(({ key, required, multiLine, why }): SetupRow => {
     const base = { check: `variable:${key}`, subject: `variable ${key}`, gate: false };
     const found = variables.value.find((variable) => variable.key === key);
+    const kept = multiLine ? 'Type File, Protect variable' : 'Type File or masked, Protect variable';
     if (!found)
       return {
         ...base,
         status: required ? 'missing' : 'risky',
         detail: `absent: ${why}`,
-        help: `${where} → Add variable ${key} (masked, protected)`,
+        help: `${where} → Add variable ${key} (${kept})`,
       };
-    if (!found.masked || !found.protected)
+    // A File variable's value never enters the environment (only its path does), which is what masking guards.
+    const hidden = found.masked || found.file;
+    if (!hidden || !found.protected)
       return {
         ...base,
         status: 'risky',
-        detail: `present but ${[found.masked ? '' : 'not masked', found.protected ? '' : 'not protected'].filter(Boolean).join(' and ')}`,
-        help: `${where} → ${key} → Mask variable and Protect variable (so only protected branches' pipelines get it)`,
+        detail: `present but ${[hidden ? '' : 'neither masked nor a File variable', found.protected ? '' : 'not protected'].filter(Boolean).join(' and ')}`,
+        help: `${where} → ${key} → ${[hidden ? '' : multiLine ? 'Type: File (GitLab cannot mask a key)' : 'Mask variable (or Type: File)', found.protected ? '' : 'Protect variable (so only protected branches’ pipelines get it)'].filter(Boolean).join(', ')}`,
       };
-    return { ...base, status: 'ok', detail: 'present, masked and protected (value not read)', help: why };
+    const how = found.masked ? 'masked' : 'a File variable';
+    return { ...base, status: 'ok', detail: `present, ${how} and protected (value not read)`, help: why };
   });
   const pushOff = !('unreadable' in jobTokenPush) && !jobTokenPush.value;
   const credential = variables.value.some(

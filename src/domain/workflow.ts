@@ -88,6 +88,8 @@ export const failureSchema = z.object({
   detail: z.string().optional(),
   /** Every host the failure concerns (the summary names at most ten). */
   hosts: z.array(z.string()).optional(),
+  /** How to try again, as a sentence, where the run said (a failed plan: the job to retry). */
+  retry: z.string().optional(),
   at: z.string(),
 });
 export type Failure = z.infer<typeof failureSchema>;
@@ -332,7 +334,7 @@ export const PLAN_FAILURE_KIND = 'plan';
 export function recordPlanFailure(
   workflow: Workflow,
   now: Date,
-  failure: { summary: string; detail?: string },
+  failure: { summary: string; detail?: string; retry?: string },
 ): Workflow {
   if (workflow.state !== 'created' && workflow.state !== 'awaiting-approval') {
     throw new IllegalTransitionError(
@@ -353,9 +355,18 @@ export function recordPlanFailure(
       kind: PLAN_FAILURE_KIND,
       summary: failure.summary,
       ...(failure.detail ? { detail: failure.detail } : {}),
+      ...(failure.retry ? { retry: failure.retry } : {}),
       at,
     },
   };
+}
+
+/**
+ * The state a person reads: `plan-failed` for a workflow that waits for a plan again because its last one failed
+ * (it stays `created`, ADR 0019), else the recorded state.
+ */
+export function shownState(workflow: { state: WorkflowState; failure?: Failure | null | undefined }): string {
+  return workflow.state === 'created' && workflow.failure?.kind === PLAN_FAILURE_KIND ? 'plan-failed' : workflow.state;
 }
 
 /** Records the CI run whose artifacts hold the sealed saved plan of the plan awaiting approval. */

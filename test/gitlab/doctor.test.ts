@@ -12,7 +12,8 @@ import { GitLabDouble } from '../support/gitlab-double.js';
 const TOKEN = 'glpat-doctorMaintainerToken1';
 const JOB_TOKEN = 'glcbt-doctor-job-token-0001';
 const PROJECT = 42;
-const SECRET_VALUE = 'fleet-key-value-never-printed';
+const SECRET_VALUE = 'seal-key-value-never-printed';
+const KEY_VALUE = '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n-----END OPENSSH PRIVATE KEY-----\n';
 const HOUR = 3_600_000;
 
 let double: GitLabDouble;
@@ -37,9 +38,25 @@ beforeEach(() => {
     { projectId: PROJECT, name: 'exocomp-ledger-records/*', push: [{ accessLevel: 40 }], allowForcePush: false },
   ];
   s.protectedEnvironments = [{ projectId: PROJECT, name: 'production', requiredApprovals: 1 }];
-  s.variables = ['EXOCOMP_FLEET_KEY', 'EXOCOMP_BOOTSTRAP_KEY', 'EXOCOMP_SEAL_KEY', 'EXOCOMP_GITLAB_TOKEN'].map(
-    (key) => ({ projectId: PROJECT, key, value: SECRET_VALUE, protected: true, masked: true }),
-  );
+  // As docs/gitlab.md says to keep them: the keys protected, unmasked File variables (GitLab cannot mask a
+  // multi-line value; the double flags a masked one as a violation), the rest masked Variables.
+  s.variables = [
+    ...['EXOCOMP_FLEET_KEY', 'EXOCOMP_BOOTSTRAP_KEY'].map((key) => ({
+      projectId: PROJECT,
+      key,
+      value: KEY_VALUE,
+      variableType: 'file' as const,
+      protected: true,
+      masked: false,
+    })),
+    ...['EXOCOMP_SEAL_KEY', 'EXOCOMP_GITLAB_TOKEN'].map((key) => ({
+      projectId: PROJECT,
+      key,
+      value: SECRET_VALUE,
+      protected: true,
+      masked: true,
+    })),
+  ];
   s.schedules = [
     {
       id: 301,
@@ -87,6 +104,7 @@ describe('exocomp doctor --gitlab', () => {
     ]);
     expect(code).toBe(0);
     expect(output).not.toContain(SECRET_VALUE);
+    expect(output).not.toContain('b3BlbnNzaC1rZXktdjEAAAAA');
     expect(output).not.toContain(TOKEN);
   });
 
@@ -146,6 +164,13 @@ describe('exocomp doctor --gitlab', () => {
       check: 'variable:EXOCOMP_FLEET_KEY',
       status: 'missing',
       setting: 'Add variable EXOCOMP_FLEET_KEY',
+    },
+    {
+      name: 'the File type of the fleet key (a plain Variable, which GitLab cannot mask)',
+      change: (s) => ((s.variables[0] as { variableType?: string }).variableType = 'env_var'),
+      check: 'variable:EXOCOMP_FLEET_KEY',
+      status: 'risky',
+      setting: 'Type: File (GitLab cannot mask a key)',
     },
     {
       name: 'masking of the seal key',

@@ -20,7 +20,6 @@ import { createLoopbackHost, generateKeyPair, type LoopbackHost } from '../suppo
 import { fixtureWorkspacesDir, readStandinLog, standinPath } from '../support/tofu-standin.js';
 import { ledgerFile as ledgerFileOf } from '../support/ledger-git.js';
 import { readWorkflow } from '../../src/ledger/records.js';
-import { renderText, viewWorkflow } from '../../src/domain/render.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const PROJECT = { id: 42, path: 'acme/infra', jobTokenPushAllowed: true };
@@ -531,7 +530,17 @@ describe('templates/plan.yml whose plan fails (issue 24, Deliver 2)', () => {
       failure: { step: 'apply', kind: 'plan' },
     });
     expect(workflow?.approval.planFingerprint).toBeUndefined();
-    expect(renderText(viewWorkflow(workflow!, new Date()))).toMatch(/failed at apply \(plan\)/);
+    // Issue 38, item 4: tofu's own error line in the record (no dangling `:`), and the job to retry named.
+    expect(workflow?.failure?.summary).toMatch(/^tofu plan failed with exit code 1: Simulated failure$/);
+    expect(workflow?.failure?.retry).toMatch(/^Retry the job exocomp-plan \(http.*\/-\/jobs\/\d+\) /);
+    expect(plan.stdout).toMatch(/→ fix the workspace or its inputs .*\. Retry the job exocomp-plan /);
+    // What `provision status` shows, as a list and for the one workflow: plan-failed, not created.
+    const ledger = path.join(root, 'git/acme/infra.git');
+    const list = await run('exocomp', ['provision', 'status', '--ledger', ledger]);
+    expect(list.stdout).toMatch(new RegExp(`^edge-${pipeline} +plan-failed `, 'm'));
+    const one = await run('exocomp', ['provision', 'status', `edge-${pipeline}`, '--ledger', ledger]);
+    expect(one.stdout).toMatch(/failed at apply \(plan\) .*: tofu plan failed with exit code 1: Simulated failure$/m);
+    expect(one.stdout).toMatch(/^retry: Retry the job exocomp-plan /m);
     expect(double.violations).toEqual([]);
   }, 300_000);
 });

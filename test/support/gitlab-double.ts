@@ -66,6 +66,8 @@ export interface DoubleVariable {
   projectId: number;
   key: string;
   value: string;
+  /** `file`: a File variable (GitLab's `variable_type`); `env_var` when absent. */
+  variableType?: 'env_var' | 'file';
   protected: boolean;
   masked: boolean;
 }
@@ -214,6 +216,11 @@ class HttpError extends Error {
 const WRITE_SCOPES = ['api'];
 const READ_SCOPES = ['api', 'read_api'];
 const NOW = () => new Date().toISOString();
+/**
+ * What GitLab can mask: one line of at least 8 characters from the Base64 alphabet and `@ : . ~ -`
+ * (https://docs.gitlab.com/ci/variables/#mask-a-cicd-variable); a multi-line private key cannot be.
+ */
+const MASKABLE = /^[A-Za-z0-9+/=@:.~-]{8,}$/;
 
 export class GitLabDouble {
   readonly state: GitLabDoubleState = {
@@ -621,19 +628,21 @@ export class GitLabDouble {
       }
       case 'list-project-variables': {
         const project = this.project(params.id ?? '');
-        return s.variables
-          .filter((v) => v.projectId === project.id)
-          .map((v) => ({
-            key: v.key,
-            variable_type: 'env_var',
-            value: v.value,
-            protected: v.protected,
-            masked: v.masked,
-            hidden: false,
-            raw: false,
-            environment_scope: '*',
-            description: null,
-          }));
+        const variables = s.variables.filter((v) => v.projectId === project.id);
+        for (const v of variables)
+          if (v.masked && !MASKABLE.test(v.value))
+            this.violations.push(`variable ${v.key}: GitLab refuses to mask a value that is not ${MASKABLE}`);
+        return variables.map((v) => ({
+          key: v.key,
+          variable_type: v.variableType ?? 'env_var',
+          value: v.value,
+          protected: v.protected,
+          masked: v.masked,
+          hidden: false,
+          raw: false,
+          environment_scope: '*',
+          description: null,
+        }));
       }
       case 'list-schedule-pipelines': {
         const schedule = this.schedule(params);

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { formatDuration } from '../../src/domain/duration.js';
 import { renderMarkdown, renderText, viewWorkflow } from '../../src/domain/render.js';
-import { awaitApproval, failStep, startStep, succeedStep } from '../../src/domain/workflow.js';
+import { ExocompError, failureHeadline } from '../../src/domain/errors.js';
+import { awaitApproval, failStep, recordPlanFailure, startStep, succeedStep } from '../../src/domain/workflow.js';
 import { localLease as lease, sampleWorkflow, T0 as t0 } from '../support/workflows.js';
 
 const at = (s: number) => new Date(t0.getTime() + s * 1000);
@@ -60,5 +61,36 @@ describe('the workflow view', () => {
     const view = JSON.parse(JSON.stringify(viewWorkflow(failedAtWait(), at(9))));
     expect(view.steps.map((s: { state: string }) => s.state)).toEqual(['succeeded', 'failed', 'blocked', 'blocked']);
     expect(view.failure).toMatchObject({ step: 'ssh-wait', kind: 'ssh-wait' });
+  });
+
+  it('shows a failed plan as plan-failed, with its error line and the job to retry (issue 38, item 4)', () => {
+    const failed = recordPlanFailure(sampleWorkflow('edge-540', { requireApproval: true }), t0, {
+      summary: 'tofu plan failed with exit code 1: main.tf:3: Unsupported argument',
+      retry: 'Retry the job exocomp-plan (https://gitlab.example/acme/infra/-/jobs/7)',
+    });
+    expect(failed.state).toBe('created');
+    const text = renderText(viewWorkflow(failed, t0));
+    expect(text).toMatch(/^workflow {2}edge-540 {2}plan-failed$/m);
+    expect(text).toContain('failed at apply (plan) 2026');
+    expect(text).toContain(': tofu plan failed with exit code 1: main.tf:3: Unsupported argument');
+    expect(text).toContain('retry: Retry the job exocomp-plan (https://gitlab.example/acme/infra/-/jobs/7)');
+    const md = renderMarkdown(viewWorkflow(failed, t0));
+    expect(md).toContain('— plan-failed');
+    expect(md).toContain('Retry the job exocomp-plan');
+  });
+});
+
+describe('failureHeadline', () => {
+  it('completes a message that ends on a colon with the first detail line, else the next line', () => {
+    const tofu = new ExocompError('tool-failed', 'tofu plan failed with exit code 1:\nError: x\n  more', {
+      help: 'fix the workspace or its inputs and run again',
+      detail: 'main.tf:3: Unsupported argument\nmain.tf:9: Missing value',
+    });
+    expect(failureHeadline(tofu)).toBe('tofu plan failed with exit code 1: main.tf:3: Unsupported argument');
+    expect(failureHeadline(new Error('tofu plan failed with exit code 1:\n\n  Error: no backend\n'))).toBe(
+      'tofu plan failed with exit code 1: Error: no backend',
+    );
+    expect(failureHeadline(new Error('tofu plan failed with exit code 1:'))).toBe('tofu plan failed with exit code 1');
+    expect(failureHeadline(new Error('workspace infra/edge not found\nsecond'))).toBe('workspace infra/edge not found');
   });
 });

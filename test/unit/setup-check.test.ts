@@ -55,7 +55,7 @@ const gitlab = (over: Partial<GitLabSetupFacts> = {}): GitLabSetupFacts => ({
       'EXOCOMP_SEAL_KEY',
       'EXOCOMP_GITLAB_TOKEN',
       'EXOCOMP_LEDGER_TOKEN',
-    ].map((key) => ({ key, protected: true, masked: true })),
+    ].map((key) => ({ key, protected: true, masked: !key.endsWith('_KEY'), file: key.endsWith('_KEY') })),
   },
   schedules: { value: [{ name: 'nightly', active: true, lastPipelineAt: '2026-06-01T03:17:00Z' }] },
   ...over,
@@ -286,8 +286,9 @@ describe('judgeSetup: GitLab', () => {
       gitlab({
         variables: {
           value: [
-            { key: 'EXOCOMP_FLEET_KEY', protected: false, masked: true },
-            { key: 'EXOCOMP_BOOTSTRAP_KEY', protected: true, masked: false },
+            { key: 'EXOCOMP_FLEET_KEY', protected: false, masked: false, file: true },
+            { key: 'EXOCOMP_BOOTSTRAP_KEY', protected: true, masked: false, file: false },
+            { key: 'EXOCOMP_GITLAB_TOKEN', protected: true, masked: false, file: true },
           ],
         },
       }),
@@ -295,6 +296,9 @@ describe('judgeSetup: GitLab', () => {
     );
     expect(status(rows, 'variable:EXOCOMP_FLEET_KEY')).toBe('risky');
     expect(status(rows, 'variable:EXOCOMP_BOOTSTRAP_KEY')).toBe('risky');
+    expect(rows.find((row) => row.check === 'variable:EXOCOMP_BOOTSTRAP_KEY')?.help).toContain('Type: File');
+    // A File variable holds only a path in the job's environment: unmasked (GitLab cannot mask a key) is fine.
+    expect(status(rows, 'variable:EXOCOMP_GITLAB_TOKEN')).toBe('ok');
     expect(status(rows, 'variable:EXOCOMP_SEAL_KEY')).toBe('risky');
     expect(status(rows, 'variable:ledger-credential')).toBe('missing');
     expect(status(judgeSetup(gitlab({ variables: { unreadable: 'x' } }), NOW), 'variables')).toBe('unreadable');

@@ -25,6 +25,8 @@ export interface CiRun {
   decisionVia: string;
   /** How a person starts a new workflow here (a new pipeline or run, not a retry of this one), as a sentence. */
   startAgain?: string;
+  /** How a person plans again after this run's plan failed (the job to retry), as a sentence. */
+  retryPlan?: string;
 }
 
 /** Log lines and collapsible groups in the job log. Messages are already redacted. */

@@ -8,7 +8,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { makePrivateDir } from '../../adapters/private-dir.js';
-import { describeError, ExocompError } from '../../domain/errors.js';
+import { describeError, ExocompError, failureHeadline } from '../../domain/errors.js';
 import { recordPlanFailure, recordPlanRun, stepOf, type StepName, type Workflow } from '../../domain/workflow.js';
 import { readWorkflow, requireWorkflow } from '../../ledger/records.js';
 import { runChain } from './chain.js';
@@ -279,13 +279,15 @@ async function orRecordPlanFailure(
     return await planAndShip(app, request, workflow);
   } catch (error) {
     const secrets = request.inputs.secrets;
-    const summary = secrets.redact(describeError(error).split('\n')[0] ?? 'failed');
+    const summary = secrets.redact(failureHeadline(error));
     const detail = error instanceof ExocompError && error.detail ? { detail: secrets.redact(error.detail) } : {};
+    const retryPlan = request.ci?.platform.run.retryPlan;
+    const retry = retryPlan ? { retry: secrets.redact(retryPlan) } : {};
     try {
       const failed = await saveWorkflow(
         app,
         workflow.id,
-        (w) => recordPlanFailure(w, app.now(), { summary, ...detail }),
+        (w) => recordPlanFailure(w, app.now(), { summary, ...detail, ...retry }),
         `${workflow.id}: plan failed`,
       );
       await publish(failed);
@@ -295,8 +297,18 @@ async function orRecordPlanFailure(
         message: secrets.redact(`could not record the plan's failure in the ledger: ${describeError(recording)}`),
       });
     }
-    throw error;
+    throw retryPlan && error instanceof ExocompError ? withRetry(error, retryPlan) : error;
   }
+}
+
+/** The plan's own error, its help ending on the job to retry. */
+function withRetry(error: ExocompError, retry: string): ExocompError {
+  return new ExocompError(error.kind, error.message, {
+    help: error.help ? `${error.help}. ${retry}` : retry,
+    cause: error,
+    ...(error.detail === undefined ? {} : { detail: error.detail }),
+    ...(error.hosts === undefined ? {} : { hosts: error.hosts }),
+  });
 }
 
 /**

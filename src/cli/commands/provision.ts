@@ -5,6 +5,7 @@ import { parseUserName, parseWorkflowId } from '../../domain/names.js';
 import { renderDriftHistory } from '../../domain/drift-history.js';
 import { describeMissedTicks } from '../../domain/schedule-fires.js';
 import { renderMarkdown, renderText, viewWorkflow } from '../../domain/render.js';
+import { shownState } from '../../domain/workflow.js';
 import { checkPlaybookFile } from '../../app/provision/input-checks.js';
 import { localGate } from '../../app/approval/gates/local.js';
 import { approvalToShow } from '../../app/approval/plan-view.js';
@@ -91,7 +92,7 @@ function renderStatus(io: Io, json: boolean, status: LedgerStatus): void {
   } else {
     if (workflows.length === 0) io.out(`no workflows in ${status.where}`);
     for (const w of workflows)
-      io.out(`${w.id}  ${w.state.padEnd(17)} ${w.workspace.name}  ${w.playbook}  ${w.createdAt}`);
+      io.out(`${w.id}  ${shownState(w).padEnd(17)} ${w.workspace.name}  ${w.playbook}  ${w.createdAt}`);
     for (const history of drift) io.out(`\n${renderDriftHistory(history)}`);
     for (const schedule of schedules) {
       const line = describeMissedTicks(schedule, schedule.missedTicks);

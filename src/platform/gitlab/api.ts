@@ -24,6 +24,7 @@ import type {
 import { z } from 'zod';
 import { ExocompError } from '../../domain/errors.js';
 import type { SecretRegistry } from '../../app/runtime/secrets.js';
+import type { VariableFlags } from '../../domain/setup-check.js';
 
 export const GITLAB_TOKEN_VARIABLE = 'EXOCOMP_GITLAB_TOKEN';
 
@@ -385,9 +386,12 @@ export class GitLabApi {
   }
 
   /** The project's CI/CD variables: names and flags only, the values are dropped here. */
-  async variableFlags(project: number | string): Promise<Array<{ key: string; protected: boolean; masked: boolean }>> {
+  async variableFlags(project: number | string): Promise<VariableFlags[]> {
     const all = await (await this.token('reading CI/CD variables')).variables.all(project);
-    return z.array(variableFlagsSchema).parse(all);
+    return z
+      .array(variableFlagsSchema)
+      .parse(all)
+      .map(({ variable_type, ...flags }) => ({ ...flags, file: variable_type === 'file' }));
   }
 
   /** When the schedule last started a pipeline (GET …/pipeline_schedules/:id/pipelines); undefined: never. */
@@ -441,7 +445,13 @@ const projectSchema = z.looseObject({
 });
 
 /** `value` is deliberately not part of it: z.object drops it. */
-const variableFlagsSchema = z.object({ key: z.string(), protected: z.boolean(), masked: z.boolean() });
+/** GET …/variables: `variable_type` is `env_var` or `file` (https://docs.gitlab.com/api/project_level_variables/). */
+const variableFlagsSchema = z.object({
+  key: z.string(),
+  variable_type: z.enum(['env_var', 'file']),
+  protected: z.boolean(),
+  masked: z.boolean(),
+});
 
 function toIssue(i: Record<string, unknown>): ProjectIssue {
   return {

@@ -48,6 +48,7 @@ export function gitlabPlatform(options: GitLabPlatformOptions): CiPlatform {
       trigger: gitlabTrigger(job),
       decisionVia: `manual job ${job.jobName} (job ${job.jobId}, pipeline ${job.pipelineId})`,
       startAgain: startNewPipeline(job),
+      retryPlan: retryThePlanJob(job),
     },
     log,
     input: (name) => options.env[`EXOCOMP_${name.toUpperCase().replace(/-/g, '_')}`] ?? '',
@@ -161,6 +162,14 @@ async function deploymentApproval(
     // Self-approval was judged above, by the allow-self-approval input.
     selfReviewAllowed: false,
   };
+}
+
+/**
+ * A retry of the plan job reaches the same workflow (ADR 0019) with the same commit: it helps when the cause
+ * was outside the commit; a fix to the workspace is a commit, whose new pipeline plans a new workflow.
+ */
+function retryThePlanJob(job: Pick<GitLabJob, 'jobName' | 'jobUrl'>): string {
+  return `Retry the job ${job.jobName} (${job.jobUrl}) once a cause outside the commit is fixed (credentials, a provider outage); a fix to the workspace is a new commit, whose pipeline plans afresh`;
 }
 
 /**
