@@ -26,7 +26,13 @@ import type { LoopbackHost } from '../support/loopback-host.js';
 import { ResultsDouble } from '../support/results-double.js';
 import { scaled } from '../support/time.js';
 import { standinPath } from '../support/tofu-standin.js';
-import { runnerPathWithoutTofu, WorkflowRunner, type JobRun, type WorkflowRun } from '../support/workflow-runner.js';
+import {
+  runnerPathWithoutTofu,
+  WorkflowRunner,
+  type JobRun,
+  type RunnerSetting,
+  type WorkflowRun,
+} from '../support/workflow-runner.js';
 import { BOT, createActionFixture, REPOSITORY, startWebHost, type ActionFixture } from './helpers.js';
 
 const HOSTNAME = 'github.localhost';
@@ -67,6 +73,9 @@ describe('every workflow the docs present, run as written with only the document
   let results: ResultsDouble;
   let state: HttpStateServer;
   let runner: WorkflowRunner;
+  let runnerSetting: RunnerSetting;
+  /** The values of the documented secrets (keys made for the fixture). */
+  let keyValues: Record<string, string>;
   let docker: DockerStandin;
   let secretNames: string[];
   let runId = 9000;
@@ -110,13 +119,13 @@ describe('every workflow the docs present, run as written with only the document
       };
     }
     secretNames = await documentedSecretNames();
-    const values: Record<string, string> = {
+    const values: Record<string, string> = (keyValues = {
       EXOCOMP_FLEET_KEY: await readFile(fx.fleet.privateKeyPath, 'utf8'),
       EXOCOMP_BOOTSTRAP_KEY: await readFile(fx.bootstrap.privateKeyPath, 'utf8'),
       EXOCOMP_SEAL_KEY: randomBytes(32).toString('base64'),
       EXOCOMP_RUN_SECRETS: 'GREETING: hello from a secret\n',
-    };
-    runner = new WorkflowRunner({
+    });
+    runnerSetting = {
       double: fx.double,
       results,
       hostname: HOSTNAME,
@@ -127,7 +136,8 @@ describe('every workflow the docs present, run as written with only the document
       tofu: standinPath,
       env: { EXOCOMP_TOFU_STANDIN_LOG: fx.standinLog },
       reviewer: 'bob',
-    });
+    };
+    runner = new WorkflowRunner(runnerSetting);
   }, TIMEOUT);
 
   afterAll(async () => {
@@ -245,32 +255,83 @@ describe('every workflow the docs present, run as written with only the document
     TIMEOUT,
   );
 
+  // Issue 39: the keys only in the environment's secrets (none in the repository), passed by `secrets: inherit`.
   it(
-    'provision-reusable-caller.yml: the reusable workflow as five jobs, the apply gated by the environment',
+    'provision-reusable-caller.yml, the keys only in the environment: refused without them; five jobs, only apply reviewed; a resume after a lost onboard runner waits for no reviewer',
     async () => {
-      const result = await run(
-        'examples/github/provision-reusable-caller.yml',
-        'provision-reusable-caller.yml',
-        await example('provision-reusable-caller.yml'),
-        {
+      const environmentSecrets: Record<string, Record<string, string>> = {};
+      const reusable = new WorkflowRunner({ ...runnerSetting, secrets: {}, environmentSecrets });
+      const caller = await example('provision-reusable-caller.yml');
+      const push = async (lostJobs: string[] = []) => {
+        ran.add('examples/github/provision-reusable-caller.yml');
+        return reusable.run('.github/workflows/provision-reusable-caller.yml', caller, {
           event: events.push(REPOSITORY, 'alice'),
           actor: 'alice',
-        },
-      );
-      expect(result.conclusion, describeWorkflow(result)).toBe('success');
-      expect(result.jobs.map((j) => j.name)).toEqual([
-        'provision / plan',
-        'provision / apply',
-        'provision / ssh-wait',
-        'provision / onboard',
-        'provision / configure',
+          runId: ++runId,
+          lostJobs,
+        });
+      };
+
+      // No keys anywhere: the first job fails naming each and where it goes, before anything is recorded.
+      const bare = await push();
+      expect(bare.conclusion).toBe('failure');
+      const refused = bare.jobs[0]!.steps.find((step) => step.result && step.result.code !== 0);
+      expect(refused?.name).toBe('The keys are here');
+      const annotation = refused!.result!.annotations.map((a) => a.message).join('\n');
+      for (const name of [
+        'EXOCOMP_FLEET_KEY',
+        'EXOCOMP_BOOTSTRAP_KEY',
+        'EXOCOMP_SEAL_KEY',
+        "environment 'exocomp-keys'",
+      ])
+        expect(annotation).toContain(name);
+      expect(bare.jobs.slice(1).map((j) => j.conclusion)).toEqual(['skipped', 'skipped', 'skipped', 'skipped']);
+      expect(await record(`edge-${runId}`)).toBeNull();
+
+      environmentSecrets['exocomp-keys'] = {
+        EXOCOMP_FLEET_KEY: keyValues.EXOCOMP_FLEET_KEY!,
+        EXOCOMP_BOOTSTRAP_KEY: keyValues.EXOCOMP_BOOTSTRAP_KEY!,
+        EXOCOMP_SEAL_KEY: keyValues.EXOCOMP_SEAL_KEY!,
+        EXOCOMP_RUN_SECRETS: keyValues.EXOCOMP_RUN_SECRETS!,
+      };
+      environmentSecrets.production = { EXOCOMP_SEAL_KEY: keyValues.EXOCOMP_SEAL_KEY! };
+      // The onboard job's runner is lost before it starts: configure is skipped, the workflow stops at onboard.
+      const first = await push(['provision / onboard']);
+      expect(first.jobs.map((j) => [j.name, j.conclusion])).toEqual([
+        ['provision / plan', 'success'],
+        ['provision / apply', 'success'],
+        ['provision / ssh-wait', 'success'],
+        ['provision / onboard', 'failure'],
+        ['provision / configure', 'skipped'],
       ]);
+      // Only the apply job names the reviewed environment; the keys' jobs wait for nobody.
+      expect(first.jobs.filter((j) => j.waitedForReview).map((j) => j.name)).toEqual(['provision / apply']);
       // The environment's deployment links to the status the plan job published: no pull request on this
       // push, so the plan's run attempt summary (the steps reach the double as HOSTNAME).
-      expect(result.jobs[1]!.environmentUrl).toBe(
+      expect(first.jobs[1]!.environmentUrl).toBe(
         `${fx.double.url.replace('127.0.0.1', HOSTNAME)}/${REPOSITORY}/actions/runs/${runId}/attempts/1`,
       );
-      const id = result.jobs[0]!.outputs['workflow-id']!;
+      const id = first.jobs[0]!.outputs['workflow-id']!;
+      expect(await record(id)).toMatchObject({ state: 'provisioning' });
+
+      // The continuation the resume sweeper dispatches: past its apply, so the gated job is skipped.
+      const inputs = { 'workflow-id': id };
+      ran.add('examples/github/provision-reusable-caller.yml');
+      const resumed = await reusable.run('.github/workflows/provision-reusable-caller.yml', caller, {
+        event: events.workflowDispatch(REPOSITORY, BOT, inputs),
+        actor: BOT,
+        runId: ++runId,
+        inputs,
+      });
+      expect(resumed.conclusion, describeWorkflow(resumed)).toBe('success');
+      expect(resumed.jobs.map((j) => [j.name, j.conclusion])).toEqual([
+        ['provision / plan', 'success'],
+        ['provision / apply', 'skipped'],
+        ['provision / ssh-wait', 'success'],
+        ['provision / onboard', 'success'],
+        ['provision / configure', 'success'],
+      ]);
+      expect(resumed.jobs.filter((j) => j.waitedForReview)).toEqual([]);
       expect(await record(id)).toMatchObject({ state: 'provisioned' });
     },
     TIMEOUT,

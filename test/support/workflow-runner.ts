@@ -16,13 +16,19 @@
  *   `opentofu/setup-opentofu` puts the tofu stand-in on PATH (with
  *   `tofu_wrapper: false`, which the docs ask for); any other action fails.
  * - `secrets.X` gives only the secrets the setting holds (what the docs name):
- *   reading any other one fails the run, as does an undeclared input.
+ *   reading any other one fails the run, as does an undeclared input. An
+ *   environment's secrets reach only a job that names the environment (and
+ *   win over a repository secret of the same name); in a called workflow, only
+ *   those the caller passed, by `secrets: inherit` or by name — one not passed
+ *   reads as '' (https://docs.github.com/en/actions/how-tos/reuse-automations/reuse-workflows,
+ *   "Using inputs and secrets in a reusable workflow").
  * - `job.workflow_repository`, `job.workflow_sha`, `job.workflow_ref` and
  *   `job.workflow_file_path` name the file that defines the job: in a called
  *   `exocomp/provision/…@v1` workflow, this checkout (HEAD's commit), not the
  *   caller (https://docs.github.com/en/actions/reference/workflows-and-actions/contexts#job-context).
- * - A job with `environment:` runs once the environment's reviewer approved
- *   the run's deployment (an approval the double then reports).
+ * - A job naming an environment with required reviewers (in the double) runs
+ *   once the reviewer approved the run's deployment (an approval the double
+ *   then reports); the job says it waited (`JobRun.waitedForReview`).
  */
 import { cp, mkdir, readdir, readFile, symlink } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
@@ -47,8 +53,10 @@ export interface RunnerSetting {
   repository: string;
   /** The repository under test as a checkout gives it. */
   repositoryDir: string;
-  /** The repository's secrets: only these can be read. */
+  /** The repository's secrets: only these (and the environments') can be read. */
   secrets: Record<string, string>;
+  /** Each environment's secrets, by environment name. */
+  environmentSecrets?: Record<string, Record<string, string>>;
   /** The runner image's PATH. */
   path: string;
   /** What opentofu/setup-opentofu installs as `tofu`. */
@@ -65,6 +73,8 @@ export interface WorkflowTrigger {
   runId: number;
   /** workflow_dispatch inputs. */
   inputs?: Record<string, string>;
+  /** Jobs (by JobRun name) whose runner is lost before they start: they fail with no step run. */
+  lostJobs?: string[];
 }
 
 export interface StepRun {
@@ -81,6 +91,8 @@ export interface JobRun {
   outputs: Record<string, string>;
   /** The deployment's `environment.url`, evaluated when the job ends (so it may use step outputs), as the runner does. */
   environmentUrl?: string;
+  /** The job was held for its environment's required reviewers. */
+  waitedForReview?: boolean;
 }
 
 export interface WorkflowRun {
@@ -173,7 +185,7 @@ function asText(value: unknown): string {
 }
 
 /** A context that refuses names outside `known`, saying what the workflow asked for. */
-function strict(what: string, known: Record<string, string>, allowAlso: string[] = []): Context {
+function strict(what: string, known: Record<string, string>, allowAlso: string[] = []): (name: string) => string {
   return (name: string) => {
     if (name in known) return known[name]!;
     if (allowAlso.includes(name)) return '';
@@ -200,6 +212,9 @@ export async function runnerPathWithoutTofu(dir: string): Promise<string> {
   }
   return parts.join(':');
 }
+
+/** An environment's secret as a job naming that environment reads it; undefined when it does not reach the job. */
+type EnvironmentSecret = (environment: string, name: string) => string | undefined;
 
 export class WorkflowRunner {
   private tokenCount = 0;
@@ -242,7 +257,8 @@ export class WorkflowRunner {
       // The caller's own file: its commit is the pushed one, which the emulation does not model.
       source: { repository: this.setting.repository, sha: 'c'.repeat(40), path: workflowPath, ref: 'refs/heads/main' },
       inputs,
-      secrets: strict('secrets', this.setting.secrets, ['GITHUB_TOKEN']),
+      secrets: strict('secrets', this.setting.secrets, ['GITHUB_TOKEN', ...this.environmentSecretNames()]),
+      environmentSecret: (environment, name) => this.setting.environmentSecrets?.[environment]?.[name],
     });
     this.setting.double.state.runs[trigger.runId] = {
       status: 'completed',
@@ -262,7 +278,8 @@ export class WorkflowRunner {
       workflowPath: string;
       source: WorkflowSource;
       inputs: Context;
-      secrets: Context;
+      secrets: (name: string) => string;
+      environmentSecret: EnvironmentSecret;
       cap?: Partial<Record<TokenScope, Access>>;
       prefix?: string;
     },
@@ -368,14 +385,19 @@ export class WorkflowRunner {
       Object.entries(call?.inputs ?? {}).map(([name, declared]) => [name, given[name] ?? asText(declared?.default)]),
     );
     let secrets: Record<string, string>;
-    if (spec.secrets === 'inherit') secrets = { ...this.setting.secrets };
-    else {
+    /** The secret names the caller passed: an environment secret of one of them reaches a job naming its environment. */
+    let passed: Set<string>;
+    if (spec.secrets === 'inherit') {
+      secrets = { ...this.setting.secrets };
+      passed = new Set([...Object.keys(secrets), ...this.environmentSecretNames()]);
+    } else {
       secrets = Object.fromEntries(
         Object.entries(spec.secrets ?? {}).map(([name, value]) => [name, interpolate(asText(value), scope)]),
       );
       for (const name of Object.keys(secrets))
         if (!(name in (call?.secrets ?? {})))
           throw new Error(`${ref}: secret ${name} is not declared by the called workflow`);
+      passed = new Set(Object.keys(secrets));
     }
     for (const [name, declared] of Object.entries(call?.secrets ?? {})) {
       if ((declared as { required?: boolean } | null)?.required && !secrets[name])
@@ -389,6 +411,8 @@ export class WorkflowRunner {
       source,
       inputs: strict('inputs', inputs),
       secrets: strict('secrets', secrets, Object.keys(call?.secrets ?? {})),
+      environmentSecret: (environment, name) =>
+        passed.has(name) ? this.setting.environmentSecrets?.[environment]?.[name] : undefined,
       cap,
       prefix,
     });
@@ -400,6 +424,10 @@ export class WorkflowRunner {
       ]),
     );
     return { conclusion: result.conclusion, jobs: result.jobs, outputs };
+  }
+
+  private environmentSecretNames(): string[] {
+    return Object.values(this.setting.environmentSecrets ?? {}).flatMap((secrets) => Object.keys(secrets));
   }
 
   private githubContext(trigger: WorkflowTrigger): Context {
@@ -424,11 +452,14 @@ export class WorkflowRunner {
       trigger: WorkflowTrigger;
       workflowPath: string;
       source: WorkflowSource;
+      secrets: (name: string) => string;
+      environmentSecret: EnvironmentSecret;
       cap?: Partial<Record<TokenScope, Access>>;
     },
     scopeOf: (extra: Record<string, Context>, status: 'success' | 'failure') => ExpressionScope,
   ): Promise<JobRun> {
     const { double, results, hostname } = this.setting;
+    if (frame.trigger.lostJobs?.includes(name)) return { name, conclusion: 'failure', steps: [], outputs: {} };
     const token = `ghs_emulatedJobToken${frame.trigger.runId}x${++this.tokenCount}`;
     double.state.tokens[token] = {
       login: 'github-actions[bot]',
@@ -436,8 +467,10 @@ export class WorkflowRunner {
       repositories: [this.setting.repository],
     };
     const environment = typeof spec.environment === 'object' ? spec.environment.name : spec.environment;
-    if (environment !== undefined) {
-      const envName = interpolate(environment, scopeOf({}, 'success'));
+    // An expression that gives '' names no environment.
+    const envName = environment === undefined ? '' : interpolate(environment, scopeOf({}, 'success'));
+    const waitedForReview = (double.state.environments[envName]?.requiredReviewers ?? []).length > 0;
+    if (waitedForReview) {
       // GitHub holds the job until a required reviewer approves; here the reviewer approves at once.
       (double.state.approvals[frame.trigger.runId] ??= []).push({
         state: 'approved',
@@ -445,6 +478,8 @@ export class WorkflowRunner {
         environments: [envName],
       });
     }
+    const secrets: Context =
+      envName === '' ? frame.secrets : (name) => frame.environmentSecret(envName, name) ?? frame.secrets(name);
     const job = await RunnerJob.start({ path: this.setting.path });
     const workspace = join(job.dir, 'workspace');
     await mkdir(workspace);
@@ -465,7 +500,12 @@ export class WorkflowRunner {
       for (const [index, step] of (spec.steps ?? []).entries()) {
         const label = step.name ?? step.id ?? step.uses ?? `run ${index + 1}`;
         const scope = scopeOf(
-          { steps: steps, job: jobContext, github: { ...(this.githubContext(frame.trigger) as object), token } },
+          {
+            steps: steps,
+            job: jobContext,
+            github: { ...(this.githubContext(frame.trigger) as object), token },
+            secrets,
+          },
           status,
         );
         if (!condition(step.if, scope)) {
@@ -535,7 +575,14 @@ export class WorkflowRunner {
       url === undefined
         ? undefined
         : interpolate(url, scopeOf({ steps: steps, github: this.githubContext(frame.trigger) }, status));
-    return { name, conclusion: status, steps: runs, outputs, ...(environmentUrl ? { environmentUrl } : {}) };
+    return {
+      name,
+      conclusion: status,
+      steps: runs,
+      outputs,
+      ...(environmentUrl ? { environmentUrl } : {}),
+      ...(waitedForReview ? { waitedForReview } : {}),
+    };
   }
 
   /** This checkout's action for a `uses:`, or undefined for anyone else's. */

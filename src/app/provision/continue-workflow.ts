@@ -321,11 +321,14 @@ async function planAndShip(app: AppContext, request: ContinueRequest, workflow: 
   const ci = request.ci;
   const sealKey = request.inputs.sealKey;
   if (!ci?.platform.artifacts || sealKey === undefined) {
+    // A warning (an annotation on the run's summary page), not a log line: the approved plan is not what the
+    // apply job applies, and the reviewer should know before approving.
     if (ci)
-      info(
-        app,
-        'no seal key: the plan file stays on this runner; the apply job re-plans and compares with the approved plan',
-      );
+      app.progress.emit({
+        type: 'warning',
+        message:
+          'no seal key: the plan was not sealed for the apply job, which re-plans and compares with the approved plan (set EXOCOMP_SEAL_KEY)',
+      });
     return planForApproval(app, workflow.id, request.inputs);
   }
   // A private directory of this process (0700, pid in its name): never a path another job shares.

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describeError } from '../../domain/errors.js';
 import { interruptOnSignals } from '../../adapters/signals.js';
 import { viewWorkflow } from '../../domain/render.js';
-import type { Workflow } from '../../domain/workflow.js';
+import { nextStep, type Workflow } from '../../domain/workflow.js';
 import type { AppContext } from '../../app/runtime/context.js';
 import { parseRunSecrets } from '../../app/plays/mappings.js';
 import { jobContext, publishStatus, readRunInputs } from '../../app/job/run-ci-job.js';
@@ -267,6 +267,8 @@ export async function publishedOutputs(session: Session<ActionName>, app: AppCon
   const view = viewWorkflow(workflow, session.now());
   platform.setOutput('state', workflow.state);
   platform.setOutput('steps', JSON.stringify(view.steps));
+  // The reusable workflow skips its environment-gated apply job once the workflow is past its apply.
+  platform.setOutput('next-step', nextStep(workflow)?.name ?? '');
   platform.setOutput('inventory', `tf:${workflow.workspace.name}`);
   platform.setOutput('hosts', JSON.stringify(await hostsOf(app, workflow.workspace.name)));
 }
