@@ -10,7 +10,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { checkHop, describeRoute, type Hop } from '../domain/bastion.js';
+import { checkHop, describeRoute, hopUser, type Hop } from '../domain/bastion.js';
 import { ExocompError } from '../domain/errors.js';
 import { knownHostsName } from '../domain/inventory.js';
 import { makePrivateDir } from './private-dir.js';
@@ -22,7 +22,7 @@ export interface JumpCredentials {
   identityFiles: readonly string[];
   /** The socket of a per-run ssh-agent holding the keys, instead of identityFiles. */
   agentSocket?: string | undefined;
-  /** The user for every hop, over the hop's own (a play's remote user, as it is for every host of the play). */
+  /** The play's user: it replaces an inventory bastion's own, as for every host of the play (domain/bastion.ts hopUser). */
   user?: string | undefined;
 }
 
@@ -59,7 +59,7 @@ export class BastionError extends ExocompError {
     readonly bastion: string,
     message: string,
     help: string,
-    kind: 'ssh-wait' | 'host-key' = 'ssh-wait',
+    kind: 'bastion' | 'host-key' = 'bastion',
   ) {
     super(kind, message, { help });
     this.name = 'BastionError';
@@ -173,7 +173,7 @@ export class JumpSession {
 
   private hopArgs(hop: Hop): string[] {
     checkHop(hop, `bastion ${hop.name}`);
-    const user = this.options.credentials.user ?? hop.user;
+    const user = hopUser(hop, this.options.credentials.user);
     if (user !== undefined) checkHop({ ...hop, user }, `bastion ${hop.name}`);
     return ['-p', String(hop.port), ...(user === undefined ? [] : ['-l', user]), '--', hop.address];
   }

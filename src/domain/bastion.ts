@@ -15,6 +15,12 @@ export interface Hop {
   port: number;
   /** The user to log in to the hop as; absent: the play's user. */
   user?: string;
+  /**
+   * The run's bastion, no host of the workspace: every connection logs in to it
+   * as `user`. An inventory bastion is onboarded like its hosts, so a play's user
+   * replaces its `ansible_user` as it does theirs (docs/networks.md).
+   */
+  keepsUser?: true;
 }
 
 /** The host or group variable that names the inventory host a host is reached through. */
@@ -60,7 +66,7 @@ const PRINTABLE_SPEC = /^[\x21-\x7e]{1,300}$/;
 
 /**
  * A bastion given to the run (`--bastion`, the `bastion` input): `[user@]host[:port]`,
- * each field checked as an inventory bastion's is; absent user: the play's user.
+ * each field checked as an inventory bastion's is; absent user: the play's user (runBastionHop).
  * `source` names the setting in errors.
  */
 export function parseBastion(text: string, source: string): Hop {
@@ -99,14 +105,34 @@ export function formatBastion(hop: Hop): string {
 }
 
 /**
+ * The user a connection logs in to `hop` as: the run's bastion keeps its own;
+ * an inventory bastion is logged in to as the connection's play logs in to its
+ * hosts (`playUser`, when the connection has one), else as its `ansible_user`.
+ */
+export function hopUser(hop: Hop, playUser: string | undefined): string | undefined {
+  return hop.keepsUser ? hop.user : (playUser ?? hop.user);
+}
+
+/**
+ * The run's bastion as a hop: the user given with it, else `playUser` (the user
+ * configure and converges log in as), in every connection of the run.
+ */
+export function runBastionHop(bastion: Hop, playUser: string | undefined): Hop {
+  const user = bastion.user ?? playUser;
+  return { ...bastion, ...(user === undefined ? {} : { user }), keepsUser: true };
+}
+
+/**
  * The hosts as a run with its own bastion reaches them: every SSH host through
  * it, before any inventory bastion; the host at the bastion's own address and
  * port is the bastion, reached directly. More than MAX_HOPS in all is refused.
+ * The bastion logs in as runBastionHop says.
  */
 export function throughRunBastion<
   T extends { name: string; address: string; port: number; local: boolean; via?: Hop[] },
->(hosts: readonly T[], bastion: Hop | undefined): T[] {
-  if (bastion === undefined) return [...hosts];
+>(hosts: readonly T[], runBastion: Hop | undefined, playUser: string | undefined): T[] {
+  if (runBastion === undefined) return [...hosts];
+  const bastion = runBastionHop(runBastion, playUser);
   const isBastion = (h: T) => h.address.toLowerCase() === bastion.address.toLowerCase() && h.port === bastion.port;
   return hosts.map((host) => {
     if (host.local || isBastion(host)) return host;

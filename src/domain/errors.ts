@@ -14,6 +14,7 @@ export type ErrorKind =
   | 'tool-missing'
   | 'tool-failed'
   | 'ssh-wait'
+  | 'bastion'
   | 'host-key'
   | 'play-failed'
   | 'approval'

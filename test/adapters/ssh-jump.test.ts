@@ -74,6 +74,24 @@ describe('JumpSession', () => {
     expect(log).not.toMatch(/Accepted|Failed publickey/);
   });
 
+  // Issue 40: the play's user replaced the run's bastion's own (only root may log in to this bastion).
+  it("logs in to the run's bastion as its own user, not as the play's; an inventory bastion as the play's", async () => {
+    const credentials = { identityFiles: [key.privateKeyPath], user: 'exocomp' };
+    const runBastion = [{ ...route[0]!, keepsUser: true as const }];
+    const session = await JumpSession.open([runBastion], { knownHosts: await knownHosts(bastion), credentials });
+    try {
+      expect((await session.probe(runBastion, target.address, target.port, 5_000)).ok).toBe(true);
+    } finally {
+      await session.close();
+    }
+    const refused = await JumpSession.open([route], { knownHosts: await knownHosts(bastion), credentials }).catch(
+      (e: unknown) => e,
+    );
+    expect(refused).toBeInstanceOf(BastionError);
+    expect((refused as BastionError).kind).toBe('bastion');
+    expect((refused as Error).message).toMatch(/exocomp@.*Permission denied|Permission denied.*exocomp/);
+  });
+
   it('refuses a bastion whose key is not the pinned one, before anything goes through it', async () => {
     const error = await JumpSession.open([route], {
       knownHosts: await knownHosts(target),

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ExocompError } from '../../src/domain/errors.js';
 import { deriveHosts, parseInventory } from '../../src/domain/inventory.js';
-import { formatBastion, parseBastion, throughRunBastion } from '../../src/domain/bastion.js';
+import { formatBastion, hopUser, parseBastion, throughRunBastion, type Hop } from '../../src/domain/bastion.js';
 
 const hostsOf = (inventory: unknown) => deriveHosts(parseInventory(inventory));
 
@@ -145,7 +145,7 @@ describe('the run’s bastion (--bastion, the bastion input): [user@]host[:port]
     const inventory = hostsOf({
       all: { hosts: { jump: { ansible_host: 'fd00:26:0::1' }, a: { ansible_host: 'fd00::2' } } },
     });
-    const routed = throughRunBastion(inventory, parseBastion('[fd00:0026::0001]', '--bastion'));
+    const routed = throughRunBastion(inventory, parseBastion('[fd00:0026::0001]', '--bastion'), 'exocomp');
     expect(routed.find((h) => h.name === 'jump')).not.toHaveProperty('via');
     expect(routed.find((h) => h.name === 'a')?.via?.map((hop) => hop.address)).toEqual(['fd00:26::1']);
   });
@@ -192,12 +192,36 @@ describe('the run’s bastion (--bastion, the bastion input): [user@]host[:port]
   const run = parseBastion('ops@198.51.100.7:2222', '--bastion');
 
   it('goes in front of every SSH host, before an inventory bastion; not the bastion itself, not a local host', () => {
-    const routed = new Map(throughRunBastion(hosts, run).map((h) => [h.name, h.via]));
-    expect(routed.get('a')).toEqual([run]);
-    expect(routed.get('inner')).toEqual([run, { name: 'b', address: '10.0.0.3', port: 22 }]);
+    const routed = new Map(throughRunBastion(hosts, run, 'exocomp').map((h) => [h.name, h.via]));
+    const hop = { ...run, keepsUser: true };
+    expect(routed.get('a')).toEqual([hop]);
+    expect(routed.get('inner')).toEqual([hop, { name: 'b', address: '10.0.0.3', port: 22 }]);
     expect(routed.get('ctl')).toBeUndefined();
     expect(routed.get('jumphost')).toBeUndefined();
-    expect(throughRunBastion(hosts, undefined)).toEqual(hosts);
+    expect(throughRunBastion(hosts, undefined, 'exocomp')).toEqual(hosts);
+  });
+
+  // Issue 40: the play's user replaced the user given with the run's bastion after onboarding.
+  it("keeps the user given with the run's bastion in every connection, whatever the play's user", () => {
+    const [via] = throughRunBastion(hosts, run, 'exocomp').map((h) => h.via);
+    const hop: Hop = via![0]!;
+    for (const playUser of [undefined, 'exocomp', 'deploy']) expect(hopUser(hop, playUser)).toBe('ops');
+  });
+
+  it("logs in to the run's bastion given without a user as the play's user, in every connection", () => {
+    const [via] = throughRunBastion(hosts, parseBastion('198.51.100.7', '--bastion'), 'deploy').map((h) => h.via);
+    const hop: Hop = via![0]!;
+    expect(hop.user).toBe('deploy');
+    // The wait, the scan and onboarding have no play's user of their own: the same user all the same.
+    for (const playUser of [undefined, 'root', 'deploy']) expect(hopUser(hop, playUser)).toBe('deploy');
+    expect(formatBastion(hop)).toBe('deploy@198.51.100.7:22');
+  });
+
+  it("logs in to an inventory bastion as its ansible_user until a play's user replaces it, as on every host", () => {
+    const inventoryHop: Hop = { name: 'b', address: '10.0.0.3', port: 22, user: 'admin' };
+    expect(hopUser(inventoryHop, undefined)).toBe('admin');
+    expect(hopUser(inventoryHop, 'exocomp')).toBe('exocomp');
+    expect(hopUser({ name: 'b', address: '10.0.0.3', port: 22 }, undefined)).toBeUndefined();
   });
 
   it('refuses a third hop', () => {
@@ -208,6 +232,6 @@ describe('the run’s bastion (--bastion, the bastion input): [user@]host[:port]
       local: false,
       via: [hosts[3]!.via![0]!, hosts[3]!.via![0]!],
     };
-    expect(refusal(() => throughRunBastion([deep], run)).message).toContain('3 hops');
+    expect(refusal(() => throughRunBastion([deep], run, 'exocomp')).message).toContain('3 hops');
   });
 });

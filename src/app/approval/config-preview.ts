@@ -9,7 +9,7 @@ import { ExocompError } from '../../domain/errors.js';
 import type { Workflow } from '../../domain/workflow.js';
 import type { AppContext } from '../runtime/context.js';
 import { previewConfiguration } from '../drift/drift.js';
-import type { RunInputs } from '../plays/run-inputs.js';
+import { configureUser, type RunInputs } from '../plays/run-inputs.js';
 
 export type ConfigurationPreview =
   { kind: 'previewed'; fingerprint: string; preview: string } | { kind: 'none'; reason: string };
@@ -58,7 +58,7 @@ export function previewWorkflowConfiguration(
   const target = {
     name: workflow.workspace.name,
     playbook: workflow.playbook,
-    remoteUser: workflow.options.remoteUser ?? workflow.options.onboardUser,
+    remoteUser: configureUser(workflow),
   };
   return previewConfigurationOf(app, target, inputs, options);
 }

@@ -48,6 +48,8 @@ export async function shardOfInventory(
 export interface RunReach {
   hostKeys: HostKeyMode;
   bastion?: Hop | undefined;
+  /** The user the run's plays log in as after onboarding: the run's bastion's user when none is given with it. */
+  playUser?: string | undefined;
 }
 
 /**
@@ -57,5 +59,8 @@ export interface RunReach {
  * so `known` refuses a host without a known key before any connection.
  */
 export function asTheRunReachesIt(inventory: ResolvedInventory, reach: RunReach): ResolvedInventory {
-  return { ...inventory, hosts: throughRunBastion(underHostKeyMode(inventory.hosts, reach.hostKeys), reach.bastion) };
+  return {
+    ...inventory,
+    hosts: throughRunBastion(underHostKeyMode(inventory.hosts, reach.hostKeys), reach.bastion, reach.playUser),
+  };
 }

@@ -4,7 +4,7 @@
  * bastions first; then one master connection per bastion carries the banner
  * probes, the key captures and the plays to the hosts behind it.
  */
-import { describeRoute, type Hop } from '../../domain/bastion.js';
+import { describeRoute, formatBastion, type Hop } from '../../domain/bastion.js';
 import { ExocompError } from '../../domain/errors.js';
 import { formatDuration } from '../../domain/duration.js';
 import { knownHostsName, type DerivedHost } from '../../domain/inventory.js';
@@ -18,7 +18,7 @@ import {
   type KeyscanOptions,
   type SshTarget,
 } from '../../adapters/ssh.js';
-import { JumpSession, type JumpCredentials } from '../../adapters/ssh-jump.js';
+import { BastionError, JumpSession, type JumpCredentials } from '../../adapters/ssh-jump.js';
 import type { AppContext } from '../runtime/context.js';
 import { pinHostKeys, scanHostKeys, type ScannedHostKeys } from './pins.js';
 
@@ -323,6 +323,43 @@ export async function scanBehindBastions(
     return await scanAnyRoute(session, hosts, options.signal);
   } finally {
     await session.close();
+  }
+}
+
+/**
+ * Before onboarding changes anything: the run's bastion (the hops that keep
+ * their user, domain/bastion.ts) lets its user in with the fleet key, the key
+ * configure and converges pass it with, checked against the pinned store. An
+ * inventory bastion is onboarded in the same play as the hosts behind it, so
+ * only the fleet-login proof after it can check that one. Throws naming the hop,
+ * the user and the fix.
+ */
+export async function checkConfigurePassage(
+  hosts: readonly RoutedHost[],
+  options: { knownHosts: string; fleetKeyPath: string; signal?: AbortSignal | undefined },
+): Promise<void> {
+  const routes = routesOf(hosts).filter((route) => route.every((hop) => hop.keepsUser));
+  if (routes.length === 0) return;
+  let session: JumpSession | undefined;
+  try {
+    session = await JumpSession.open(routes, {
+      knownHosts: options.knownHosts,
+      credentials: { identityFiles: [options.fleetKeyPath] },
+      signal: options.signal,
+    });
+  } catch (error) {
+    if (!(error instanceof BastionError) || error.kind !== 'bastion') throw error;
+    const { bastion } = error;
+    const hop = routes.flat().find((h) => h.name === bastion);
+    if (hop === undefined) throw error;
+    const user = hop.user ?? "the runner's own user name";
+    throw new BastionError(
+      hop.name,
+      `configure could not pass bastion ${formatBastion(hop)} as ${user} with the fleet key; nothing was onboarded (${error.message})`,
+      `let ${user} log in to the bastion with the fleet key (its public half in ${user}'s authorized_keys there), or give the bastion with a user that may (user@host, docs/networks.md), then resume`,
+    );
+  } finally {
+    await session?.close();
   }
 }
 

@@ -56,6 +56,8 @@ export interface PlayRequest {
   hostCount?: number | undefined;
   /** The hosts the play may reach with their bastions: those behind one are reached through it (docs/networks.md). */
   hosts?: readonly RoutedHost[] | undefined;
+  /** The keys the bastions are offered, in order, instead of the play's own (onboarding: the bootstrap key, then the fleet key). */
+  bastionKeyFiles?: readonly string[] | undefined;
   /** Stops the play when aborted; runPlay then rejects with the signal's reason. */
   signal?: AbortSignal | undefined;
   /**
@@ -114,14 +116,16 @@ export async function runPlay(request: PlayRequest): Promise<PlayOutcome> {
     if (agent) Object.assign(env, agent.env());
     controlDir = await request.controlDir?.take(UNHEARD);
     if (request.hosts !== undefined && hasBastions(request.hosts)) {
-      // The bastions' masters authenticate as the play does: the same key, and its remote user when it has one.
+      // The bastions' masters authenticate as the play does (the same key, its remote user: domain/bastion.ts hopUser), unless given their keys.
       jump = await JumpSession.open(routesOf(request.hosts), {
         knownHosts: request.knownHosts,
-        credentials: {
-          identityFiles: identityFile ? [identityFile] : [],
-          agentSocket: agent?.socketPath,
-          user: request.remoteUser,
-        },
+        credentials: request.bastionKeyFiles
+          ? { identityFiles: request.bastionKeyFiles, user: request.remoteUser }
+          : {
+              identityFiles: identityFile ? [identityFile] : [],
+              agentSocket: agent?.socketPath,
+              user: request.remoteUser,
+            },
         signal: request.signal,
       });
     }

@@ -74,5 +74,14 @@ export function runReach(inputs: Pick<RunInputs, 'hostKeys' | 'bastion'>, workfl
   const bastion =
     inputs.bastion ??
     (recorded === undefined ? undefined : parseBastion(recorded, `workflow ${workflow.id}'s bastion`));
-  return { hostKeys: inputs.hostKeys ?? workflow.options.hostKeys ?? 'auto', ...(bastion ? { bastion } : {}) };
+  return {
+    hostKeys: inputs.hostKeys ?? workflow.options.hostKeys ?? 'auto',
+    ...(bastion ? { bastion } : {}),
+    playUser: configureUser(workflow),
+  };
+}
+
+/** The user configure logs in as: the workflow's remote user, else the fleet user onboarding makes. */
+export function configureUser(workflow: Workflow): string {
+  return workflow.options.remoteUser ?? workflow.options.onboardUser;
 }

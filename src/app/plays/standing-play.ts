@@ -128,7 +128,7 @@ export async function runStandingPlay(
   const outcome = await runPlay({
     ...playRequest(app, request, text, knownHosts, { ...sealed, ...request.runSecrets }),
     hostCount,
-    hosts: throughRunBastion(inventory.hosts, request.bastion).filter(
+    hosts: throughRunBastion(inventory.hosts, request.bastion, request.remoteUser).filter(
       (h) => !h.local && (only === undefined || only.has(h.name)),
     ),
   });

@@ -4,7 +4,7 @@ import type { StepContext } from './step.js';
 import { playFailedError } from '../../plays/play.js';
 import { playProgress } from '../../runtime/progress.js';
 import { runStandingPlay } from '../../plays/standing-play.js';
-import { runReach } from '../../plays/run-inputs.js';
+import { configureUser, runReach } from '../../plays/run-inputs.js';
 
 export async function configureStep({
   app,
@@ -21,7 +21,7 @@ export async function configureStep({
   const { outcome, hostCount } = await runStandingPlay(app, {
     name: workflow.workspace.name,
     playbook: workflow.playbook,
-    remoteUser: workflow.options.remoteUser ?? workflow.options.onboardUser,
+    remoteUser: configureUser(workflow),
     fleetKeyPath: inputs.fleetKeyPath,
     fleetAgent: handedOn.fleetAgent,
     fleetConnections: handedOn.fleetConnections,

@@ -12,7 +12,7 @@ import { asTheRunReachesIt, loadStandingInventory } from '../../hosts/inventorie
 import { runReach } from '../../plays/run-inputs.js';
 import type { ResolvedInventory } from '../../../domain/standing-inventory.js';
 import { pinHostKeys } from '../../hosts/pins.js';
-import { hasBastions, scanBehindBastions } from '../../hosts/jump.js';
+import { checkConfigurePassage, hasBastions, scanBehindBastions } from '../../hosts/jump.js';
 import { lookAheadToAgent, playFailedError, runPlay } from '../../plays/play.js';
 import { playProgress } from '../../runtime/progress.js';
 import { proveFleetLogins } from '../../hosts/fleet-login.js';
@@ -101,6 +101,9 @@ async function pinAndPlay(
     `pinned host keys: ${pins.added.length} new, ${pins.unchanged.length} unchanged, ${pins.rotated.length} rotated`,
   );
 
+  // A bastion configure could not pass stops the run here, before the play changes any host.
+  await checkConfigurePassage(hosts, { knownHosts: pins.knownHosts, fleetKeyPath: keys.fleetKeyPath, signal });
+
   const playbook = workflow.options.onboardPlaybook ?? seededOnboardPlaybook();
   info(`onboarding play ${workflow.options.onboardPlaybook ?? 'playbooks/onboard.yml (seeded)'} started`);
   const outcome = await runPlay({
@@ -112,6 +115,8 @@ async function pinAndPlay(
     identityFile: keys.bootstrapKeyPath,
     hostCount: hosts.length,
     hosts,
+    // The run's bastion may take either: wait and scan offered both, in this order (docs/networks.md).
+    bastionKeyFiles: [keys.bootstrapKeyPath, keys.fleetKeyPath],
     extraVars: { exocomp_fleet_pubkey: fleetPublicKey, exocomp_onboard_user: workflow.options.onboardUser },
     limit: hosts.map((h) => h.name).join(','),
     secrets: inputs.secrets,
