@@ -5,6 +5,7 @@
  * which shard, and which shards never reported.
  */
 import { z } from 'zod';
+import { rolloutSummarySchema, type RolloutSummary } from './rollout.js';
 import { formatShard, type ShardSpec } from './shard.js';
 
 export const SHARD_RESULT_SCHEMA_VERSION = 1;
@@ -39,6 +40,8 @@ export const convergeRunSchema = z.object({
   ),
   missingShards: z.array(z.number().int().positive()),
   failedShards: z.array(z.number().int().positive()),
+  /** A rolling converge's batches, budget, and where it stopped. */
+  rollout: rolloutSummarySchema.optional(),
 });
 export type ConvergeRun = z.infer<typeof convergeRunSchema>;
 
@@ -69,6 +72,7 @@ export function foldShardResults(
   total: number,
   results: readonly ShardResult[],
   at: string,
+  rollout?: RolloutSummary,
 ): ConvergeRun {
   const byShard = new Map<number, ShardResult>();
   for (const result of results)
@@ -82,7 +86,9 @@ export function foldShardResults(
       missingShards.push(index);
       continue;
     }
-    const failed = new Map(result.failedHosts.map((f) => [f.host, f.reason]));
+    // A rollout's record says why more exactly (a failed health check, a broken play).
+    const failed = new Map<string, string>(result.failedHosts.map((f) => [f.host, f.reason]));
+    for (const f of rollout?.failed ?? []) if (failed.has(f.host)) failed.set(f.host, f.reason);
     for (const host of result.hosts) {
       const reason = failed.get(host);
       hosts.push({ host, shard: index, ok: reason === undefined, ...(reason ? { reason } : {}) });
@@ -93,11 +99,12 @@ export function foldShardResults(
   return {
     runId,
     at,
-    ok: missingShards.length === 0 && failedShards.length === 0,
+    ok: missingShards.length === 0 && failedShards.length === 0 && !rollout?.stopped,
     shards: total,
     hosts,
     missingShards,
     failedShards,
+    ...(rollout ? { rollout } : {}),
   };
 }
 
@@ -122,12 +129,25 @@ export function renderConvergeRunText(name: string, run: ConvergeRun): string {
       (run.missingShards.length > 0
         ? `; shard(s) ${run.missingShards.map((i) => shardLabel(i, run.shards)).join(', ')} never reported`
         : '');
-  const lines = [head];
+  const lines = [head, ...rolloutLines(run)];
   for (const h of failed) lines.push(`  ${h.host} (shard ${shardLabel(h.shard, run.shards)}): ${h.reason ?? 'failed'}`);
   for (const index of run.failedShards.filter((i) => !failed.some((h) => h.shard === i))) {
     lines.push(`  shard ${shardLabel(index, run.shards)}: the play failed before any host did (see that job's log)`);
   }
   return lines.join('\n');
+}
+
+function rolloutLines(run: ConvergeRun): string[] {
+  const r = run.rollout;
+  if (r === undefined) return [];
+  const reached = `rollout ${r.rollout} (max failures ${r.maxFailures}, ${r.allowedFailures} host(s) allowed): batch ${r.batchReached} of ${r.batches}`;
+  const lines = [r.stopped ? `${reached}: stopped, ${r.failed.length} failed host(s)` : `${reached} reached`];
+  if (r.untouched.length > 0) lines.push(`  never touched: ${r.untouched.length} host(s): ${countedList(r.untouched)}`);
+  return lines;
+}
+
+function countedList(hosts: readonly string[], max = 10): string {
+  return hosts.length <= max ? hosts.join(', ') : `${hosts.slice(0, max).join(', ')} and ${hosts.length - max} more`;
 }
 
 /** Markdown for the job summary; host names are escaped (inventory names are untrusted text). */
@@ -137,6 +157,8 @@ export function renderConvergeRunMarkdown(name: string, run: ConvergeRun, escape
     '',
     run.ok ? `✓ ${run.hosts.length} host(s) converged` : `✗ failed`,
     '',
+    ...rolloutLines(run).map((line) => `${escape(line.trim())}  `),
+    ...(run.rollout ? [''] : []),
   ];
   lines.push('| host | shard | result |', '| --- | --- | --- |');
   for (const h of run.hosts)

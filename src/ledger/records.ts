@@ -18,6 +18,7 @@ import {
   type ConvergeHistory,
   type ShardResult,
 } from '../domain/converge-record.js';
+import { ROLLOUT_SCHEMA_VERSION, rolloutRecordSchema, type RolloutRecord } from '../domain/rollout.js';
 import { DRIFT_HISTORY_SCHEMA_VERSION, driftHistorySchema, type DriftHistory } from '../domain/drift-history.js';
 import { SCHEDULE_FIRES_SCHEMA_VERSION, scheduleFiresSchema, type ScheduleFires } from '../domain/schedule-fires.js';
 import { LOCK_SCHEMA_VERSION, lockRecordSchema, type LockRecord } from '../domain/lock.js';
@@ -74,6 +75,9 @@ export const LEDGER_PATHS = {
     `converges/${checkRecordName('inventory', name)}/shards/${checkRecordName('converge run', runId)}/`,
   shardResult: (name: string, runId: string, index: number) =>
     `${LEDGER_PATHS.shardResultsDir(name, runId)}${shardIndex(index)}.json`,
+  /** A rolling converge's batches, budget and reports (one record per run: the shards' compare-and-swap point). */
+  rollout: (name: string, runId: string) =>
+    `converges/${checkRecordName('inventory', name)}/rollouts/${checkRecordName('converge run', runId)}.json`,
 } as const;
 
 export { LedgerRecordError };
@@ -362,6 +366,17 @@ export function readShardResults(snapshot: LedgerSnapshot, name: string, runId: 
   return results;
 }
 
+/** A rolling converge's record, or undefined when the run has none (a malformed one is an error: shards must not guess). */
+export function readRollout(snapshot: LedgerSnapshot, name: string, runId: string): RolloutRecord | undefined {
+  const file = LEDGER_PATHS.rollout(name, runId);
+  return readRecord(snapshot, file, (text) => {
+    const record = parseRecord(file, text, rolloutRecordSchema, ROLLOUT_SCHEMA_VERSION);
+    checkNamedAs(file, 'name', record.name, name);
+    checkNamedAs(file, 'run id', record.runId, runId);
+    return record;
+  });
+}
+
 /** Every schedule's recorded fires (malformed records are skipped here: status reports workflows' errors, not these). */
 export function listScheduleFires(snapshot: LedgerSnapshot): ScheduleFires[] {
   const found: ScheduleFires[] = [];
@@ -416,7 +431,8 @@ function readerOf(path: string): ((snapshot: LedgerSnapshot) => unknown) | undef
     named(/^converges\/([^/]+)\/history\.json$/, (snapshot, name) => readConvergeHistory(snapshot, name)) ??
     named(/^converges\/([^/]+)\/shards\/([^/]+)\/[^/]+$/, (snapshot, name, run) =>
       readShardResults(snapshot, name, run),
-    )
+    ) ??
+    named(/^converges\/([^/]+)\/rollouts\/([^/]+)\.json$/, (snapshot, name, run) => readRollout(snapshot, name, run))
   );
 }
 
@@ -488,6 +504,15 @@ export class RecordWrites extends Map<string, string | null> {
   /** Removes a folded shard result (the branch history keeps it). */
   foldedShardResult(record: ShardResult): this {
     return this.set(LEDGER_PATHS.shardResult(record.name, record.runId, record.shard.index), null);
+  }
+
+  rollout(record: RolloutRecord): this {
+    return this.set(LEDGER_PATHS.rollout(record.name, record.runId), serializeRecord(record));
+  }
+
+  /** Removes a folded rollout (the branch history keeps it). */
+  foldedRollout(record: RolloutRecord): this {
+    return this.set(LEDGER_PATHS.rollout(record.name, record.runId), null);
   }
 
   planView(view: PlanView): this {

@@ -22,6 +22,10 @@ await runAction('converge', async (session) => {
     runId: String(session.run.runId),
     concurrencyKey: s['concurrency-key'],
     schedule: scheduleTick(session.run, s['schedule-name']),
+    rollout: s.rollout,
+    maxFailures: s['max-failures'],
+    healthCheck: s['health-check'],
+    rolloutWaitMs: s['rollout-wait'],
     names: { target: 'target', shard: 'shard', foldShards: 'fold-shards', runId: 'run id' },
   });
   const app = await openLedger(session, s, { provePushAccess: job.writesLedger });

@@ -5,7 +5,6 @@
  * result. Shards of one run share a run id (GitHub: the run id; GitLab: the
  * pipeline id), so a re-run shard replaces its own earlier result.
  */
-import type { TaskResultEvent } from '../../adapters/ansible-events.js';
 import {
   appendConvergeRun,
   failedHostsOf,
@@ -16,59 +15,57 @@ import {
 } from '../../domain/converge-record.js';
 import type { ScheduleTick } from '../../domain/schedule-fires.js';
 import { checkShardSpec, formatShard, hostsOfShard, type ShardSpec } from '../../domain/shard.js';
-import { readConvergeHistory, readShardResults, RecordWrites } from '../../ledger/records.js';
+import { readConvergeHistory, readRollout, readShardResults, RecordWrites } from '../../ledger/records.js';
+import { summarizeRollout } from '../../domain/rollout.js';
 import type { AppContext } from '../runtime/context.js';
 import { loadStandingInventory } from '../hosts/inventories.js';
 import { addScheduleFire } from '../schedules/schedule-fires.js';
 import type { PlayOutcome } from '../plays/play.js';
 import { runStandingPlay, type StandingPlayRequest } from '../plays/standing-play.js';
+import { rollShard, statsOf, type RolledShard, type RolloutRequest } from './rollout.js';
 
 export interface ShardConvergeRequest extends Omit<StandingPlayRequest, 'onlyHosts'> {
   shard: ShardSpec;
   runId: string;
   runUrl?: string;
+  /** A rolling converge: this shard plays its part batch by batch under the run's one failure budget. */
+  rollout?: RolloutRequest | undefined;
 }
 
 export interface ShardConvergeOutcome {
   result: ShardResult;
   /** An empty success when the shard named no hosts and no play ran. */
   outcome: PlayOutcome;
+  /** A rolling converge whose budget was spent before this shard's part was done. */
+  stopped?: RolledShard['stopped'];
 }
 
 const NO_PLAY: PlayOutcome = { code: 0, stdout: '', stderr: '', events: [], failures: [] };
-
-function statsOf(outcome: PlayOutcome): Record<string, Record<string, number>> {
-  const stats = outcome.events.findLast((e) => e.event === 'stats');
-  if (stats?.event === 'stats') return stats.hosts;
-  // No stats: ansible stopped early. Hosts that reported unreachable or failed are still known.
-  const counts: Record<string, Record<string, number>> = {};
-  for (const e of outcome.events.filter((x): x is TaskResultEvent => x.event === 'result')) {
-    const c = (counts[e.host] ??= { failures: 0, unreachable: 0 });
-    if (e.status === 'unreachable') c.unreachable = (c.unreachable ?? 0) + 1;
-    if (e.status === 'failed' && !e.ignored) c.failures = (c.failures ?? 0) + 1;
-  }
-  return counts;
-}
 
 export async function convergeShard(app: AppContext, request: ShardConvergeRequest): Promise<ShardConvergeOutcome> {
   const shard = checkShardSpec(request.shard.index, request.shard.total);
   // The fleet must name hosts (fails closed); one shard of it may be empty.
   const inventory = loadStandingInventory(await app.store.read(), request.name);
-  const hosts = hostsOfShard(
-    inventory.hosts.map((h) => h.name),
-    shard,
-  );
-  let outcome: PlayOutcome | undefined;
-  if (hosts.length === 0) {
-    request.info(
-      `shard ${formatShard(shard)} names none of the ${inventory.hosts.length} host(s) of tf:${request.name}: nothing to converge`,
-    );
-  } else {
-    request.info(
-      `shard ${formatShard(shard)}: ${hosts.length} of ${inventory.hosts.length} host(s) of tf:${request.name}`,
-    );
-    ({ outcome } = await runStandingPlay(app, { ...request, onlyHosts: new Set(hosts) }));
-  }
+  const fleet = inventory.hosts.map((h) => h.name);
+  const { hosts, failedHosts, outcome, stopped } =
+    request.rollout === undefined
+      ? await playWholeShard(app, request, shard, fleet)
+      : combined(
+          await rollShard(
+            app,
+            { name: request.name, runId: request.runId, shard, fleet },
+            request.rollout,
+            async (only, playbook) =>
+              (
+                await runStandingPlay(app, {
+                  ...request,
+                  ...(playbook ? { playbook, tags: undefined } : {}),
+                  onlyHosts: new Set(only),
+                })
+              ).outcome,
+            request.info,
+          ),
+        );
   const result: ShardResult = {
     schemaVersion: SHARD_RESULT_SCHEMA_VERSION,
     name: request.name,
@@ -76,7 +73,7 @@ export async function convergeShard(app: AppContext, request: ShardConvergeReque
     shard,
     at: app.now().toISOString(),
     hosts,
-    failedHosts: outcome ? failedHostsOf(statsOf(outcome)) : [],
+    failedHosts,
     code: outcome?.code ?? 0,
     ...(request.runUrl ? { runUrl: request.runUrl } : {}),
   };
@@ -85,7 +82,53 @@ export async function convergeShard(app: AppContext, request: ShardConvergeReque
     message: `converge tf:${request.name} run ${request.runId} shard ${formatShard(shard)}: ${hosts.length} host(s), ${result.failedHosts.length} failed`,
     result: undefined,
   }));
-  return { result, outcome: outcome ?? NO_PLAY };
+  return { result, outcome: outcome ?? NO_PLAY, ...(stopped ? { stopped } : {}) };
+}
+
+interface ShardPlay {
+  hosts: string[];
+  failedHosts: ShardResult['failedHosts'];
+  outcome: PlayOutcome | undefined;
+  stopped?: RolledShard['stopped'];
+}
+
+async function playWholeShard(
+  app: AppContext,
+  request: ShardConvergeRequest,
+  shard: ShardSpec,
+  fleet: string[],
+): Promise<ShardPlay> {
+  const hosts = hostsOfShard(fleet, shard);
+  if (hosts.length === 0) {
+    request.info(
+      `shard ${formatShard(shard)} names none of the ${fleet.length} host(s) of tf:${request.name}: nothing to converge`,
+    );
+    return { hosts, failedHosts: [], outcome: undefined };
+  }
+  request.info(`shard ${formatShard(shard)}: ${hosts.length} of ${fleet.length} host(s) of tf:${request.name}`);
+  const { outcome } = await runStandingPlay(app, { ...request, onlyHosts: new Set(hosts) });
+  return { hosts, failedHosts: failedHostsOf(statsOf(outcome)), outcome };
+}
+
+/** A rolled shard as one play: its hosts, its failures (a health check's or a broken play's count as failed), and its plays' outcomes as one. */
+function combined(rolled: RolledShard): ShardPlay {
+  const failedHosts = rolled.failed
+    .map((f) => ({ host: f.host, reason: f.reason === 'unreachable' ? ('unreachable' as const) : ('failed' as const) }))
+    .sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : 0));
+  const code = rolled.outcomes.find((o) => o.code !== 0)?.code ?? 0;
+  const outcome: PlayOutcome = {
+    code,
+    stdout: rolled.outcomes.map((o) => o.stdout).join(''),
+    stderr: rolled.outcomes.map((o) => o.stderr).join(''),
+    events: rolled.outcomes.flatMap((o) => o.events),
+    failures: rolled.outcomes.flatMap((o) => o.failures),
+  };
+  return {
+    hosts: rolled.played,
+    failedHosts,
+    outcome: rolled.outcomes.length > 0 ? outcome : undefined,
+    ...(rolled.stopped ? { stopped: rolled.stopped } : {}),
+  };
 }
 
 /**
@@ -101,12 +144,20 @@ export async function foldConvergeShards(
   checkShardSpec(1, request.shards);
   return app.store.update((snapshot) => {
     const results = readShardResults(snapshot, request.name, request.runId);
+    const rollout = readRollout(snapshot, request.name, request.runId);
     const now = app.now();
-    const run = foldShardResults(request.runId, request.shards, results, now.toISOString());
+    const run = foldShardResults(
+      request.runId,
+      request.shards,
+      results,
+      now.toISOString(),
+      rollout && summarizeRollout(rollout),
+    );
     const writes = new RecordWrites().convergeHistory(
       appendConvergeRun(readConvergeHistory(snapshot, request.name), request.name, run),
     );
     for (const result of results) writes.foldedShardResult(result);
+    if (rollout) writes.foldedRollout(rollout);
     const firstReport = results.map((r) => new Date(r.at)).sort((a, b) => a.getTime() - b.getTime())[0] ?? now;
     const missed =
       request.schedule === undefined

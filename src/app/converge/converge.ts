@@ -6,7 +6,9 @@
  * holds while it plays. A face parses its inputs with `convergeJob`, opens the
  * ledger (for writing when `job.writesLedger`), calls `converge`, and renders.
  */
+import { randomBytes } from 'node:crypto';
 import type { ConvergeRun, ShardResult } from '../../domain/converge-record.js';
+import { parseMaxFailures, parseRollout } from '../../domain/rollout.js';
 import { EGRESS_EXTRA_VAR } from '../../domain/egress.js';
 import { UsageError } from '../../domain/errors.js';
 import { parseConcurrencyKey } from '../../domain/lock.js';
@@ -17,6 +19,8 @@ import { checkRecordName } from '../../ledger/records.js';
 import { withConcurrencyLock } from '../runtime/concurrency.js';
 import type { AppContext } from '../runtime/context.js';
 import { convergeShard, foldConvergeShards } from './converge-shards.js';
+import type { RolloutRequest } from './rollout.js';
+import { checkPlaybookFile } from '../provision/input-checks.js';
 import { grantIdentityFile } from '../keys/identity.js';
 import type { PlayOutcome } from '../plays/play.js';
 import type { CiPlatform } from '../ports/ci-platform.js';
@@ -36,6 +40,11 @@ export interface ConvergeJobInputs {
   allowFile?: boolean;
   /** A scheduled run: the schedule it answers, whose fire it records (a matrix records it in its fold job). */
   schedule?: ScheduleTick | undefined;
+  /** A rolling converge: cumulative batch sizes (`1,10%,100%`), the fleet's failure budget, a health check, and how long a shard waits for the others. */
+  rollout?: string | undefined;
+  maxFailures?: string | undefined;
+  healthCheck?: string | undefined;
+  rolloutWaitMs?: number | undefined;
   /** The face's names of the inputs, for messages: `--shard` on the CLI, `shard` for an action. */
   names: { target: string; shard: string; foldShards: string; runId: string };
 }
@@ -58,6 +67,10 @@ export type ConvergeJob =
       /** The target as given, for messages and lease purposes. */
       targetText: string;
       shard?: { spec: ShardSpec; runId: string };
+      /** A rolling converge; without a shard the job plays every batch itself (as shard 1/1) and folds the run. */
+      rollout?: RolloutRequest;
+      /** The job is the run's only shard and folds it itself (a rollout in one job). */
+      foldsItself?: true;
       /** The ledger lease held while the play runs; a shard holds its own (`<key>.<i>`), so shards never wait on each other. */
       lockKey?: string;
       schedule?: ScheduleTick;
@@ -86,7 +99,13 @@ export function convergeJob(inputs: ConvergeJobInputs): ConvergeJob {
   const spec = inputs.shard === undefined ? undefined : parseShardSpec(inputs.shard);
   if (spec !== undefined && target.kind !== 'standing')
     throw new UsageError(`${names.shard} splits a standing inventory`, `pass ${names.target} tf:<name>`);
-  const shard = spec && { spec, runId: runIdOf(inputs) };
+  const rollout = rolloutOf(inputs);
+  if (rollout !== undefined && target.kind !== 'standing')
+    throw new UsageError(`a rollout batches a standing inventory`, `pass ${names.target} tf:<name>`);
+  const shard =
+    (spec && { spec, runId: runIdOf(inputs) }) ??
+    // A rollout in one job is a run of one shard: its record and its fold need a run id.
+    (rollout && { spec: { index: 1, total: 1 }, runId: inputs.runId === undefined ? localRunId() : runIdOf(inputs) });
   // One fire per tick: the shards of a matrix leave it to their fold job.
   if (shard !== undefined && inputs.schedule !== undefined) {
     throw new UsageError(
@@ -101,10 +120,34 @@ export function convergeJob(inputs: ConvergeJobInputs): ConvergeJob {
     target,
     targetText: inputs.target,
     ...(shard ? { shard } : {}),
+    ...(rollout ? { rollout } : {}),
+    ...(rollout && spec === undefined ? { foldsItself: true as const } : {}),
     ...(lockKey !== undefined ? { lockKey } : {}),
     ...(inputs.schedule ? { schedule: inputs.schedule } : {}),
-    writesLedger: shard !== undefined || lockKey !== undefined || inputs.schedule !== undefined,
+    writesLedger:
+      shard !== undefined || rollout !== undefined || lockKey !== undefined || inputs.schedule !== undefined,
   };
+}
+
+const DEFAULT_ROLLOUT_WAIT_MS = 30 * 60_000;
+
+/** A rollout when any of its inputs is given: all of the fleet in one batch, and no failure allowed, unless told otherwise. */
+function rolloutOf(inputs: ConvergeJobInputs): RolloutRequest | undefined {
+  const { rollout, maxFailures, healthCheck } = inputs;
+  if (rollout === undefined && maxFailures === undefined && healthCheck === undefined) return undefined;
+  if (healthCheck !== undefined) checkPlaybookFile(healthCheck, 'health check');
+  return {
+    rollout: parseRollout(rollout ?? '100%'),
+    maxFailures: parseMaxFailures(maxFailures ?? '0'),
+    ...(healthCheck !== undefined ? { healthCheck } : {}),
+    waitMs: inputs.rolloutWaitMs ?? DEFAULT_ROLLOUT_WAIT_MS,
+  };
+}
+
+/** A run id for a rollout started from a terminal: the time, and randomness so two started at once differ. */
+function localRunId(): string {
+  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').toLowerCase();
+  return `local-${stamp}-${randomBytes(3).toString('hex')}`;
 }
 
 export function foldJob(
@@ -174,6 +217,10 @@ export type ConvergeResult =
       hostCount: number | undefined;
       /** A shard's recorded result. */
       shard?: ShardResult;
+      /** The run's converge record, when the job folded its own run (a rollout in one job). */
+      folded?: ConvergeRun;
+      /** A rollout's budget was spent before this job's part was done. */
+      rolloutStopped?: { batch: number; failures: number; allowed: number };
     };
 
 const DEFAULT_WAIT_MS = 10 * 60_000;
@@ -206,6 +253,11 @@ async function playJob(
   job: Exclude<ConvergeJob, FoldJob>,
   request: ConvergeRequest,
 ): Promise<ConvergeResult> {
+  if (job.rollout !== undefined && request.limit !== undefined)
+    throw new UsageError(
+      'a rollout plays every host of tf:<name> in batches: --limit would hide hosts from its budget',
+      'drop the limit, or converge those hosts without a rollout',
+    );
   const granted = await withGrants(app, request);
   const play = async (): Promise<ConvergeResult> => {
     const { target, shard } = job;
@@ -222,14 +274,24 @@ async function playJob(
     if (shard === undefined)
       return { kind: 'played', ...(await runStandingPlay(app, { ...granted, name: target.name })) };
     const runUrl = request.ci?.run.url;
-    const { outcome, result } = await convergeShard(app, {
+    const { outcome, result, stopped } = await convergeShard(app, {
       ...granted,
       name: target.name,
       shard: shard.spec,
       runId: shard.runId,
       ...(runUrl ? { runUrl } : {}),
+      rollout: job.rollout,
     });
-    return { kind: 'played', outcome, hostCount: result.hosts.length, shard: result };
+    const played = {
+      kind: 'played' as const,
+      outcome,
+      hostCount: result.hosts.length,
+      shard: result,
+      ...(stopped ? { rolloutStopped: stopped } : {}),
+    };
+    if (!job.foldsItself) return played;
+    const { run } = await foldConvergeShards(app, { name: target.name, runId: shard.runId, shards: 1 });
+    return { ...played, folded: run };
   };
   if (job.lockKey === undefined) return play();
   const shard = job.shard ? ` shard ${formatShard(job.shard.spec)}` : '';

@@ -4,6 +4,7 @@ import { parseDuration } from '../../domain/duration.js';
 import { parseEgressPorts } from '../../domain/egress.js';
 import { parseUserName } from '../../domain/names.js';
 import { describeMissedTicks } from '../../domain/schedule-fires.js';
+import { renderConvergeRunText } from '../../domain/converge-record.js';
 import { converge, convergeJob, type ConvergeResult } from '../../app/converge/converge.js';
 import { checkPlaybookFile } from '../../app/provision/input-checks.js';
 import { keyRefusedHelp, playFailureSummary } from '../../app/plays/play.js';
@@ -28,6 +29,10 @@ const runOptions = z.object({
   concurrencyWait: z.string().transform(parseDuration),
   shard: z.string().optional(),
   runId: z.string().optional(),
+  rollout: z.string().optional(),
+  maxFailures: z.string().optional(),
+  healthCheck: z.string().optional(),
+  rolloutWait: z.string().transform(parseDuration),
   egress: z.array(z.string()).transform(parseEgressPorts),
   check: z.boolean(),
   limit: z.string().optional(),
@@ -48,6 +53,10 @@ function renderPlay(
   if (result.kind !== 'played') return;
   const { outcome } = result;
   if (json && result.shard) io.out(JSON.stringify({ shard: result.shard }));
+  if (result.folded) {
+    if (json) io.out(JSON.stringify({ converge: result.folded }));
+    else io.out(renderConvergeRunText(result.shard?.name ?? '', result.folded));
+  }
   const missed = result.ticks && describeMissedTicks(result.ticks.schedule, result.ticks.missed);
   if (json)
     io.out(
@@ -60,11 +69,17 @@ function renderPlay(
       }),
     );
   else if (missed) io.out(missed);
+  const stopped = result.rolloutStopped;
+  if (stopped)
+    io.err(
+      `error: the rollout stopped in batch ${stopped.batch + 1}: ${stopped.failures} failed host(s), more than the ${stopped.allowed} allowed`,
+    );
+  if (outcome.code === 0 && !stopped && result.folded?.ok !== false) return;
+  process.exitCode = 1;
   if (outcome.code === 0) return;
   io.err(`error: play failed: ${playFailureSummary(outcome)}`);
   const keyHelp = keyRefusedHelp(outcome, { ...(offered.key ? { key: offered.key } : {}), user: offered.user });
   if (keyHelp) io.err(`  → ${keyHelp}`);
-  process.exitCode = 1;
 }
 
 export function registerPlaybook(program: Command, io: Io): void {
@@ -113,6 +128,30 @@ export function registerPlaybook(program: Command, io: Io): void {
           )
           .addOption(
             new Option(
+              '--rollout <sizes>',
+              'converge tf:<name> in cumulative batches, e.g. 1,10%,100%; every shard of the run (--run-id) shares one failure budget',
+            ),
+          )
+          .addOption(
+            new Option(
+              '--max-failures <N|P%>',
+              'with --rollout: the failed (or unreachable) hosts the whole fleet may have before the rollout stops (default 0)',
+            ),
+          )
+          .addOption(
+            new Option(
+              '--health-check <playbook>',
+              'with --rollout: run this playbook against each batch just converged; a host it fails counts against the budget',
+            ),
+          )
+          .addOption(
+            new Option(
+              '--rollout-wait <duration>',
+              'with --rollout: how long a shard waits for the others to finish a batch',
+            ).default('30m'),
+          )
+          .addOption(
+            new Option(
               '--egress <port>',
               'a port the play needs besides 22 (repeatable); declared and passed as exocomp_egress_ports, not enforced',
             )
@@ -131,6 +170,10 @@ export function registerPlaybook(program: Command, io: Io): void {
       runId: o.runId,
       concurrencyKey: o.concurrencyKey,
       schedule: scheduleTickOf(o),
+      rollout: o.rollout,
+      maxFailures: o.maxFailures,
+      healthCheck: o.healthCheck,
+      rolloutWaitMs: o.rolloutWait,
       allowFile: true,
       names: { target: '--inventory', shard: '--shard', foldShards: '--shards', runId: '--run-id' },
     });

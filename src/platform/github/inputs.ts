@@ -256,6 +256,10 @@ export const ACTION_INPUTS = {
     'schedule-name': text(),
     'concurrency-key': text(),
     'concurrency-wait': { schema: durationText('10m') },
+    rollout: text(),
+    'max-failures': text(),
+    'health-check': text(),
+    'rollout-wait': { schema: durationText('30m') },
     ...LEDGER,
   },
   drift: {
