@@ -2,6 +2,8 @@
  * Issue 3, acceptance 8: local approval. Issue 27, item 3: every apply records
  * its provenance, and `provenance verify` names what no longer matches — checked
  * on the apply the --wait run makes once approved (one approved chain serves both).
+ * The real OpenTofu/Terraform on PATH plans and applies, so `provenance verify`
+ * checks against the real state (issue 36).
  */
 import { cp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -14,17 +16,18 @@ import {
   type CliResult,
 } from '../support/chain-fixture.js';
 import { commitToLedger } from '../support/ledger-git.js';
+import { describeWithRealTofu } from '../support/real-tofu.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
 import { waitFor } from '../support/time.js';
 
 const sitePlaybook = new URL('../fixtures/playbooks/site.yml', import.meta.url).pathname;
 
-describe('--require-approval', () => {
+describeWithRealTofu('--require-approval', () => {
   let fx: ChainFixture;
   let host: LoopbackHost;
 
   beforeAll(async () => {
-    fx = await createChainFixture('edge');
+    fx = await createChainFixture('edge', { tofu: 'real' });
     await cp(sitePlaybook, join(fx.dir, 'site.yml'));
     host = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey });
     await host.start();

@@ -1,53 +1,68 @@
 /**
  * The provision chain end to end (issue 3, acceptance 1–3, 9–11): real sshd
- * hosts, real ansible-core, real git, the OpenTofu stand-in. The db host boots
- * only once the apply is done, so the same chain shows the wait really waits.
+ * hosts, real ansible-core, real git, the real OpenTofu/Terraform on PATH on a
+ * workspace of terraform_data hosts by for_each (issue 36, item 1). The db host
+ * boots only once the apply is done, so the same chain shows the wait really
+ * waits. Then the same workspace replaces web (a new image), destroys db and
+ * control (their keys removed) and renames its balancer (a moved block): the
+ * plan view names each host's fate, and the approved apply retires db's pin
+ * (issue 36, acceptance 1).
  */
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
-import { createChainFixture, sshHostVars, workflowIdFrom, type ChainFixture } from '../support/chain-fixture.js';
+import type { PlanView } from '../../src/domain/plan-view.js';
+import { LEDGER_PATHS } from '../../src/ledger/records.js';
+import { motdPlaybook } from '../support/plays.js';
+import {
+  createChainFixture,
+  sshHostVars,
+  workflowIdFrom,
+  type ChainFixture,
+  type CliResult,
+} from '../support/chain-fixture.js';
 import { isPortOpen } from '../support/addresses.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
+import { describeWithRealTofu } from '../support/real-tofu.js';
 import { invocationsOf, readStandinLog } from '../support/tofu-standin.js';
 import { waitFor } from '../support/time.js';
 
 const sitePlaybook = new URL('../fixtures/playbooks/site.yml', import.meta.url).pathname;
 
-describe('provision run: the four steps on two SSH hosts and a local one', () => {
+describeWithRealTofu('provision run: the four steps on two SSH hosts and a local one', () => {
   let fx: ChainFixture;
   let web: LoopbackHost;
   let db: LoopbackHost;
   let localMarkers: string;
   let dumpFile: string;
-  let result: Awaited<ReturnType<ChainFixture['cli']>>;
+  let result: CliResult;
   let dbClosedWhenWaitBegan: boolean;
   const sealKey = 'e2e-seal-key-0123456789abcdef';
   const runSecret = 'run secret with spaces, "quotes" and $dollar';
+  const inventory = (sshHosts: Record<string, unknown>) => ({
+    all: {
+      hosts: {
+        ...sshHosts,
+        control: {
+          ansible_connection: 'local',
+          marker_dir: localMarkers,
+          ansible_python_interpreter: '/usr/bin/python3',
+        },
+      },
+      vars: { dump_file: dumpFile },
+    },
+  });
 
   beforeAll(async () => {
-    fx = await createChainFixture('sealed');
+    fx = await createChainFixture('hosts', { tofu: 'real' });
     web = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey, port: 22 });
     db = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey, port: 2222, startDelayMs: 3000 });
     await web.start();
     localMarkers = await mkdtemp(join(tmpdir(), 'exocomp-local-'));
     dumpFile = join(localMarkers, 'control-dump.txt');
-    await fx.setInventory({
-      all: {
-        hosts: {
-          web: sshHostVars(web),
-          db: sshHostVars(db),
-          control: {
-            ansible_connection: 'local',
-            marker_dir: localMarkers,
-            ansible_python_interpreter: '/usr/bin/python3',
-          },
-        },
-        vars: { dump_file: dumpFile },
-      },
-    });
+    await fx.setInventory(inventory({ web: sshHostVars(web), db: sshHostVars(db) }));
     await writeFile(join(fx.dir, 'secrets.yml'), `GREETING: ${JSON.stringify(runSecret)}\n`);
     await cp(sitePlaybook, join(fx.dir, 'site.yml'));
     const run = fx.spawnCli(
@@ -221,5 +236,98 @@ describe('provision run: the four steps on two SSH hosts and a local one', () =>
     const all = await runProcess('git', ['--git-dir', fx.ledger, 'log', '-p', '--all', '--format=%H %s']);
     expect(all.stdout.length).toBeGreaterThan(1000);
     for (const secret of [db_password, sealKey, runSecret]) expect(all.stdout).not.toContain(secret);
+  });
+
+  describe('then web replaced (a new image), db and control destroyed (their keys removed), the balancer renamed (moved)', () => {
+    let planned: CliResult;
+    let view: PlanView;
+    let dbPin: string;
+
+    beforeAll(async () => {
+      dbPin = `[${db.address}]:2222 ${await db.hostPublicKey()}`;
+      // Only web stays: the control host leaves too, and a play whose check-mode preview is the same each run (site.yml
+      // dumps this run's environment), since the apply re-checks the approved preview.
+      await fx.setInventory({ all: { hosts: { web: { ...sshHostVars(web), image: 'v2' } } } });
+      await writeFile(join(fx.dir, 'motd.yml'), motdPlaybook());
+      const main = join(fx.workspace, 'main.tf.json');
+      const config = JSON.parse(await readFile(main, 'utf8'));
+      config.resource.terraform_data.front = config.resource.terraform_data.balancer;
+      delete config.resource.terraform_data.balancer;
+      config.moved.push({ from: 'terraform_data.balancer', to: 'terraform_data.front' });
+      await writeFile(main, JSON.stringify(config));
+      planned = await fx.cli([
+        'provision',
+        'run',
+        fx.workspace,
+        'motd.yml',
+        ...fx.keys,
+        '--workspace-name',
+        'edge',
+        '--require-approval',
+        '--allow-destroy',
+        '--seal-key',
+        sealKey,
+      ]);
+      view = JSON.parse((await fx.ledgerFile(LEDGER_PATHS.planView(workflowIdFrom(planned))))!) as PlanView;
+    });
+
+    it('the plan view names the replaced and the destroyed host, their resources and the pins retired', () => {
+      expect(planned.code, planned.stderr).toBe(0);
+      expect(view.hosts).toEqual([
+        {
+          host: 'web',
+          fate: 'replaced',
+          resources: ['terraform_data.host["web"]'],
+          pinsRetired: [`${web.address}`],
+        },
+        {
+          host: 'control',
+          fate: 'destroyed',
+          resources: ['terraform_data.host["control"]'],
+          pinsRetired: [],
+        },
+        {
+          host: 'db',
+          fate: 'destroyed',
+          resources: ['terraform_data.host["db"]'],
+          pinsRetired: [`[${db.address}]:2222`],
+        },
+      ]);
+      expect(view.resources).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ address: 'terraform_data.front', action: 'replace' }),
+          expect.objectContaining({
+            address: 'terraform_data.host["web"]',
+            action: 'replace',
+            replacePaths: ['triggers_replace'],
+          }),
+          expect.objectContaining({
+            address: 'terraform_data.host["db"]',
+            action: 'destroy',
+            reason: 'delete_because_each_key',
+          }),
+        ]),
+      );
+      expect(view.resources.some((r) => r.address.startsWith('module.site'))).toBe(false);
+    });
+
+    it('approved and resumed: applies once more, retires db’s pin and keeps web’s', async () => {
+      const id = workflowIdFrom(planned);
+      const approved = await fx.cli(['approval', 'decide', id, '--approve', ...fx.ledgerArgs]);
+      expect(approved.code, approved.stderr).toBe(0);
+      const resumed = await fx.cli(['provision', 'resume', id, ...fx.keys, '--seal-key', sealKey]);
+      expect(resumed.code, `${resumed.stdout}\n${resumed.stderr}`).toBe(0);
+      expect(await fx.applyCount()).toBe(2);
+      const pins = (await fx.ledgerFile('known_hosts'))!;
+      expect(pins).not.toContain(dbPin);
+      expect(pins).toContain(`${web.address} ${await web.hostPublicKey()}`);
+      expect(await web.readFile('/etc/motd-exocomp')).toBe('managed by exocomp\n');
+      const state = JSON.parse(await readFile(join(fx.workspace, 'terraform.tfstate'), 'utf8'));
+      expect(state.resources.map((r: { type: string; name: string; module?: string }) => r.name).sort()).toEqual([
+        'front',
+        'host',
+        'site',
+      ]);
+    });
   });
 });

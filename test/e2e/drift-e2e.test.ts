@@ -1,12 +1,13 @@
 /**
  * Issue 12 acceptance, drift: a real sshd host configured through the chain,
- * then changed behind exocomp's back; the stand-in's plan reports a change.
+ * then changed behind exocomp's back; the real OpenTofu/Terraform's plan reports
+ * a change (issue 36: drift on a real workspace exits 3, then 0 once applied).
  * `exocomp drift` runs the real CLI bundle, real ansible-playbook in check mode
  * and real ssh-keyscan.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { DriftReport } from '../../src/domain/drift.js';
 import {
   createChainFixture,
@@ -16,10 +17,11 @@ import {
   type ChainFixture,
   type CliResult,
 } from '../support/chain-fixture.js';
+import { describeWithRealTofu } from '../support/real-tofu.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
 import { motdPlaybook } from '../support/plays.js';
 
-describe('exocomp drift', () => {
+describeWithRealTofu('exocomp drift', () => {
   let fx: ChainFixture;
   let web: LoopbackHost;
   const inventory = (extra: Record<string, unknown> = {}) => ({
@@ -32,7 +34,7 @@ describe('exocomp drift', () => {
   };
 
   beforeAll(async () => {
-    fx = await createChainFixture('edge');
+    fx = await createChainFixture('edge', { tofu: 'real' });
     web = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey });
     await web.start();
     await writeFile(join(fx.dir, 'site.yml'), motdPlaybook());

@@ -2,21 +2,23 @@
  * Issue 12 acceptance, the preview before approval: a plan of a workspace
  * with one existing host records the check-mode configuration diff of that
  * host beside the infrastructure plan, each with its fingerprint; changing the
- * playbook after the approval makes the apply refuse it.
+ * playbook after the approval makes the apply refuse it. The real
+ * OpenTofu/Terraform on PATH plans and applies (issue 36).
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createChainFixture, sshHostVars, workflowIdFrom, type ChainFixture } from '../support/chain-fixture.js';
+import { describeWithRealTofu } from '../support/real-tofu.js';
 import { createLoopbackHost, type LoopbackHost } from '../support/loopback-host.js';
 import { motdPlaybook } from '../support/plays.js';
 
-describe('plan preview: infrastructure and configuration, both bound by the approval', () => {
+describeWithRealTofu('plan preview: infrastructure and configuration, both bound by the approval', () => {
   let fx: ChainFixture;
   let web: LoopbackHost;
 
   beforeAll(async () => {
-    fx = await createChainFixture('edge');
+    fx = await createChainFixture('edge', { tofu: 'real' });
     web = await createLoopbackHost({ rootAuthorizedKey: fx.bootstrap.publicKey });
     await web.start();
     await writeFile(join(fx.dir, 'site.yml'), motdPlaybook());

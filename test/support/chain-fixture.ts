@@ -1,7 +1,8 @@
 /**
  * An end-to-end setting for the CLI: a bare ledger remote, bootstrap and fleet
- * keys, a copy of a fixture workspace driven by the OpenTofu stand-in, and the
- * CLI bundle run as a real process.
+ * keys, a copy of a fixture workspace driven by the real OpenTofu/Terraform
+ * (`tofu: 'real'`, through a recording wrapper) or the stand-in, and the CLI
+ * bundle run as a real process.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -12,6 +13,7 @@ import { ledgerFile, ledgerMessages } from './ledger-git.js';
 import { runProcess } from '../../src/adapters/process.js';
 import type { DriftReport } from '../../src/domain/drift.js';
 import { generateKeyPair, type KeyPair, type LoopbackHost } from './loopback-host.js';
+import { recordingRealTofu } from './real-tofu.js';
 import { fixtureWorkspacesDir, invocationsOf, readStandinLog, standinPath } from './tofu-standin.js';
 
 export const cliPath = fileURLToPath(new URL('../../dist/cli.js', import.meta.url));
@@ -26,7 +28,10 @@ export interface ChainFixture {
   dir: string;
   ledger: string;
   workspace: string;
+  /** Every tofu call, one JSON line each (`readStandinLog`), whichever binary ran. */
   standinLog: string;
+  /** The binary passed as --tofu-binary. */
+  tofuBinary: string;
   bootstrap: KeyPair;
   fleet: KeyPair;
   /** --ledger */
@@ -48,7 +53,15 @@ export interface ChainFixture {
   cleanup(): Promise<void>;
 }
 
-export async function createChainFixture(workspaceFixture = 'edge'): Promise<ChainFixture> {
+export interface ChainFixtureOptions {
+  /** 'real': the binary on PATH (call inside describeWithRealTofu); 'standin': for faults the real one cannot make. */
+  tofu?: 'real' | 'standin';
+}
+
+export async function createChainFixture(
+  workspaceFixture = 'edge',
+  { tofu = 'standin' }: ChainFixtureOptions = {},
+): Promise<ChainFixture> {
   const dir = await mkdtemp(join(tmpdir(), 'exocomp-e2e-'));
   const ledger = join(dir, 'ledger.git');
   await runProcess('git', ['init', '-q', '--bare', ledger]);
@@ -66,7 +79,8 @@ export async function createChainFixture(workspaceFixture = 'edge'): Promise<Cha
   // The CLI runs here as on a workstation, even when this suite runs in CI (where local state would be refused).
   delete env.GITHUB_ACTIONS;
   delete env.GITLAB_CI;
-  const common = ['--ledger', ledger, '--tofu-binary', standinPath];
+  const tofuBinary = tofu === 'real' ? await recordingRealTofu(dir) : standinPath;
+  const common = ['--ledger', ledger, '--tofu-binary', tofuBinary];
   const keys = [...common, '--fleet-key', fleet.privateKeyPath, '--bootstrap-key', bootstrap.privateKeyPath];
 
   const spawnCli = (args: string[], options: { env?: NodeJS.ProcessEnv } = {}) => {
@@ -90,6 +104,7 @@ export async function createChainFixture(workspaceFixture = 'edge'): Promise<Cha
     ledger,
     workspace,
     standinLog,
+    tofuBinary,
     bootstrap,
     fleet,
     ledgerArgs: ['--ledger', ledger],
