@@ -9,6 +9,7 @@ export type ErrorKind =
   | 'lease-held'
   | 'ledger-record'
   | 'ledger-unreachable'
+  | 'api-unanswered'
   | 'ledger-conflict'
   | 'inventory'
   | 'tool-missing'
@@ -71,6 +72,24 @@ export class InterruptedError extends ExocompError {
       help: 'nothing more was started; resume continues from the interrupted step',
     });
     this.name = 'InterruptedError';
+  }
+}
+
+/**
+ * An optional call to a platform's API that got no answer, naming the API's URL and the cause; `quiet` when an
+ * earlier call of the same job already said so (said once, never per call; no grant would help).
+ */
+export class UnansweredError extends ExocompError {
+  constructor(
+    message: string,
+    readonly quiet: boolean,
+    cause?: unknown,
+  ) {
+    super('api-unanswered', message, {
+      help: 'the job goes on without it; check that the runner reaches the API',
+      ...(cause === undefined ? {} : { cause }),
+    });
+    this.name = 'UnansweredError';
   }
 }
 

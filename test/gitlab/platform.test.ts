@@ -5,6 +5,7 @@
  * trigger, schedules, log sections, the state backend.
  */
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +14,8 @@ import { Deployments } from '@gitbeaker/rest';
 import { runProcess } from '../../src/adapters/process.js';
 import { SecretRegistry } from '../../src/app/runtime/secrets.js';
 import { ExocompError } from '../../src/domain/errors.js';
-import { GitLabApi } from '../../src/platform/gitlab/api.js';
+import { GitLabApi, OPTIONAL_CALLS_BUDGET_MS } from '../../src/platform/gitlab/api.js';
+import { optionalCall } from '../../src/app/runtime/optional-call.js';
 import { gitlabHolder, gitlabHolderProbe } from '../../src/platform/gitlab/holder.js';
 import { gitlabHolderId, parseGitLabHolderId, readGitLabJob, type GitLabJob } from '../../src/platform/gitlab/job.js';
 import { openGitLabLedger } from '../../src/platform/gitlab/ledger.js';
@@ -693,12 +695,50 @@ describe('the gate’s setup in the plan and apply jobs’ log (issue 27, Delive
     expect(withoutToken.notices.length).toBeGreaterThan(0);
     for (const notice of withoutToken.notices) expect(notice).toContain('EXOCOMP_GITLAB_TOKEN');
     const unreachable = await logOf(
-      new GitLabApi('http://127.0.0.1:1/api/v4', { jobToken, accessToken: BOT_TOKEN }, new SecretRegistry()),
+      new GitLabApi('http://127.0.0.1:1/api/v4', { jobToken, accessToken: BOT_TOKEN }, new SecretRegistry()).optional(),
     );
     expect(unreachable.warnings).toEqual([]);
     expect(unreachable.notices).toHaveLength(1);
     expect(unreachable.notices[0]).toMatch(
       /^Could not check the protections the approval relies on \(optional, the job goes on\)/,
     );
+    // Issue 38, item 5: the notice names the API's URL and the cause, and no grant (no lookup happened).
+    expect(unreachable.notices[0]).toContain("GitLab's API at http://127.0.0.1:1/api/v4 gave no answer");
+    expect(unreachable.notices[0]).not.toContain('grant');
   });
+
+  it('an API that accepts connections and never answers: one budget for the job’s optional calls, one notice naming the URL (issue 38, item 5)', async () => {
+    const sockets: Socket[] = [];
+    const blackHole = createServer((socket) => sockets.push(socket));
+    await new Promise<void>((resolve) => blackHole.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(blackHole.address() as AddressInfo).port}/api/v4`;
+    try {
+      const optional = new GitLabApi(url, { jobToken, accessToken: BOT_TOKEN }, new SecretRegistry()).optional();
+      const lines: string[] = [];
+      const notices: string[] = [];
+      const log = { warning: (m: string) => notices.push(m), notice: (m: string) => notices.push(m) };
+      const job = { log: { ...log, info: (m: string) => lines.push(m) }, secrets: new SecretRegistry() };
+      const started = Date.now();
+      // What a plan job calls that is optional: the merge request lookup, then the gate's setup check.
+      const lookup = await optionalCall(job.log, job.secrets, { skipped: 'no status comment', grant: 'X' }, () =>
+        findMergeRequest(optional, PROJECT.id, { mergeRequestIid: undefined, sha: 'a'.repeat(40) }),
+      );
+      const first = sockets.length;
+      await warnAboutGitLabGate(optional, { ...target, ledgerBranch: 'exocomp-ledger' }, { ...job, now: new Date() });
+      const waited = Date.now() - started;
+      expect(lookup).toBeUndefined();
+      expect(notices).toHaveLength(1);
+      expect(notices[0]).toContain(`GitLab's API at ${url} gave no answer`);
+      expect(notices[0]).not.toContain('grant X');
+      // The bound: one request waited out the budget; the setup check after it made none and said so quietly.
+      expect(first).toBe(1);
+      expect(sockets).toHaveLength(1);
+      expect(lines).toEqual([expect.stringContaining('Could not check the protections')]);
+      expect(OPTIONAL_CALLS_BUDGET_MS).toBeLessThanOrEqual(10_000);
+      expect(waited).toBeGreaterThanOrEqual(OPTIONAL_CALLS_BUDGET_MS - 500);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => blackHole.close(resolve));
+    }
+  }, 60_000);
 });

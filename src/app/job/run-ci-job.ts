@@ -410,7 +410,7 @@ function changeRequestOf(face: StatusPublisher, workflow: Workflow): Promise<num
       platform.log,
       face.secrets,
       {
-        skipped: 'no status comment: its pull/merge request was not found',
+        skipped: 'no status comment: its pull/merge request could not be looked up',
         grant: platform.grants?.['change-request-lookup'],
       },
       () => lookup(),

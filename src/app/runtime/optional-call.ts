@@ -4,13 +4,16 @@
  * unreachable API is a notice naming what to grant, and the job's own work
  * goes on. Required calls (the ledger push) are not wrapped: they fail fast.
  */
-import { describeError, InterruptedError } from '../../domain/errors.js';
+import { describeError, InterruptedError, UnansweredError } from '../../domain/errors.js';
 import type { CiLog } from '../ports/ci-platform.js';
 import type { SecretRegistry } from './secrets.js';
 
-/** The result of `work`, or undefined after a notice saying what was skipped and what would make it work. */
+/**
+ * The result of `work`, or undefined after a notice saying what was skipped, why, and what to grant when a grant
+ * would help (not when the API gave no answer); an API already said to be silent is a log line, not a notice.
+ */
 export async function optionalCall<T>(
-  log: Pick<CiLog, 'notice'>,
+  log: Pick<CiLog, 'notice'> & Partial<Pick<CiLog, 'info'>>,
   secrets: SecretRegistry,
   what: { skipped: string; grant: string | undefined },
   work: () => Promise<T>,
@@ -19,8 +22,11 @@ export async function optionalCall<T>(
     return await work();
   } catch (error) {
     if (error instanceof InterruptedError) throw error;
-    const grant = what.grant ? `; to get it, grant ${what.grant}` : '';
-    log.notice(secrets.redact(`${what.skipped} (optional, the job goes on): ${describeError(error)}${grant}`));
+    const silent = error instanceof UnansweredError;
+    const grant = what.grant && !silent ? `; to get it, grant ${what.grant}` : '';
+    const message = secrets.redact(`${what.skipped} (optional, the job goes on): ${describeError(error)}${grant}`);
+    if (silent && error.quiet && log.info) log.info(message);
+    else if (!(silent && error.quiet)) log.notice(message);
     return undefined;
   }
 }

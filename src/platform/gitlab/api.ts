@@ -22,7 +22,7 @@ import type {
   Users,
 } from '@gitbeaker/rest';
 import { z } from 'zod';
-import { ExocompError } from '../../domain/errors.js';
+import { ExocompError, UnansweredError } from '../../domain/errors.js';
 import type { SecretRegistry } from '../../app/runtime/secrets.js';
 import type { VariableFlags } from '../../domain/setup-check.js';
 
@@ -96,7 +96,7 @@ type Auth = { host: string; token: string } | { host: string; jobToken: string }
 /** @gitbeaker/rest and what it needs are a quarter of the CLI's code: loaded by the first API call, not by every start. */
 let gitbeaker: Promise<typeof import('@gitbeaker/rest')> | undefined;
 
-async function clients(auth: Auth): Promise<Clients> {
+async function clients(auth: Auth, timeoutMs: number, guard: Guard): Promise<Clients> {
   const {
     Commits,
     Deployments,
@@ -113,7 +113,7 @@ async function clients(auth: Auth): Promise<Clients> {
     ProtectedBranches,
     Users,
   } = await (gitbeaker ??= import('@gitbeaker/rest'));
-  const make = <T>(C: Client<T>) => new C({ ...auth, queryTimeout: 60_000 });
+  const make = <T extends object>(C: Client<T>) => guarded(new C({ ...auth, queryTimeout: timeoutMs }), guard);
   return {
     notes: make(MergeRequestNotes as unknown as Client<MergeRequestNotes>),
     commits: make(Commits as unknown as Client<Commits>),
@@ -130,6 +130,57 @@ async function clients(auth: Auth): Promise<Clients> {
     projects: make(Projects as unknown as Client<Projects>),
     variables: make(ProjectVariables as unknown as Client<ProjectVariables>),
   };
+}
+
+/** Runs one API call (`what`: the resource and method); may refuse it or turn its failure into another. */
+type Guard = <T>(what: string, call: () => Promise<T>) => Promise<T>;
+
+/** The resource with every method call passed through `guard`. */
+function guarded<T extends object>(resource: T, guard: Guard): T {
+  const name = resource.constructor.name;
+  return new Proxy(resource, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) =>
+        guard(`${name}.${String(property)}`, () => Promise.resolve(value.apply(target, args) as unknown));
+    },
+  });
+}
+
+/** A call that got no HTTP answer at all (timed out, refused, reset, unresolvable), as opposed to an HTTP error. */
+function unanswered(error: unknown): boolean {
+  if (error instanceof ExocompError || apiStatus(error) !== undefined) return false;
+  const name = error instanceof Error ? error.name : '';
+  return name === 'GitbeakerTimeoutError' || name === 'TypeError' || name === 'AbortError' || name === 'TimeoutError';
+}
+
+/** Why a call got no answer, from the error fetch (undici) gives: its cause's code or message. */
+function causeOf(error: unknown): string {
+  const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
+  const said = typeof cause?.code === 'string' ? cause.code : typeof cause?.message === 'string' ? cause.message : '';
+  return said || (error instanceof Error ? error.message : String(error));
+}
+
+/** Required calls (the approval, the pipeline trigger) wait this long for an answer, as GitLab's own requests may. */
+const REQUIRED_CALL_TIMEOUT_MS = 60_000;
+/**
+ * Optional calls (the merge request lookup, the note, the gate's setup check, the drift issue) of one job share
+ * this budget: each waits at most what is left of it, and once one got no answer the rest are skipped at once.
+ */
+export const OPTIONAL_CALLS_BUDGET_MS = 8_000;
+
+/** The optional calls' budget of one job, shared by every client made for them. */
+class OptionalBudget {
+  private spentMs = 0;
+  /** Why the API gave no answer, once it did not. */
+  silence: string | undefined;
+  get leftMs(): number {
+    return Math.max(0, OPTIONAL_CALLS_BUDGET_MS - this.spentMs);
+  }
+  spend(ms: number): void {
+    this.spentMs += ms;
+  }
 }
 
 /** A string field of an API object; '' when it is missing or not text. */
@@ -171,17 +222,36 @@ export class GitLabApi {
   private readonly tokenAuth: Auth | undefined;
   private jobClients: Promise<Clients> | undefined;
   private tokenClients: Promise<Clients> | undefined;
+  private readonly tokens: { jobToken?: string | undefined; accessToken?: string | undefined };
+  private readonly secrets: SecretRegistry;
+  /** Set on the API of optional calls (`optional()`): their shared budget. */
+  private readonly budget: OptionalBudget | undefined;
+  private optionalApi: GitLabApi | undefined;
 
   constructor(
     /** The API v4 root: in a job, CI_API_V4_URL (see gitlabApiRoot). */
     readonly apiUrl: string,
     tokens: { jobToken?: string | undefined; accessToken?: string | undefined },
     secrets: SecretRegistry,
+    budget?: OptionalBudget,
   ) {
     secrets.add(tokens.jobToken, tokens.accessToken);
     const host = gitbeakerHost(apiUrl);
+    this.tokens = tokens;
+    this.secrets = secrets;
+    this.budget = budget;
     this.jobAuth = tokens.jobToken ? { host, jobToken: tokens.jobToken } : undefined;
     this.tokenAuth = tokens.accessToken ? { host, token: tokens.accessToken } : undefined;
+  }
+
+  /**
+   * The same API for optional calls: bounded together by OPTIONAL_CALLS_BUDGET_MS, so an API that accepts
+   * connections and never answers costs a job seconds once, not a minute per call; an unanswered call fails
+   * naming the URL and the cause, and every later one fails at once with `quiet` set (said once, not per call).
+   */
+  optional(): GitLabApi {
+    if (this.budget) return this;
+    return (this.optionalApi ??= new GitLabApi(this.apiUrl, this.tokens, this.secrets, new OptionalBudget()));
   }
 
   get hasAccessToken(): boolean {
@@ -189,11 +259,33 @@ export class GitLabApi {
   }
 
   private viaJob(): Promise<Clients> | undefined {
-    return this.jobAuth && (this.jobClients ??= clients(this.jobAuth));
+    return this.jobAuth && (this.jobClients ??= this.clientsFor(this.jobAuth));
   }
 
   private viaToken(): Promise<Clients> | undefined {
-    return this.tokenAuth && (this.tokenClients ??= clients(this.tokenAuth));
+    return this.tokenAuth && (this.tokenClients ??= this.clientsFor(this.tokenAuth));
+  }
+
+  private clientsFor(auth: Auth): Promise<Clients> {
+    const budget = this.budget;
+    if (!budget) return clients(auth, REQUIRED_CALL_TIMEOUT_MS, (_what, call) => call());
+    // Each request times out after the whole budget (gitbeaker's queryTimeout); one started after the budget
+    // was spent, or after a call got no answer, is not made.
+    return clients(auth, OPTIONAL_CALLS_BUDGET_MS, async (what, call) => {
+      if (budget.silence === undefined && budget.leftMs === 0)
+        budget.silence = `GitLab's API at ${this.apiUrl} took the ${OPTIONAL_CALLS_BUDGET_MS / 1000} s budget of this job's optional calls`;
+      if (budget.silence !== undefined) throw new UnansweredError(`skipped ${what}: ${budget.silence}`, true);
+      const started = Date.now();
+      try {
+        return await call();
+      } catch (error) {
+        if (!unanswered(error)) throw error;
+        budget.silence ??= `GitLab's API at ${this.apiUrl} gave no answer (${causeOf(error)})`;
+        throw new UnansweredError(`${what}: ${budget.silence}`, false, error);
+      } finally {
+        budget.spend(Date.now() - started);
+      }
+    });
   }
 
   /** The access token's clients; fails naming the variable when there is none. */

@@ -74,6 +74,6 @@ export function gitlabJobDriftIssue(env: NodeJS.ProcessEnv, secrets: SecretRegis
     job.apiUrl,
     { jobToken: job.jobToken, accessToken: env[GITLAB_TOKEN_VARIABLE] || undefined },
     secrets,
-  );
+  ).optional();
   return gitlabDriftIssueTarget(api, job.projectId, job.jobUrl);
 }

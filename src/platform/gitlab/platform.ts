@@ -64,7 +64,7 @@ export function gitlabPlatform(options: GitLabPlatformOptions): CiPlatform {
       log.endGroup();
     },
     upsertStatusComment: async (changeRequest, key, body) => {
-      const outcome = await upsertStatusNote(api, job.projectId, changeRequest, key, body);
+      const outcome = await upsertStatusNote(api.optional(), job.projectId, changeRequest, key, body);
       return outcome.kind === 'refused' ? outcome : { kind: outcome.kind, id: outcome.id };
     },
     artifacts: pipelineArtifacts(job),

@@ -144,7 +144,8 @@ export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv =
     };
     if (kind === 'sweep') return await sweep(face, branch, log);
     // The apply job is the gate: it says first when the protections that make it meaningful are off.
-    const warnAboutGate = () => warnAboutGitLabGate(api, gateSetupTarget(settings, job), { log, secrets, now: now() });
+    const warnAboutGate = () =>
+      warnAboutGitLabGate(api.optional(), gateSetupTarget(settings, job), { log, secrets, now: now() });
     if (kind === 'apply' && settings.EXOCOMP_APPROVAL !== 'none') await warnAboutGate();
     const result = await runCiJob(jobSettingsOf(kind, settings, job, name), face);
     // A recorded plan awaits that gate (in this pipeline or the default branch's): the same warnings.
@@ -197,7 +198,7 @@ function jobPlatform(
   const mergeRequestIid = job.mergeRequestIid;
   return {
     ...gitlabPlatform({ job, api, log, secrets, env, mergeRequestIid, allowSelfApproval }),
-    findChangeRequest: () => findMergeRequest(api, job.projectId, job),
+    findChangeRequest: () => findMergeRequest(api.optional(), job.projectId, job),
     grants: { 'status-comment': STATUS_NOTE_GRANT, 'change-request-lookup': STATUS_NOTE_GRANT },
   };
 }
