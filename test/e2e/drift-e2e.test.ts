@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DriftReport } from '../../src/domain/drift.js';
 import {
+  convergeArgs,
   createChainFixture,
   driftArgs,
   driftReportOf,
@@ -82,16 +83,7 @@ describe('exocomp drift', () => {
     expect(summary).toContain('terraform_data.hosts');
     expect(summary).toContain('-tampered');
 
-    const converge = await fx.cli([
-      'playbook',
-      'run',
-      'site.yml',
-      '--inventory',
-      'tf:edge',
-      ...fx.ledgerArgs,
-      '--fleet-key',
-      fx.fleet.privateKeyPath,
-    ]);
+    const converge = await fx.cli(convergeArgs(fx));
     expect(converge.code, converge.stderr).toBe(0);
     const apply = await fx.cli(['workspace', 'apply', fx.workspace, '--workspace-name', 'edge', ...fx.common]);
     expect(apply.code, apply.stderr).toBe(0);
