@@ -10,9 +10,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   cliPath,
+  convergeArgs,
   createChainFixture,
   driftArgs,
   driftReportOf,
+  provisionArgs,
   type ChainFixture,
   type CliResult,
 } from '../support/chain-fixture.js';
@@ -44,32 +46,13 @@ describe('provision run through a bastion, on a network the runner cannot reach 
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
       child.on('close', (code) => resolve({ code: code ?? 1, stdout, stderr }));
     });
-  const converge = () =>
-    cli([
-      'playbook',
-      'run',
-      'site.yml',
-      '--inventory',
-      'tf:edge',
-      ...fx.ledgerArgs,
-      '--fleet-key',
-      fx.fleet.privateKeyPath,
-    ]);
+  const converge = () => cli(convergeArgs(fx));
   const drift = async (): Promise<{ code: number; report: DriftReport }> => {
     const result = await cli(driftArgs(fx));
     return { code: result.code, report: driftReportOf(result) };
   };
   const provisionRun = (sshWait: string, ...extra: string[]) =>
-    cli([
-      'provision',
-      'run',
-      fx.workspace,
-      'site.yml',
-      ...fx.keys,
-      '--workspace-name=edge',
-      `--ssh-wait=${sshWait}`,
-      ...extra,
-    ]);
+    cli(provisionArgs(fx, `--ssh-wait=${sshWait}`, ...extra));
   const tcpFromRunner = (address: string, port: number) =>
     net.exec(net.runner, ['bash', '-c', `exec 3<>/dev/tcp/${address}/${port}`]);
 

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { DriftReport } from '../../src/domain/drift.js';
 import {
+  convergeArgs,
   createChainFixture,
   driftArgs,
   driftReportOf,
@@ -84,16 +85,7 @@ describeWithRealTofu('exocomp drift', () => {
     expect(summary).toContain('terraform_data.hosts');
     expect(summary).toContain('-tampered');
 
-    const converge = await fx.cli([
-      'playbook',
-      'run',
-      'site.yml',
-      '--inventory',
-      'tf:edge',
-      ...fx.ledgerArgs,
-      '--fleet-key',
-      fx.fleet.privateKeyPath,
-    ]);
+    const converge = await fx.cli(convergeArgs(fx));
     expect(converge.code, converge.stderr).toBe(0);
     const apply = await fx.cli(['workspace', 'apply', fx.workspace, '--workspace-name', 'edge', ...fx.common]);
     expect(apply.code, apply.stderr).toBe(0);

@@ -24,6 +24,12 @@ export interface CliResult {
   stderr: string;
 }
 
+export interface CliOptions {
+  env?: NodeJS.ProcessEnv;
+  /** A network namespace the test made (test/support/netns.ts): the CLI runs as a process of it. */
+  netns?: string;
+}
+
 export interface ChainFixture {
   dir: string;
   ledger: string;
@@ -41,8 +47,8 @@ export interface ChainFixture {
   /** common + both keys */
   keys: string[];
   env: NodeJS.ProcessEnv;
-  cli(args: string[], options?: { env?: NodeJS.ProcessEnv }): Promise<CliResult>;
-  spawnCli(args: string[], options?: { env?: NodeJS.ProcessEnv }): { child: ChildProcess; done: Promise<CliResult> };
+  cli(args: string[], options?: CliOptions): Promise<CliResult>;
+  spawnCli(args: string[], options?: CliOptions): { child: ChildProcess; done: Promise<CliResult> };
   /** Writes the inventory the next apply outputs as `ansible_inventory`. */
   setInventory(inventory: unknown): Promise<void>;
   ledgerFile(path: string): Promise<string | undefined>;
@@ -83,8 +89,10 @@ export async function createChainFixture(
   const common = ['--ledger', ledger, '--tofu-binary', tofuBinary];
   const keys = [...common, '--fleet-key', fleet.privateKeyPath, '--bootstrap-key', bootstrap.privateKeyPath];
 
-  const spawnCli = (args: string[], options: { env?: NodeJS.ProcessEnv } = {}) => {
-    const child = spawn(process.execPath, [cliPath, ...args], {
+  const spawnCli = (args: string[], options: CliOptions = {}) => {
+    const command = [process.execPath, cliPath, ...args];
+    const [file, ...rest] = options.netns === undefined ? command : ['ip', 'netns', 'exec', options.netns, ...command];
+    const child = spawn(file as string, rest, {
       cwd: dir,
       env: { ...env, ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -147,6 +155,26 @@ export function workflowIdFrom(result: CliResult): string {
   const match = /workflow ([a-z0-9][a-z0-9._-]*) created/.exec(result.stderr) ?? /"id":"([^"]+)"/.exec(result.stdout);
   if (!match?.[1]) throw new Error(`no workflow id in output:\n${result.stdout}\n${result.stderr}`);
   return match[1];
+}
+
+/** `exocomp provision run` of the workspace with site.yml, both keys, as workspace edge. */
+export function provisionArgs(fx: ChainFixture, ...extra: string[]): string[] {
+  return ['provision', 'run', fx.workspace, 'site.yml', ...fx.keys, '--workspace-name=edge', ...extra];
+}
+
+/** A converge: `exocomp playbook run site.yml` against tf:edge with the fleet key. */
+export function convergeArgs(fx: ChainFixture, ...extra: string[]): string[] {
+  return [
+    'playbook',
+    'run',
+    'site.yml',
+    '--inventory',
+    'tf:edge',
+    ...fx.ledgerArgs,
+    '--fleet-key',
+    fx.fleet.privateKeyPath,
+    ...extra,
+  ];
 }
 
 /** `exocomp drift` of the workspace against tf:edge, with the fleet key, reporting as JSON. */

@@ -353,10 +353,12 @@ export async function checkConfigurePassage(
     const hop = routes.flat().find((h) => h.name === bastion);
     if (hop === undefined) throw error;
     const user = hop.user ?? "the runner's own user name";
+    const fix = `let ${user} log in to the bastion with the fleet key (its public half in ${user}'s authorized_keys there), or give the bastion with a user that may (user@host, docs/networks.md), then resume`;
+    // The step's failure line shows the message alone: the fix goes in it.
     throw new BastionError(
       hop.name,
-      `configure could not pass bastion ${formatBastion(hop)} as ${user} with the fleet key; nothing was onboarded (${error.message})`,
-      `let ${user} log in to the bastion with the fleet key (its public half in ${user}'s authorized_keys there), or give the bastion with a user that may (user@host, docs/networks.md), then resume`,
+      `configure could not pass bastion ${formatBastion(hop)} as ${user} with the fleet key, so nothing was onboarded (${error.message}); ${fix}`,
+      fix,
     );
   } finally {
     await session?.close();
