@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { rolloutSummarySchema, type RolloutSummary } from './rollout.js';
-import { formatShard, type ShardSpec } from './shard.js';
+import { formatShard, shardOf, type ShardSpec } from './shard.js';
 
 export const SHARD_RESULT_SCHEMA_VERSION = 1;
 
@@ -24,6 +24,8 @@ export const shardResultSchema = z.object({
   /** ansible-playbook's exit code (0 when the shard named no hosts and ran nothing). */
   code: z.number().int(),
   runUrl: z.string().optional(),
+  /** The run whose failed and unreached hosts this run replays (`--failed-only --from-run`). */
+  repairs: z.string().optional(),
 });
 export type ShardResult = z.infer<typeof shardResultSchema>;
 
@@ -42,6 +44,8 @@ export const convergeRunSchema = z.object({
   failedShards: z.array(z.number().int().positive()),
   /** A rolling converge's batches, budget, and where it stopped. */
   rollout: rolloutSummarySchema.optional(),
+  /** The run whose failed and unreached hosts this run replayed. */
+  repairs: z.string().optional(),
 });
 export type ConvergeRun = z.infer<typeof convergeRunSchema>;
 
@@ -96,6 +100,7 @@ export function foldShardResults(
     if (result.code !== 0 || failed.size > 0) failedShards.push(index);
   }
   hosts.sort((a, b) => (a.host < b.host ? -1 : a.host > b.host ? 1 : 0));
+  const repairs = [...byShard.values()].find((r) => r.repairs !== undefined)?.repairs;
   return {
     runId,
     at,
@@ -105,7 +110,21 @@ export function foldShardResults(
     missingShards,
     failedShards,
     ...(rollout ? { rollout } : {}),
+    ...(repairs !== undefined ? { repairs } : {}),
   };
+}
+
+/**
+ * The hosts a failed-only rerun of `run` plays, in the fleet's order: those
+ * that failed, those its rollout never touched, and those of shards that never
+ * reported — as far as the fleet still names them.
+ */
+export function hostsToRepair(run: ConvergeRun, fleet: readonly string[]): string[] {
+  const failed = new Set(run.hosts.filter((h) => !h.ok).map((h) => h.host));
+  for (const host of run.rollout?.untouched ?? []) failed.add(host);
+  const reported = new Set(run.hosts.map((h) => h.host));
+  const missing = new Set(run.missingShards);
+  return fleet.filter((host) => failed.has(host) || (!reported.has(host) && missing.has(shardOf(host, run.shards))));
 }
 
 export function appendConvergeRun(
@@ -129,7 +148,11 @@ export function renderConvergeRunText(name: string, run: ConvergeRun): string {
       (run.missingShards.length > 0
         ? `; shard(s) ${run.missingShards.map((i) => shardLabel(i, run.shards)).join(', ')} never reported`
         : '');
-  const lines = [head, ...rolloutLines(run)];
+  const lines = [
+    head,
+    ...(run.repairs !== undefined ? [`repairs converge run ${run.repairs}`] : []),
+    ...rolloutLines(run),
+  ];
   for (const h of failed) lines.push(`  ${h.host} (shard ${shardLabel(h.shard, run.shards)}): ${h.reason ?? 'failed'}`);
   for (const index of run.failedShards.filter((i) => !failed.some((h) => h.shard === i))) {
     lines.push(`  shard ${shardLabel(index, run.shards)}: the play failed before any host did (see that job's log)`);

@@ -45,6 +45,43 @@ describe('convergeJob', () => {
     });
   });
 
+  it('a rollout or a failed-only rerun in one job is a run of one shard that folds itself; with a shard it is that shard', () => {
+    expect(job({ rollout: '1,10%,100%', maxFailures: '2%', runId: '77' })).toMatchObject({
+      shard: { spec: { index: 1, total: 1 }, runId: '77' },
+      rollout: {
+        rollout: [{ count: 1 }, { hundredths: 1000 }, { hundredths: 10000 }],
+        maxFailures: { hundredths: 200 },
+      },
+      foldsItself: true,
+      writesLedger: true,
+    });
+    expect(job({ rollout: '1,50%', shard: '2/2', runId: '77' })).not.toHaveProperty('foldsItself');
+    // Closed by default: a rollout without a budget stops at the first failure.
+    expect(job({ rollout: '10%', runId: '77' })).toMatchObject({
+      rollout: { maxFailures: { kind: 'count', count: 0 } },
+    });
+    expect(job({ failedOnly: true, fromRun: '76', runId: '77' })).toMatchObject({
+      shard: { runId: '77' },
+      repairs: '76',
+      foldsItself: true,
+    });
+    expect(job({ failedOnly: true, fromRun: '76' })).toMatchObject({
+      shard: { runId: expect.stringMatching(/^local-/) },
+    });
+  });
+
+  it.each([
+    ['--failed-only without --from-run', { failedOnly: true }, /needs both --failed-only and --from-run/],
+    ['--from-run without --failed-only', { fromRun: '76' }, /needs both/],
+    ['a rerun that repairs itself', { failedOnly: true, fromRun: '76', runId: '76' }, /must not be 76/],
+    ['a rollout of a file', { target: 'hosts.yml', allowFile: true, rollout: '10%' }, /reads tf:<name>/],
+    ['a rollout that is not cumulative', { rollout: '10%,5%', runId: '1' }, /not cumulative/],
+    ['a budget that never stops', { rollout: '10%', maxFailures: '100%', runId: '1' }, /never stop/],
+  ])('refuses %s as bad usage', (_, inputs, message) => {
+    const error = thrown(() => job(inputs));
+    expect(error).toMatchObject({ kind: 'usage', message: expect.stringMatching(message) });
+  });
+
   it('fold-shards is the fold of the run, which writes the converge record', () => {
     expect(job({ foldShards: '3', runId: '4242' })).toEqual({
       kind: 'fold',

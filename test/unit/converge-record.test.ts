@@ -4,12 +4,14 @@ import {
   CONVERGE_HISTORY_LIMIT,
   failedHostsOf,
   foldShardResults,
+  hostsToRepair,
   renderConvergeRunMarkdown,
   renderConvergeRunText,
   SHARD_RESULT_SCHEMA_VERSION,
   type ShardResult,
 } from '../../src/domain/converge-record.js';
 import { escapeMarkdown } from '../../src/domain/drift-render.js';
+import { shardOf } from '../../src/domain/shard.js';
 
 const result = (
   index: number,
@@ -97,5 +99,34 @@ describe('failedHostsOf', () => {
       { host: 'a', reason: 'unreachable' },
       { host: 'b', reason: 'failed' },
     ]);
+  });
+});
+
+describe('hostsToRepair', () => {
+  it('names the failed hosts, those a rollout never touched and those of shards that never reported, in fleet order', () => {
+    const run = foldShardResults(
+      'r1',
+      3,
+      [result(1, ['a', 'b'], [{ host: 'b', reason: 'failed' }]), result(2, ['c'])],
+      'now',
+      {
+        rollout: '1,100%',
+        maxFailures: '0',
+        allowedFailures: 0,
+        batches: 2,
+        batchReached: 1,
+        stopped: true,
+        failed: [{ host: 'b', reason: 'failed' }],
+        untouched: ['c2'],
+      },
+    );
+    expect(run.hosts.find((h) => h.host === 'b')).toMatchObject({ ok: false, reason: 'failed' });
+    const fleet = ['a', 'b', 'c', 'c2', 'gone', 'x1', 'x2', 'x3', 'x4', 'x5'];
+    const onShard3 = fleet.filter((h) => !['a', 'b', 'c'].includes(h) && shardOf(h, 3) === 3);
+    expect(hostsToRepair(run, fleet)).toEqual(fleet.filter((h) => h === 'b' || h === 'c2' || onShard3.includes(h)));
+    // A run where every host converged repairs nothing; one whose only shard never reported repairs everyone.
+    const alone = { ...result(1, ['a']), shard: { index: 1, total: 1 } };
+    expect(hostsToRepair(foldShardResults('r1', 1, [alone], 'now'), ['a'])).toEqual([]);
+    expect(hostsToRepair(foldShardResults('r2', 1, [alone], 'now'), ['a'])).toEqual(['a']);
   });
 });

@@ -26,6 +26,8 @@ await runAction('converge', async (session) => {
     maxFailures: s['max-failures'],
     healthCheck: s['health-check'],
     rolloutWaitMs: s['rollout-wait'],
+    failedOnly: s['failed-only'],
+    fromRun: s['from-run'],
     names: { target: 'target', shard: 'shard', foldShards: 'fold-shards', runId: 'run id' },
   });
   const app = await openLedger(session, s, { provePushAccess: job.writesLedger });

@@ -8,6 +8,7 @@
 import {
   appendConvergeRun,
   failedHostsOf,
+  hostsToRepair,
   foldShardResults,
   SHARD_RESULT_SCHEMA_VERSION,
   type ConvergeRun,
@@ -17,6 +18,8 @@ import type { ScheduleTick } from '../../domain/schedule-fires.js';
 import { checkShardSpec, formatShard, hostsOfShard, type ShardSpec } from '../../domain/shard.js';
 import { readConvergeHistory, readRollout, readShardResults, RecordWrites } from '../../ledger/records.js';
 import { summarizeRollout } from '../../domain/rollout.js';
+import { UsageError } from '../../domain/errors.js';
+import type { LedgerSnapshot } from '../../ledger/store.js';
 import type { AppContext } from '../runtime/context.js';
 import { loadStandingInventory } from '../hosts/inventories.js';
 import { addScheduleFire } from '../schedules/schedule-fires.js';
@@ -30,6 +33,8 @@ export interface ShardConvergeRequest extends Omit<StandingPlayRequest, 'onlyHos
   runUrl?: string;
   /** A rolling converge: this shard plays its part batch by batch under the run's one failure budget. */
   rollout?: RolloutRequest | undefined;
+  /** A failed-only rerun: play only the hosts this folded run failed or never reached. */
+  repairs?: string | undefined;
 }
 
 export interface ShardConvergeOutcome {
@@ -45,10 +50,12 @@ const NO_PLAY: PlayOutcome = { code: 0, stdout: '', stderr: '', events: [], fail
 export async function convergeShard(app: AppContext, request: ShardConvergeRequest): Promise<ShardConvergeOutcome> {
   const shard = checkShardSpec(request.shard.index, request.shard.total);
   // The fleet must name hosts (fails closed); one shard of it may be empty.
-  const inventory = loadStandingInventory(await app.store.read(), request.name);
-  const fleet = inventory.hosts.map((h) => h.name);
+  const snapshot = await app.store.read();
+  const inventory = loadStandingInventory(snapshot, request.name);
+  const names = inventory.hosts.map((h) => h.name);
+  const fleet = request.repairs === undefined ? names : repairSet(snapshot, request, names);
   const { hosts, failedHosts, outcome, stopped } =
-    request.rollout === undefined
+    request.rollout === undefined || fleet.length === 0
       ? await playWholeShard(app, request, shard, fleet)
       : combined(
           await rollShard(
@@ -76,6 +83,7 @@ export async function convergeShard(app: AppContext, request: ShardConvergeReque
     failedHosts,
     code: outcome?.code ?? 0,
     ...(request.runUrl ? { runUrl: request.runUrl } : {}),
+    ...(request.repairs !== undefined ? { repairs: request.repairs } : {}),
   };
   await app.store.update(() => ({
     writes: new RecordWrites().shardResult(result),
@@ -83,6 +91,23 @@ export async function convergeShard(app: AppContext, request: ShardConvergeReque
     result: undefined,
   }));
   return { result, outcome: outcome ?? NO_PLAY, ...(stopped ? { stopped } : {}) };
+}
+
+/** The hosts a failed-only rerun plays: read from the folded run's record, never guessed. */
+function repairSet(
+  snapshot: LedgerSnapshot,
+  request: Pick<ShardConvergeRequest, 'name' | 'repairs' | 'info'>,
+  fleet: string[],
+): string[] {
+  const run = readConvergeHistory(snapshot, request.name)?.runs.find((r) => r.runId === request.repairs);
+  if (run === undefined)
+    throw new UsageError(
+      `converge run ${request.repairs} is not in the history of tf:${request.name}`,
+      'name a folded run (converge fold, or a rollout in one job); exocomp keeps the last 50',
+    );
+  const hosts = hostsToRepair(run, fleet);
+  request.info(`failed-only: ${hosts.length} host(s) of converge run ${run.runId} failed or were never reached`);
+  return hosts;
 }
 
 interface ShardPlay {

@@ -45,6 +45,9 @@ export interface ConvergeJobInputs {
   maxFailures?: string | undefined;
   healthCheck?: string | undefined;
   rolloutWaitMs?: number | undefined;
+  /** A failed-only rerun: replay the hosts this converge run failed or never reached. */
+  failedOnly?: boolean | undefined;
+  fromRun?: string | undefined;
   /** The face's names of the inputs, for messages: `--shard` on the CLI, `shard` for an action. */
   names: { target: string; shard: string; foldShards: string; runId: string };
 }
@@ -69,8 +72,10 @@ export type ConvergeJob =
       shard?: { spec: ShardSpec; runId: string };
       /** A rolling converge; without a shard the job plays every batch itself (as shard 1/1) and folds the run. */
       rollout?: RolloutRequest;
-      /** The job is the run's only shard and folds it itself (a rollout in one job). */
+      /** The job is the run's only shard and folds it itself (a rollout or failed-only rerun in one job). */
       foldsItself?: true;
+      /** The run a failed-only rerun repairs. */
+      repairs?: string;
       /** The ledger lease held while the play runs; a shard holds its own (`<key>.<i>`), so shards never wait on each other. */
       lockKey?: string;
       schedule?: ScheduleTick;
@@ -100,12 +105,21 @@ export function convergeJob(inputs: ConvergeJobInputs): ConvergeJob {
   if (spec !== undefined && target.kind !== 'standing')
     throw new UsageError(`${names.shard} splits a standing inventory`, `pass ${names.target} tf:<name>`);
   const rollout = rolloutOf(inputs);
-  if (rollout !== undefined && target.kind !== 'standing')
-    throw new UsageError(`a rollout batches a standing inventory`, `pass ${names.target} tf:<name>`);
+  const repairs = repairsOf(inputs);
+  if ((rollout !== undefined || repairs !== undefined) && target.kind !== 'standing')
+    throw new UsageError(`a rollout or a failed-only rerun reads tf:<name>'s record`, `pass ${names.target} tf:<name>`);
+  const recorded = rollout !== undefined || repairs !== undefined;
   const shard =
     (spec && { spec, runId: runIdOf(inputs) }) ??
-    // A rollout in one job is a run of one shard: its record and its fold need a run id.
-    (rollout && { spec: { index: 1, total: 1 }, runId: inputs.runId === undefined ? localRunId() : runIdOf(inputs) });
+    // A recorded run in one job is a run of one shard: its records and its fold need a run id.
+    (recorded
+      ? { spec: { index: 1, total: 1 }, runId: inputs.runId === undefined ? localRunId() : runIdOf(inputs) }
+      : undefined);
+  if (repairs !== undefined && shard?.runId === repairs)
+    throw new UsageError(
+      `a failed-only rerun is a new run: its run id must not be ${repairs}`,
+      'give the rerun its own run id',
+    );
   // One fire per tick: the shards of a matrix leave it to their fold job.
   if (shard !== undefined && inputs.schedule !== undefined) {
     throw new UsageError(
@@ -121,7 +135,8 @@ export function convergeJob(inputs: ConvergeJobInputs): ConvergeJob {
     targetText: inputs.target,
     ...(shard ? { shard } : {}),
     ...(rollout ? { rollout } : {}),
-    ...(rollout && spec === undefined ? { foldsItself: true as const } : {}),
+    ...(recorded && spec === undefined ? { foldsItself: true as const } : {}),
+    ...(repairs !== undefined ? { repairs } : {}),
     ...(lockKey !== undefined ? { lockKey } : {}),
     ...(inputs.schedule ? { schedule: inputs.schedule } : {}),
     writesLedger:
@@ -142,6 +157,16 @@ function rolloutOf(inputs: ConvergeJobInputs): RolloutRequest | undefined {
     ...(healthCheck !== undefined ? { healthCheck } : {}),
     waitMs: inputs.rolloutWaitMs ?? DEFAULT_ROLLOUT_WAIT_MS,
   };
+}
+
+function repairsOf(inputs: ConvergeJobInputs): string | undefined {
+  if (!inputs.failedOnly && inputs.fromRun === undefined) return undefined;
+  if (!inputs.failedOnly || inputs.fromRun === undefined)
+    throw new UsageError(
+      'a failed-only rerun needs both --failed-only and --from-run',
+      'pass --failed-only --from-run <converge run id>',
+    );
+  return checkRecordName('converge run', inputs.fromRun);
 }
 
 /** A run id for a rollout started from a terminal: the time, and randomness so two started at once differ. */
@@ -281,6 +306,7 @@ async function playJob(
       runId: shard.runId,
       ...(runUrl ? { runUrl } : {}),
       rollout: job.rollout,
+      repairs: job.repairs,
     });
     const played = {
       kind: 'played' as const,

@@ -44,7 +44,7 @@ export interface RolledShard {
 export type PlayHosts = (hosts: readonly string[], playbook?: string) => Promise<PlayOutcome>;
 
 const FIRST_POLL_MS = 1_000;
-const MAX_POLL_MS = 10_000;
+const MAX_POLL_MS = 5_000;
 
 /** Per-host results when ansible ended without stats; every failed or unreachable host is counted. */
 export function statsOf(outcome: PlayOutcome): Record<string, Record<string, number>> {

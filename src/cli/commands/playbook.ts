@@ -33,6 +33,8 @@ const runOptions = z.object({
   maxFailures: z.string().optional(),
   healthCheck: z.string().optional(),
   rolloutWait: z.string().transform(parseDuration),
+  failedOnly: z.boolean(),
+  fromRun: z.string().optional(),
   egress: z.array(z.string()).transform(parseEgressPorts),
   check: z.boolean(),
   limit: z.string().optional(),
@@ -152,6 +154,13 @@ export function registerPlaybook(program: Command, io: Io): void {
           )
           .addOption(
             new Option(
+              '--failed-only',
+              'with --from-run: replay only the hosts that run failed or never reached (read from the ledger); the new run records which run it repairs',
+            ).default(false),
+          )
+          .addOption(new Option('--from-run <id>', 'with --failed-only: the converge run to repair'))
+          .addOption(
+            new Option(
               '--egress <port>',
               'a port the play needs besides 22 (repeatable); declared and passed as exocomp_egress_ports, not enforced',
             )
@@ -174,6 +183,8 @@ export function registerPlaybook(program: Command, io: Io): void {
       maxFailures: o.maxFailures,
       healthCheck: o.healthCheck,
       rolloutWaitMs: o.rolloutWait,
+      failedOnly: o.failedOnly,
+      fromRun: o.fromRun,
       allowFile: true,
       names: { target: '--inventory', shard: '--shard', foldShards: '--shards', runId: '--run-id' },
     });

@@ -260,6 +260,8 @@ export const ACTION_INPUTS = {
     'max-failures': text(),
     'health-check': text(),
     'rollout-wait': { schema: durationText('30m') },
+    'failed-only': flag(false),
+    'from-run': text(),
     ...LEDGER,
   },
   drift: {
