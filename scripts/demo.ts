@@ -1,7 +1,8 @@
 /**
  * The README's demo: the whole chain against a disposable loopback host (sshd in
  * a private mount namespace, started late so the wait has something to wait
- * for), a fixture workspace applied by the OpenTofu stand-in, keys made by
+ * for), a fixture workspace applied by the real OpenTofu/Terraform when one is
+ * on PATH (found as the CLI finds it) or else by the stand-in, keys made by
  * `exocomp keys init`, and a ledger created with --ledger-init; then the
  * ledger view. The host goes away; the ledger stays, so `provision status`
  * and `inventory show` work afterwards (it says where, and how to remove it).
@@ -10,6 +11,7 @@ import { spawn } from 'node:child_process';
 import { cp, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { locateTofu } from '../src/adapters/tofu.js';
 import { createLoopbackHost } from '../test/support/loopback-host.js';
 import { fixtureWorkspacesDir, standinPath } from '../test/support/tofu-standin.js';
 
@@ -32,6 +34,13 @@ function exocomp(
     child.on('close', (code) => done({ code: code ?? 1, stdout }));
   });
 }
+
+const tofuBinary = await locateTofu({ env: process.env }).catch(() => standinPath);
+console.log(
+  tofuBinary === standinPath
+    ? `no tofu or terraform on PATH: the workspace is applied by the stand-in (${standinPath})`
+    : `the workspace is applied by ${tofuBinary}`,
+);
 
 const dir = await mkdtemp(join(tmpdir(), 'exocomp-demo-'));
 const keys = await exocomp(['keys', 'init', '--dir', 'keys'], dir);
@@ -67,7 +76,7 @@ try {
       ...ledger,
       '--ledger-init',
       '--tofu-binary',
-      standinPath,
+      tofuBinary,
       '--vars-file',
       'vars.json',
       '--fleet-key',

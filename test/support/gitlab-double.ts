@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { runProcess } from '../../src/adapters/process.js';
 import { createGitHttpHandler, type GitHttpHandler } from './git-http.js';
+import { TerraformStateApi } from './gitlab-terraform-state.js';
 
 /**
  * A loopback stand-in for the GitLab REST API v4 (only the routes listed in
@@ -239,6 +240,8 @@ export class GitLabDouble {
   };
   readonly requests: RecordedRequest[] = [];
   readonly violations: string[] = [];
+  /** GitLab-managed Terraform state (the http backend's API), by project and state name. */
+  readonly terraformState = new TerraformStateApi();
   private server: Server | undefined;
   private nextId = 1000;
   private readonly git: GitHttpHandler | undefined;
@@ -340,6 +343,8 @@ export class GitLabDouble {
       return this.git.handle(request, response, url);
     }
     const method = request.method ?? 'GET';
+    const stateRoute = TerraformStateApi.routeOf(method, url.pathname);
+    if (stateRoute !== undefined) return this.handleTerraformState(request, response, url, method, stateRoute);
     const match = compiled.find((c) => c.route.method === method && c.pattern.test(url.pathname));
     const record: RecordedRequest = {
       method,
@@ -393,6 +398,60 @@ export class GitLabDouble {
       if (error instanceof HttpError) return send(error.status, error.body);
       throw error;
     }
+  }
+
+  /**
+   * The Terraform state API (test/support/gitlab-terraform-state.ts), reached as the http backend reaches it: basic
+   * auth whose password is a running job's token (user `gitlab-ci-token`) or a token with the `api` scope.
+   */
+  private async handleTerraformState(
+    request: IncomingMessage,
+    response: ServerResponse,
+    url: URL,
+    method: string,
+    route: string,
+  ): Promise<void> {
+    const record: RecordedRequest = {
+      method,
+      route,
+      path: url.pathname,
+      status: 0,
+      tokenKind: undefined,
+      username: undefined,
+    };
+    this.requests.push(record);
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const send = (status: number, body?: string) => {
+      record.status = status;
+      response.writeHead(status, body === undefined ? {} : { 'content-type': 'application/json' }).end(body);
+    };
+    const token = basicPassword(request.headers.authorization);
+    const grant = token === undefined ? undefined : this.state.tokens[token];
+    const job = grant?.kind === 'job' && grant.jobId !== undefined ? this.state.jobs[grant.jobId] : undefined;
+    const allowed =
+      grant?.kind === 'job'
+        ? job !== undefined && ['running', 'pending'].includes(job.status)
+        : grant?.scopes?.includes('api');
+    if (!grant || !allowed) return send(401, JSON.stringify({ message: '401 Unauthorized' }));
+    record.tokenKind = grant.kind;
+    record.username = grant.username;
+    let project: DoubleProject;
+    try {
+      project = this.project(url.pathname.split('/')[4] ?? '');
+    } catch (error) {
+      if (error instanceof HttpError) return send(error.status, JSON.stringify(error.body));
+      throw error;
+    }
+    const answer = this.terraformState.answer({
+      method,
+      projectId: project.id,
+      path: url.pathname,
+      query: url.searchParams,
+      body: Buffer.concat(chunks).toString('utf8'),
+      username: grant.username,
+    });
+    send(answer.status, answer.body);
   }
 
   /** GitLab's answer to a job token pushing to a project that does not allow it. */
