@@ -232,7 +232,9 @@ describe('provision run through a bastion, on a network the runner cannot reach 
       },
     });
     await p4.exec('rm -f /tmp/exocomp-configured-*');
-    const result = await provisionRun('60s', '--bastion', `root@[${longhand(net.bastionOuter6)}]:22`);
+    // The run's bastion keeps the user given with it in every connection (issue 40): its fleet user (onboarded as
+    // `bastion` above) takes the fleet key configure passes it with; its root takes only the bootstrap key.
+    const result = await provisionRun('60s', '--bastion', `exocomp@[${longhand(net.bastionOuter6)}]:22`);
     expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
     expect(result.stderr).toContain(`bastion ${net.bastionOuter6}: key pinned`);
     // Rekeyed by the test above: its IPv6 name is new, so its key now is pinned there (trust on first use).

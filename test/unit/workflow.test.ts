@@ -309,9 +309,13 @@ describe('how the run reaches the hosts, kept with the workflow (host-keys, bast
     const bastion = parseBastion('ops@[fd00:26::1]:2222', '--bastion');
     const started = { ...fresh(), options: recordingRunReach(fresh().options, { hostKeys: 'known', bastion }) };
     expect(started.options).toMatchObject({ hostKeys: 'known', bastion: 'ops@[fd00:26::1]:2222' });
-    expect(runReach({}, started)).toEqual({ hostKeys: 'known', bastion });
-    expect(runReach({ hostKeys: 'tofu' }, started)).toEqual({ hostKeys: 'tofu', bastion });
-    expect(runReach({}, fresh())).toEqual({ hostKeys: 'auto' });
+    const playUser = started.options.onboardUser;
+    expect(runReach({}, started)).toEqual({ hostKeys: 'known', bastion, playUser });
+    expect(runReach({ hostKeys: 'tofu' }, started)).toEqual({ hostKeys: 'tofu', bastion, playUser });
+    expect(runReach({}, fresh())).toEqual({ hostKeys: 'auto', playUser });
+    // The user configure logs in as: the run's bastion given without a user takes it (domain/bastion.ts).
+    const deploying = { ...started, options: { ...started.options, remoteUser: 'deploy' } };
+    expect(runReach({}, deploying).playUser).toBe('deploy');
     expect(recordingRunReach(fresh().options, {})).toEqual(fresh().options);
   });
 });
