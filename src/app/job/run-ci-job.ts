@@ -8,6 +8,7 @@
  * status, and turns the outcome into an exit code.
  */
 import { rm } from 'node:fs/promises';
+import { DEFAULT_CERTIFICATE_LIFETIME_MS } from '../../domain/user-ca.js';
 import { describeError, ExocompError, UsageError } from '../../domain/errors.js';
 import { defaultWorkspaceName } from '../../domain/names.js';
 import { reviewOnlyAdvice } from '../../domain/plan-applier.js';
@@ -181,6 +182,8 @@ export async function readRunInputs(
       | 'protect'
       | 'hostKeys'
       | 'bastion'
+      | 'fleetAuth'
+      | 'certificateLifetimeMs'
     >
   >,
   from: RunInputsSource,
@@ -202,7 +205,22 @@ export async function readRunInputs(
   };
   const fleetKeyPath = await keyFile('fleet', 'fleet-key');
   const bootstrapKeyPath = await keyFile('bootstrap', 'bootstrap-key');
+  const caKeyPath =
+    keys.userCa === undefined
+      ? undefined
+      : await privateKeyFile(source('userCa', keys.userCa), from.privateDir, 'user-ca-key', from.secrets, from.warn);
   return {
+    ...(caKeyPath
+      ? {
+          userCa: {
+            caKeyPath,
+            privateDir: from.privateDir,
+            lifetimeMs: settings.certificateLifetimeMs ?? DEFAULT_CERTIFICATE_LIFETIME_MS,
+            issued: new Map(),
+          },
+        }
+      : {}),
+    ...(settings.fleetAuth ? { fleetAuth: settings.fleetAuth } : {}),
     ...(settings.tofuBinary ? { tofuBinary: settings.tofuBinary } : {}),
     ...(settings.allowLocalState ? { allowLocalState: true } : {}),
     ...(settings.allowDestroy ? { allowDestroy: true } : {}),
