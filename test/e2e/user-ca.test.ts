@@ -26,6 +26,7 @@ describe('user CA: a certificate per run (issue 42)', () => {
   let hosts: LoopbackHost[];
   let caKey: string;
   let run: CliResult;
+  let again: CliResult;
 
   beforeAll(async () => {
     fx = await createChainFixture();
@@ -67,13 +68,13 @@ describe('user CA: a certificate per run (issue 42)', () => {
     ]);
   }
 
-  /** A fresh key signed by `ca` for `principal`, valid between the given offsets from now (seconds). */
-  async function certified(name: string, principal: string, from: number, to: number) {
+  /** A fresh key signed by the CA for `principal`, valid between the given offsets from now (seconds). */
+  async function certified(name: string, principal: string, from: number, to: number, serial = '1') {
     const pair = await generateKeyPair(join(fx.dir, 'certs'), name);
     const now = Math.floor(Date.now() / 1000);
     const window = `0x${(now + from).toString(16)}:0x${(now + to).toString(16)}`;
     const signed = await runProcess('ssh-keygen', [
-      ...['-q', '-s', caKey, '-I', `test-${name}`, '-n', principal, '-V', window],
+      ...['-q', '-s', caKey, '-I', `test-${name}`, '-n', principal, '-V', window, '-z', serial],
       `${pair.privateKeyPath}.pub`,
     ]);
     expect(signed.code, signed.stderr).toBe(0);
@@ -131,11 +132,43 @@ describe('user CA: a certificate per run (issue 42)', () => {
     expect(await hosts[0]!.sshdLog()).toContain(`ID ${workflowId} (serial ${issued!.serial})`);
   });
 
+  it('keys revoke, then a run: the revoked serial and key id are refused, the run works with a fresh certificate', async () => {
+    const [host] = hosts as [LoopbackHost];
+    const bySerial = await certified('by-serial', 'exocomp', -60, 600, '4242');
+    const byKeyId = await certified('by-key-id', 'exocomp', -60, 600, '77');
+    const kept = await certified('kept', 'exocomp', -60, 600, '78');
+    for (const key of [bySerial, byKeyId, kept]) expect((await login(host, key)).code).toBe(0);
+    for (const target of ['4242', 'test-by-key-id']) {
+      const revoked = await fx.cli(['keys', 'revoke', target, ...fx.ledgerArgs]);
+      expect(revoked.code, revoked.stderr).toBe(0);
+      expect(revoked.stdout).toMatch(/^revoked /);
+    }
+    again = await fx.cli([
+      'provision',
+      'run',
+      fx.workspace,
+      'site.yml',
+      ...fx.keys,
+      '--user-ca-key',
+      caKey,
+      '--fleet-auth',
+      'cert',
+      '--ssh-wait',
+      '60s',
+    ]);
+    expect(again.code, again.stderr).toBe(0);
+    expect((await login(host, bySerial)).stderr).toMatch(/Permission denied/);
+    expect((await login(host, byKeyId)).stderr).toMatch(/Permission denied/);
+    expect((await login(host, kept)).code).toBe(0);
+    const record = JSON.parse((await fx.ledgerFile('user-ca.json')) ?? '{}') as { issued: { keyId: string }[] };
+    expect(record.issued.map((c) => c.keyId)).toEqual([workflowIdFrom(run), workflowIdFrom(again)]);
+  });
+
   it('leaves no CA or ephemeral private key in the logs or the ledger history', async () => {
     const caBody = (await readFile(caKey, 'utf8')).split('\n').slice(1, -2).join('');
     const history = await runProcess('git', ['-C', fx.ledger, 'log', '--all', '-p', '--format=%B']);
     expect(history.code).toBe(0);
-    for (const text of [run.stdout, run.stderr, history.stdout]) {
+    for (const text of [run.stdout, run.stderr, again.stdout, again.stderr, history.stdout]) {
       expect(text).not.toMatch(/PRIVATE KEY/);
       for (const line of caBody.match(/.{20,}/g) ?? []) expect(text).not.toContain(line.slice(0, 20));
     }

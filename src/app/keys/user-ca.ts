@@ -15,14 +15,18 @@ import {
   checkKeyId,
   emptyUserCaRecord,
   krlSpecification,
+  parseRevocationTarget,
   serialFrom,
   validityWindow,
   withIssued,
+  withRevocation,
   type FleetAuthMode,
   type IssuedCertificate,
+  type Revocation,
 } from '../../domain/user-ca.js';
 import { readUserCaRecord, RecordWrites } from '../../ledger/records.js';
 import type { LedgerStore } from '../../ledger/store.js';
+import type { AppContext } from '../runtime/context.js';
 
 /** The user CA a run was given, and how its certificates are made. */
 export interface UserCaSigner {
@@ -132,4 +136,29 @@ export async function certificateTrustVars(
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * `exocomp keys revoke <serial|key-id>`: adds it to the ledger's revocations; the onboarding builds the KRL from
+ * them (for every CA it installs) and installs it as RevokedKeys. Revoking twice changes nothing.
+ */
+export async function revokeCertificate(
+  app: Pick<AppContext, 'store'>,
+  target: string,
+  now: Date,
+): Promise<{ revocation: Revocation; matched: IssuedCertificate[]; added: boolean }> {
+  const revocation = parseRevocationTarget(target, now.toISOString());
+  return app.store.update((snapshot) => {
+    const record = readUserCaRecord(snapshot) ?? emptyUserCaRecord();
+    const next = withRevocation(record, revocation);
+    const matched = record.issued.filter((c) =>
+      'serial' in revocation ? c.serial === revocation.serial : c.keyId === revocation.keyId,
+    );
+    const added = next !== record;
+    return {
+      writes: added ? new RecordWrites().userCa(next) : new RecordWrites(),
+      message: `user CA: revoke ${'serial' in revocation ? `serial ${revocation.serial}` : `key id ${revocation.keyId}`}`,
+      result: { revocation, matched, added },
+    };
+  });
 }

@@ -1,7 +1,8 @@
 import { Option, type Command } from 'commander';
 import { z } from 'zod';
 import { initKeys } from '../../app/keys/keys.js';
-import { parseOptions, type Io } from '../common.js';
+import { revokeCertificate } from '../../app/keys/user-ca.js';
+import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
 
 const initOptions = z.object({ dir: z.string(), force: z.boolean(), json: z.boolean(), userCa: z.boolean() });
 
@@ -52,4 +53,23 @@ export function registerKeys(program: Command, io: Io): void {
         `\nthe bootstrap public key (${made[1]!.publicPath}) goes into new hosts: the provider's ssh_keys or cloud-init (docs/keys.md)`,
       );
     });
+  addLedgerOptions(
+    keys
+      .command('revoke <serial-or-key-id>')
+      .description(
+        "revoke a run's fleet certificate by serial or key id (the workflow id): hosts refuse it once onboarding installs the new KRL (docs/keys.md)",
+      ),
+  ).action(async (target: string, options: Record<string, unknown>) => {
+    const settings = globalSettings(options);
+    const result = await revokeCertificate(await buildContext(settings, io), target, new Date());
+    if (settings.json) {
+      io.out(JSON.stringify({ result }));
+      return;
+    }
+    const what =
+      'serial' in result.revocation ? `serial ${result.revocation.serial}` : `key id ${result.revocation.keyId}`;
+    io.out(
+      `${result.added ? 'revoked' : 'already revoked:'} ${what} (${result.matched.length} recorded certificate(s) match); hosts refuse it once onboarded again (the next exocomp provision run with the user CA)`,
+    );
+  });
 }
