@@ -10,7 +10,7 @@ import { defaultWorkspaceName, parseWorkspaceName } from '../domain/names.js';
 import { parseScheduleTick, type ScheduleTick } from '../domain/schedule-fires.js';
 import { KEY_VARIABLES } from '../domain/key-variables.js';
 import { HOST_KEY_MODES, hostKeyModeSchema } from '../domain/host-trust.js';
-import { FLEET_AUTH_MODES, fleetAuthModeSchema } from '../domain/user-ca.js';
+import { FLEET_AUTH_MODES, fleetAuthModeSchema, sourceAddressSchema } from '../domain/user-ca.js';
 import { parseDuration } from '../domain/duration.js';
 import type { AppContext } from '../app/runtime/context.js';
 import { parseMapping, parseRunSecrets } from '../app/plays/mappings.js';
@@ -50,6 +50,12 @@ export function addKeyOptions(command: Command): Command {
     )
     .addOption(
       new Option('--certificate-lifetime <duration>', "how long the run's fleet certificate is valid (default 1h)"),
+    )
+    .addOption(
+      new Option(
+        '--certificate-source-address <cidrs>',
+        "addresses the run's fleet certificate may be used from (its source-address option), e.g. 203.0.113.7/32",
+      ),
     )
     .addOption(new Option('--run-secrets <file>', 'YAML/JSON mapping of environment name → value handed to the play'));
 }
@@ -154,6 +160,7 @@ const keyOptionsSchema = z.object({
   userCaKey: z.string().optional(),
   fleetAuth: fleetAuthModeSchema.optional(),
   certificateLifetime: z.string().optional(),
+  certificateSourceAddress: sourceAddressSchema.optional(),
   runSecrets: z.string().optional(),
   tofuBinary: z.string().optional(),
   allowLocalState: z.boolean().optional(),
@@ -202,6 +209,7 @@ export async function runInputs(
       keys: { fleet: o.fleetKey, bootstrap: o.bootstrapKey, seal: rawSeal, userCa: o.userCaKey },
       ...(o.fleetAuth ? { fleetAuth: o.fleetAuth } : {}),
       ...(o.certificateLifetime ? { certificateLifetimeMs: parseDuration(o.certificateLifetime) } : {}),
+      ...(o.certificateSourceAddress ? { certificateSourceAddress: o.certificateSourceAddress } : {}),
       runSecrets: readRunSecrets(o.runSecrets),
       rotateHostKeys,
       ...(o.tofuBinary ? { tofuBinary: o.tofuBinary } : {}),

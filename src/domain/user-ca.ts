@@ -56,6 +56,15 @@ export function checkKeyId(keyId: string): string {
   return keyId;
 }
 
+/** The certificate's source-address critical option: a comma-separated list of addresses or CIDR blocks (sshd(8)). */
+export const sourceAddressSchema = z
+  .string()
+  .max(1024)
+  .regex(
+    /^[0-9A-Fa-f.:]+(\/\d{1,3})?(,[0-9A-Fa-f.:]+(\/\d{1,3})?)*$/,
+    'a comma-separated list of addresses or CIDR blocks, e.g. 203.0.113.0/24,2001:db8::/32',
+  );
+
 /** A certificate serial as ssh-keygen prints and takes it: a decimal u64, never 0 (0 means "no serial" to a KRL). */
 export const serialSchema = z.string().regex(/^[1-9]\d{0,19}$/, 'a certificate serial is a positive decimal number');
 

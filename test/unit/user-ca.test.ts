@@ -7,6 +7,7 @@ import {
   krlSpecification,
   parseRevocationTarget,
   serialFrom,
+  sourceAddressSchema,
   userCaRecordSchema,
   validityArgument,
   validityWindow,
@@ -64,5 +65,14 @@ describe('user CA rules', () => {
     expect(userCaRecordSchema.safeParse(record).success).toBe(true);
     expect(userCaRecordSchema.safeParse({ ...record, extra: 1 }).success).toBe(false);
     expect(userCaRecordSchema.safeParse({ ...record, issued: [{ ...issued('0') }] }).success).toBe(false);
+  });
+});
+
+describe('source-address', () => {
+  it('takes addresses and CIDR blocks, and nothing an option line could carry more in', () => {
+    for (const ok of ['203.0.113.7/32', '10.0.0.0/8,2001:db8::/32', '127.0.0.1'])
+      expect(sourceAddressSchema.safeParse(ok).success, ok).toBe(true);
+    for (const bad of ['', 'any', '10.0.0.0/8 ,1.2.3.4', '1.2.3.4\nforce-command=sh', '1.2.3.4,'])
+      expect(sourceAddressSchema.safeParse(bad).success, bad).toBe(false);
   });
 });

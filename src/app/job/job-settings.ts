@@ -5,7 +5,7 @@
  * with zod, so a face's mapping mistake is a usage error naming the setting.
  */
 import { z } from 'zod';
-import { fleetAuthModeSchema } from '../../domain/user-ca.js';
+import { fleetAuthModeSchema, sourceAddressSchema } from '../../domain/user-ca.js';
 import { hostKeyModeSchema } from '../../domain/host-trust.js';
 import { planApplierSchema } from '../../domain/plan-applier.js';
 import { UsageError } from '../../domain/errors.js';
@@ -79,6 +79,8 @@ export const jobSettingsSchema = z.object({
   fleetAuth: fleetAuthModeSchema.optional(),
   /** How long a run's fleet certificate lives (the job's time limit); absent: 1 h. */
   certificateLifetimeMs: z.number().int().positive().optional(),
+  /** Where a run's fleet certificate may be used from (its source-address option); absent: anywhere. */
+  certificateSourceAddress: sourceAddressSchema.optional(),
   /** Environment name → value, handed to the configure play. */
   runSecrets: z.record(z.string(), z.string()).default({}),
   rotateHostKeys: z.array(z.string()).default([]),

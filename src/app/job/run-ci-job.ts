@@ -184,6 +184,7 @@ export async function readRunInputs(
       | 'bastion'
       | 'fleetAuth'
       | 'certificateLifetimeMs'
+      | 'certificateSourceAddress'
     >
   >,
   from: RunInputsSource,
@@ -216,6 +217,8 @@ export async function readRunInputs(
             caKeyPath,
             privateDir: from.privateDir,
             lifetimeMs: settings.certificateLifetimeMs ?? DEFAULT_CERTIFICATE_LIFETIME_MS,
+            secrets: from.secrets,
+            sourceAddress: settings.certificateSourceAddress,
             issued: new Map(),
           },
         }

@@ -6,7 +6,7 @@
  * leaves the private directory, which goes with the run.
  */
 import { randomBytes } from 'node:crypto';
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { makePrivateDir } from '../../adapters/private-dir.js';
 import { buildKrl, fingerprintOf, generateKeyPair, publicKeyOf, signUserKey } from '../../adapters/ssh-keys.js';
@@ -27,6 +27,7 @@ import {
 import { readUserCaRecord, RecordWrites } from '../../ledger/records.js';
 import type { LedgerStore } from '../../ledger/store.js';
 import type { AppContext } from '../runtime/context.js';
+import type { SecretRegistry } from '../runtime/secrets.js';
 
 /** The user CA a run was given, and how its certificates are made. */
 export interface UserCaSigner {
@@ -38,6 +39,8 @@ export interface UserCaSigner {
   lifetimeMs: number;
   /** CIDR list the certificate may be used from (source-address), when given. */
   sourceAddress?: string | undefined;
+  /** The run's secrets: the ephemeral private key joins them the moment it exists. */
+  secrets: SecretRegistry;
   /** One certificate per fleet user for the run, issued on first use. */
   issued: Map<string, Promise<FleetCertificate>>;
 }
@@ -75,6 +78,8 @@ async function issueAndRecord(
   const keyId = checkKeyId(request.keyId);
   const keyPath = join(signer.privateDir, `fleet-cert-${signer.issued.size}`);
   await generateKeyPair(keyPath, `exocomp run ${keyId}`);
+  const privateText = await readFile(keyPath, 'utf8');
+  signer.secrets.add(privateText, privateText.trim());
   const validity = validityWindow(Date.now(), signer.lifetimeMs);
   const serial = serialFrom(randomBytes(8));
   await signUserKey({
