@@ -192,7 +192,7 @@ export async function readRunInputs(
   const keys = settings.keys ?? {};
   const runSecrets = settings.runSecrets ?? {};
   const source = (role: KeyRole, given: string) => ({
-    role: from.keyNames?.[role] ?? `the ${role} key`,
+    role: from.keyNames?.[role] ?? (role === 'userCa' ? 'the user CA key' : `the ${role} key`),
     given,
     cwd: from.cwd,
   });
