@@ -10,6 +10,8 @@ import { defaultWorkspaceName, parseWorkspaceName } from '../domain/names.js';
 import { parseScheduleTick, type ScheduleTick } from '../domain/schedule-fires.js';
 import { KEY_VARIABLES } from '../domain/key-variables.js';
 import { HOST_KEY_MODES, hostKeyModeSchema } from '../domain/host-trust.js';
+import { FLEET_AUTH_MODES, fleetAuthModeSchema, sourceAddressSchema } from '../domain/user-ca.js';
+import { parseDuration } from '../domain/duration.js';
 import type { AppContext } from '../app/runtime/context.js';
 import { parseMapping, parseRunSecrets } from '../app/plays/mappings.js';
 import { playProgress } from '../app/runtime/progress.js';
@@ -33,6 +35,27 @@ export function addKeyOptions(command: Command): Command {
     )
     .addOption(
       new Option('--seal-key <value>', 'key that seals/unseals sensitive outputs (default: $EXOCOMP_SEAL_KEY)'),
+    )
+    .addOption(
+      new Option(
+        '--user-ca-key <file>',
+        'user CA private key: the fleet user logs in with a certificate this run signs, valid for --certificate-lifetime (docs/keys.md)',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--fleet-auth <mode>',
+        'what onboarding makes a host accept for the fleet user: key (default), cert (the user CA only) or both',
+      ).choices([...FLEET_AUTH_MODES]),
+    )
+    .addOption(
+      new Option('--certificate-lifetime <duration>', "how long the run's fleet certificate is valid (default 1h)"),
+    )
+    .addOption(
+      new Option(
+        '--certificate-source-address <cidrs>',
+        "addresses the run's fleet certificate may be used from (its source-address option), e.g. 203.0.113.7/32",
+      ),
     )
     .addOption(new Option('--run-secrets <file>', 'YAML/JSON mapping of environment name → value handed to the play'));
 }
@@ -134,6 +157,10 @@ const keyOptionsSchema = z.object({
   fleetKey: z.string().optional(),
   bootstrapKey: z.string().optional(),
   sealKey: z.string().optional(),
+  userCaKey: z.string().optional(),
+  fleetAuth: fleetAuthModeSchema.optional(),
+  certificateLifetime: z.string().optional(),
+  certificateSourceAddress: sourceAddressSchema.optional(),
   runSecrets: z.string().optional(),
   tofuBinary: z.string().optional(),
   allowLocalState: z.boolean().optional(),
@@ -179,7 +206,10 @@ export async function runInputs(
   const rawSeal = (o.sealKey ?? env[KEY_VARIABLES.seal]) || undefined;
   const inputs = await readRunInputs(
     {
-      keys: { fleet: o.fleetKey, bootstrap: o.bootstrapKey, seal: rawSeal },
+      keys: { fleet: o.fleetKey, bootstrap: o.bootstrapKey, seal: rawSeal, userCa: o.userCaKey },
+      ...(o.fleetAuth ? { fleetAuth: o.fleetAuth } : {}),
+      ...(o.certificateLifetime ? { certificateLifetimeMs: parseDuration(o.certificateLifetime) } : {}),
+      ...(o.certificateSourceAddress ? { certificateSourceAddress: o.certificateSourceAddress } : {}),
       runSecrets: readRunSecrets(o.runSecrets),
       rotateHostKeys,
       ...(o.tofuBinary ? { tofuBinary: o.tofuBinary } : {}),
@@ -193,10 +223,11 @@ export async function runInputs(
       cwd: process.cwd(),
       secrets,
       // Made only when a key is copied into it.
-      privateDir: o.fleetKey || o.bootstrapKey ? await runPrivateDir() : '',
+      privateDir: o.fleetKey || o.bootstrapKey || o.userCaKey ? await runPrivateDir() : '',
       keyNames: {
         fleet: '--fleet-key',
         bootstrap: '--bootstrap-key',
+        userCa: '--user-ca-key',
         seal: o.sealKey === undefined ? KEY_VARIABLES.seal : '--seal-key',
       },
       bastionName: '--bastion',

@@ -10,3 +10,6 @@ export const KEY_VARIABLES = {
 } as const;
 
 export type KeyKind = keyof typeof KEY_VARIABLES;
+
+/** The user CA key (issue 42, docs/keys.md "User CA"): where a deployment signs each run's fleet certificate. */
+export const USER_CA_KEY_VARIABLE = 'EXOCOMP_USER_CA_KEY';

@@ -27,6 +27,7 @@ import { PROVENANCE_SCHEMA_VERSION, provenanceRecordSchema, type ProvenanceRecor
 import { SEALED_SCHEMA_VERSION, sealedRecordSchema, type SealedRecord } from '../domain/seal.js';
 import { INVENTORY_SCHEMA_VERSION, inventoryRecordSchema, type InventoryRecord } from '../domain/standing-inventory.js';
 import { WORKFLOW_SCHEMA_VERSION, workflowSchema, type Workflow } from '../domain/workflow.js';
+import { USER_CA_SCHEMA_VERSION, userCaRecordSchema, type UserCaRecord } from '../domain/user-ca.js';
 import { LedgerRecordError } from './record-error.js';
 import type { LedgerSnapshot } from './store.js';
 
@@ -62,6 +63,8 @@ export const LEDGER_PATHS = {
   inventoryFile: (name: string) => `inventories/${checkRecordName('inventory', name)}.inventory.json`,
   inventoriesDir: 'inventories/',
   knownHosts: 'known_hosts',
+  /** The user CA's record: each run's certificate (serial, key id) and the revocations (docs/keys.md "User CA"). */
+  userCa: 'user-ca.json',
   sealed: (name: string) => `sealed/${checkRecordName('sealed outputs', name)}.json`,
   lock: (key: string) => `locks/${checkRecordName('lock', key)}.json`,
   driftHistory: (name: string) => `drift/${checkRecordName('drift history', name)}.json`,
@@ -402,6 +405,13 @@ export function readScheduleFires(snapshot: LedgerSnapshot, name: string): Sched
   });
 }
 
+// ---- the user CA
+
+export function readUserCaRecord(snapshot: LedgerSnapshot): UserCaRecord | undefined {
+  const file = LEDGER_PATHS.userCa;
+  return readRecord(snapshot, file, (text) => parseRecord(file, text, userCaRecordSchema, USER_CA_SCHEMA_VERSION));
+}
+
 // ---- checking every record
 
 /** How each kind of ledger file is read; `undefined` for files no reader here knows. */
@@ -419,6 +429,7 @@ function readerOf(path: string): ((snapshot: LedgerSnapshot) => unknown) | undef
     return (snapshot: LedgerSnapshot) => read(snapshot, ...names);
   };
   if (path === LEDGER_PATHS.knownHosts) return readPins;
+  if (path === LEDGER_PATHS.userCa) return readUserCaRecord;
   return (
     named(/^inventories\/(.+)\.inventory\.json$/, (snapshot, name) => readInventoryFile(snapshot, name)) ??
     named(/^workflows\/(.+)\.json$/, (snapshot, id) => readWorkflow(snapshot, id)) ??
@@ -487,6 +498,10 @@ export class RecordWrites extends Map<string, string | null> {
 
   knownHosts(text: string): this {
     return this.set(LEDGER_PATHS.knownHosts, text);
+  }
+
+  userCa(record: UserCaRecord): this {
+    return this.set(LEDGER_PATHS.userCa, serializeRecord(record));
   }
 
   driftHistory(record: DriftHistory): this {

@@ -229,6 +229,8 @@ class HostImpl implements LoopbackHost {
 
   private sshdConfig(): string {
     return [
+      // As Debian's sshd_config starts: drop-ins a play installs (the onboarding's user CA) take effect here too.
+      'Include /etc/ssh/sshd_config.d/*.conf',
       ...[this.address, ...(this.options.alsoListenOn ?? [])].map(
         (address) => `ListenAddress ${address.includes(':') ? `[${address}]` : address}:${this.port}`,
       ),
@@ -290,6 +292,8 @@ chmod 1777 "$staging/lock"
 mount -n --bind "$D" "$staging\${D#/run}"
 mount -n --move "$staging" /run
 rmdir "$staging"
+# Where a play finds the listening sshd's pid, as on a real host (sshd's default PidFile).
+ln -s "$D/sshd.pid" /run/sshd.pid
 hostname ${shellQuote(`exo-${this.id}`)}
 if [ ! -e "$D/provisioned" ]; then
   mkdir -p /root/.ssh

@@ -44,6 +44,12 @@ export async function proveFleetLogins(hosts: readonly DerivedHost[], request: F
     const identityFile = join(dir, 'identity');
     await copyFile(request.fleetKeyPath, identityFile);
     await chmod(identityFile, 0o600);
+    // A run's fleet certificate sits beside its key; ssh reads it from beside the identity (ssh(1) -i).
+    await copyFile(`${request.fleetKeyPath}-cert.pub`, `${identityFile}-cert.pub`).catch(
+      (error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') throw error;
+      },
+    );
     const knownHostsFile = join(dir, 'known_hosts');
     await writeFile(knownHostsFile, request.knownHosts, { mode: 0o600 });
     // Hosts behind a bastion are logged in through it, the bastion's key checked like theirs (docs/networks.md).

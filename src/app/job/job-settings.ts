@@ -5,6 +5,7 @@
  * with zod, so a face's mapping mistake is a usage error naming the setting.
  */
 import { z } from 'zod';
+import { fleetAuthModeSchema, sourceAddressSchema } from '../../domain/user-ca.js';
 import { hostKeyModeSchema } from '../../domain/host-trust.js';
 import { planApplierSchema } from '../../domain/plan-applier.js';
 import { UsageError } from '../../domain/errors.js';
@@ -70,8 +71,16 @@ export const jobSettingsSchema = z.object({
       fleet: z.string().min(1).optional(),
       bootstrap: z.string().min(1).optional(),
       seal: z.string().min(1).optional(),
+      /** The user CA that signs this run's fleet certificate (docs/keys.md "User CA"). */
+      userCa: z.string().min(1).optional(),
     })
     .default({}),
+  /** What onboarding makes a host accept for the fleet user: key, cert or both (domain/user-ca.ts). */
+  fleetAuth: fleetAuthModeSchema.optional(),
+  /** How long a run's fleet certificate lives (the job's time limit); absent: 1 h. */
+  certificateLifetimeMs: z.number().int().positive().optional(),
+  /** Where a run's fleet certificate may be used from (its source-address option); absent: anywhere. */
+  certificateSourceAddress: sourceAddressSchema.optional(),
   /** Environment name → value, handed to the configure play. */
   runSecrets: z.record(z.string(), z.string()).default({}),
   rotateHostKeys: z.array(z.string()).default([]),

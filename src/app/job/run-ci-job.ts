@@ -8,6 +8,7 @@
  * status, and turns the outcome into an exit code.
  */
 import { rm } from 'node:fs/promises';
+import { DEFAULT_CERTIFICATE_LIFETIME_MS } from '../../domain/user-ca.js';
 import { describeError, ExocompError, UsageError } from '../../domain/errors.js';
 import { defaultWorkspaceName } from '../../domain/names.js';
 import { reviewOnlyAdvice } from '../../domain/plan-applier.js';
@@ -181,6 +182,9 @@ export async function readRunInputs(
       | 'protect'
       | 'hostKeys'
       | 'bastion'
+      | 'fleetAuth'
+      | 'certificateLifetimeMs'
+      | 'certificateSourceAddress'
     >
   >,
   from: RunInputsSource,
@@ -188,7 +192,7 @@ export async function readRunInputs(
   const keys = settings.keys ?? {};
   const runSecrets = settings.runSecrets ?? {};
   const source = (role: KeyRole, given: string) => ({
-    role: from.keyNames?.[role] ?? `the ${role} key`,
+    role: from.keyNames?.[role] ?? (role === 'userCa' ? 'the user CA key' : `the ${role} key`),
     given,
     cwd: from.cwd,
   });
@@ -202,7 +206,24 @@ export async function readRunInputs(
   };
   const fleetKeyPath = await keyFile('fleet', 'fleet-key');
   const bootstrapKeyPath = await keyFile('bootstrap', 'bootstrap-key');
+  const caKeyPath =
+    keys.userCa === undefined
+      ? undefined
+      : await privateKeyFile(source('userCa', keys.userCa), from.privateDir, 'user-ca-key', from.secrets, from.warn);
   return {
+    ...(caKeyPath
+      ? {
+          userCa: {
+            caKeyPath,
+            privateDir: from.privateDir,
+            lifetimeMs: settings.certificateLifetimeMs ?? DEFAULT_CERTIFICATE_LIFETIME_MS,
+            secrets: from.secrets,
+            sourceAddress: settings.certificateSourceAddress,
+            issued: new Map(),
+          },
+        }
+      : {}),
+    ...(settings.fleetAuth ? { fleetAuth: settings.fleetAuth } : {}),
     ...(settings.tofuBinary ? { tofuBinary: settings.tofuBinary } : {}),
     ...(settings.allowLocalState ? { allowLocalState: true } : {}),
     ...(settings.allowDestroy ? { allowDestroy: true } : {}),

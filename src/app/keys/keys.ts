@@ -7,7 +7,7 @@ import { chmod, lstat, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { UsageError } from '../../domain/errors.js';
 import { generateKeyPair } from '../../adapters/ssh-keys.js';
-import { KEY_VARIABLES } from '../../domain/key-variables.js';
+import { KEY_VARIABLES, USER_CA_KEY_VARIABLE } from '../../domain/key-variables.js';
 
 export interface KeyFile {
   /** What it is for. */
@@ -41,14 +41,55 @@ export const KEY_FILES = {
   },
 } as const;
 
-export async function initKeys(dir: string, cwd: string, options: { force: boolean }): Promise<KeyFile[]> {
+/** `keys init --user-ca`: the CA that signs each run's fleet certificate (docs/keys.md "User CA"). */
+export const USER_CA_KEY_FILE = {
+  name: 'user_ca_ed25519',
+  secret: USER_CA_KEY_VARIABLE,
+  option: '--user-ca-key',
+  purpose:
+    'the user CA: onboarding makes hosts trust its public half for the fleet user; each run signs a key with it that expires with the job',
+} as const;
+
+export async function initKeys(
+  dir: string,
+  cwd: string,
+  options: { force: boolean; userCa?: boolean },
+): Promise<KeyFile[]> {
   const target = resolve(cwd, dir);
   await mkdir(target, { recursive: true, mode: 0o700 });
-  const paths = Object.values(KEY_FILES).flatMap((k) => [
+  const files = options.userCa ? [USER_CA_KEY_FILE] : Object.values(KEY_FILES);
+  const paths = files.flatMap((k) => [
     join(target, k.name),
     ...(k.name.endsWith('.key') ? [] : [join(target, `${k.name}.pub`)]),
   ]);
-  if (!options.force) {
+  await refuseOverwrite(paths, options.force);
+  if (options.userCa) return [await makePair(target, USER_CA_KEY_FILE, 'exocomp user CA', options.force)];
+  const made: KeyFile[] = [];
+  for (const kind of ['fleet', 'bootstrap'] as const)
+    made.push(await makePair(target, KEY_FILES[kind], `exocomp ${kind}`, options.force));
+  const seal = KEY_FILES.seal;
+  const sealPath = join(target, seal.name);
+  await writeFile(sealPath, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+  await chmod(sealPath, 0o600);
+  made.push({ purpose: seal.purpose, path: sealPath, secret: seal.secret, option: seal.option });
+  return made;
+}
+
+async function makePair(
+  target: string,
+  { name, secret, option, purpose }: Omit<KeyFile, 'path' | 'publicPath'> & { name: string },
+  comment: string,
+  force: boolean,
+): Promise<KeyFile> {
+  const path = join(target, name);
+  if (force) await Promise.all([path, `${path}.pub`].map((p) => rm(p, { force: true })));
+  await generateKeyPair(path, comment);
+  await chmod(path, 0o600);
+  return { purpose, path, publicPath: `${path}.pub`, secret, option };
+}
+
+async function refuseOverwrite(paths: string[], force: boolean): Promise<void> {
+  if (!force) {
     const existing = (
       await Promise.all(paths.map(async (p) => ((await lstat(p).catch(() => undefined)) ? p : undefined)))
     ).filter((p) => p !== undefined);
@@ -59,19 +100,4 @@ export async function initKeys(dir: string, cwd: string, options: { force: boole
       );
     }
   }
-  const made: KeyFile[] = [];
-  for (const kind of ['fleet', 'bootstrap'] as const) {
-    const { name, secret, option, purpose } = KEY_FILES[kind];
-    const path = join(target, name);
-    if (options.force) await Promise.all([path, `${path}.pub`].map((p) => rm(p, { force: true })));
-    await generateKeyPair(path, `exocomp ${kind}`);
-    await chmod(path, 0o600);
-    made.push({ purpose, path, publicPath: `${path}.pub`, secret, option });
-  }
-  const seal = KEY_FILES.seal;
-  const sealPath = join(target, seal.name);
-  await writeFile(sealPath, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
-  await chmod(sealPath, 0o600);
-  made.push({ purpose: seal.purpose, path: sealPath, secret: seal.secret, option: seal.option });
-  return made;
 }

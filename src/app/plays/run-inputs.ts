@@ -10,11 +10,17 @@ import type { HostKeyMode } from '../../domain/host-trust.js';
 import { formatBastion, parseBastion, type Hop } from '../../domain/bastion.js';
 import type { ChainOptions, Workflow } from '../../domain/workflow.js';
 import type { RunReach } from '../hosts/inventories.js';
+import type { UserCaSigner } from '../keys/user-ca.js';
+import type { FleetAuthMode } from '../../domain/user-ca.js';
 
 export interface RunInputs {
   tofuBinary?: string | undefined;
   /** Private key of the fleet user: its public half is onboarded, the key itself drives configure. */
   fleetKeyPath?: string;
+  /** The user CA: when given, the fleet user logs in with a certificate this run signs (app/keys/user-ca.ts). */
+  userCa?: UserCaSigner;
+  /** What onboarding makes a host accept for the fleet user (domain/user-ca.ts); absent: `key`. */
+  fleetAuth?: FleetAuthMode;
   /** Private key the onboarding play connects with (the inventory's user). */
   bootstrapKeyPath?: string;
   sealKey?: string | undefined;

@@ -9,6 +9,7 @@ import { UsageError } from '../../domain/errors.js';
 import { parseDuration } from '../../domain/duration.js';
 import { quoteValue, userNameProblem, workflowIdProblem } from '../../domain/names.js';
 import { DEFAULT_LEDGER_BRANCH } from '../../ledger/git-store.js';
+import { FLEET_AUTH_MODES, type FleetAuthMode } from '../../domain/user-ca.js';
 import { HOST_KEY_MODES, type HostKeyMode } from '../../domain/host-trust.js';
 
 /** One input: how its text parses, and whether its value is a secret to mask before anything is logged. */
@@ -123,6 +124,10 @@ const ATTEST = { attest: flag(false) };
 
 const KEYS = {
   'fleet-private-key': secret(),
+  // The user CA (docs/keys.md "User CA"): each run signs a fleet certificate with it; fleet-auth is what onboarding installs.
+  'user-ca-key': secret(),
+  'fleet-auth': { schema: enumText(FLEET_AUTH_MODES, undefined) } as InputSpec<FleetAuthMode | undefined>,
+  'certificate-lifetime': { schema: durationText('1h') } as InputSpec<number>,
   'bootstrap-private-key': secret(),
   'run-secrets': secret(),
   'rotate-host-keys': { schema: listText } as InputSpec<string[]>,
@@ -226,6 +231,9 @@ export const ACTION_INPUTS = {
   onboard: {
     'workflow-id': requiredWorkflowId(),
     'fleet-private-key': KEYS['fleet-private-key'],
+    'user-ca-key': KEYS['user-ca-key'],
+    'fleet-auth': KEYS['fleet-auth'],
+    'certificate-lifetime': KEYS['certificate-lifetime'],
     'bootstrap-private-key': KEYS['bootstrap-private-key'],
     'rotate-host-keys': KEYS['rotate-host-keys'],
     'host-keys': KEYS['host-keys'],
@@ -236,6 +244,8 @@ export const ACTION_INPUTS = {
   configure: {
     'workflow-id': requiredWorkflowId(),
     'fleet-private-key': KEYS['fleet-private-key'],
+    'user-ca-key': KEYS['user-ca-key'],
+    'certificate-lifetime': KEYS['certificate-lifetime'],
     'run-secrets': KEYS['run-secrets'],
     'seal-key': TOFU['seal-key'],
     bastion: KEYS.bastion,

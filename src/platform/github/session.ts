@@ -5,6 +5,7 @@
  * to outputs, the job summary and the sticky comment.
  */
 import * as core from '@actions/core';
+import type { FleetAuthMode } from '../../domain/user-ca.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describeError } from '../../domain/errors.js';
@@ -174,6 +175,9 @@ export function childEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 export interface RunInputSettings {
   'seal-key'?: string | undefined;
   'fleet-private-key'?: string | undefined;
+  'user-ca-key'?: string | undefined;
+  'fleet-auth'?: FleetAuthMode | undefined;
+  'certificate-lifetime'?: number | undefined;
   'bootstrap-private-key'?: string | undefined;
   'run-secrets'?: string | undefined;
   'tofu-binary'?: string | undefined;
@@ -187,7 +191,10 @@ export function runInputSettings(s: RunInputSettings) {
       ...(s['fleet-private-key'] ? { fleet: s['fleet-private-key'] } : {}),
       ...(s['bootstrap-private-key'] ? { bootstrap: s['bootstrap-private-key'] } : {}),
       ...(s['seal-key'] ? { seal: s['seal-key'] } : {}),
+      ...(s['user-ca-key'] ? { userCa: s['user-ca-key'] } : {}),
     },
+    ...(s['fleet-auth'] ? { fleetAuth: s['fleet-auth'] } : {}),
+    ...(s['certificate-lifetime'] ? { certificateLifetimeMs: s['certificate-lifetime'] } : {}),
     ...(s['run-secrets'] ? { runSecrets: parseRunSecrets(s['run-secrets'], 'the run-secrets input') } : {}),
     ...(s['tofu-binary'] ? { tofuBinary: s['tofu-binary'] } : {}),
     ...(s.bastion ? { bastion: s.bastion } : {}),
@@ -212,6 +219,7 @@ export const KEY_INPUTS = {
   fleet: 'the fleet-private-key input',
   bootstrap: 'the bootstrap-private-key input',
   seal: 'the seal-key input',
+  userCa: 'the user-ca-key input',
 };
 
 /**

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { describeError, ExocompError } from '../../domain/errors.js';
 import { parseDuration } from '../../domain/duration.js';
-import { KEY_VARIABLES } from '../../domain/key-variables.js';
+import { KEY_VARIABLES, USER_CA_KEY_VARIABLE } from '../../domain/key-variables.js';
+import { fleetAuthModeSchema } from '../../domain/user-ca.js';
 import { HOST_KEY_MODES } from '../../domain/host-trust.js';
 import { defaultWorkspaceName, parseWorkspaceName, workflowIdProblem } from '../../domain/names.js';
 import { codeQualityReport, type TofuDiagnostic } from '../../domain/tofu-diagnostics.js';
@@ -84,6 +85,10 @@ const settingsSchema = z.object({
   [KEY_VARIABLES.fleet]: z.string().optional(),
   [KEY_VARIABLES.bootstrap]: z.string().optional(),
   [KEY_VARIABLES.seal]: z.string().optional(),
+  /** The user CA (docs/keys.md "User CA"): a masked variable or File, like the keys above. */
+  [USER_CA_KEY_VARIABLE]: z.string().optional(),
+  EXOCOMP_FLEET_AUTH: fleetAuthModeSchema.optional(),
+  EXOCOMP_CERTIFICATE_LIFETIME: z.string().optional(),
   EXOCOMP_MR_NOTE: z
     .enum(['true', 'false'])
     .default('true')
@@ -114,7 +119,13 @@ export function readGitLabSettings(env: NodeJS.ProcessEnv): GitLabSettings {
 /** Runs one job; returns the exit code (0 also while awaiting approval). Nothing thrown escapes unredacted. */
 export async function runGitLabJob(kind: GitLabJobKind, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const secrets = new SecretRegistry();
-  secrets.add(env.CI_JOB_TOKEN, env[GITLAB_TOKEN_VARIABLE], env[LEDGER_TOKEN_VARIABLE], env[KEY_VARIABLES.seal]);
+  secrets.add(
+    env.CI_JOB_TOKEN,
+    env[GITLAB_TOKEN_VARIABLE],
+    env[LEDGER_TOKEN_VARIABLE],
+    env[KEY_VARIABLES.seal],
+    env[USER_CA_KEY_VARIABLE],
+  );
   const log = createGitLabLog(secrets);
   const progress = new GitLabProgress(log);
   try {
@@ -256,7 +267,12 @@ function jobSettingsOf(
       ...(settings[KEY_VARIABLES.fleet] ? { fleet: settings[KEY_VARIABLES.fleet] } : {}),
       ...(settings[KEY_VARIABLES.bootstrap] ? { bootstrap: settings[KEY_VARIABLES.bootstrap] } : {}),
       ...(settings[KEY_VARIABLES.seal] ? { seal: settings[KEY_VARIABLES.seal] } : {}),
+      ...(settings[USER_CA_KEY_VARIABLE] ? { userCa: settings[USER_CA_KEY_VARIABLE] } : {}),
     },
+    ...(settings.EXOCOMP_FLEET_AUTH ? { fleetAuth: settings.EXOCOMP_FLEET_AUTH } : {}),
+    ...(settings.EXOCOMP_CERTIFICATE_LIFETIME
+      ? { certificateLifetimeMs: parseDuration(settings.EXOCOMP_CERTIFICATE_LIFETIME) }
+      : {}),
     ...(settings.EXOCOMP_TOFU_BINARY ? { tofuBinary: settings.EXOCOMP_TOFU_BINARY } : {}),
     allowLocalState: settings.EXOCOMP_ALLOW_LOCAL_STATE,
     allowDestroy: settings.EXOCOMP_ALLOW_DESTROY,
@@ -338,6 +354,7 @@ function withoutTokens(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
     GITLAB_TOKEN_VARIABLE,
     LEDGER_TOKEN_VARIABLE,
     ...Object.values(KEY_VARIABLES),
+    USER_CA_KEY_VARIABLE,
     'CI_REGISTRY_PASSWORD',
     'CI_DEPENDENCY_PROXY_PASSWORD',
   ]);

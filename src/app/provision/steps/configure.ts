@@ -5,6 +5,7 @@ import { playFailedError } from '../../plays/play.js';
 import { playProgress } from '../../runtime/progress.js';
 import { runStandingPlay } from '../../plays/standing-play.js';
 import { configureUser, runReach } from '../../plays/run-inputs.js';
+import { fleetCredential } from '../../keys/user-ca.js';
 
 export async function configureStep({
   app,
@@ -15,14 +16,19 @@ export async function configureStep({
   handedOn,
   deferClose,
 }: StepContext): Promise<string> {
-  if (!inputs.fleetKeyPath)
-    throw new UsageError('configure needs the fleet key', 'pass --fleet-key <private key file>');
+  const remoteUser = configureUser(workflow);
+  const fleetKeyPath = await fleetCredential(app.store, inputs, { user: remoteUser, keyId: workflow.id });
+  if (!fleetKeyPath)
+    throw new UsageError(
+      'configure needs the fleet key',
+      'pass --fleet-key <private key file> or --user-ca-key <file>',
+    );
   const { bastion } = runReach(inputs, workflow);
   const { outcome, hostCount } = await runStandingPlay(app, {
     name: workflow.workspace.name,
     playbook: workflow.playbook,
-    remoteUser: configureUser(workflow),
-    fleetKeyPath: inputs.fleetKeyPath,
+    remoteUser,
+    fleetKeyPath,
     fleetAgent: handedOn.fleetAgent,
     fleetConnections: handedOn.fleetConnections,
     sealKey: inputs.sealKey,

@@ -18,6 +18,7 @@ import { playProgress } from '../../runtime/progress.js';
 import { proveFleetLogins } from '../../hosts/fleet-login.js';
 import { openControlDir, type ControlDir } from '../../../adapters/ansible.js';
 import { LookAhead } from '../look-ahead.js';
+import { certificateTrustVars, fleetCredential } from '../../keys/user-ca.js';
 
 /** The seeded playbook sits at the repository root, above dist/cli.js, dist/<action>/ and src/app/provision/steps/. */
 export function seededOnboardPlaybook(): string {
@@ -37,8 +38,14 @@ export function seededOnboardPlaybook(): string {
 
 export async function onboardStep(context: StepContext): Promise<string | StepResult> {
   const { app, workflow, inputs, handedOn, nextRunsHere } = context;
-  if (!inputs.fleetKeyPath)
+  const mode = inputs.fleetAuth ?? 'key';
+  if (mode !== 'cert' && !inputs.fleetKeyPath)
     throw new UsageError('onboarding needs the fleet key', 'pass --fleet-key <private key file>');
+  if (mode === 'key' && inputs.userCa)
+    throw new UsageError(
+      'this run signs a fleet certificate (--user-ca-key), but --fleet-auth key onboards hosts that do not trust it',
+      'pass --fleet-auth both (migrating) or cert (in CI: the fleet-auth input)',
+    );
   if (!inputs.bootstrapKeyPath)
     throw new UsageError('onboarding needs the bootstrap key', 'pass --bootstrap-key <private key file>');
   const inventory = asTheRunReachesIt(
@@ -47,14 +54,19 @@ export async function onboardStep(context: StepContext): Promise<string | StepRe
   );
   const hosts = inventory.hosts.filter((h) => !h.local);
   if (hosts.length === 0) return 'no SSH hosts to onboard';
+  const login = (await fleetCredential(app.store, inputs, {
+    user: workflow.options.onboardUser,
+    keyId: workflow.id,
+  })) as string;
 
   // Configure's agent, holding the fleet key, starts while the keys are pinned and the play runs; no host sees it.
-  const fleetAgent = nextRunsHere ? lookAheadToAgent(inputs.fleetKeyPath, app.interrupt) : undefined;
+  const fleetAgent = nextRunsHere ? lookAheadToAgent(login, app.interrupt) : undefined;
   // The login proof's connections stay open there for configure's play to ride.
   const fleetConnections = nextRunsHere ? await openControlDir(app.env.TMPDIR) : undefined;
   try {
     const detail = await pinAndPlay(context, inventory, hosts, {
       fleetKeyPath: inputs.fleetKeyPath,
+      loginKeyPath: login,
       bootstrapKeyPath: inputs.bootstrapKeyPath,
       keepMastersIn: fleetConnections?.path,
     });
@@ -80,7 +92,14 @@ async function pinAndPlay(
   { app, workflow, inputs, info, warn, signal, handedOn, deferClose }: StepContext,
   inventory: ResolvedInventory,
   hosts: ResolvedInventory['hosts'],
-  keys: { fleetKeyPath: string; bootstrapKeyPath: string; keepMastersIn: string | undefined },
+  keys: {
+    /** The fleet key: installed (key, both) or removed (cert) from authorized_keys. */
+    fleetKeyPath: string | undefined;
+    /** What the fleet user logs in with on this run: the fleet key or the run's certificate key. */
+    loginKeyPath: string;
+    bootstrapKeyPath: string;
+    keepMastersIn: string | undefined;
+  },
 ): Promise<string> {
   // The fleet key's public half is derived while the keys are pinned: neither waits for the other.
   const pinning = async () => {
@@ -89,20 +108,24 @@ async function pinAndPlay(
       : hasBastions(hosts)
         ? await scanBehindBastions(app, hosts, {
             rotate: inputs.rotateHostKeys,
-            credentials: { identityFiles: [keys.bootstrapKeyPath, keys.fleetKeyPath] },
+            credentials: { identityFiles: [keys.bootstrapKeyPath, keys.loginKeyPath] },
             signal,
           })
         : undefined;
     signal.throwIfAborted();
     return pinHostKeys(app, hosts, inputs.rotateHostKeys, { signal, ...(scanned ? { scanned } : {}) });
   };
-  const [pins, fleetPublicKey] = await Promise.all([pinning(), publicKeyOf(keys.fleetKeyPath)]);
+  const [pins, fleetPublicKey, certificateVars] = await Promise.all([
+    pinning(),
+    keys.fleetKeyPath === undefined ? undefined : publicKeyOf(keys.fleetKeyPath),
+    certificateTrustVars(app.store, inputs.userCa, inputs.fleetAuth ?? 'key'),
+  ]);
   info(
     `pinned host keys: ${pins.added.length} new, ${pins.unchanged.length} unchanged, ${pins.rotated.length} rotated`,
   );
 
   // A bastion configure could not pass stops the run here, before the play changes any host.
-  await checkConfigurePassage(hosts, { knownHosts: pins.knownHosts, fleetKeyPath: keys.fleetKeyPath, signal });
+  await checkConfigurePassage(hosts, { knownHosts: pins.knownHosts, fleetKeyPath: keys.loginKeyPath, signal });
 
   const playbook = workflow.options.onboardPlaybook ?? seededOnboardPlaybook();
   info(`onboarding play ${workflow.options.onboardPlaybook ?? 'playbooks/onboard.yml (seeded)'} started`);
@@ -116,8 +139,12 @@ async function pinAndPlay(
     hostCount: hosts.length,
     hosts,
     // The run's bastion may take either: wait and scan offered both, in this order (docs/networks.md).
-    bastionKeyFiles: [keys.bootstrapKeyPath, keys.fleetKeyPath],
-    extraVars: { exocomp_fleet_pubkey: fleetPublicKey, exocomp_onboard_user: workflow.options.onboardUser },
+    bastionKeyFiles: [keys.bootstrapKeyPath, keys.loginKeyPath],
+    extraVars: {
+      ...(fleetPublicKey === undefined ? {} : { exocomp_fleet_pubkey: fleetPublicKey }),
+      exocomp_onboard_user: workflow.options.onboardUser,
+      ...certificateVars,
+    },
     limit: hosts.map((h) => h.name).join(','),
     secrets: inputs.secrets,
     onEvent: playProgress(app.progress, 'onboard'),
@@ -134,7 +161,7 @@ async function pinAndPlay(
   // Counted as onboarded only once each host let the fleet user in on a login of its own, checked against its pin.
   await proveFleetLogins(hosts, {
     user: workflow.options.onboardUser,
-    fleetKeyPath: keys.fleetKeyPath,
+    fleetKeyPath: keys.loginKeyPath,
     knownHosts: pins.knownHosts,
     keepMastersIn: keys.keepMastersIn,
     signal,
