@@ -18,7 +18,7 @@ import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runProcess } from '../../src/adapters/process.js';
-import { canListen, randomLoopbackAddress, silentConnection } from '../support/addresses.js';
+import { freeAddresses, silentConnection } from '../support/addresses.js';
 import {
   createChainFixture,
   sshHostVars,
@@ -48,16 +48,6 @@ const MARK_PLAYBOOK = `- name: Mark the host
 
 function output(result: CliResult): string {
   return `exit ${result.code}\n--- stdout\n${result.stdout}\n--- stderr\n${result.stderr}`;
-}
-
-/** Distinct free loopback addresses, chosen before any host listens (so two hosts never draw the same one). */
-async function freeAddresses(count: number): Promise<string[]> {
-  const addresses = new Set<string>();
-  while (addresses.size < count) {
-    const address = randomLoopbackAddress();
-    if (!addresses.has(address) && (await canListen(address, 22))) addresses.add(address);
-  }
-  return [...addresses];
 }
 
 /** One ssh-keyscan call the CLI made: the gate's pid, and the addresses the call names (after its `--`). */

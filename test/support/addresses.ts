@@ -87,3 +87,13 @@ export function collidingLoopbackPair(): [{ address: string; port: number }, { a
     { address: `${prefix}.12`, port: 222 },
   ];
 }
+
+/** Distinct free loopback addresses, chosen before any host listens (so two hosts never draw the same one). */
+export async function freeAddresses(count: number): Promise<string[]> {
+  const addresses = new Set<string>();
+  while (addresses.size < count) {
+    const address = randomLoopbackAddress();
+    if (!addresses.has(address) && (await canListen(address, 22))) addresses.add(address);
+  }
+  return [...addresses];
+}

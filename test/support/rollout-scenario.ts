@@ -8,7 +8,7 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { canListen, randomLoopbackAddress } from './addresses.js';
+import { freeAddresses } from './addresses.js';
 import { createChainFixture, sshHostVars, type ChainFixture, type CliResult } from './chain-fixture.js';
 import { createLoopbackHost, type LoopbackHost } from './loopback-host.js';
 
@@ -16,21 +16,16 @@ import { createLoopbackHost, type LoopbackHost } from './loopback-host.js';
 export const FAIL_MARKER = '/srv/exocomp-fail';
 export const UNHEALTHY_MARKER = '/srv/exocomp-unhealthy';
 
-const CONVERGE_PLAY = `- name: Converge
+/** A play whose one task fails on a host carrying `marker`. */
+function markerPlay(name: string, marker: string): string {
+  return `- name: ${name}
   hosts: all
   gather_facts: false
   tasks:
     - name: Fail where the marker says so
-      ansible.builtin.raw: test ! -e ${FAIL_MARKER}
+      ansible.builtin.raw: test ! -e ${marker}
 `;
-
-const HEALTH_PLAY = `- name: Health
-  hosts: all
-  gather_facts: false
-  tasks:
-    - name: Unhealthy where the marker says so
-      ansible.builtin.raw: test ! -e ${UNHEALTHY_MARKER}
-`;
+}
 
 /** Hosts started at once (each an ssh-keygen, a namespace and an sshd). */
 const START_BATCH = 16;
@@ -46,15 +41,6 @@ export interface RolloutScenario {
   /** Fleet-user logins per host so far. */
   fleetLogins(): Promise<number[]>;
   cleanup(): Promise<void>;
-}
-
-async function freeAddresses(count: number): Promise<string[]> {
-  const addresses = new Set<string>();
-  while (addresses.size < count) {
-    const address = randomLoopbackAddress();
-    if (!addresses.has(address) && (await canListen(address, 22))) addresses.add(address);
-  }
-  return [...addresses];
 }
 
 export async function createRolloutScenario(count: number): Promise<RolloutScenario> {
@@ -102,8 +88,8 @@ export async function createRolloutScenario(count: number): Promise<RolloutScena
     hosts.push(...started);
   }
   await fx.setInventory({ all: { hosts: Object.fromEntries(hosts.map((h, i) => [names[i], sshHostVars(h)])) } });
-  await writeFile(join(fx.dir, 'converge.yml'), CONVERGE_PLAY);
-  await writeFile(join(fx.dir, 'health.yml'), HEALTH_PLAY);
+  await writeFile(join(fx.dir, 'converge.yml'), markerPlay('Converge', FAIL_MARKER));
+  await writeFile(join(fx.dir, 'health.yml'), markerPlay('Health', UNHEALTHY_MARKER));
   // The chain configures with a play that touches nothing the rollout reads.
   await mkdir(join(fx.dir, 'noop'), { recursive: true });
   await writeFile(
