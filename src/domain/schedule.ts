@@ -24,10 +24,10 @@ export const CONVERGE_ACTION = 'exocomp/provision/actions/converge@v1';
 export const DRIFT_ACTION = 'exocomp/provision/actions/drift@v1';
 export const SETUP_ACTION = 'exocomp/provision/actions/setup@v1';
 // Third-party actions by commit, their version in a comment: a tag can be moved under jobs that hold the fleet key.
-export const CHECKOUT_ACTION = 'actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683';
-export const SETUP_OPENTOFU_ACTION = 'opentofu/setup-opentofu@12f4debbf681675350b6cd1f0ff8ecfbda62027b';
-const CHECKOUT_STEP = `      - uses: ${CHECKOUT_ACTION} # v4.2.2`;
-const SETUP_OPENTOFU_STEP = `      - uses: ${SETUP_OPENTOFU_ACTION} # v1.0.4`;
+export const CHECKOUT_ACTION = 'actions/checkout@3d3c42e5aac5ba805825da76410c181273ba90b1';
+export const SETUP_OPENTOFU_ACTION = 'opentofu/setup-opentofu@a1320f892987e89d278cc92dc5adc984fb93aca4';
+const CHECKOUT_STEP = `      - uses: ${CHECKOUT_ACTION} # v7.0.1`;
+const SETUP_OPENTOFU_STEP = `      - uses: ${SETUP_OPENTOFU_ACTION} # v2.0.2`;
 export const GITLAB_SCHEDULE_VARIABLE = 'EXOCOMP_SCHEDULE';
 
 export interface ScheduleSpec {

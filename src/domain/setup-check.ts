@@ -30,9 +30,21 @@ export interface BranchRules {
   rules: string[];
   /** `required_approving_review_count` of the strictest `pull_request` rule, when there is one. */
   requiredApprovals: number | undefined;
-  /** Bypass actors of the rulesets those rules come from, or why they could not be read (only admins see them). */
-  bypass: Read<Array<{ type: string; id: number | null }>>;
+  /** The rulesets those rules come from, with their bypass actors, or why those could not be read (only admins see them). */
+  bypass: Read<RulesetBypass[]>;
 }
+
+/** One ruleset's bypass list and where the ruleset is kept (GitHub's `source_type`: `Repository`, `Organization`). */
+export interface RulesetBypass {
+  source: string;
+  actors: Array<{ type: string; id: number | null }>;
+}
+
+/**
+ * Who pushes the ledger's records: the jobs' GITHUB_TOKEN (the GitHub Actions app), a GitHub App's installation
+ * token given as the `token` input, or not known (a job's warning, which cannot tell what its token is).
+ */
+export type LedgerWriter = { kind: 'job-token' } | { kind: 'app'; appId: number } | { kind: 'unknown' };
 
 export interface GitHubSetupFacts {
   platform: 'github';
@@ -43,8 +55,8 @@ export interface GitHubSetupFacts {
     name: string;
     protection: Read<{ requiredReviewers: boolean; preventSelfReview: boolean } | undefined>;
   };
-  /** The rules over a record branch of the ledger (`exocomp-ledger-records/workflows/…`). */
-  ledgerRecords: { branch: string; rules: Read<BranchRules> };
+  /** The rules over a record branch of the ledger (`exocomp-ledger-records/workflows/…`), and who writes them. */
+  ledgerRecords: { branch: string; rules: Read<BranchRules>; writer: LedgerWriter };
   /** The rules over the default branch, which holds the approve workflow. */
   defaultBranch: { branch: string; rules: Read<BranchRules> };
   /** Names of the repository's and the environment's Actions secrets (never values). */
@@ -172,7 +184,7 @@ function environmentRows(facts: GitHubSetupFacts): SetupRow[] {
 }
 
 function ledgerRows(facts: GitHubSetupFacts, slug: string): SetupRow[] {
-  const { branch, rules } = facts.ledgerRecords;
+  const { branch, rules, writer } = facts.ledgerRecords;
   const subject = `ledger records (${branch})`;
   const setting =
     `${slug}: Settings → Rules → Rulesets → New branch ruleset targeting \`exocomp-ledger-records/**/*\` ` +
@@ -206,10 +218,52 @@ function ledgerRows(facts: GitHubSetupFacts, slug: string): SetupRow[] {
             help: `${slug}: Settings → Rules → Rulesets → the ruleset over exocomp-ledger-records → add ${off.map((rule) => RULE_NAMES[rule]).join(', ')}`,
           }),
   };
-  return [records, bypassRow('ledger-bypass', subject, rules.value, on.length > 0, slug)];
+  return [records, bypassRow('ledger-bypass', subject, rules.value, on.length > 0, slug, writer)];
 }
 
-function bypassRow(check: string, subject: string, rules: BranchRules, covered: boolean, slug: string): SetupRow {
+function writerName(writer: LedgerWriter): string {
+  if (writer.kind === 'app') return `GitHub App ${writer.appId} (its installation token as the token input)`;
+  return writer.kind === 'job-token' ? "the GitHub Actions app (the jobs' GITHUB_TOKEN)" : 'a GitHub App';
+}
+
+function isWriter(writer: LedgerWriter, actor: { type: string; id: number | null }): boolean {
+  if (actor.type !== 'Integration') return false;
+  if (writer.kind === 'app') return actor.id === writer.appId;
+  return writer.kind === 'job-token' ? actor.id === GITHUB_ACTIONS_APP_ID : true;
+}
+
+/**
+ * How to let the writer through every ruleset over the records. GitHub takes the GitHub Actions app as a
+ * bypass actor only in a ruleset kept by an organization: a repository ruleset answers 422 "Actor GitHub Actions
+ * integration must be part of the ruleset source or owner organization", and a personal account has no
+ * organization rulesets. A GitHub App installed on the repository is accepted in either (docs/github.md).
+ */
+function bypassFix(writer: LedgerWriter, lacking: readonly RulesetBypass[], slug: string): string {
+  const app =
+    'write the ledger as a GitHub App instead: create one with Contents: write, Pull requests: write and Actions: read, ' +
+    "install it on the repository, add it to the ruleset's bypass list (Bypass list → Add bypass → Apps), pass its " +
+    'installation token as the token input (actions/create-github-app-token) and run doctor with --ledger-app <app id>';
+  if (writer.kind === 'app')
+    return `${slug}: Settings → Rules → Rulesets → the ruleset over exocomp-ledger-records → Bypass list → Add bypass → Apps → the app with id ${writer.appId}`;
+  if (writer.kind === 'unknown') return `add the GitHub App whose token writes the ledger to the ruleset's bypass list`;
+  if (lacking.some((ruleset) => ruleset.source !== 'Organization'))
+    return (
+      'GitHub accepts the GitHub Actions app as a bypass actor only in an organization ruleset (a repository ruleset ' +
+      'answers 422 "Actor GitHub Actions integration must be part of the ruleset source or owner organization"): ' +
+      `keep the records' ruleset in the organization (Organization settings → Repository → Rulesets, targeting ${slug}) with ` +
+      `GitHub Actions as its only bypass actor, or — on a personal account, or to keep the ruleset in the repository — ${app}`
+    );
+  return `the organization's ruleset over exocomp-ledger-records → Bypass list → Add bypass → Apps → GitHub Actions`;
+}
+
+function bypassRow(
+  check: string,
+  subject: string,
+  rules: BranchRules,
+  covered: boolean,
+  slug: string,
+  writer: LedgerWriter,
+): SetupRow {
   const base = { check, subject: `who may bypass: ${subject}`, gate: true };
   if (!covered)
     return {
@@ -220,21 +274,35 @@ function bypassRow(check: string, subject: string, rules: BranchRules, covered: 
     };
   if ('unreadable' in rules.bypass)
     return { ...unreadable(check, base.subject, rules.bypass.unreadable, true), gate: false };
-  const others = rules.bypass.value.filter(
-    (actor) => !(actor.type === 'Integration' && actor.id === GITHUB_ACTIONS_APP_ID),
-  );
+  // A push must pass every ruleset over the branch, so the writer has to be in each one's bypass list.
+  const lacking = rules.bypass.value.filter((ruleset) => !ruleset.actors.some((actor) => isWriter(writer, actor)));
+  if (lacking.length > 0)
+    return {
+      ...base,
+      status: 'missing',
+      detail: `${writerName(writer)} may not bypass ${lacking.length === 1 ? 'a ruleset' : `${lacking.length} rulesets`} over the records (${lacking.map((ruleset) => `${ruleset.source.toLowerCase()} ruleset`).join(', ')}): its ledger writes are refused (GH013)`,
+      help: bypassFix(writer, lacking, slug),
+    };
+  const others = [
+    ...new Set(
+      rules.bypass.value
+        .flatMap((ruleset) => ruleset.actors)
+        .filter((actor) => !isWriter(writer, actor))
+        .map((actor) => (actor.id === null ? actor.type : `${actor.type} ${actor.id}`)),
+    ),
+  ];
   return others.length === 0
     ? {
         ...base,
         status: 'ok',
-        detail: 'only the GitHub Actions app may bypass',
-        help: 'keep the bypass list to the GitHub Actions app',
+        detail: `only ${writerName(writer)} may bypass`,
+        help: `keep the bypass list to ${writerName(writer)}`,
       }
     : {
         ...base,
         status: 'risky',
-        detail: `also bypassed by ${others.map((actor) => (actor.id === null ? actor.type : `${actor.type} ${actor.id}`)).join(', ')}`,
-        help: `${slug}: Settings → Rules → Rulesets → the ruleset → Bypass list: keep only GitHub Actions`,
+        detail: `also bypassed by ${others.join(', ')}`,
+        help: `${slug}: Settings → Rules → Rulesets → the ruleset → Bypass list: keep only ${writerName(writer)}`,
       };
 }
 

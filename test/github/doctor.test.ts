@@ -6,7 +6,14 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { main } from '../../src/cli/program.js';
 import type { SetupRow } from '../../src/domain/setup-check.js';
 import type { Io } from '../../src/cli/common.js';
-import { gateRulesets, PERMISSIVE_TOKEN, startGitHubDouble, type GitHubDouble } from '../support/github-double.js';
+import {
+  gateRulesets,
+  GITHUB_ACTIONS_APP_ID,
+  PERMISSIVE_TOKEN,
+  startGitHubDouble,
+  type GitHubDouble,
+  type SeedRuleset,
+} from '../support/github-double.js';
 
 const ADMIN_TOKEN = 'ghp_adminTokenForDoctorTests01';
 const JOB_TOKEN = 'ghs_jobTokenForDoctorTests00002';
@@ -234,6 +241,59 @@ describe('exocomp doctor --github', () => {
       expect(rows.filter((r) => r.status !== 'ok').map((r) => r.check)).toEqual([check, ...(alsoOff ?? [])]);
     },
   );
+
+  // Issue 39: the ledger protections GitHub accepts, on organization and personal repositories, and the one it refuses.
+  describe('who writes the ledger', () => {
+    const APP_ID = 424242;
+    /** The records' ruleset kept in the repository, its bypass list `actors`. */
+    const repositoryRuleset = (actors: NonNullable<SeedRuleset['bypassActors']>) => {
+      const ruleset = double.state.rulesets[LEDGER_RULESET]!;
+      double.state.rulesets[LEDGER_RULESET] = { ...ruleset, source: 'Repository', bypassActors: actors };
+    };
+
+    it('an organization ruleset naming GitHub Actions, the jobs’ GITHUB_TOKEN writing: ok', async () => {
+      const { rows } = await doctor();
+      expect(row(rows, 'ledger-bypass')).toMatchObject({
+        status: 'ok',
+        detail: expect.stringContaining('GitHub Actions app'),
+      });
+    });
+
+    it('a repository ruleset naming a GitHub App, whose token writes the ledger (--ledger-app): every row ok', async () => {
+      repositoryRuleset([{ actorType: 'Integration', actorId: APP_ID }]);
+      const { code, rows } = await doctor('--ledger-app', String(APP_ID));
+      expect(rows.filter((r) => r.status !== 'ok')).toEqual([]);
+      expect(row(rows, 'ledger-bypass').detail).toContain(`GitHub App ${APP_ID}`);
+      expect(code).toBe(0);
+    });
+
+    it('the same ruleset while the jobs’ GITHUB_TOKEN writes: missing (its pushes get GH013)', async () => {
+      repositoryRuleset([{ actorType: 'Integration', actorId: APP_ID }]);
+      const { code, rows } = await doctor();
+      expect(row(rows, 'ledger-bypass')).toMatchObject({ status: 'missing', detail: expect.stringContaining('GH013') });
+      expect(code).toBe(1);
+    });
+
+    it('the 422 shape: a repository ruleset saved without its bypass, GITHUB_TOKEN writing: missing, with both fixes', async () => {
+      repositoryRuleset([]);
+      const { code, rows } = await doctor();
+      const bypass = row(rows, 'ledger-bypass');
+      expect(bypass.status).toBe('missing');
+      expect(bypass.help).toContain('422');
+      expect(bypass.help).toContain('Organization settings → Repository → Rulesets');
+      expect(bypass.help).toContain('actions/create-github-app-token');
+      expect(bypass.help).toContain('--ledger-app');
+      expect(rows.filter((r) => r.status !== 'ok').map((r) => r.check)).toEqual(['ledger-bypass']);
+      expect(code).toBe(1);
+    });
+
+    it('the double serves no repository ruleset naming GitHub Actions, as GitHub saves none', async () => {
+      repositoryRuleset([{ actorType: 'Integration', actorId: GITHUB_ACTIONS_APP_ID }]);
+      await doctor();
+      expect(double.violations.map((v) => v.message).join('\n')).toContain('must be part of the ruleset source');
+      double.violations.length = 0;
+    });
+  });
 
   it('with dispatch mode, has no environment rows', async () => {
     delete double.state.environments.production;

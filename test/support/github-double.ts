@@ -85,6 +85,13 @@ export interface SeedEnvironment {
  */
 export interface SeedRuleset {
   name: string;
+  /**
+   * Who keeps it: the repository (default) or its owner organization (a ruleset an organization targets at the
+   * repository; GitHub's `source_type`). GitHub refuses a repository ruleset naming the GitHub Actions app as a
+   * bypass actor (422 "Actor GitHub Actions integration must be part of the ruleset source or owner
+   * organization"), so the double refuses to serve one: no test can rely on a ruleset GitHub would not save.
+   */
+  source?: 'Repository' | 'Organization';
   enforcement?: 'active' | 'disabled' | 'evaluate';
   include: string[];
   exclude?: string[];
@@ -101,13 +108,15 @@ export const GITHUB_ACTIONS_APP_ID = 15368;
 
 /**
  * The two rulesets that make the approval gate meaningful (docs/github.md): the ledger's records (and its old
- * single branch) writable only through the job token, and a default branch (the approve workflow's) changed only
- * by a reviewed pull request. Ids 1 (ledger) and 2 (default branch); a fresh copy each call, for tests to break.
+ * single branch) writable only through the job token — an organization's ruleset, the only kind that may name the
+ * GitHub Actions app — and a default branch (the approve workflow's) changed only by a reviewed pull request.
+ * Ids 1 (ledger) and 2 (default branch); a fresh copy each call, for tests to break.
  */
 export function gateRulesets(): Record<number, SeedRuleset> {
   return {
     1: {
       name: 'ledger records',
+      source: 'Organization',
       include: ['refs/heads/exocomp-ledger-records/**/*', 'refs/heads/exocomp-ledger'],
       rules: [{ type: 'creation' }, { type: 'update' }, { type: 'deletion' }, { type: 'non_fast_forward' }],
       bypassActors: [{ actorType: 'Integration', actorId: GITHUB_ACTIONS_APP_ID }],
@@ -919,12 +928,24 @@ export class GitHubDouble {
         ruleset.rules.map((rule) => ({
           type: rule.type,
           ...(rule.parameters ? { parameters: rule.parameters } : {}),
-          ruleset_source_type: 'Repository',
-          ruleset_source: this.repository,
+          ...this.rulesetSource(ruleset),
           ruleset_id: Number(id),
         })),
       );
     return { status: 200, body: rules };
+  }
+
+  /** Where a ruleset is kept, as the rules and ruleset endpoints name it; refuses one GitHub would not save. */
+  private rulesetSource(ruleset: SeedRuleset): { ruleset_source_type: string; ruleset_source: string } {
+    const source = ruleset.source ?? 'Repository';
+    if (
+      source === 'Repository' &&
+      (ruleset.bypassActors ?? []).some((a) => a.actorType === 'Integration' && a.actorId === GITHUB_ACTIONS_APP_ID)
+    )
+      throw new Error(
+        `ruleset ${ruleset.name}: GitHub answers 422 "Actor GitHub Actions integration must be part of the ruleset source or owner organization" to a repository ruleset naming the GitHub Actions app`,
+      );
+    return { ruleset_source_type: source, ruleset_source: source === 'Repository' ? this.repository : this.owner };
   }
 
   /** `bypass_actors` only for a token that may edit rulesets, as GitHub answers. */
@@ -933,14 +954,15 @@ export class GitHubDouble {
     const ruleset = this.state.rulesets[id];
     if (!ruleset) return error(404, 'Not Found');
     const editor = can(grant, 'administration', 'write');
+    const { ruleset_source_type, ruleset_source } = this.rulesetSource(ruleset);
     return {
       status: 200,
       body: {
         id,
         name: ruleset.name,
         target: 'branch',
-        source_type: 'Repository',
-        source: this.repository,
+        source_type: ruleset_source_type,
+        source: ruleset_source,
         enforcement: ruleset.enforcement ?? 'active',
         ...(editor
           ? {

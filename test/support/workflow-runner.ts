@@ -504,6 +504,8 @@ export class WorkflowRunner {
             steps: steps,
             job: jobContext,
             github: { ...(this.githubContext(frame.trigger) as object), token },
+            // The runner context's `temp` is RUNNER_TEMP (https://docs.github.com/en/actions/reference/workflows-and-actions/contexts#runner-context).
+            runner: { temp: job.runnerTemp },
             secrets,
           },
           status,

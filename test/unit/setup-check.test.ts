@@ -6,6 +6,7 @@ import {
   type BranchRules,
   type GitHubSetupFacts,
   type GitLabSetupFacts,
+  type LedgerWriter,
   type SetupRow,
 } from '../../src/domain/setup-check.js';
 
@@ -15,16 +16,27 @@ const ACTIONS_APP = 15368;
 const ledgerRules = (over: Partial<BranchRules> = {}): BranchRules => ({
   rules: ['creation', 'update', 'deletion', 'non_fast_forward'],
   requiredApprovals: undefined,
-  bypass: { value: [{ type: 'Integration', id: ACTIONS_APP }] },
+  bypass: { value: [{ source: 'Organization', actors: [{ type: 'Integration', id: ACTIONS_APP }] }] },
   ...over,
 });
+
+/** One ruleset over the records, kept by `source`, with `actors` in its bypass list. */
+const bypassedBy = (source: string, ...actors: Array<{ type: string; id: number | null }>): Partial<BranchRules> => ({
+  bypass: { value: [{ source, actors }] },
+});
+const ACTIONS = { type: 'Integration', id: ACTIONS_APP };
+const JOB_TOKEN: LedgerWriter = { kind: 'job-token' };
 
 const github = (over: Partial<GitHubSetupFacts> = {}): GitHubSetupFacts => ({
   platform: 'github',
   repository: 'acme/infra',
   approvalMode: 'environment',
   environment: { name: 'production', protection: { value: { requiredReviewers: true, preventSelfReview: true } } },
-  ledgerRecords: { branch: 'exocomp-ledger-records/workflows/x.json', rules: { value: ledgerRules() } },
+  ledgerRecords: {
+    branch: 'exocomp-ledger-records/workflows/x.json',
+    rules: { value: ledgerRules() },
+    writer: JOB_TOKEN,
+  },
   defaultBranch: {
     branch: 'main',
     rules: { value: { rules: ['pull_request', 'non_fast_forward'], requiredApprovals: 1, bypass: { value: [] } } },
@@ -95,29 +107,108 @@ describe('judgeSetup: GitHub', () => {
     ['no rules', ledgerRules({ rules: [] }), 'missing', 'missing'],
     ['updates only', ledgerRules({ rules: ['update'] }), 'risky', 'ok'],
     ['force pushes allowed', ledgerRules({ rules: ['creation', 'update', 'deletion'] }), 'risky', 'ok'],
-    ['a role bypasses', ledgerRules({ bypass: { value: [{ type: 'RepositoryRole', id: 5 }] } }), 'ok', 'risky'],
     [
-      'an org admin bypasses',
-      ledgerRules({ bypass: { value: [{ type: 'OrganizationAdmin', id: null }] } }),
+      'a role bypasses too',
+      ledgerRules(bypassedBy('Organization', ACTIONS, { type: 'RepositoryRole', id: 5 })),
       'ok',
       'risky',
     ],
-    ['another app bypasses', ledgerRules({ bypass: { value: [{ type: 'Integration', id: 1 }] } }), 'ok', 'risky'],
+    [
+      'an org admin bypasses too',
+      ledgerRules(bypassedBy('Organization', ACTIONS, { type: 'OrganizationAdmin', id: null })),
+      'ok',
+      'risky',
+    ],
+    [
+      'another app bypasses too',
+      ledgerRules(bypassedBy('Organization', ACTIONS, { type: 'Integration', id: 1 })),
+      'ok',
+      'risky',
+    ],
+    [
+      'only a role bypasses',
+      ledgerRules(bypassedBy('Organization', { type: 'RepositoryRole', id: 5 })),
+      'ok',
+      'missing',
+    ],
     ['bypass list hidden', ledgerRules({ bypass: { unreadable: 'an admin token' } }), 'ok', 'unreadable'],
   ] as const)('ledger records: %s', (_, rules, records, bypass) => {
-    const rows = judgeSetup(github({ ledgerRecords: { branch: 'b', rules: { value: rules } } }), NOW);
+    const rows = judgeSetup(
+      github({ ledgerRecords: { branch: 'b', rules: { value: rules }, writer: JOB_TOKEN } }),
+      NOW,
+    );
     expect(status(rows, 'ledger-records')).toBe(records);
     expect(status(rows, 'ledger-bypass')).toBe(bypass);
   });
 
+  // Issue 39: the arrangements GitHub accepts, and the one it refuses with 422.
+  describe('who writes the ledger', () => {
+    const judge = (writer: LedgerWriter, bypass: BranchRules['bypass']) =>
+      judgeSetup(
+        github({ ledgerRecords: { branch: 'b', rules: { value: ledgerRules({ bypass }) }, writer } }),
+        NOW,
+      ).find((row) => row.check === 'ledger-bypass')!;
+    const APP: LedgerWriter = { kind: 'app', appId: 4242 };
+    const app = { type: 'Integration', id: 4242 };
+
+    it('the job token through an organization ruleset naming GitHub Actions: ok', () => {
+      expect(judge(JOB_TOKEN, { value: [{ source: 'Organization', actors: [ACTIONS] }] }).status).toBe('ok');
+    });
+
+    it('a GitHub App token through a repository ruleset naming that app: ok', () => {
+      const row = judge(APP, { value: [{ source: 'Repository', actors: [app] }] });
+      expect(row).toMatchObject({ status: 'ok', detail: expect.stringContaining('GitHub App 4242') });
+    });
+
+    it('the 422 shape: a repository ruleset saved without GitHub Actions, the job token writing: missing, with both fixes', () => {
+      const row = judge(JOB_TOKEN, { value: [{ source: 'Repository', actors: [] }] });
+      expect(row.status).toBe('missing');
+      expect(row.detail).toContain('GH013');
+      expect(row.help).toContain('must be part of the ruleset source or owner organization');
+      expect(row.help).toContain('organization ruleset');
+      expect(row.help).toContain('GitHub App');
+      expect(row.help).toContain('--ledger-app');
+    });
+
+    it('an organization ruleset without GitHub Actions: missing, naming that bypass list', () => {
+      const row = judge(JOB_TOKEN, { value: [{ source: 'Organization', actors: [] }] });
+      expect(row).toMatchObject({ status: 'missing', help: expect.stringContaining("organization's ruleset") });
+    });
+
+    it('every ruleset over the records must let the writer through: one of two without it is missing', () => {
+      const row = judge(APP, {
+        value: [
+          { source: 'Repository', actors: [app] },
+          { source: 'Organization', actors: [ACTIONS] },
+        ],
+      });
+      expect(row).toMatchObject({ status: 'missing', help: expect.stringContaining('id 4242') });
+    });
+
+    it('the app writer with GitHub Actions also bypassing: risky', () => {
+      expect(judge(APP, { value: [{ source: 'Repository', actors: [app, ACTIONS] }] }).status).toBe('risky');
+    });
+
+    it("a job's warning, which cannot tell its token: any app in each bypass list passes", () => {
+      expect(judge({ kind: 'unknown' }, { value: [{ source: 'Repository', actors: [app] }] }).status).toBe('ok');
+      expect(judge({ kind: 'unknown' }, { value: [{ source: 'Repository', actors: [] }] }).status).toBe('missing');
+    });
+  });
+
   it('a hidden bypass list is not a gate warning (no job token sees it); unprotected records are', () => {
     const hidden = judgeSetup(
-      github({ ledgerRecords: { branch: 'b', rules: { value: ledgerRules({ bypass: { unreadable: 'x' } }) } } }),
+      github({
+        ledgerRecords: {
+          branch: 'b',
+          rules: { value: ledgerRules({ bypass: { unreadable: 'x' } }) },
+          writer: JOB_TOKEN,
+        },
+      }),
       NOW,
     );
     expect(gateWarnings(hidden)).toEqual([]);
     const open = judgeSetup(
-      github({ ledgerRecords: { branch: 'b', rules: { value: ledgerRules({ rules: [] }) } } }),
+      github({ ledgerRecords: { branch: 'b', rules: { value: ledgerRules({ rules: [] }) }, writer: JOB_TOKEN } }),
       NOW,
     );
     expect(gateWarnings(open).map((row) => row.check)).toEqual(['ledger-records', 'ledger-bypass']);
@@ -125,7 +216,7 @@ describe('judgeSetup: GitHub', () => {
 
   it('names what to grant when the rules cannot be read', () => {
     const rows = judgeSetup(
-      github({ ledgerRecords: { branch: 'b', rules: { unreadable: 'Grant metadata: read' } } }),
+      github({ ledgerRecords: { branch: 'b', rules: { unreadable: 'Grant metadata: read' }, writer: JOB_TOKEN } }),
       NOW,
     );
     expect(rows.find((row) => row.check === 'ledger-records')).toMatchObject({

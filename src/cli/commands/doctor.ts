@@ -30,6 +30,7 @@ const doctorOptions = z
     environment: z.string().min(1),
     defaultBranch: z.string().min(1),
     ledgerBranch: z.string().transform((raw) => parseLedgerName(raw)),
+    ledgerApp: z.coerce.number().int().positive().optional(),
     json: z.boolean(),
   })
   .refine((o) => (o.github === undefined) !== (o.gitlab === undefined), {
@@ -72,6 +73,12 @@ export function registerDoctor(program: Command, io: Io): void {
     .addOption(
       new Option('--ledger-branch <name>', 'ledger name (records on <name>-records/*)').default(DEFAULT_LEDGER_BRANCH),
     )
+    .addOption(
+      new Option(
+        '--ledger-app <id>',
+        "GitHub: the id of the GitHub App whose installation token (the actions' token input) writes the ledger; default: the jobs' GITHUB_TOKEN",
+      ),
+    )
     .addOption(new Option('--json', 'machine-readable output').default(false))
     .action(async (options: Record<string, unknown>) => {
       const o = parseOptions(doctorOptions, options);
@@ -100,6 +107,7 @@ function githubReader(o: DoctorOptions) {
     environment: o.environment,
     defaultBranch: o.defaultBranch,
     ledgerBranch: o.ledgerBranch,
+    ledgerWriter: o.ledgerApp === undefined ? { kind: 'job-token' } : { kind: 'app', appId: o.ledgerApp },
   });
 }
 

@@ -7,7 +7,7 @@
 import { ExocompError, UsageError } from '../../domain/errors.js';
 import type { Workflow } from '../../domain/workflow.js';
 import type { GateApproval, StartedContinuation } from '../../app/ports/ci-platform.js';
-import type { GitHubPort, RepoPermission } from './port.js';
+import type { GitHubPort, RepoPermission, RunApproval } from './port.js';
 import { workflowFileOf, type RunContext } from './run-context.js';
 
 const CONFIGURE_HELP = (env: string, slug: string) =>
@@ -46,26 +46,13 @@ export async function requireEnvironmentApproval(
       },
     );
   }
-  // The review log names no attempt and no time, oldest entry first. This job runs, so GitHub approved this
-  // attempt's deployment (a rejection ends the attempt before the job starts), and a re-run starts only after the
-  // last attempt ended: the newest decision is this attempt's. A rejection of an earlier attempt does not count.
-  const decision = (await github.listRunApprovals(run.repository, run.runId))
-    .filter((review) => review.environments.includes(environment))
-    .at(-1);
-  if (decision?.state === 'rejected') {
-    throw new ExocompError('approval', `${decision.user} rejected the deployment to "${environment}"`, {
-      help: 'nothing was applied',
-    });
-  }
-  if (decision === undefined) {
-    throw new ExocompError(
-      'approval',
-      `run ${run.runId} has no approval for environment "${environment}"; refusing to apply`,
-      {
-        help: `the apply job must declare \`environment: ${environment}\` so GitHub holds it for a reviewer; ${CONFIGURE_HELP(environment, run.slug)}`,
-      },
-    );
-  }
+  const decision = attemptDecision(
+    (await github.listRunApprovals(run.repository, run.runId)).filter((review) =>
+      review.environments.includes(environment),
+    ),
+    environment,
+    run,
+  );
   return {
     by: decision.user,
     via: `environment ${environment} (run ${run.runId}, attempt ${run.runAttempt})`,
@@ -74,6 +61,48 @@ export async function requireEnvironmentApproval(
     // GitHub's "Prevent self-review" blocks only whoever triggered this attempt.
     attemptActor: run.triggeringActor,
   };
+}
+
+/**
+ * This attempt's decision from the run's review log (GET …/actions/runs/{run_id}/approvals), which names no attempt
+ * and no time and whose order GitHub does not document, so no entry is taken for this attempt's by its place. What
+ * GitHub documents: a job naming an environment with required reviewers is sent to a runner only once the
+ * environment's protection rules passed ("must pass before a job referencing the environment is sent to a
+ * runner"), and a rejected job does not run
+ * (https://docs.github.com/en/actions/concepts/workflows-and-actions/deployment-environments). This
+ * job runs, so this attempt was approved and every rejection in the log is an earlier attempt's. When all the
+ * approvals name one person, that person approved this attempt; when they name several (an earlier attempt
+ * approved by someone else), which one approved this attempt cannot be told, and the gate refuses rather than
+ * guess — the self-review rules judge the approver.
+ */
+export function attemptDecision(
+  reviews: readonly RunApproval[],
+  environment: string,
+  run: Pick<RunContext, 'runId' | 'slug'>,
+): RunApproval {
+  const approvals = reviews.filter((review) => review.state === 'approved');
+  const approvers = [...new Set(approvals.map((review) => review.user))];
+  if (approvers.length === 1) return approvals.at(-1)!;
+  if (approvers.length > 1)
+    throw new ExocompError(
+      'approval',
+      `run ${run.runId} holds approvals of environment "${environment}" by ${approvers.join(', ')}; GitHub's review log names no attempt, so which of them approved this attempt cannot be told; refusing to apply`,
+      {
+        help: 'start a new run of the workflow (a push, or a dispatch with the workflow id): its one approval decides',
+      },
+    );
+  const rejection = reviews.find((review) => review.state === 'rejected');
+  if (rejection)
+    throw new ExocompError('approval', `${rejection.user} rejected the deployment to "${environment}"`, {
+      help: 'nothing was applied',
+    });
+  throw new ExocompError(
+    'approval',
+    `run ${run.runId} has no approval for environment "${environment}"; refusing to apply`,
+    {
+      help: `the apply job must declare \`environment: ${environment}\` so GitHub holds it for a reviewer; ${CONFIGURE_HELP(environment, run.slug)}`,
+    },
+  );
 }
 
 /**

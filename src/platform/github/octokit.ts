@@ -261,7 +261,10 @@ export function createGitHub(options: GitHubOptions): GitHubPort {
       const response = await call('rules', `read ruleset ${rulesetId} of ${slug(repo)}`, () =>
         octokit.rest.repos.getRepoRuleset({ ...repo, ruleset_id: rulesetId }),
       );
-      return response.data.bypass_actors?.map((actor) => ({ type: actor.actor_type, id: actor.actor_id ?? null }));
+      return {
+        source: response.data.source_type ?? 'Repository',
+        actors: response.data.bypass_actors?.map((actor) => ({ type: actor.actor_type, id: actor.actor_id ?? null })),
+      };
     },
 
     async secretNames(repo, environment) {

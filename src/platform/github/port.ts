@@ -96,10 +96,14 @@ export interface GitHubPort {
   /** The active ruleset rules that apply to `branch` (GET …/rules/branches/{branch}); metadata: read. */
   branchRules(repo: RepoRef, branch: string): Promise<BranchRule[]>;
   /**
-   * A ruleset's bypass actors (GET …/rulesets/{ruleset_id}); undefined when GitHub leaves them out, as it does
-   * for a token that may not edit the ruleset.
+   * A ruleset's bypass actors and where it is kept (GET …/rulesets/{ruleset_id}: `source_type` is `Repository`
+   * or `Organization`, the latter for a ruleset an organization applies to the repository); `actors` undefined
+   * when GitHub leaves them out, as it does for a token that may not edit the ruleset.
    */
-  rulesetBypass(repo: RepoRef, rulesetId: number): Promise<Array<{ type: string; id: number | null }> | undefined>;
+  rulesetBypass(
+    repo: RepoRef,
+    rulesetId: number,
+  ): Promise<{ source: string; actors: Array<{ type: string; id: number | null }> | undefined }>;
   /** Names of the repository's Actions secrets, or of an environment's (never values); needs `secrets: read`. */
   secretNames(repo: RepoRef, environment?: string): Promise<string[]>;
   /** When the newest run started by a `schedule` event was created (GET …/actions/runs?event=schedule). */

@@ -5,7 +5,7 @@
  * needs the Secrets permission, which no GITHUB_TOKEN has). A refused read is `unreadable`, naming the grant.
  */
 import { ExocompError } from '../../domain/errors.js';
-import type { BranchRules, GitHubSetupFacts, Read } from '../../domain/setup-check.js';
+import type { BranchRules, GitHubSetupFacts, LedgerWriter, Read } from '../../domain/setup-check.js';
 import { sampleRecordBranch } from '../../ledger/layout.js';
 import type { SetupReader } from '../../app/ports/setup-reader.js';
 import { warnAboutGateSetup } from '../../app/setup/setup-check.js';
@@ -24,6 +24,8 @@ export interface GitHubSetupTarget {
   defaultBranch: string;
   /** The ledger name (`exocomp-ledger` by default); its records are `<name>-records/…`. */
   ledgerBranch: string;
+  /** Who pushes the records: the jobs' GITHUB_TOKEN unless a GitHub App's token is the `token` input. */
+  ledgerWriter: LedgerWriter;
 }
 
 export function githubSetupReader(github: GitHubPort, target: GitHubSetupTarget): SetupReader {
@@ -44,7 +46,7 @@ export function githubSetupReader(github: GitHubPort, target: GitHubSetupTarget)
         repository: `${repo.owner}/${repo.repo}`,
         approvalMode: target.approvalMode,
         environment: { name: target.environment, protection },
-        ledgerRecords: { branch: recordBranch, rules: ledgerRules },
+        ledgerRecords: { branch: recordBranch, rules: ledgerRules, writer: target.ledgerWriter },
         defaultBranch: { branch: target.defaultBranch, rules: defaultRules },
       };
       if (scope === 'gate') return facts;
@@ -79,6 +81,8 @@ export async function warnAboutGitHubGate(
     environment: settings.environment ?? '',
     defaultBranch: job.run.defaultBranch ?? 'main',
     ledgerBranch: settings.ledgerBranch,
+    // A job cannot tell whose token its `token` input is: any GitHub App in the bypass lists passes.
+    ledgerWriter: { kind: 'unknown' },
   });
   await warnAboutGateSetup(reader, job.log, job.secrets, job.now);
 }
@@ -88,13 +92,14 @@ async function branchRules(github: GitHubPort, repo: RepoRef, branch: string): P
   const rulesets = [...new Set(rules.flatMap((rule) => (rule.rulesetId === undefined ? [] : [rule.rulesetId])))];
   const approvals = rules.flatMap((rule) => (rule.requiredApprovals === undefined ? [] : [rule.requiredApprovals]));
   const bypass = await readable(async () => {
-    const actors = await Promise.all(rulesets.map((id) => github.rulesetBypass(repo, id)));
-    if (actors.some((list) => list === undefined)) {
-      throw new ExocompError('permission', 'GitHub left out the bypass list of a ruleset', {
-        help: 'Use a token of a repository admin (the bypass list is shown only to those who may edit the ruleset)',
-      });
-    }
-    return actors.flatMap((list) => list ?? []);
+    const read = await Promise.all(rulesets.map((id) => github.rulesetBypass(repo, id)));
+    return read.map(({ source, actors }) => {
+      if (actors === undefined)
+        throw new ExocompError('permission', 'GitHub left out the bypass list of a ruleset', {
+          help: 'Use a token of a repository admin (the bypass list is shown only to those who may edit the ruleset)',
+        });
+      return { source, actors };
+    });
   });
   return {
     rules: [...new Set(rules.map((rule) => rule.type))],
