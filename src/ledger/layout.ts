@@ -32,8 +32,8 @@ export function recordRef(branch: string, record: string): string {
 
 const NAME = '[a-z0-9][a-z0-9._-]*';
 const LEDGER_PATH = new RegExp(
-  `^(?:known_hosts|user-ca\.json|(?:workflows|inventories|sealed|locks|drift|schedules)/${NAME}\.json|` +
-    `converges/${NAME}/history\.json|converges/${NAME}/shards/${NAME}/[1-9][0-9]*\.json|converges/${NAME}/rollouts/${NAME}\.json)$`,
+  `^(?:known_hosts|user-ca\\.json|(?:workflows|inventories|sealed|locks|drift|schedules)/${NAME}\\.json|` +
+    `converges/${NAME}/history\\.json|converges/${NAME}/shards/${NAME}/[1-9][0-9]*\\.json|converges/${NAME}/rollouts/${NAME}\\.json)$`,
 );
 
 /** Whether `path` has the shape of a file exocomp keeps in a ledger (records.ts LEDGER_PATHS). */
