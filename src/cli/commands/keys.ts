@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
 import { z } from 'zod';
 import { initKeys } from '../../app/keys/keys.js';
+import { keyStoreCommands } from '../../domain/key-variables.js';
 import { parseOptions, type Io } from '../common.js';
 
 const initOptions = z.object({ dir: z.string(), force: z.boolean(), json: z.boolean() });
@@ -24,10 +25,14 @@ export function registerKeys(program: Command, io: Io): void {
       }
       for (const key of made)
         io.out(`wrote ${key.path}${key.publicPath ? ` and ${key.publicPath}` : ''} (0600) — ${key.purpose}`);
+      const store = keyStoreCommands(made);
+      io.out('\nstore them as GitHub secrets:');
+      for (const line of store.github) io.out(`  ${line}`);
       io.out(
-        '\nstore each private file as a CI secret (GitHub) or File variable (GitLab), then delete or lock away the local copies:',
+        '\nor as GitLab CI/CD variables (the private keys as protected File variables, which GitLab cannot mask):',
       );
-      for (const key of made) io.out(`  gh secret set ${key.secret} < ${key.path}`);
+      for (const line of store.gitlab) io.out(`  ${line}`);
+      io.out('\nthen delete or lock away the local copies.');
       io.out('\nlocally, pass them as:');
       io.out(
         `  exocomp provision run <workspace> <playbook> --fleet-key ${made[0]!.path} --bootstrap-key ${made[1]!.path} --seal-key "$(cat ${made[2]!.path})"`,
