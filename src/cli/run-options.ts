@@ -197,9 +197,12 @@ export async function runInputs(
   env: NodeJS.ProcessEnv,
   rotateHostKeys: string[],
   io: Io,
+  inGitLabJob = false,
 ): Promise<RunInputs> {
   const secrets = io.secrets ?? new SecretRegistry();
-  const warn = (message: string) => io.err(`warning: ${message}`);
+  // A GitLab runner writes File variables 0666 (docs/gitlab.md) and nobody can chmod them: the private copy is
+  // all that matters there, as in the provision jobs.
+  const warn = inGitLabJob ? undefined : (message: string) => io.err(`warning: ${message}`);
   const parsed = keyOptionsSchema.safeParse(options);
   if (!parsed.success) throw new UsageError(`bad options: ${describeZodIssues(parsed.error)}`);
   const o = parsed.data;
@@ -231,7 +234,7 @@ export async function runInputs(
         seal: o.sealKey === undefined ? KEY_VARIABLES.seal : '--seal-key',
       },
       bastionName: '--bastion',
-      warn,
+      ...(warn ? { warn } : {}),
     },
   );
   return inputs;
@@ -243,13 +246,15 @@ export function workspaceNameFor(workspacePath: string, explicit: string | undef
 
 /**
  * How a play started from the CLI reports: every line redacted; a person reads
- * ansible's own output on stderr, a program (--json) reads the play's events.
+ * ansible's own output on stderr, a program (--json) reads the play's events, and a
+ * job's log (`lines`: --gitlab-job) one line per task and host, as the provision jobs print them.
  */
 export function playReporting(
   context: AppContext,
   secrets: SecretRegistry,
   json: boolean,
   io: Io,
+  lines = false,
 ): {
   secrets: SecretRegistry;
   info(message: string): void;
@@ -261,6 +266,19 @@ export function playReporting(
     secrets,
     info: (message) => context.progress.emit({ type: 'info', message: secrets.redact(message) }),
     warn: (message) => context.progress.emit({ type: 'warning', message: secrets.redact(message) }),
-    ...(json ? { onEvent: playProgress(context.progress) } : { onOutput: (line: string) => io.err(line.trimEnd()) }),
+    ...(json || lines
+      ? { onEvent: playProgress(context.progress) }
+      : { onOutput: (line: string) => io.err(line.trimEnd()) }),
   };
+}
+
+/**
+ * `--gitlab-job`: the CLI runs inside a GitLab CI job (the converge and drift templates pass it): the job's log gets
+ * one line per task and host, the runner's File variables are taken as GitLab writes them, and a lease names the job.
+ */
+export function gitlabJobOption(): Option {
+  return new Option(
+    '--gitlab-job',
+    'inside a GitLab CI job (the templates pass it): one log line per task and host, the lease held by the job',
+  ).default(false);
 }

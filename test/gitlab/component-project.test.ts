@@ -132,3 +132,19 @@ describe('the includes `schedule add --gitlab` writes, read against the template
     expect(preview.stdout.match(/EXOCOMP_LEDGER_PROJECT: ops\/ledger/g)?.length).toBeGreaterThanOrEqual(2);
   }, 120_000);
 });
+
+describe('the templates’ spec: inputs (issue 38, item 7)', () => {
+  it('describe every input, as the CI/CD Catalog shows them', async () => {
+    const { readdir } = await import('node:fs/promises');
+    const { parse } = await import('yaml');
+    const undescribed: string[] = [];
+    for (const file of await readdir(path.join(repoRoot, 'templates'))) {
+      const header = (await readFile(path.join(repoRoot, 'templates', file), 'utf8')).split(/^---$/m)[0] ?? '';
+      const inputs = (parse(header) as { spec: { inputs: Record<string, { description?: string } | null> } }).spec
+        .inputs;
+      for (const [name, input] of Object.entries(inputs))
+        if (!input?.description?.trim()) undescribed.push(`${file}: ${name}`);
+    }
+    expect(undescribed).toEqual([]);
+  });
+});

@@ -5,7 +5,7 @@
  * (the real CLI, the ledger pushed with the job token over git HTTP, real
  * ansible against the standing inventory); `schedule remove --gitlab` deletes it.
  */
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -198,10 +198,15 @@ describe('a GitLab pipeline schedule for a converge', () => {
       ref: 'main',
       sha: '0'.repeat(40),
     });
+    // The fleet key as a GitLab runner writes a File variable: 0666 (issue 38, item 6).
+    const fleetKey = path.join(root, 'EXOCOMP_FLEET_KEY');
+    await run('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', fleetKey]);
+    await chmod(fleetKey, 0o666);
     const pipeline = await runPipeline({
       cwd: project,
       env,
       variables: {
+        EXOCOMP_FLEET_KEY: fleetKey,
         CI_PIPELINE_SOURCE: 'schedule',
         EXOCOMP_SCHEDULE: 'nightly',
         CI_JOB_TOKEN: jobToken,
@@ -212,6 +217,15 @@ describe('a GitLab pipeline schedule for a converge', () => {
     expect(pipeline.code, `${pipeline.stdout}\n${pipeline.stderr}`).toBe(0);
     expect(pipeline.stdout).toContain('exocomp-converge-nightly');
     expect(await readFile(`${marker}-runner1`, 'utf8')).toBe('runner1\n');
+    // Issue 38: one line per task and host as the provision jobs print them, no raw ansible; no mode warning for
+    // the runner's key file (the run copies it privately); the lease held by the GitLab job.
+    // gitlab-ci-local shows a job's stderr (where the CLI writes its progress) on its own stderr.
+    const log = `${pipeline.stdout}\n${pipeline.stderr}`;
+    expect(log).toMatch(/> runner1 · ansible\.builtin\.copy ✓ changed \(1\/1\)/);
+    expect(log).not.toContain('PLAY RECAP');
+    expect(log).not.toMatch(/TASK \[/);
+    expect(log).not.toContain('can be read by others');
+    expect(log).toMatch(/holding concurrency key edge-converge as gitlab:acme\/infra:\d+:\d+$/m);
     // The lease of the concurrency key was pushed to the ledger with the job token.
     expect(
       double.gitRequests.some(

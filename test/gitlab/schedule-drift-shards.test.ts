@@ -197,6 +197,12 @@ describe('GitLab drift and sharded converge schedules', () => {
     expect(found.stdout).toContain('exocomp-drift-edge-drift');
     // Drift is exit 3, which the job may fail with: a warning, not a failed pipeline.
     expect(found.stdout).toMatch(/WARN\s+exocomp-drift-edge-drift/);
+    // Issue 38, item 1: the check-mode play prints one line per task and host (gitlab-ci-local shows the job's
+    // stderr on its own), as the provision jobs do; no raw ansible.
+    const driftLog = `${found.stdout}\n${found.stderr}`;
+    expect(driftLog).toMatch(/exocomp-drift-edge-drift +> \S+ · .+ \(\d+\/\d+\) [\d.]+m?s$/m);
+    expect(driftLog).not.toContain('PLAY RECAP');
+    expect(driftLog).not.toMatch(/TASK \[/);
     expect(found.stdout).not.toContain('exocomp-converge-nightly');
     expect(double.state.issues).toHaveLength(1);
     const issue = double.state.issues[0];

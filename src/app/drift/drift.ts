@@ -19,6 +19,7 @@ import {
   type InfrastructureDrift,
   type TaskResult,
 } from '../../domain/drift.js';
+import type { AnsibleEvent } from '../../domain/play-events.js';
 import { appendDriftRun, driftRunOf } from '../../domain/drift-history.js';
 import { knownHostsName, type DerivedHost } from '../../domain/inventory.js';
 import { certificateProblem } from '../../domain/host-trust.js';
@@ -53,6 +54,8 @@ export interface DriftRequest {
   runUrl?: string;
   info(message: string): void;
   onOutput?(line: string): void;
+  /** The check-mode play's events, for one line per task and host (a job's log). */
+  onEvent?: ((event: AnsibleEvent) => void) | undefined;
   signal?: AbortSignal | undefined;
 }
 
@@ -198,6 +201,7 @@ export type ConfigurationCheckRequest = Pick<
   | 'secrets'
   | 'info'
   | 'onOutput'
+  | 'onEvent'
   | 'signal'
 >;
 
@@ -252,6 +256,7 @@ async function checkConfiguration(
       secrets: request.secrets,
       info: request.info,
       ...(request.onOutput ? { onOutput: request.onOutput } : {}),
+      ...(request.onEvent ? { onEvent: request.onEvent } : {}),
       signal: request.signal,
     });
     results = taskResults(outcome.events);

@@ -15,6 +15,7 @@ import {
   readVars,
   runInputs,
   scheduleTickOf,
+  gitlabJobOption,
 } from '../run-options.js';
 
 const EXIT_HELP = `exit status: ${DRIFT_EXIT_CODES.clean} no drift, ${DRIFT_EXIT_CODES.failed} the check itself failed, 2 bad usage, ${DRIFT_EXIT_CODES.drift} drift found`;
@@ -29,6 +30,7 @@ const driftOptions = z.object({
   scheduleName: z.string().optional(),
   scheduleCron: z.string().optional(),
   gitlabIssue: z.boolean(),
+  gitlabJob: z.boolean(),
 });
 
 export function registerDrift(program: Command, io: Io): void {
@@ -51,7 +53,8 @@ export function registerDrift(program: Command, io: Io): void {
               '--gitlab-issue',
               "inside a GitLab job: open, update or close the project's sticky drift issue (EXOCOMP_GITLAB_TOKEN, api scope)",
             ).default(false),
-          ),
+          )
+          .addOption(gitlabJobOption()),
       ),
     ),
   ).action(async (workspace: string, raw: Record<string, unknown>) => {
@@ -67,9 +70,10 @@ export function registerDrift(program: Command, io: Io): void {
     });
     const vars = readVars(o.varsFile);
     const context = await buildContext(settings, io);
-    const inputs = await runInputs(raw, context.env, [], io);
+    const inputs = await runInputs(raw, context.env, [], io, o.gitlabJob);
     const issue = o.gitlabIssue ? gitlabJobDriftIssue(process.env, inputs.secrets) : undefined;
-    const { onOutput, ...reporting } = playReporting(context, inputs.secrets, settings.json, io);
+    // --json prints the report alone: the play's events go to a job's log only (--gitlab-job).
+    const { onOutput, onEvent, ...reporting } = playReporting(context, inputs.secrets, settings.json, io, o.gitlabJob);
     const result = await runDriftCheck(context, target, {
       workspacePath: workspace,
       playbook: o.playbook,
@@ -79,6 +83,7 @@ export function registerDrift(program: Command, io: Io): void {
       remoteUser: o.remoteUser,
       issue,
       ...(onOutput ? { onOutput } : {}),
+      ...(o.gitlabJob && onEvent ? { onEvent } : {}),
       ...reporting,
     });
     const redact = (text: string) => inputs.secrets.redact(text);

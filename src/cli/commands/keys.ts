@@ -2,6 +2,7 @@ import { Option, type Command } from 'commander';
 import { z } from 'zod';
 import { initKeys } from '../../app/keys/keys.js';
 import { revokeCertificate } from '../../app/keys/user-ca.js';
+import { keyStoreCommands } from '../../domain/key-variables.js';
 import { addLedgerOptions, buildContext, globalSettings, parseOptions, type Io } from '../common.js';
 
 const initOptions = z.object({ dir: z.string(), force: z.boolean(), json: z.boolean(), userCa: z.boolean() });
@@ -32,19 +33,25 @@ export function registerKeys(program: Command, io: Io): void {
       if (options.userCa) {
         const ca = made[0]!;
         io.out(`wrote ${ca.path} and ${ca.publicPath} (0600) — ${ca.purpose}`);
-        io.out(
-          `\nstore the private file as a CI secret (GitHub) or File variable (GitLab), then lock the local copy away:`,
-        );
-        io.out(`  gh secret set ${ca.secret} < ${ca.path}`);
+        const store = keyStoreCommands([ca]);
+        io.out('\nstore the private file as a GitHub secret:');
+        for (const line of store.github) io.out(`  ${line}`);
+        io.out('\nor as a protected GitLab File variable (GitLab cannot mask a multi-line value):');
+        for (const line of store.gitlab) io.out(`  ${line}`);
+        io.out('\nthen lock the local copy away.');
         io.out(`\nlocally, pass it as: ${ca.option} ${ca.path} --fleet-auth both (then cert once every host has it)`);
         return;
       }
       for (const key of made)
         io.out(`wrote ${key.path}${key.publicPath ? ` and ${key.publicPath}` : ''} (0600) — ${key.purpose}`);
+      const store = keyStoreCommands(made);
+      io.out('\nstore them as GitHub secrets:');
+      for (const line of store.github) io.out(`  ${line}`);
       io.out(
-        '\nstore each private file as a CI secret (GitHub) or File variable (GitLab), then delete or lock away the local copies:',
+        '\nor as GitLab CI/CD variables (the private keys as protected File variables, which GitLab cannot mask):',
       );
-      for (const key of made) io.out(`  gh secret set ${key.secret} < ${key.path}`);
+      for (const line of store.gitlab) io.out(`  ${line}`);
+      io.out('\nthen delete or lock away the local copies.');
       io.out('\nlocally, pass them as:');
       io.out(
         `  exocomp provision run <workspace> <playbook> --fleet-key ${made[0]!.path} --bootstrap-key ${made[1]!.path} --seal-key "$(cat ${made[2]!.path})"`,

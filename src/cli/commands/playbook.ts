@@ -1,5 +1,6 @@
 import { Option, type Command } from 'commander';
 import { z } from 'zod';
+import { gitlabJobLease } from '../../platform/gitlab/platform.js';
 import { parseDuration } from '../../domain/duration.js';
 import { parseEgressPorts } from '../../domain/egress.js';
 import { parseUserName } from '../../domain/names.js';
@@ -19,6 +20,7 @@ import {
   runInputs,
   bastionOption,
   scheduleTickOf,
+  gitlabJobOption,
 } from '../run-options.js';
 
 const runOptions = z.object({
@@ -41,6 +43,7 @@ const runOptions = z.object({
   tags: z.string().optional(),
   scheduleName: z.string().optional(),
   scheduleCron: z.string().optional(),
+  gitlabJob: z.boolean(),
 });
 
 const vendorOptions = z.object({ requirements: z.string(), json: z.boolean() });
@@ -101,6 +104,7 @@ export function registerPlaybook(program: Command, io: Io): void {
           .requiredOption('--inventory <ref>', 'tf:<name> or an inventory file')
           .addOption(new Option('--remote-user <name>', 'user the play connects as').default('exocomp'))
           .addOption(bastionOption())
+          .addOption(gitlabJobOption())
           .addOption(
             new Option('--ssh-identity <file>', 'a key file granted to this run as its identity (a 0600 copy)'),
           )
@@ -189,8 +193,9 @@ export function registerPlaybook(program: Command, io: Io): void {
       names: { target: '--inventory', shard: '--shard', foldShards: '--shards', runId: '--run-id' },
     });
     const context = await buildContext(settings, io);
-    const inputs = await runInputs(raw, context.env, [], io);
+    const inputs = await runInputs(raw, context.env, [], io, o.gitlabJob);
     const result = await converge(context, job, {
+      ...(o.gitlabJob ? { ci: gitlabJobLease(process.env, inputs.secrets) } : {}),
       playbook: book,
       remoteUser: o.remoteUser,
       ...playInputs(inputs),
@@ -202,7 +207,7 @@ export function registerPlaybook(program: Command, io: Io): void {
       ...(passthrough.length > 0 ? { passthrough } : {}),
       concurrencyWaitMs: o.concurrencyWait,
       purpose: `playbook run ${book} --inventory ${o.inventory}`,
-      ...playReporting(context, inputs.secrets, settings.json, io),
+      ...playReporting(context, inputs.secrets, settings.json, io, o.gitlabJob),
     });
     renderPlay(io, settings.json, result, {
       key: inputs.fleetKeyPath

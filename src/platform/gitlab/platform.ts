@@ -12,10 +12,10 @@ import { ExocompError } from '../../domain/errors.js';
 import type { Workflow } from '../../domain/workflow.js';
 import type { SecretRegistry } from '../../app/runtime/secrets.js';
 import { isSelfApproval } from '../../app/approval/gates/approver.js';
-import type { ArtifactPort, CiPlatform, GateApproval } from '../../app/ports/ci-platform.js';
-import type { GitLabApi } from './api.js';
+import type { ArtifactPort, CiPlatform, CiRun, GateApproval } from '../../app/ports/ci-platform.js';
+import { GitLabApi, GITLAB_TOKEN_VARIABLE } from './api.js';
 import { gitlabHolder, gitlabHolderProbe } from './holder.js';
-import { gitlabTrigger, type GitLabJob } from './job.js';
+import { gitlabTrigger, readGitLabJob, type GitLabJob } from './job.js';
 import type { GitLabLog } from './log.js';
 import { upsertStatusNote } from './status-note.js';
 
@@ -40,16 +40,7 @@ export function gitlabPlatform(options: GitLabPlatformOptions): CiPlatform {
   const { job, api, log, secrets } = options;
   return {
     name: 'gitlab',
-    run: {
-      id: job.pipelineId,
-      url: job.pipelineUrl,
-      actor: job.userLogin,
-      changeRequest: options.mergeRequestIid,
-      trigger: gitlabTrigger(job),
-      decisionVia: `manual job ${job.jobName} (job ${job.jobId}, pipeline ${job.pipelineId})`,
-      startAgain: startNewPipeline(job),
-      retryPlan: retryThePlanJob(job),
-    },
+    run: gitlabRun(job, options.mergeRequestIid),
     log,
     input: (name) => options.env[`EXOCOMP_${name.toUpperCase().replace(/-/g, '_')}`] ?? '',
     maskSecret: (value) => secrets.add(value),
@@ -87,6 +78,37 @@ export function gitlabPlatform(options: GitLabPlatformOptions): CiPlatform {
       const started = await api.triggerPipeline(job.projectId, ref, { EXOCOMP_WORKFLOW_ID: workflow.id }, job.jobToken);
       return { target: `pipeline ${started.id}`, ref, run: { id: started.id, url: started.webUrl } };
     },
+    holder: () => gitlabHolder(job),
+    probeHolder: gitlabHolderProbe(api),
+  };
+}
+
+function gitlabRun(job: GitLabJob, mergeRequestIid: number | undefined): CiRun {
+  return {
+    id: job.pipelineId,
+    url: job.pipelineUrl,
+    actor: job.userLogin,
+    changeRequest: mergeRequestIid,
+    trigger: gitlabTrigger(job),
+    decisionVia: `manual job ${job.jobName} (job ${job.jobId}, pipeline ${job.pipelineId})`,
+    startAgain: startNewPipeline(job),
+    retryPlan: retryThePlanJob(job),
+  };
+}
+
+/**
+ * What a CLI play run inside a GitLab job (the converge template's `playbook run --gitlab-job`) holds its lease
+ * as: the job (`gitlab:<project>:<pipeline>:<job>`), judged gone once the Jobs API says it finished.
+ */
+export function gitlabJobLease(
+  env: NodeJS.ProcessEnv,
+  secrets: SecretRegistry,
+): Pick<CiPlatform, 'run' | 'holder' | 'probeHolder'> {
+  const job = readGitLabJob(env);
+  const accessToken = env[GITLAB_TOKEN_VARIABLE] || undefined;
+  const api = new GitLabApi(job.apiUrl, { jobToken: job.jobToken, accessToken }, secrets).optional();
+  return {
+    run: gitlabRun(job, job.mergeRequestIid),
     holder: () => gitlabHolder(job),
     probeHolder: gitlabHolderProbe(api),
   };
