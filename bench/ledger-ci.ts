@@ -12,19 +12,35 @@
  *  (c) shared cache: case (a) with every writer's store on one cache directory
  *      (many jobs of one self-hosted runner), beside case (a) with separate
  *      caches; the ratio of their wall times should stay within 1.5.
+ *  (d) processes: N creator processes (each writes a record of its own), then N
+ *      decider processes (each reads its record and writes one transition),
+ *      sharing one cache and then each with its own, while `busy` processes
+ *      (default 20) keep the CPU loaded; each busy process stops by itself
+ *      after at most 20 minutes, and the bench ends them when it is done.
+ *      Printed per phase: how many commands exited 0 and how many failed (with
+ *      the first failures), whether every record is there, and the wall time;
+ *      the ratio shared / separate should stay within 1.5.
+ * Every case prints how many of its writers failed.
  * Usage: npm run bench:ledger-ci [-- 8,32 [own,cache]]
+ *        npm run bench:ledger-ci [-- 64 processes [busy]]
  */
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runProcess } from '../src/adapters/process.js';
 import { describeError } from '../src/domain/errors.js';
 import { GitLedgerStore } from '../src/ledger/git-store.js';
-import { git } from '../test/ledger/helpers.js';
+import { git, ownFile, runWriterFleet } from '../test/ledger/helpers.js';
 
 const SIZES = (process.argv[2] ?? '8,32,64').split(',').map(Number);
 /** `own,cache` runs only cases (a) and (c): the shared-cache figure without the slow baseline. */
 const ONLY_CACHE = process.argv[3] === 'own,cache';
+/** `processes` runs only case (d), under `busy` added CPU-bound processes. */
+const PROCESSES = process.argv[3] === 'processes';
+const BUSY = Number(process.argv[4] ?? 20);
+/** The longest a busy process runs, should the bench itself be killed. */
+const BUSY_LIMIT_MS = 20 * 60_000;
 
 interface CaseResult {
   ok: number;
@@ -40,8 +56,8 @@ function percentile(sorted: readonly number[], fraction: number): number {
 
 function describe(result: CaseResult): string {
   const sorted = [...result.times].sort((a, b) => a - b);
-  const rate = `${result.ok}/${result.total} (${((100 * result.ok) / result.total).toFixed(0)} %)`;
-  return `${rate.padEnd(16)} median ${percentile(sorted, 0.5).toFixed(0).padStart(6)} ms  p95 ${percentile(sorted, 0.95).toFixed(0).padStart(6)} ms  wall ${(result.wallMs / 1000).toFixed(1).padStart(6)} s`;
+  const rate = `${result.ok}/${result.total} ok, ${result.total - result.ok} failed`;
+  return `${rate.padEnd(20)} median ${percentile(sorted, 0.5).toFixed(0).padStart(6)} ms  p95 ${percentile(sorted, 0.95).toFixed(0).padStart(6)} ms  wall ${(result.wallMs / 1000).toFixed(1).padStart(6)} s`;
 }
 
 const record = (writer: string, n: number) =>
@@ -138,7 +154,7 @@ const load = () =>
     .map((value) => value.toFixed(1))
     .join(' ');
 console.log(`bench:ledger-ci — writers with separate caches against one bare remote (load average before: ${load()})`);
-for (const n of SIZES) {
+for (const n of PROCESSES ? [] : SIZES) {
   const dir = await mkdtemp(join(tmpdir(), `exocomp-ledger-ci-${n}-`));
   try {
     const own = await runStores(join(dir), n, (index) => `workflows/w${index}.json`);
@@ -150,7 +166,10 @@ for (const n of SIZES) {
     console.log(
       `      ratio (c) / (a)        wall ${(oneCache.wallMs / own.wallMs).toFixed(2)} (separate caches ${(own.wallMs / 1000).toFixed(1)} s)`,
     );
-    if (ONLY_CACHE) continue;
+    if (ONLY_CACHE) {
+      printFailures([...own.failures, ...oneCache.failures]);
+      continue;
+    }
     const baseline = await runSingleBranch(dir, n);
     await rm(join(dir, 'remote.git'), { recursive: true, force: true });
     const shared = await runStores(dir, n, () => 'workflows/shared.json');
@@ -159,9 +178,100 @@ for (const n of SIZES) {
       `      ratio (a) / baseline   success ${(own.ok / Math.max(baseline.ok, 1)).toFixed(2)}×, wall ${(own.wallMs / baseline.wallMs).toFixed(2)}`,
     );
     console.log(`  (b) one shared record     ${describe(shared)}`);
-    for (const failure of [...own.failures, ...shared.failures, ...oneCache.failures].slice(0, 3))
-      console.log(`      failure: ${failure.split('\n')[0]}`);
+    printFailures([...own.failures, ...shared.failures, ...oneCache.failures]);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
+
+function printFailures(failures: readonly string[]): void {
+  for (const failure of failures.slice(0, 3)) console.log(`      failure: ${failure.split('\n')[0]}`);
+}
+
+/** `count` processes that keep one CPU busy each, stopping by themselves after `limitMs`; returns how to end them early. */
+function busyProcesses(count: number, limitMs: number): () => void {
+  const children = Array.from({ length: count }, () =>
+    spawn(
+      process.execPath,
+      ['-e', 'const end = Date.now() + Number(process.argv[1]); while (Date.now() < end);', String(limitMs)],
+      {
+        stdio: 'ignore',
+      },
+    ),
+  );
+  return () => {
+    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  };
+}
+
+interface PhaseResult {
+  ok: number;
+  failed: number;
+  failures: string[];
+  wallMs: number;
+  /** Writers whose record does not hold what their last command wrote. */
+  lost: string[];
+}
+
+/** N writer processes at once, each making `updates` updates of its own record, then a check of every record. */
+async function processPhase(
+  dir: string,
+  remote: string,
+  writers: readonly string[],
+  updates: number,
+  cacheOf: (writer: string) => string,
+): Promise<PhaseResult> {
+  const started = performance.now();
+  const outcomes = await runWriterFleet(
+    remote,
+    writers.map((writer) => ({ writer, cacheDir: cacheOf(writer), updates, mode: 'own' as const })),
+    join(dir, `go-${updates}-${Math.random().toString(16).slice(2)}`),
+  );
+  const wallMs = performance.now() - started;
+  const failed = outcomes.filter((outcome) => outcome.code !== 0);
+  const snapshot = await new GitLedgerStore({ remote, cacheDir: join(dir, 'check-cache') }).read();
+  const lost = writers.filter((writer) => {
+    const record = JSON.parse(snapshot.read(ownFile(writer)) ?? '{}') as { updates?: number };
+    return record.updates !== updates;
+  });
+  return {
+    ok: outcomes.length - failed.length,
+    failed: failed.length,
+    failures: failed.map((outcome) => outcome.stderr.trim() || `exit ${outcome.code}`),
+    wallMs,
+    lost,
+  };
+}
+
+function describePhase(result: PhaseResult): string {
+  return `${`${result.ok} exit 0, ${result.failed} failed`.padEnd(22)} records ${result.lost.length === 0 ? 'all there' : `${result.lost.length} missing`}  wall ${(result.wallMs / 1000).toFixed(1).padStart(6)} s`;
+}
+
+/** Case (d): creators then deciders as processes, sharing one cache and each with its own, under added CPU load. */
+async function runProcessCases(n: number): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), `exocomp-ledger-ci-processes-${n}-`));
+  const endBusy = busyProcesses(BUSY, BUSY_LIMIT_MS);
+  try {
+    console.log(`\nN = ${n} processes per phase, ${BUSY} busy processes added (load ${load()})`);
+    const writers = Array.from({ length: n }, (_, index) => `w${index + 1}`);
+    const totals: Record<string, number> = {};
+    for (const layout of ['shared', 'separate'] as const) {
+      const remote = join(dir, `${layout}.git`);
+      await git(['init', '--quiet', '--bare', remote]);
+      const cacheOf = (phase: string) => (writer: string) =>
+        layout === 'shared' ? join(dir, 'shared-cache') : join(dir, `${phase}-cache-${writer}`);
+      const creators = await processPhase(dir, remote, writers, 1, cacheOf('create'));
+      const deciders = await processPhase(dir, remote, writers, 2, cacheOf('decide'));
+      totals[layout] = creators.wallMs + deciders.wallMs;
+      console.log(`  ${layout.padEnd(8)} cache  creators ${describePhase(creators)}  (load ${load()})`);
+      console.log(`  ${layout.padEnd(8)} cache  deciders ${describePhase(deciders)}  (load ${load()})`);
+      printFailures([...creators.failures, ...deciders.failures]);
+    }
+    console.log(`  ratio shared / separate   wall ${(totals.shared! / totals.separate!).toFixed(2)}`);
+  } finally {
+    endBusy();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+if (PROCESSES) for (const n of SIZES) await runProcessCases(n);

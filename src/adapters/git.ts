@@ -53,6 +53,7 @@ const QUIET_CONFIG: readonly string[] = [
   'push.followTags=false',
   'init.defaultBranch=main',
   'advice.detachedHead=false',
+  'advice.fetchShowForcedUpdates=false',
 ];
 
 /** Variables that would make git operate on another repository or index than the one we name. */
@@ -132,6 +133,27 @@ function buildGitEnv(options: GitCliOptions): NodeJS.ProcessEnv {
   return env;
 }
 
+/** What a failing git call said that matters: the lines that say why it failed. */
+const FAILURE_LINE = /^(?:fatal|error|remote): |^!\t/;
+/** What git says on the side (`warning:`, `hint:`): never why a call failed. */
+const ASIDE_LINE = /^(?:warning|hint): /;
+
+/**
+ * A failed git call as people should read it: its exit status and its `fatal:`/`error:` lines (with the
+ * remote's `remote:` lines and a push's rejected refs), or, when it printed none, whatever else it said
+ * but its warnings and hints. At most 12 lines, joined by ` | `.
+ */
+export function gitFailureText(result: Pick<RunResult, 'code' | 'signal' | 'stdout' | 'stderr'>): string {
+  const lines = `${result.stderr}\n${result.stdout}`
+    .split('\n')
+    .map((line) => line.trimEnd())
+    .filter((line) => line.trim() !== '' && !ASIDE_LINE.test(line.trimStart()));
+  const failures = lines.filter((line) => FAILURE_LINE.test(line.trimStart()));
+  const said = (failures.length > 0 ? failures : lines).map((line) => line.trim()).slice(0, 12);
+  const status = result.signal ? `git was ended by ${result.signal}` : `git exited with status ${result.code}`;
+  return said.length > 0 ? `${said.join(' | ')} (${status})` : `${status} without a word`;
+}
+
 /**
  * The configuration and secrets for HTTPS access with a token, the way
  * actions/checkout does it: an `http.<url>.extraheader` with basic auth. Both
@@ -182,7 +204,7 @@ export async function probePushAccess(options: {
   try {
     const common = { config: options.config ?? [], extraEnv: options.extraEnv ?? {}, secrets: options.secrets };
     const init = await new ProcessGitCli({ cwd: scratch, ...common }).run(['init', '--quiet', '--bare', '.']);
-    if (init.code !== 0) throw new ExocompError('tool-failed', `git init failed: ${init.stderr.trim()}`);
+    if (init.code !== 0) throw new ExocompError('tool-failed', `git init failed: ${gitFailureText(init)}`);
     const probe = await new ProcessGitCli({ gitDir: scratch, ...common }).run(
       ['push', '--dry-run', '--porcelain', options.remote, `:${PUSH_PROBE_REF}`],
       {

@@ -14,7 +14,6 @@
  *
  * Writers of different records push different refs, so they never conflict.
  */
-import { createHash } from 'node:crypto';
 import { LEDGER_RECORDS_SUFFIX } from '../domain/names.js';
 
 export const RECORDS_SUFFIX = LEDGER_RECORDS_SUFFIX;
@@ -73,11 +72,6 @@ export function movedMarkerText(branch: string): string {
     `continues from this branch's history. See docs/ledger.md.`,
     '',
   ].join('\n');
-}
-
-/** Where the cache repository keeps its copy of the remote's ledger refs (one folder per branch name). */
-export function cacheRefPrefix(branch: string): string {
-  return `refs/exocomp/ledger/${createHash('sha256').update(branch).digest('hex').slice(0, 16)}/`;
 }
 
 /**

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ExocompError } from '../domain/errors.js';
-import { isRemoteUrl, ProcessGitCli, redactRemote } from '../adapters/git.js';
+import { gitFailureText, isRemoteUrl, ProcessGitCli, redactRemote } from '../adapters/git.js';
 
 export interface LedgerLocation {
   /** What to fetch from and push to: a git URL or an absolute path. */
@@ -39,7 +39,7 @@ export async function resolveLedgerLocation(options: {
   if (!/not a git repository/i.test(found.stderr)) {
     throw new ExocompError(
       'tool-failed',
-      `cannot tell whether ${options.cwd} is inside a git repository: ${found.stderr.trim()}`,
+      `cannot tell whether ${options.cwd} is inside a git repository: ${gitFailureText(found)}`,
       {
         help: 'fix the repository, or name the ledger explicitly with --ledger <git url or path>',
       },
@@ -52,7 +52,7 @@ export async function resolveLedgerLocation(options: {
     if (created.code !== 0) {
       throw new ExocompError(
         'tool-failed',
-        `cannot create the ledger repository ${embedded}: ${created.stderr.trim()}`,
+        `cannot create the ledger repository ${embedded}: ${gitFailureText(created)}`,
         {
           help: 'make the directory writable, or name the ledger explicitly with --ledger <git url or path>',
         },
@@ -74,7 +74,7 @@ async function requireRepository(path: string, given: string, init: boolean): Pr
   await mkdir(path, { recursive: true });
   const created = await git.run(['init', '--quiet', '--bare', path]);
   if (created.code !== 0) {
-    throw new ExocompError('tool-failed', `cannot create the ledger repository ${given}: ${created.stderr.trim()}`, {
+    throw new ExocompError('tool-failed', `cannot create the ledger repository ${given}: ${gitFailureText(created)}`, {
       help: 'make the directory writable, or create the repository yourself',
     });
   }

@@ -1,5 +1,4 @@
 import { existsSync } from 'node:fs';
-import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
@@ -331,20 +330,16 @@ describe('GitLedgerStore', () => {
 });
 
 describe('processes sharing one cache', () => {
-  it('a reader that finds the fetch lock held fetches on its own at once, and leaves none of its refs behind; abandoned fetch refs are swept', async () => {
+  it('a reader that finds the fetch lock held fetches the objects it needs at once, and makes no ref of its own', async () => {
     const shared = join(temp.path, 'shared-cache');
     await store({ cacheDir: shared }).update(() => change({ 'workflows/a.json': 'a1' }));
     // Read once, so the cache holds its copy of the ledger refs; then another machine writes.
     await store({ cacheDir: shared }).read();
     await store().update(() => change({ 'workflows/b.json': 'theirs' }));
     const [repo = ''] = (await readdir(shared)).filter((name) => !name.includes('.init-'));
-    const cacheGit = (args: string[]) => git(['--git-dir', join(shared, repo), ...args]);
-    const commit = (await cacheGit(['for-each-ref', '--count=1', '--format=%(objectname)'])).stdout.trim();
-    // A fetch of a process on this host that was killed before it read its refs, and one of a live process.
-    const host = createHash('sha256').update(hostname()).digest('hex').slice(0, 8);
-    const dead = spawnSync('sh', ['-c', 'echo $$']).stdout.toString().trim();
-    await cacheGit(['update-ref', `refs/exocomp/fetch/${host}-${dead}-0abc/exocomp-ledger-records/x`, commit]);
-    await cacheGit(['update-ref', `refs/exocomp/fetch/${host}-${process.pid}-0def/exocomp-ledger-records/x`, commit]);
+    const cacheRefs = async () =>
+      (await git(['--git-dir', join(shared, repo), 'for-each-ref', '--format=%(objectname) %(refname)'])).stdout;
+    const before = await cacheRefs();
     // Another process holds the fetch lock (a long fetch): before, every reader queued behind it.
     const lockName = `exocomp-writer-${createHash('sha256').update('exocomp-ledger').digest('hex').slice(0, 16)}.lock`;
     await writeFile(join(shared, repo, lockName), `${process.pid} ${hostname()} held-by-the-test`);
@@ -354,8 +349,8 @@ describe('processes sharing one cache', () => {
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(snapshot.read('workflows/b.json')).toBe('theirs');
     expect(existsSync(join(shared, repo, lockName))).toBe(true);
-    const refs = (await cacheGit(['for-each-ref', '--format=%(refname)', 'refs/exocomp/fetch/'])).stdout.trim();
-    expect(refs).toBe(`refs/exocomp/fetch/${host}-${process.pid}-0def/exocomp-ledger-records/x`);
+    // Fetched by object id: not a ref of the cache was made, moved or deleted.
+    expect(await cacheRefs()).toBe(before);
   });
 });
 
@@ -381,7 +376,7 @@ describe('git processes per ledger operation', () => {
     await store().update(() => change({ 'workflows/a.json': 'a1' }));
     const ran: string[] = [];
     expect((await store({ git: (gitDir) => counting(gitDir, ran) }).read()).read('workflows/a.json')).toBe('a1');
-    expect(ran).toEqual(['fetch', 'for-each-ref', 'diff-tree', 'cat-file']);
+    expect(ran).toEqual(['ls-remote', 'fetch', 'cat-file', 'diff-tree', 'cat-file']);
   });
 
   it('reads again in full once another writer moved any ledger ref, and then sees its write', async () => {
@@ -392,7 +387,7 @@ describe('git processes per ledger operation', () => {
     ran.length = 0;
     const snapshot = await ledger.read();
     expect(snapshot.read('workflows/b.json')).toBe('theirs');
-    expect(ran).toEqual(['ls-remote', 'for-each-ref', 'fetch', 'for-each-ref', 'diff-tree', 'cat-file']);
+    expect(ran).toEqual(['ls-remote', 'cat-file', 'fetch', 'cat-file', 'diff-tree', 'cat-file']);
     // A deleted ref counts as moved too.
     await git(['--git-dir', remote, 'update-ref', '-d', 'refs/heads/exocomp-ledger-records/workflows/b.json']);
     expect((await ledger.read()).read('workflows/b.json')).toBeUndefined();
@@ -515,27 +510,36 @@ describe('a change that reads only what it writes', () => {
   });
 });
 
-describe('a first record created while a fresh store reads', () => {
-  it('reads again when the ledger was empty as its fetch looked and has a record by the time it checks', async () => {
-    let created = false;
+describe('a ref deleted on the remote between the listing and the fetch', () => {
+  it('is listed again: the read holds the ledger without it', async () => {
+    await store().update(() => change({ 'workflows/a.json': 'a1', 'workflows/gone.json': 'soon gone' }));
+    let deleted = false;
     const racing = (gitDir: string): GitCli => {
       const real = new ProcessGitCli({ gitDir });
       return {
         secrets: real.secrets,
         async run(args, options) {
           const result = await real.run(args, options);
-          // Another writer creates the ledger's first record right after this store's fetch found nothing.
-          if (args[0] === 'fetch' && !created) {
-            created = true;
-            await store().update(() => change({ 'workflows/theirs.json': 'theirs' }));
+          // Right after this store listed the tips, the record is deleted and its objects pruned on the remote.
+          if (args.includes('ls-remote') && !deleted) {
+            deleted = true;
+            await git([
+              '--git-dir',
+              remote,
+              'update-ref',
+              '-d',
+              'refs/heads/exocomp-ledger-records/workflows/gone.json',
+            ]);
+            await git(['--git-dir', remote, '-c', 'gc.reflogExpire=now', 'gc', '--quiet', '--prune=now']);
           }
           return result;
         },
       };
     };
     const snapshot = await store({ git: racing }).read();
-    expect(created).toBe(true);
-    expect(snapshot.read('workflows/theirs.json')).toBe('theirs');
+    expect(deleted).toBe(true);
+    expect(snapshot.read('workflows/a.json')).toBe('a1');
+    expect(snapshot.read('workflows/gone.json')).toBeUndefined();
   });
 });
 
