@@ -13,10 +13,12 @@ export interface RunOptions {
   secrets?: readonly string[];
   /**
    * Stops the child when aborted: SIGTERM (for an interruption, the signal it
-   * forwards, if any), then SIGKILL after a short grace. The result is the
+   * forwards, if any), then SIGKILL after `stopGraceMs`. The result is the
    * usual one (code/signal); callers see the abort on the signal.
    */
   signal?: AbortSignal | undefined;
+  /** How long a child told to stop may take before it is killed (default STOP_GRACE_MS). */
+  stopGraceMs?: number | undefined;
   /**
    * A pipe on the child's file descriptor 3, for a tool that reports structured
    * events there (see ansible-events-plugin.ts). Chunks arrive as written: the
@@ -93,7 +95,7 @@ export function runProcess(command: string, args: readonly string[], options: Ru
       if (reason instanceof InterruptedError) {
         if (reason.forward) child.kill(reason.forward);
       } else child.kill('SIGTERM');
-      killTimer = setTimeout(() => child.kill('SIGKILL'), STOP_GRACE_MS);
+      killTimer = setTimeout(() => child.kill('SIGKILL'), options.stopGraceMs ?? STOP_GRACE_MS);
     };
     const settle = () => {
       if (timer) clearTimeout(timer);

@@ -3,6 +3,7 @@ import { access, stat, writeFile } from 'node:fs/promises';
 import { basename, delimiter, isAbsolute, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ExocompError } from '../domain/errors.js';
+import { LOCK_ERROR_SUMMARY, parseStateLock, stateLockedError } from '../domain/state-lock.js';
 import {
   collectStrings,
   planFingerprint,
@@ -120,6 +121,15 @@ export interface TofuDriverOptions {
 }
 
 const STDERR_TAIL_LINES = 20;
+
+/**
+ * How long tofu told to stop (SIGINT) may take to stop on its own, releasing its state lock, before it is killed.
+ * GitHub's runner sends a cancelled step SIGINT, then SIGTERM 7.5 s later (our process then exits at once), and kills
+ * the process tree 2.5 s after that (docs.github.com/en/actions/reference/workflow-cancellation-reference): 6 s leaves
+ * the step time to record its interruption inside that window. GitLab's shell executor sends the job's process group
+ * SIGTERM and SIGKILL only after its graceful-kill timeout (gitlab-runner MR 1770), so tofu stops on its own there too.
+ */
+export const TOFU_STOP_GRACE_MS = 6_000;
 
 export class TofuDriver implements TofuPort {
   private readonly binary: string;
@@ -246,6 +256,7 @@ export class TofuDriver implements TofuPort {
         env: { ...this.env, TF_IN_AUTOMATION: '1', TF_INPUT: '0' },
         ...(splitters && { onOutput: (chunk: string, stream: 'stdout' | 'stderr') => splitters[stream].push(chunk) }),
         signal: this.signal,
+        stopGraceMs: TOFU_STOP_GRACE_MS,
       });
     } catch (error) {
       throw new ExocompError('tool-missing', `cannot run ${command}: ${(error as Error).message}`, {
@@ -264,6 +275,10 @@ export class TofuDriver implements TofuPort {
       const how =
         result.signal !== null ? `was ended by signal ${result.signal}` : `failed with exit code ${result.code}`;
       const errors = diagnostics.filter((d) => d.severity === 'error');
+      // A lock another run left held is named, with the command that releases it, rather than described as a failure.
+      const lockError = errors.find((d) => d.summary === LOCK_ERROR_SUMMARY);
+      const lock = lockError === undefined ? undefined : parseStateLock(lockError.detail ?? '');
+      if (lock) throw stateLockedError(this.toolName, this.workspaceDir, lock);
       const described =
         errors.length > 0
           ? errors
