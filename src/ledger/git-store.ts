@@ -12,7 +12,7 @@
  * and one `cat-file --batch` for their contents: the index of records is
  * rebuilt from the remote's refs, never written by a writer. Processes sharing
  * a cache therefore share no ref, and none can move or delete what another is
- * reading (ADR i37). A write builds one commit per record it changes
+ * reading (ADR 0040). A write builds one commit per record it changes
  * (objects checked and hashed here, written by one `unpack-objects`) and
  * pushes them without force, atomically when there are several. The push is
  * the compare-and-swap: git accepts a record's new commit only when the
@@ -688,7 +688,7 @@ export class GitLedgerStore implements LedgerStore {
    * Makes sure the cache holds the objects of the remote's tips `listed`. Returns the tips it holds them
    * for (the remote's, asked again when a ref moved meanwhile), the refs left out because the remote does
    * not hold their object, and what each tip object is. A fetch names the objects it wants by id and makes
-   * no ref of its own (ADR i37), so processes sharing the cache have nothing of each other's to read or
+   * no ref of its own (ADR 0040), so processes sharing the cache have nothing of each other's to read or
    * delete. Another process holding a git lock the fetch needs (the `shallow.lock` of a first fetch) is
    * waited out with jittered backoff within the ledger's time budget (`retryForMs`).
    */
