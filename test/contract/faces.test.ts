@@ -110,7 +110,8 @@ const scenarios: Scenario[] = [
     given: () => ({ planOnly: true, apiUnreachable: true }),
     expect: {
       succeeded: { state: 'awaiting-approval' },
-      says: /\(optional, the job goes on\): .*fetch failed/,
+      // GitHub's client says fetch failed; GitLab's names the API's URL and the cause (issue 38).
+      says: /\(optional, the job goes on\): .*(fetch failed|GitLab's API at \S+ gave no answer \(.+\))/,
     },
     notOn: { cli: 'the CLI calls no platform API' },
   },
