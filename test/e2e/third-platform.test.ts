@@ -133,7 +133,7 @@ describe('a third CI platform runs the chain with no change under src/app', () =
     expect(await host.readFile('/etc/motd-exocomp')).toContain('set by example-ci');
     // The lookup failed ("fetch failed"): a notice naming what to grant, no comment, the job still green.
     expect(ci.log.join('\n')).toMatch(
-      /notice .*not found \(optional, the job goes on\): fetch failed; to get it, grant the example-ci token/,
+      /notice .*could not be looked up \(optional, the job goes on\): fetch failed; to get it, grant the example-ci token/,
     );
     expect(ci.comments).toEqual([]);
   }, 900_000);
