@@ -77,14 +77,6 @@ export function serialFrom(random: Uint8Array): string {
   return (value === 0n ? 1n : value).toString();
 }
 
-/** One public key line: `type base64 [comment]`, nothing else a shell or sshd could read as more. */
-export const publicKeyLineSchema = z
-  .string()
-  .regex(
-    /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) AAAA[0-9A-Za-z+/]+={0,3}( [^\n\r]*)?$/,
-    'one public key line',
-  );
-
 /** A certificate a run was issued: who held which credential when (the private key never leaves the run). */
 export const issuedCertificateSchema = z.object({
   serial: serialSchema,
