@@ -20,24 +20,32 @@
  *      Printed per phase: how many commands exited 0 and how many failed (with
  *      the first failures), whether every record is there, and the wall time;
  *      the ratio shared / separate should stay within 1.5.
+ *  (e) commands: case (d) with the CLI itself, as issue 37 measured it: N
+ *      `exocomp provision run --require-approval` (each its own workspace name,
+ *      planned by the tofu stand-in: the ledger is what is measured), then N
+ *      `exocomp approval decide <id> --approve` of those workflows, sharing one
+ *      cache ($XDG_CACHE_HOME) and then each with its own, under `busy` processes.
  * Every case prints how many of its writers failed.
  * Usage: npm run bench:ledger-ci [-- 8,32 [own,cache]]
- *        npm run bench:ledger-ci [-- 64 processes [busy]]
+ *        npm run bench:ledger-ci [-- 64 processes|commands [busy]]
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runProcess } from '../src/adapters/process.js';
 import { describeError } from '../src/domain/errors.js';
 import { GitLedgerStore } from '../src/ledger/git-store.js';
 import { git, ownFile, runWriterFleet } from '../test/ledger/helpers.js';
+import { createChainFixture, workflowIdFrom, type CliResult } from '../test/support/chain-fixture.js';
+import { ledgerFile } from '../test/support/ledger-git.js';
 
 const SIZES = (process.argv[2] ?? '8,32,64').split(',').map(Number);
 /** `own,cache` runs only cases (a) and (c): the shared-cache figure without the slow baseline. */
 const ONLY_CACHE = process.argv[3] === 'own,cache';
-/** `processes` runs only case (d), under `busy` added CPU-bound processes. */
+/** `processes` runs only case (d), `commands` only case (e), under `busy` added CPU-bound processes. */
 const PROCESSES = process.argv[3] === 'processes';
+const COMMANDS = process.argv[3] === 'commands';
 const BUSY = Number(process.argv[4] ?? 20);
 /** The longest a busy process runs, should the bench itself be killed. */
 const BUSY_LIMIT_MS = 20 * 60_000;
@@ -154,7 +162,7 @@ const load = () =>
     .map((value) => value.toFixed(1))
     .join(' ');
 console.log(`bench:ledger-ci — writers with separate caches against one bare remote (load average before: ${load()})`);
-for (const n of PROCESSES ? [] : SIZES) {
+for (const n of PROCESSES || COMMANDS ? [] : SIZES) {
   const dir = await mkdtemp(join(tmpdir(), `exocomp-ledger-ci-${n}-`));
   try {
     const own = await runStores(join(dir), n, (index) => `workflows/w${index}.json`);
@@ -274,4 +282,85 @@ async function runProcessCases(n: number): Promise<void> {
   }
 }
 
+const sitePlaybook = new URL('../test/fixtures/playbooks/site.yml', import.meta.url).pathname;
+
+/** Case (e): N `provision run --require-approval`, then N `approval decide`, through the CLI, under added CPU load. */
+async function runCommandCases(n: number): Promise<void> {
+  const fx = await createChainFixture('edge');
+  const endBusy = busyProcesses(BUSY, BUSY_LIMIT_MS);
+  try {
+    console.log(`\nN = ${n} CLI commands per phase, ${BUSY} busy processes added (load ${load()})`);
+    await cp(sitePlaybook, join(fx.dir, 'site.yml'));
+    const inventory = { all: { hosts: { web: { ansible_host: '127.0.0.1', ansible_port: 22 } } } };
+    const workspaces = await Promise.all(
+      Array.from({ length: n }, async (_, index) => {
+        const workspace = join(fx.dir, `ws${index + 1}`);
+        await cp(fx.workspace, workspace, { recursive: true });
+        await writeFile(join(workspace, 'exocomp.auto.tfvars.json'), JSON.stringify({ ansible_inventory: inventory }));
+        return workspace;
+      }),
+    );
+    const totals: Record<string, number> = {};
+    for (const layout of ['shared', 'separate'] as const) {
+      const ledger = join(fx.dir, `${layout}.git`);
+      await git(['init', '--quiet', '--bare', ledger]);
+      const cache = (phase: string, index: number) =>
+        join(fx.dir, layout === 'shared' ? 'shared-cache' : `${phase}-cache-${index}`);
+      const phase = async (name: string, argsOf: (index: number) => string[]) => {
+        const started = performance.now();
+        const results = await Promise.all(
+          workspaces.map((_, index) => fx.cli(argsOf(index), { env: { XDG_CACHE_HOME: cache(name, index) } })),
+        );
+        return { results, wallMs: performance.now() - started };
+      };
+      const keys = fx.keys.map((arg) => (arg === fx.ledger ? ledger : arg));
+      const creators = await phase('create', (index) => [
+        'provision',
+        'run',
+        workspaces[index]!,
+        'site.yml',
+        ...keys,
+        `--workspace-name=w${index + 1}`,
+        '--require-approval',
+      ]);
+      const ids = creators.results.map((result) => (result.code === 0 ? workflowIdFrom(result) : undefined));
+      const deciders = await phase('decide', (index) =>
+        ids[index] === undefined
+          ? ['--version']
+          : ['approval', 'decide', ids[index], '--approve', '--by', `reviewer-${index + 1}`, '--ledger', ledger],
+      );
+      // Every command that exited 0 has its record: each decided workflow reads approved.
+      const states = await Promise.all(
+        ids.map(async (id) =>
+          id === undefined
+            ? undefined
+            : (
+                JSON.parse((await ledgerFile(ledger, `workflows/${id}.json`)) ?? '{}') as {
+                  approval?: { state?: string };
+                }
+              ).approval?.state,
+        ),
+      );
+      totals[layout] = creators.wallMs + deciders.wallMs;
+      const created = ids.filter((id) => id !== undefined).length;
+      const decided = deciders.results.filter((result, index) => ids[index] !== undefined && result.code === 0).length;
+      const approved = states.filter((state) => state === 'approved').length;
+      console.log(
+        `  ${layout.padEnd(8)} cache  provision run  ${`${created} exit 0, ${n - created} failed`.padEnd(22)} wall ${(creators.wallMs / 1000).toFixed(1).padStart(6)} s  (load ${load()})`,
+      );
+      console.log(
+        `  ${layout.padEnd(8)} cache  approval decide ${`${decided} exit 0, ${n - decided} failed`.padEnd(21)} wall ${(deciders.wallMs / 1000).toFixed(1).padStart(6)} s  records ${approved === decided ? 'all there' : `${decided - approved} missing`}  (load ${load()})`,
+      );
+      const failed = (results: readonly CliResult[]) =>
+        results.filter((result) => result.code !== 0).map((result) => result.stderr.trim() || `exit ${result.code}`);
+      printFailures([...failed(creators.results), ...failed(deciders.results)]);
+    }
+    console.log(`  ratio shared / separate   wall ${(totals.shared! / totals.separate!).toFixed(2)}`);
+  } finally {
+    endBusy();
+    await fx.cleanup();
+  }
+}
+
 if (PROCESSES) for (const n of SIZES) await runProcessCases(n);
+if (COMMANDS) for (const n of SIZES) await runCommandCases(n);
